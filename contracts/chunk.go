@@ -1,0 +1,149 @@
+package contracts
+
+import "encoding/json"
+
+// ChunkType names one kind of stream event. The wire values are Kortyx's (spec F6.3), plus
+// [ChunkResumeRejected] of this port, which Kortyx clients ignore.
+type ChunkType string
+
+// Chunk types of the wire protocol.
+const (
+	ChunkSession               ChunkType = "session"
+	ChunkTrace                 ChunkType = "trace"
+	ChunkStatus                ChunkType = "status"
+	ChunkTextStart             ChunkType = "text-start"
+	ChunkTextDelta             ChunkType = "text-delta"
+	ChunkTextEnd               ChunkType = "text-end"
+	ChunkMessage               ChunkType = "message"
+	ChunkToolCallStart         ChunkType = "tool-call-start"
+	ChunkToolCallResult        ChunkType = "tool-call-result"
+	ChunkToolCallError         ChunkType = "tool-call-error"
+	ChunkToolResult            ChunkType = "tool-result"
+	ChunkStructuredData        ChunkType = "structured-data"
+	ChunkStructuredInvalidated ChunkType = "structured-data-invalidated"
+	ChunkInterrupt             ChunkType = "interrupt"
+	ChunkTransition            ChunkType = "transition"
+	ChunkCheckpoint            ChunkType = "checkpoint"
+	ChunkLimitReached          ChunkType = "limit-reached"
+	ChunkCancelled             ChunkType = "cancelled"
+	ChunkError                 ChunkType = "error"
+	ChunkDone                  ChunkType = "done"
+
+	// ChunkResumeRejected (this port): an answer sent by signal was rejected; the run keeps
+	// waiting for the same request. Carries RequestID and Failure.
+	ChunkResumeRejected ChunkType = "resume-rejected"
+)
+
+// StructuredKind is the kind of a structured-data chunk.
+type StructuredKind string
+
+// Structured-data kinds (spec F3.3).
+const (
+	StructuredSet       StructuredKind = "set"
+	StructuredAppend    StructuredKind = "append"
+	StructuredTextDelta StructuredKind = "text-delta"
+	StructuredFinal     StructuredKind = "final"
+)
+
+// Chunk is one event of a run's stream, serialized as one JSON object with a "type" field.
+// Which fields are set depends on Type (spec F6.3); JSON values that may legitimately be
+// false, 0 or null are kept as raw JSON so that their presence survives a round trip.
+type Chunk struct {
+	Type ChunkType `json:"type"`
+
+	// Common attribution.
+	Node      string `json:"node,omitempty"`
+	ID        string `json:"id,omitempty"` // hook id; checkpoint id for "checkpoint"
+	OpID      string `json:"opId,omitempty"`
+	SegmentID string `json:"segmentId,omitempty"`
+
+	// session, checkpoint
+	SessionID string `json:"sessionId,omitempty"`
+	TurnIndex *int   `json:"turnIndex,omitempty"`
+	Label     string `json:"label,omitempty"`
+
+	// trace
+	TraceID      string `json:"traceId,omitempty"`
+	SpanID       string `json:"spanId,omitempty"`
+	RootSpanName string `json:"rootSpanName,omitempty"`
+
+	// text-delta, structured text-delta
+	Delta string `json:"delta,omitempty"`
+
+	// message, tool-call-result, tool-result
+	Content string `json:"content,omitempty"`
+
+	// status, tool-call-error, error
+	Message string   `json:"message,omitempty"`
+	Failure *Failure `json:"failure,omitempty"`
+
+	// tool calls
+	Tool              string          `json:"tool,omitempty"`
+	ToolCallID        string          `json:"toolCallId,omitempty"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+
+	// structured-data
+	StreamID      string          `json:"streamId,omitempty"`
+	DataType      string          `json:"dataType,omitempty"`
+	Kind          StructuredKind  `json:"kind,omitempty"`
+	SchemaID      string          `json:"schemaId,omitempty"`
+	SchemaVersion string          `json:"schemaVersion,omitempty"`
+	Path          string          `json:"path,omitempty"`
+	Value         json.RawMessage `json:"value,omitempty"`
+	Items         json.RawMessage `json:"items,omitempty"`
+	CheckpointID  string          `json:"checkpointId,omitempty"`
+
+	// interrupt, resume-rejected
+	RequestID   string          `json:"requestId,omitempty"`
+	ResumeToken string          `json:"resumeToken,omitempty"`
+	Workflow    string          `json:"workflow,omitempty"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+
+	// interrupt: InterruptInput; tool-call-start: the tool input.
+	Input json.RawMessage `json:"input,omitempty"`
+
+	// transition
+	TransitionTo string          `json:"transitionTo,omitempty"`
+	Payload      json.RawMessage `json:"payload,omitempty"`
+
+	// limit-reached, cancelled
+	RunID    string `json:"runId,omitempty"`
+	Limit    string `json:"limit,omitempty"`
+	Maximum  int    `json:"maximum,omitempty"`
+	Consumed int    `json:"consumed,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+
+	// structured final: the object; done: the final graph state.
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// InterruptInput is the "input" object of an interrupt chunk: what the client shows the human.
+type InterruptInput struct {
+	Kind          InterruptKind   `json:"kind"`
+	Multiple      bool            `json:"multiple"`
+	Question      string          `json:"question,omitempty"`
+	ID            string          `json:"id,omitempty"`
+	SchemaID      string          `json:"schemaId,omitempty"`
+	SchemaVersion string          `json:"schemaVersion,omitempty"`
+	Meta          json.RawMessage `json:"meta,omitempty"`
+	Options       []Option        `json:"options"`
+	Contract      string          `json:"contract,omitempty"`
+	Request       json.RawMessage `json:"request,omitempty"`
+}
+
+// RawJSON marshals v, for the raw JSON fields of [Chunk]. A value that cannot be marshalled
+// yields nil (the field is omitted); callers that need the error marshal themselves.
+func RawJSON(v any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	if r, ok := v.(json.RawMessage); ok {
+		return r
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

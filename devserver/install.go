@@ -1,0 +1,132 @@
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+const (
+	// CLIModule is the Go package path of the Temporal CLI.
+	CLIModule = "github.com/temporalio/cli/cmd/temporal"
+	// CLIVersion is the pinned Temporal CLI version. Newer versions do not
+	// build offline with the module cache this project ships with.
+	CLIVersion = "v1.5.1"
+)
+
+// EnvCLIPath names the environment variable that, when set, overrides where
+// [Find] looks for the temporal binary.
+const EnvCLIPath = "TEMPORAL_CLI_PATH"
+
+// ErrNotFound is returned (wrapped) by [Find] when no temporal binary exists
+// in any of the places it looks.
+var ErrNotFound = errors.New("temporal CLI not found")
+
+// Find locates the temporal binary. It checks, in order:
+//
+//  1. $TEMPORAL_CLI_PATH, which, if set, must name an executable file;
+//  2. <root>/.tools/bin/temporal;
+//  3. "temporal" on $PATH.
+//
+// root is the project directory; "" means the current directory. If nothing
+// is found the error wraps [ErrNotFound] and says how to install the CLI.
+func Find(root string) (string, error) {
+	if p := os.Getenv(EnvCLIPath); p != "" {
+		if err := checkExecutable(p); err != nil {
+			return "", fmt.Errorf("kortyx: $%s=%q is not usable (%w); point it at a temporal binary or unset it", EnvCLIPath, p, err)
+		}
+		return p, nil
+	}
+	bin, err := binDir(root)
+	if err != nil {
+		return "", err
+	}
+	local := filepath.Join(bin, exeName("temporal"))
+	if checkExecutable(local) == nil {
+		return local, nil
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("kortyx: %w (looked in $%s, %s and $PATH); call devserver.Install or run: GOBIN=%s go install %s@%s",
+		ErrNotFound, EnvCLIPath, local, bin, CLIModule, CLIVersion)
+}
+
+// Install builds the Temporal CLI ([CLIModule]@[CLIVersion]) into
+// <root>/.tools/bin with "go install", streaming the go command's output to
+// out (nil discards it), and returns the path of the installed binary. root
+// is the project directory; "" means the current directory. It needs the go
+// command on $PATH and takes a few minutes the first time.
+func Install(ctx context.Context, root string, out io.Writer) (string, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	bin, err := binDir(root)
+	if err != nil {
+		return "", err
+	}
+	target := CLIModule + "@" + CLIVersion
+	fmt.Fprintf(out, "kortyx: installing the Temporal CLI into %s (go install %s); this takes a few minutes, once\n", bin, target)
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return "", fmt.Errorf("kortyx: installing temporal CLI: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "install", target)
+	cmd.Env = append(os.Environ(), "GOBIN="+bin)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("kortyx: installing temporal CLI failed; run by hand: GOBIN=%s go install %s: %w", bin, target, err)
+	}
+	path := filepath.Join(bin, exeName("temporal"))
+	if err := checkExecutable(path); err != nil {
+		return "", fmt.Errorf("kortyx: go install %s succeeded but %s is not usable: %w", target, path, err)
+	}
+	return path, nil
+}
+
+// FindOrInstall returns the binary [Find] locates, or, if there is none,
+// installs it with [Install]. A $TEMPORAL_CLI_PATH naming a missing file is
+// reported as an error rather than silently replaced by an install.
+func FindOrInstall(ctx context.Context, root string, out io.Writer) (string, error) {
+	p, err := Find(root)
+	if err == nil || !errors.Is(err, ErrNotFound) {
+		return p, err
+	}
+	return Install(ctx, root, out)
+}
+
+// binDir returns the absolute <root>/.tools/bin directory.
+func binDir(root string) (string, error) {
+	abs, err := filepath.Abs(root) // Abs("") is the working directory.
+	if err != nil {
+		return "", fmt.Errorf("kortyx: resolving project directory %q: %w", root, err)
+	}
+	return filepath.Join(abs, ".tools", "bin"), nil
+}
+
+func exeName(name string) string {
+	if runtime.GOOS == "windows" {
+		return name + ".exe"
+	}
+	return name
+}
+
+// checkExecutable reports why path is not an executable regular file.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory", path)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s: %w: not executable", path, fs.ErrPermission)
+	}
+	return nil
+}

@@ -1,0 +1,221 @@
+// Package app wires the programs (worker, starter) together: configuration from the
+// environment, the embedded dev server, the worker with its registry, and the HTTP server.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/examples/triage"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+)
+
+// Config is read from the environment by [ConfigFromEnv].
+type Config struct {
+	// TemporalAddress is TEMPORAL_ADDRESS; empty means the embedded dev server.
+	TemporalAddress string
+	// Namespace is TEMPORAL_NAMESPACE (default "default").
+	Namespace string
+	// TaskQueue is KORTYX_TASK_QUEUE (default "kortyx").
+	TaskQueue string
+	// HTTPAddr is KORTYX_HTTP_ADDR (default 127.0.0.1:8787): the worker's HTTP API (streams).
+	HTTPAddr string
+	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
+	// KORTYX_DEV_UI_PORT, default 8233).
+	DevPort, DevUIPort int
+	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
+	// nearest directory above the working directory with a go.mod, else the working directory).
+	Root string
+}
+
+// ConfigFromEnv reads the configuration.
+func ConfigFromEnv() Config {
+	c := Config{
+		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"),
+		Namespace:       envOr("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:       envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
+		HTTPAddr:        envOr("KORTYX_HTTP_ADDR", "127.0.0.1:8787"),
+		DevPort:         envInt("KORTYX_DEV_PORT", 7233),
+		DevUIPort:       envInt("KORTYX_DEV_UI_PORT", 8233),
+		Root:            os.Getenv("KORTYX_ROOT"),
+	}
+	if c.Root == "" {
+		c.Root = projectRoot()
+	}
+	return c
+}
+
+// Address is where clients reach Temporal: TEMPORAL_ADDRESS, else the embedded server's port.
+func (c Config) Address() string {
+	if c.TemporalAddress != "" {
+		return c.TemporalAddress
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.DevPort))
+}
+
+// StreamURL is the base URL of the worker's HTTP API.
+func (c Config) StreamURL() string {
+	if u := os.Getenv("KORTYX_STREAM_URL"); u != "" {
+		return u
+	}
+	return "http://" + c.HTTPAddr
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return n
+	}
+	return def
+}
+
+func projectRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if filepath.Dir(dir) == dir {
+			return wd
+		}
+	}
+}
+
+// StartDevServer finds (or installs, printing progress to out) the Temporal CLI and starts a
+// tuned dev server on the configured ports with its SQLite file under .kortyx/, the search
+// attributes registered and the UI enabled.
+func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.Server, error) {
+	bin, err := devserver.FindOrInstall(ctx, cfg.Root, out)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(filepath.Join(mkdir(cfg.Root, ".kortyx"), "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{
+		BinaryPath:       bin,
+		Port:             cfg.DevPort,
+		UIPort:           cfg.DevUIPort,
+		DBFile:           filepath.Join(cfg.Root, ".kortyx", "temporal.db"),
+		Namespace:        cfg.Namespace,
+		SearchAttributes: contracts.SearchAttributes,
+		Log:              logFile,
+	})
+	if err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("kortyx: starting the Temporal dev server on port %d (set KORTYX_DEV_PORT to use another, or TEMPORAL_ADDRESS to use a running server): %w", cfg.DevPort, err)
+	}
+	go func() { <-srv.Done(); _ = logFile.Close() }()
+	return srv, nil
+}
+
+func mkdir(parts ...string) string {
+	dir := filepath.Join(parts...)
+	_ = os.MkdirAll(dir, 0o755)
+	return dir
+}
+
+// Dial connects a Temporal client with a quiet logger.
+func Dial(cfg Config) (client.Client, error) {
+	c, err := client.Dial(client.Options{
+		HostPort:  cfg.Address(),
+		Namespace: cfg.Namespace,
+		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s (start the worker in dev mode, or set TEMPORAL_ADDRESS): %w", cfg.Address(), err)
+	}
+	return c, nil
+}
+
+// EnsureSearchAttributes registers the Kortyx search attributes on a server that lacks them.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("kortyx: listing search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, name := range contracts.SearchAttributes {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("kortyx: registering search attributes %v: %w", contracts.SearchAttributes, err)
+	}
+	return nil
+}
+
+// Registry returns a registry with the example agents.
+func Registry() (*workflows.Registry, error) {
+	reg := workflows.NewRegistry()
+	if err := triage.Register(reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// StartWorker starts a worker for reg on the task queue; stop it with Stop.
+func StartWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) (worker.Worker, error) {
+	w := worker.New(c, cfg.TaskQueue, worker.Options{})
+	workflows.NewRunner(reg).Register(w)
+	(&activities.Activities{Stream: broker}).Register(w)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
+	}
+	return w, nil
+}
+
+// ServeHTTP serves the HTTP API (run streams) on addr until ctx ends.
+func ServeHTTP(ctx context.Context, addr string, broker stream.Broker) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/runs/", stream.Handler(broker))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return srv, ln.Addr().String(), nil
+}

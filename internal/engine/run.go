@@ -1,0 +1,274 @@
+// Package engine is the workflow-side runtime shared by the hooks and the run workflow: the live
+// state of a run, the hook scope of a node, the chunk outbox, and interrupt answering.
+// Everything here runs as Temporal workflow code and must stay deterministic.
+package engine
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// maxRejections bounds the rejected answers kept in state.
+const maxRejections = 20
+
+// Run is the live side of one run execution. Everything durable is in Snap; the rest is
+// rebuilt by Temporal's replay.
+type Run struct {
+	ID        string // workflow ID: the run id and the stream id
+	SessionID string
+	Snap      contracts.RunSnapshot
+	Status    contracts.RunStatus
+	Node      string // node executing now
+
+	pending   *pending
+	cancelled bool // a human cancelled the run through an answer
+	outbox    []contracts.KeyedChunk
+	flushing  bool
+	saStatus  contracts.RunStatus
+}
+
+type pending struct {
+	req    contracts.PendingRequest
+	schema *contracts.Schema
+	answer *contracts.Answer
+	cancel bool
+}
+
+// NewRun creates the live run around a snapshot.
+func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) *Run {
+	if snap.Hooks.WorkflowState == nil {
+		snap.Hooks.WorkflowState = map[string]json.RawMessage{}
+	}
+	return &Run{ID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning}
+}
+
+// Install registers the state query, the answer update and the answer signal. Call it first
+// thing in the workflow so that no answer is ever dropped.
+func (r *Run) Install(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, contracts.StateQueryName, func() (contracts.RunView, error) {
+		return r.View(), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, contracts.RespondName,
+		func(ctx workflow.Context, resp contracts.Response) (contracts.RespondResult, error) {
+			ans, cancel, err := r.accept(resp)
+			if err != nil {
+				return contracts.RespondResult{}, contracts.ToTemporal(err)
+			}
+			r.deliver(ans, cancel)
+			return contracts.RespondResult{RequestID: resp.RequestID, Cancelled: cancel}, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, resp contracts.Response) error {
+			_, _, err := r.accept(resp)
+			return contracts.ToTemporal(err)
+		}},
+	); err != nil {
+		return err
+	}
+	ch := workflow.GetSignalChannel(ctx, contracts.RespondName)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var resp contracts.Response
+			if !ch.Receive(ctx, &resp) {
+				return
+			}
+			ans, cancel, err := r.accept(resp)
+			if err != nil {
+				r.reject(ctx, resp, err)
+				continue
+			}
+			r.deliver(ans, cancel)
+		}
+	})
+	return nil
+}
+
+// View is the state query's answer.
+func (r *Run) View() contracts.RunView {
+	v := contracts.RunView{
+		RunID:      r.ID,
+		Workflow:   r.Snap.State.CurrentWorkflow,
+		SessionID:  r.SessionID,
+		Status:     r.Status,
+		Node:       r.Node,
+		State:      r.Snap.State,
+		Rejections: r.Snap.Rejections,
+	}
+	if r.pending != nil && r.pending.answer == nil && !r.pending.cancel {
+		p := r.pending.req
+		v.Pending = &p
+	}
+	return v
+}
+
+// accept checks an answer against the pending request without changing anything.
+func (r *Run) accept(resp contracts.Response) (contracts.Answer, bool, error) {
+	p := r.pending
+	if p != nil && (p.answer != nil || p.cancel) {
+		if resp.Token == p.req.Token {
+			return contracts.Answer{}, false, contracts.Errorf(contracts.CodeInvalidResume,
+				"Request %s has already been answered.", p.req.RequestID)
+		}
+		p = nil
+	}
+	var req *contracts.PendingRequest
+	if p != nil {
+		req = &p.req
+	}
+	if err := contracts.CheckResponse(req, resp); err != nil {
+		return contracts.Answer{}, false, err
+	}
+	if resp.Cancel {
+		return contracts.Answer{RequestID: p.req.RequestID, Kind: p.req.Input.Kind}, true, nil
+	}
+	ans, err := contracts.NormalizeAnswer(p.req.Input, resp, p.schema)
+	if err != nil {
+		return contracts.Answer{}, false, err
+	}
+	ans.RequestID = p.req.RequestID
+	return ans, false, nil
+}
+
+func (r *Run) deliver(ans contracts.Answer, cancel bool) {
+	if cancel {
+		r.pending.cancel = true
+		return
+	}
+	r.pending.answer = &ans
+}
+
+func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
+	f := contracts.FailureOf(err)
+	r.Snap.Rejections = append(r.Snap.Rejections, contracts.Rejection{RequestID: resp.RequestID, Failure: f, At: workflow.Now(ctx)})
+	if n := len(r.Snap.Rejections); n > maxRejections {
+		r.Snap.Rejections = append([]contracts.Rejection(nil), r.Snap.Rejections[n-maxRejections:]...)
+	}
+	r.Emit(contracts.Chunk{Type: contracts.ChunkResumeRejected, RequestID: resp.RequestID, Message: f.Message, Failure: &f})
+	r.Flush(ctx)
+}
+
+// Cancelled reports whether a human cancelled the run through an answer.
+func (r *Run) Cancelled() bool { return r.cancelled }
+
+// Emit queues a workflow-side chunk; [Run.Flush] publishes queued chunks. Keys are "w:<seq>"
+// from a counter in durable state, so a replayed or retried publish is de-duplicated.
+func (r *Run) Emit(c contracts.Chunk) {
+	r.Snap.Seq++
+	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("w:%d", r.Snap.Seq), Chunk: c})
+}
+
+// Flush publishes queued chunks through the publish local activity, in order. Concurrent
+// flushes (signal handler and main coroutine) are serialized. A publish that keeps failing for
+// a minute is logged and dropped: the stream is a view, the run's state is never lost.
+func (r *Run) Flush(ctx workflow.Context) {
+	for r.flushing {
+		if err := workflow.Await(ctx, func() bool { return !r.flushing }); err != nil {
+			return
+		}
+	}
+	if len(r.outbox) == 0 {
+		return
+	}
+	batch := r.outbox
+	r.outbox = nil
+	r.flushing = true
+	defer func() { r.flushing = false }()
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    10 * time.Second,
+		ScheduleToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    50 * time.Millisecond,
+			BackoffCoefficient: 2,
+			MaximumInterval:    5 * time.Second,
+		},
+	})
+	err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
+		contracts.PublishInput{RunID: r.ID, Chunks: batch}).Get(lctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx: publishing stream chunks failed; they are dropped from the stream",
+			"runId", r.ID, "chunks", len(batch), "error", err)
+	}
+}
+
+// SetStatus records the run status and mirrors it into the KortyxStatus search attribute.
+func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
+	r.Status = s
+	if r.saStatus == s {
+		return
+	}
+	r.saStatus = s
+	if err := workflow.UpsertTypedSearchAttributes(ctx, contracts.StatusKey.ValueSet(string(s))); err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
+	}
+}
+
+// InitSearchAttributes upserts session, workflow and status in one command.
+func (r *Run) InitSearchAttributes(ctx workflow.Context) {
+	ups := []temporal.SearchAttributeUpdate{
+		contracts.WorkflowKey.ValueSet(r.Snap.State.CurrentWorkflow),
+		contracts.StatusKey.ValueSet(string(r.Status)),
+	}
+	if r.SessionID != "" {
+		ups = append(ups, contracts.SessionKey.ValueSet(r.SessionID))
+	}
+	r.saStatus = r.Status
+	if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
+	}
+}
+
+// Ask publishes an interrupt, closes the current response, and waits for a valid answer (by
+// signal or update) or a cancellation. No node code runs while it waits.
+func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) (contracts.Answer, error) {
+	p := &pending{req: req, schema: schema}
+	r.pending = p
+	r.Snap.State.AwaitingHumanInput = true
+	r.Emit(contracts.Chunk{
+		Type:          contracts.ChunkInterrupt,
+		RequestID:     req.RequestID,
+		ResumeToken:   req.Token,
+		Workflow:      req.Workflow,
+		Node:          req.Node,
+		ID:            req.HookID,
+		SchemaID:      req.Input.SchemaID,
+		SchemaVersion: req.Input.SchemaVersion,
+		Meta:          req.Input.Meta,
+		Input:         contracts.RawJSON(req.Input),
+	})
+	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	r.Flush(ctx)
+	r.SetStatus(ctx, contracts.StatusWaiting)
+	err := workflow.Await(ctx, func() bool { return p.answer != nil || p.cancel })
+	r.pending = nil
+	r.Snap.State.AwaitingHumanInput = false
+	if err != nil {
+		return contracts.Answer{}, err
+	}
+	if p.cancel {
+		r.cancelled = true
+		return contracts.Answer{}, contracts.Errorf(contracts.CodeExecutionCancelled, "The run was cancelled by the person it asked.")
+	}
+	r.SetStatus(ctx, contracts.StatusRunning)
+	return *p.answer, nil
+}
+
+// newRequestIDs returns an unguessable resume token (192 random bits) and a request id,
+// recorded once in history so that replay sees the same values.
+func newRequestIDs(ctx workflow.Context) (token, requestID string) {
+	var ids [2]string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		b := make([]byte, 24)
+		_, _ = rand.Read(b)
+		return [2]string{base64.RawURLEncoding.EncodeToString(b), "human-" + uuid.NewString()}
+	}).Get(&ids)
+	return ids[0], ids[1]
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/client"
+)
+
+// parse parses flags that may come before or after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// inputJSON turns a command-line input into JSON: JSON objects and arrays as is, anything else
+// as a string.
+func inputJSON(s string) json.RawMessage {
+	t := strings.TrimSpace(s)
+	if (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) && json.Valid([]byte(t)) {
+		return json.RawMessage(t)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func cmdRun(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print one JSON chunk per line")
+	update := fs.Bool("update", false, "answer by update (validated) instead of signal")
+	session := fs.String("session", "", "session id")
+	ctxJSON := fs.String("context", "", "runtime context (JSON object)")
+	detach := fs.Bool("detach", false, "print the run id and exit when the run waits for an answer")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef("run needs <workflow> <input>")
+	}
+	cfg := app.ConfigFromEnv()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	in := contracts.RunInput{Workflow: pos[0], Input: inputJSON(pos[1]), SessionID: *session}
+	if *ctxJSON != "" {
+		if !json.Valid([]byte(*ctxJSON)) {
+			return usagef("--context must be a JSON object")
+		}
+		in.Context = json.RawMessage(*ctxJSON)
+	}
+	run, err := workflows.StartRun(ctx, c, in, workflows.StartOptions{TaskQueue: cfg.TaskQueue})
+	if err != nil {
+		return err
+	}
+	p := newPrinter(os.Stdout, *asJSON)
+	p.note("run %s started (workflow %s)", run.GetID(), in.Workflow)
+	var ans answerer = &promptAnswerer{in: bufio.NewReader(os.Stdin), out: os.Stderr}
+	if *detach {
+		ans = nil
+	}
+	return follow(ctx, c, &stream.Client{BaseURL: cfg.StreamURL()}, run.GetID(), ans, *update, p)
+}
+
+// follow streams a run response by response and answers its questions until it ends.
+func follow(ctx context.Context, c client.Client, sc *stream.Client, runID string, ans answerer, update bool, p *printer) error {
+	var after int64
+	errRejected := errors.New("rejected")
+	for {
+		var pending *contracts.Chunk
+		err := sc.Follow(ctx, runID, after, stream.UntilResponse, func(id int64, ch contracts.Chunk) error {
+			after = id
+			p.chunk(ch)
+			switch ch.Type {
+			case contracts.ChunkInterrupt:
+				cp := ch
+				pending = &cp
+			case contracts.ChunkResumeRejected:
+				return errRejected
+			}
+			return nil
+		})
+		if errors.Is(err, errRejected) {
+			if pending, err = currentInterrupt(ctx, c, runID); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
+		if pending == nil {
+			return result(ctx, c, runID, p)
+		}
+		if ans == nil {
+			p.note("run %s is waiting for an answer; answer it with: starter respond %s --text ... | --select ...", runID, runID)
+			return nil
+		}
+		for {
+			resp, err := ans.answer(ctx, *pending)
+			if err != nil {
+				return err
+			}
+			if !update {
+				if err := workflows.Respond(ctx, c, runID, resp); err != nil {
+					return err
+				}
+				break
+			}
+			if _, err := workflows.RespondAndWait(ctx, c, runID, "", resp); err != nil {
+				if contracts.CodeOf(err) == contracts.CodeInvalidResponse {
+					p.note("answer rejected: %s", contracts.FailureOf(err).Message)
+					for _, is := range contracts.FailureOf(err).Issues {
+						p.note("  %s", is)
+					}
+					continue
+				}
+				return err
+			}
+			break
+		}
+	}
+}
+
+// currentInterrupt rebuilds the interrupt chunk of the run's pending question from the query.
+func currentInterrupt(ctx context.Context, c client.Client, runID string) (*contracts.Chunk, error) {
+	v, err := workflows.Query(ctx, c, runID)
+	if err != nil {
+		return nil, err
+	}
+	if v.Pending == nil {
+		return nil, nil
+	}
+	return &contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: v.Pending.RequestID, ResumeToken: v.Pending.Token,
+		Node: v.Pending.Node, Input: contracts.RawJSON(v.Pending.Input)}, nil
+}
+
+// result waits for the run's outcome and reports it.
+func result(ctx context.Context, c client.Client, runID string, p *printer) error {
+	var res contracts.RunResult
+	err := c.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+	switch contracts.CodeOf(err) {
+	case "":
+		p.note("run %s completed", runID)
+		return nil
+	case contracts.CodeExecutionCancelled:
+		p.note("run %s cancelled", runID)
+		return nil
+	}
+	return err
+}
+
+func cmdRespond(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("respond", flag.ContinueOnError)
+	text := fs.String("text", "", "text answer")
+	sel := fs.String("select", "", "selected option ids, comma-separated")
+	value := fs.String("value", "", "structured answer (JSON)")
+	cancel := fs.Bool("cancel", false, "cancel the run instead of answering")
+	update := fs.Bool("update", false, "answer by update: validated, with a typed error when rejected")
+	token := fs.String("token", "", "resume token (default: read from the run)")
+	requestID := fs.String("request-id", "", "request id (default: read from the run)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("respond needs <runID>")
+	}
+	resp := contracts.Response{Token: *token, RequestID: *requestID, Text: *text, Cancel: *cancel}
+	if *sel != "" {
+		resp.Selected = strings.Split(*sel, ",")
+	}
+	if *value != "" {
+		if !json.Valid([]byte(*value)) {
+			return usagef("--value must be JSON")
+		}
+		resp.Value = json.RawMessage(*value)
+	}
+	cfg := app.ConfigFromEnv()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if resp.Token == "" || resp.RequestID == "" {
+		v, err := workflows.Query(ctx, c, pos[0])
+		if err != nil {
+			return err
+		}
+		if v.Pending == nil {
+			return contracts.Errorf(contracts.CodeInvalidResume, "run %s is not waiting for an answer (status %s)", pos[0], v.Status)
+		}
+		resp.Token, resp.RequestID = v.Pending.Token, v.Pending.RequestID
+	}
+	if !*update {
+		if err := workflows.Respond(ctx, c, pos[0], resp); err != nil {
+			return err
+		}
+		fmt.Printf("answer to %s sent by signal\n", resp.RequestID)
+		return nil
+	}
+	res, err := workflows.RespondAndWait(ctx, c, pos[0], "", resp)
+	if err != nil {
+		f := contracts.FailureOf(err)
+		for _, is := range f.Issues {
+			fmt.Fprintf(os.Stderr, "  %s\n", is)
+		}
+		return err
+	}
+	if res.Cancelled {
+		fmt.Printf("run %s cancelled\n", pos[0])
+		return nil
+	}
+	fmt.Printf("answer to %s accepted\n", res.RequestID)
+	return nil
+}
+
+func cmdWaiting(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("waiting", flag.ContinueOnError)
+	session := fs.String("session", "", "only runs of this session")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg := app.ConfigFromEnv()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	runs, err := workflows.ListWaiting(ctx, c, *session)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(runs)
+	}
+	if len(runs) == 0 {
+		fmt.Println("no runs are waiting for a human")
+		return nil
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tWORKFLOW\tSESSION\tSTARTED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.RunID, r.Workflow, r.SessionID, r.StartedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func cmdStatus(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("status needs <runID>")
+	}
+	cfg := app.ConfigFromEnv()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	v, err := workflows.Query(ctx, c, pos[0])
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func cmdCancel(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("cancel needs <runID>")
+	}
+	cfg := app.ConfigFromEnv()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.CancelWorkflow(ctx, pos[0], ""); err != nil {
+		return err
+	}
+	fmt.Printf("cancellation of run %s requested\n", pos[0])
+	return nil
+}

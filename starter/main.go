@@ -1,0 +1,90 @@
+// Command starter is the command-line client of Kortyx runs.
+//
+//	starter demo [--auto]                     run the example agent end to end on an embedded server
+//	starter run <workflow> <input> [--json]   start a run, stream it, answer its questions here
+//	starter respond <runID> --text T | --select a,b | --value JSON | --cancel [--update]
+//	starter waiting [--session S]             runs waiting for a human (no worker needed)
+//	starter status <runID>                    state and pending question of a run
+//	starter cancel <runID>                    cancel a run
+//
+// It reaches Temporal at TEMPORAL_ADDRESS (default 127.0.0.1:7233, the worker's dev server) and
+// run streams at KORTYX_STREAM_URL (default http://127.0.0.1:8787, the worker's HTTP API).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+const usage = `usage: starter <command> [flags]
+
+commands:
+  demo [--auto] [message]        run the triage example end to end on an embedded Temporal dev server
+  run <workflow> <input>         start a run and stream it; answer its questions at the prompt
+      [--json] [--update] [--session S] [--context JSON] [--detach]
+  respond <runID>                answer the run's pending question
+      (--text T | --select id[,id] | --value JSON | --cancel) [--update] [--token T --request-id R]
+  waiting [--session S] [--json] runs waiting for a human
+  status <runID>                 the run's status, state and pending question
+  cancel <runID>                 cancel a run
+
+environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, KORTYX_TASK_QUEUE,
+KORTYX_STREAM_URL (default http://127.0.0.1:8787)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "demo":
+		err = cmdDemo(ctx, args)
+	case "run":
+		err = cmdRun(ctx, args)
+	case "respond":
+		err = cmdRespond(ctx, args)
+	case "waiting":
+		err = cmdWaiting(ctx, args)
+	case "status":
+		err = cmdStatus(ctx, args)
+	case "cancel":
+		err = cmdCancel(ctx, args)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "starter: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "starter: %v\n\n%s", err, usage)
+			os.Exit(2)
+		}
+		code := contracts.CodeOf(err)
+		fmt.Fprintf(os.Stderr, "starter: %v", err)
+		if code != contracts.CodeExecutionFailed {
+			fmt.Fprintf(os.Stderr, " [%s]", code)
+		}
+		fmt.Fprintln(os.Stderr)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }

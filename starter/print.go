@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// printer renders chunks for a terminal, or as one JSON object per line.
+type printer struct {
+	w      io.Writer
+	json   bool
+	inline string // key of the text being written inline, "" when at line start
+}
+
+func newPrinter(w io.Writer, asJSON bool) *printer { return &printer{w: w, json: asJSON} }
+
+// note prints a line of the program's own (to stderr in JSON mode).
+func (p *printer) note(format string, args ...any) {
+	if p.json {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+		return
+	}
+	p.endLine()
+	fmt.Fprintf(p.w, "· "+format+"\n", args...)
+}
+
+func (p *printer) endLine() {
+	if p.inline != "" {
+		fmt.Fprintln(p.w)
+		p.inline = ""
+	}
+}
+
+func (p *printer) chunk(c contracts.Chunk) {
+	if p.json {
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(p.w, "%s\n", b)
+		return
+	}
+	switch c.Type {
+	case contracts.ChunkTextDelta:
+		key := "text:" + c.OpID + ":" + c.SegmentID
+		if p.inline != key {
+			p.endLine()
+			fmt.Fprintf(p.w, "%s: ", orDefault(c.Node, "assistant"))
+			p.inline = key
+		}
+		fmt.Fprint(p.w, c.Delta)
+	case contracts.ChunkTextStart, contracts.ChunkTextEnd:
+	case contracts.ChunkStructuredData:
+		key := "sd:" + c.StreamID + ":" + c.Path
+		switch c.Kind {
+		case contracts.StructuredTextDelta:
+			if p.inline != key {
+				p.endLine()
+				fmt.Fprintf(p.w, "[%s] %s: ", c.DataType, c.Path)
+				p.inline = key
+			}
+			fmt.Fprint(p.w, c.Delta)
+		case contracts.StructuredSet:
+			p.endLine()
+			fmt.Fprintf(p.w, "[%s] %s = %s\n", c.DataType, c.Path, c.Value)
+		case contracts.StructuredAppend:
+			p.endLine()
+			fmt.Fprintf(p.w, "[%s] %s += %s\n", c.DataType, c.Path, c.Items)
+		default:
+			p.endLine()
+			fmt.Fprintf(p.w, "[%s] final %s\n", c.DataType, c.Data)
+		}
+	case contracts.ChunkMessage:
+		p.endLine()
+		fmt.Fprintf(p.w, "%s: %s\n", orDefault(c.Node, "message"), c.Content)
+	case contracts.ChunkInterrupt:
+		p.endLine()
+		var in contracts.InterruptInput
+		_ = json.Unmarshal(c.Input, &in)
+		fmt.Fprintf(p.w, "? %s\n", questionOf(in))
+		for i, o := range in.Options {
+			fmt.Fprintf(p.w, "  %d) %s — %s\n", i+1, o.ID, o.Label)
+		}
+	case contracts.ChunkResumeRejected:
+		p.endLine()
+		fmt.Fprintf(p.w, "! answer rejected: %s\n", c.Message)
+	case contracts.ChunkTransition:
+		p.endLine()
+		fmt.Fprintf(p.w, "→ transition to %s\n", c.TransitionTo)
+	case contracts.ChunkError:
+		p.endLine()
+		code := ""
+		if c.Failure != nil {
+			code = " [" + string(c.Failure.Code) + "]"
+		}
+		fmt.Fprintf(p.w, "! error: %s%s\n", c.Message, code)
+	case contracts.ChunkCancelled:
+		p.endLine()
+		fmt.Fprintf(p.w, "! cancelled: %s\n", c.Reason)
+	case contracts.ChunkDone:
+		p.endLine()
+	default:
+		p.endLine()
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(p.w, "%s\n", b)
+	}
+}
+
+func questionOf(in contracts.InterruptInput) string {
+	if in.Question != "" {
+		return in.Question
+	}
+	if in.Kind == contracts.InterruptCustom {
+		return "Answer (JSON) for " + string(in.Request)
+	}
+	return "Your answer"
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// answerer produces the answer to an interrupt chunk.
+type answerer interface {
+	answer(ctx context.Context, c contracts.Chunk) (contracts.Response, error)
+}
+
+// promptAnswerer asks at the terminal.
+type promptAnswerer struct {
+	in  *bufio.Reader
+	out io.Writer
+}
+
+func (a *promptAnswerer) answer(ctx context.Context, c contracts.Chunk) (contracts.Response, error) {
+	var in contracts.InterruptInput
+	if err := json.Unmarshal(c.Input, &in); err != nil {
+		return contracts.Response{}, err
+	}
+	resp := contracts.Response{Token: c.ResumeToken, RequestID: c.RequestID}
+	for {
+		switch in.Kind {
+		case contracts.InterruptChoice:
+			fmt.Fprint(a.out, "> choose 1-"+strconv.Itoa(len(in.Options))+" or an id (\"cancel\" cancels the run): ")
+		case contracts.InterruptMultiChoice:
+			fmt.Fprint(a.out, "> choose one or more, comma-separated (\"cancel\" cancels the run): ")
+		case contracts.InterruptCustom:
+			fmt.Fprint(a.out, "> JSON answer: ")
+		default:
+			fmt.Fprint(a.out, "> ")
+		}
+		line, err := a.in.ReadString('\n')
+		if err != nil && line == "" {
+			return resp, fmt.Errorf("no answer on standard input (%w); answer later with: starter respond", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if line == "cancel" && in.Kind != contracts.InterruptText {
+			resp.Cancel = true
+			return resp, nil
+		}
+		switch in.Kind {
+		case contracts.InterruptChoice, contracts.InterruptMultiChoice:
+			for _, part := range strings.Split(line, ",") {
+				part = strings.TrimSpace(part)
+				if n, err := strconv.Atoi(part); err == nil && n >= 1 && n <= len(in.Options) {
+					part = in.Options[n-1].ID
+				}
+				resp.Selected = append(resp.Selected, part)
+			}
+		case contracts.InterruptCustom:
+			if !json.Valid([]byte(line)) {
+				fmt.Fprintln(a.out, "  not valid JSON, try again")
+				continue
+			}
+			resp.Value = json.RawMessage(line)
+		default:
+			resp.Text = line
+		}
+		return resp, nil
+	}
+}
+
+// autoAnswerer answers without asking: the first option, or "yes" for text.
+type autoAnswerer struct{ out io.Writer }
+
+func (a *autoAnswerer) answer(ctx context.Context, c contracts.Chunk) (contracts.Response, error) {
+	var in contracts.InterruptInput
+	if err := json.Unmarshal(c.Input, &in); err != nil {
+		return contracts.Response{}, err
+	}
+	resp := contracts.Response{Token: c.ResumeToken, RequestID: c.RequestID}
+	switch in.Kind {
+	case contracts.InterruptChoice, contracts.InterruptMultiChoice:
+		resp.Selected = []string{in.Options[0].ID}
+		fmt.Fprintf(a.out, "> %s (auto)\n", in.Options[0].ID)
+	case contracts.InterruptCustom:
+		resp.Value = json.RawMessage(`{}`)
+		fmt.Fprintf(a.out, "> {} (auto)\n")
+	default:
+		resp.Text = "yes"
+		fmt.Fprintf(a.out, "> yes (auto)\n")
+	}
+	return resp, nil
+}

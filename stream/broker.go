@@ -1,0 +1,206 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// Keyed is a chunk as sent by a publisher: Key identifies the chunk within its run so that a
+// retried publish does not duplicate it (for example "w:17" for the 17th chunk of workflow code,
+// "a:<activityID>:<attempt>:<i>" for a model text delta published by an activity). An empty Key
+// is never deduplicated.
+type Keyed struct {
+	Key   string
+	Chunk contracts.Chunk
+}
+
+// Entry is a chunk as stored by a [Broker]: Offset is its position in the run's stream,
+// assigned on append (1, 2, 3, … per run). Key is the publisher's key.
+type Entry struct {
+	Offset int64           `json:"offset"`
+	Key    string          `json:"key"`
+	Chunk  contracts.Chunk `json:"chunk"`
+}
+
+// Broker stores the ordered chunk stream of each run (identified by its Temporal workflow ID)
+// and lets readers follow it. Implementations must be safe for concurrent use. Entries returned
+// by a Broker share their JSON payloads with the broker: treat them as read-only.
+type Broker interface {
+	// Publish appends chunks in order, skipping any whose Key was already stored for runID (an
+	// empty Key is never deduplicated). Safe for concurrent use.
+	Publish(ctx context.Context, runID string, chunks ...Keyed) error
+	// Read returns up to limit entries with Offset > after, without blocking (limit <= 0: all).
+	Read(ctx context.Context, runID string, after int64, limit int) ([]Entry, error)
+	// Wait blocks until the run has an entry with Offset > after, or ctx ends (returns ctx.Err()).
+	Wait(ctx context.Context, runID string, after int64) error
+	// Last returns the offset of the run's last entry (0 if none).
+	Last(ctx context.Context, runID string) (int64, error)
+}
+
+// Until says when [Follow] (and the SSE endpoint) stops. The zero value is [UntilRun].
+type Until int
+
+const (
+	// UntilRun stops after a done chunk that ends a response containing no interrupt chunk:
+	// the run is over (a response ending in interrupt + done waits for a human, and so does a
+	// limit-reached pause, which also carries an interrupt). Query value "run".
+	UntilRun Until = iota
+	// UntilResponse stops after the first done chunk: the end of one chat response.
+	// Query value "response".
+	UntilResponse
+	// UntilCancel never stops by itself: following ends only when the context ends.
+	// Query value "none".
+	UntilCancel
+)
+
+// String returns the query value of u: "run", "response" or "none".
+func (u Until) String() string {
+	switch u {
+	case UntilRun:
+		return "run"
+	case UntilResponse:
+		return "response"
+	case UntilCancel:
+		return "none"
+	}
+	return fmt.Sprintf("Until(%d)", int(u))
+}
+
+// ParseUntil parses a query value: "response", "run" or "none"; the empty string is [UntilRun].
+// Anything else is a *contracts.Error with code INVALID_REQUEST.
+func ParseUntil(s string) (Until, error) {
+	switch s {
+	case "", "run":
+		return UntilRun, nil
+	case "response":
+		return UntilResponse, nil
+	case "none":
+		return UntilCancel, nil
+	}
+	return 0, contracts.Errorf(contracts.CodeInvalidRequest,
+		"invalid until %q: want \"response\", \"run\" or \"none\"", s)
+}
+
+// tracker applies an [Until] condition to a sequence of chunks.
+type tracker struct {
+	until       Until
+	interrupted bool // the current response contains an interrupt chunk
+}
+
+// observe records c and reports whether following must stop after it.
+func (t *tracker) observe(c contracts.Chunk) bool {
+	switch c.Type {
+	case contracts.ChunkInterrupt:
+		t.interrupted = true
+	case contracts.ChunkDone:
+		interrupted := t.interrupted
+		t.interrupted = false
+		switch t.until {
+		case UntilResponse:
+			return true
+		case UntilRun:
+			return !interrupted
+		}
+	}
+	return false
+}
+
+// followBatch is the page size of the reads done by [Follow].
+const followBatch = 1024
+
+// Follow reads the entries of runID with Offset > after in order, waiting for more as needed,
+// and calls fn for each. It stops according to until, after calling fn for the chunk that
+// meets the condition, and returns nil; if ctx ends first it returns ctx.Err() (always the case
+// for [UntilCancel]). An error from fn or from the broker stops following and is returned as is.
+//
+// With [UntilRun] and after > 0, Follow first reads the entries up to after (without calling
+// fn) to learn whether the response in progress already contains an interrupt, so that a
+// reconnecting reader stops exactly where an uninterrupted one would; if the entry at after is
+// the done chunk that ended the run, Follow returns nil at once. (With [UntilResponse], after
+// at a done chunk means the next response.) Entries dropped by the broker are not seen.
+func Follow(ctx context.Context, b Broker, runID string, after int64, until Until, fn func(Entry) error) error {
+	return follow(ctx, b, runID, after, until, fn, 0, nil)
+}
+
+// follow is [Follow] with an idle hook: when idle > 0 and no entry arrives for idle while
+// waiting, onIdle is called (and waiting resumes unless it fails).
+func follow(ctx context.Context, b Broker, runID string, after int64, until Until,
+	fn func(Entry) error, idle time.Duration, onIdle func() error) error {
+	t := tracker{until: until}
+	if until == UntilRun && after > 0 {
+		ended, err := prime(ctx, b, runID, after, &t)
+		if err != nil || ended {
+			return err
+		}
+	}
+	for {
+		entries, err := b.Read(ctx, runID, after, followBatch)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			after = e.Offset
+			if err := fn(e); err != nil {
+				return err
+			}
+			if t.observe(e.Chunk) {
+				return nil
+			}
+		}
+		if len(entries) > 0 {
+			continue
+		}
+		if err := wait(ctx, b, runID, after, idle, onIdle); err != nil {
+			return err
+		}
+	}
+}
+
+// prime feeds t with the retained entries up to and including offset upTo, and reports whether
+// the last of them is a done chunk that ended the run.
+func prime(ctx context.Context, b Broker, runID string, upTo int64, t *tracker) (ended bool, err error) {
+	var at int64
+	for at < upTo {
+		entries, err := b.Read(ctx, runID, at, followBatch)
+		if err != nil || len(entries) == 0 {
+			return ended, err
+		}
+		for _, e := range entries {
+			if e.Offset > upTo {
+				return ended, nil
+			}
+			at = e.Offset
+			ended = t.observe(e.Chunk)
+		}
+	}
+	return ended, nil
+}
+
+// wait waits for an entry after offset after, calling onIdle every idle without one.
+func wait(ctx context.Context, b Broker, runID string, after int64, idle time.Duration, onIdle func() error) error {
+	if idle <= 0 || onIdle == nil {
+		return b.Wait(ctx, runID, after)
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, idle)
+		err := b.Wait(wctx, runID, after)
+		timedOut := wctx.Err() != nil
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case timedOut && errors.Is(err, context.DeadlineExceeded):
+			if err := onIdle(); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}

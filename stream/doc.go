@@ -1,0 +1,65 @@
+// Package stream carries the chunk stream of each run (identified by its Temporal workflow ID)
+// from its publishers to its readers.
+//
+// Workflow code publishes its chunks through a local activity with deterministic keys such as
+// "w:17"; activities publish model text deltas with keys such as
+// "a:<activityID>:<attempt>:<i>". A [Broker] appends them to the run's log, assigns offsets
+// 1, 2, 3, … and ignores a key it already stored for the run, so a retried publish does not
+// duplicate anything. Readers follow a run from an offset and can come back with the last
+// offset they saw to get the rest without duplicates.
+//
+// A chat response is a slice of the stream ending with a done chunk. A response containing an
+// interrupt chunk (a human input request, or a limit-reached pause) leaves the run waiting; a
+// done ending a response without interrupt ends the run. [Follow] stops according to an
+// [Until]: after one response, after the run, or never.
+//
+// [Memory] is the in-process broker (bounded: see [WithMaxRuns] and [WithMaxEntriesPerRun]).
+// [Handler] serves GET /v1/runs/{runID}/stream as server-sent events in the Kortyx wire format
+// (see [Server.WriteSSE]); [Client] follows it over HTTP, reconnecting with Last-Event-ID when
+// the connection drops, and [ReadSSE] parses such a stream.
+//
+// A complete example, serving a run's stream and following it over HTTP:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"fmt"
+//		"log"
+//		"net/http"
+//		"net/http/httptest"
+//
+//		"github.com/kortyx-go/kortyx/contracts"
+//		"github.com/kortyx-go/kortyx/stream"
+//	)
+//
+//	func main() {
+//		ctx := context.Background()
+//		broker := stream.NewMemory(stream.WithMaxRuns(100))
+//
+//		mux := http.NewServeMux()
+//		mux.Handle("/", stream.Handler(broker)) // GET /v1/runs/{runID}/stream
+//		srv := httptest.NewServer(mux)
+//		defer srv.Close()
+//
+//		// Publishers: a retried publish of the same keys is a no-op.
+//		go func() {
+//			_ = broker.Publish(ctx, "run-1",
+//				stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "Hello"}},
+//				stream.Keyed{Key: "w:2", Chunk: contracts.Chunk{Type: contracts.ChunkDone}},
+//			)
+//		}()
+//
+//		c := &stream.Client{BaseURL: srv.URL}
+//		err := c.Follow(ctx, "run-1", 0, stream.UntilRun, func(id int64, ch contracts.Chunk) error {
+//			fmt.Println(id, ch.Type)
+//			return nil
+//		})
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		// Output:
+//		// 1 text-delta
+//		// 2 done
+//	}
+package stream

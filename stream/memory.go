@@ -1,0 +1,268 @@
+package stream
+
+import (
+	"container/list"
+	"context"
+	"sync"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// Default bounds of a [Memory] broker.
+const (
+	DefaultMaxRuns          = 1000
+	DefaultMaxEntriesPerRun = 100_000
+)
+
+// MemoryOption configures [NewMemory].
+type MemoryOption func(*Memory)
+
+// WithMaxRuns bounds the number of runs kept (default [DefaultMaxRuns]). When a publish to a
+// new run exceeds it, the least recently published run is evicted as by [Memory.Forget].
+// n <= 0 keeps the default.
+func WithMaxRuns(n int) MemoryOption {
+	return func(m *Memory) {
+		if n > 0 {
+			m.maxRuns = n
+		}
+	}
+}
+
+// WithMaxEntriesPerRun bounds the entries kept per run (default [DefaultMaxEntriesPerRun]).
+// When a publish exceeds it, the oldest entries are dropped, together with their keys (a chunk
+// republished with the key of a dropped entry is appended again). Offsets keep increasing: a
+// Read after a dropped offset returns entries from the oldest kept one, so a reader that fell
+// that far behind sees a gap in offsets. n <= 0 keeps the default.
+func WithMaxEntriesPerRun(n int) MemoryOption {
+	return func(m *Memory) {
+		if n > 0 {
+			m.maxEntries = n
+		}
+	}
+}
+
+// Memory is an in-process [Broker]: a bounded log per run, kept in memory only (it does not
+// survive a restart and is not shared between processes). Waiters are woken on append, without
+// polling. Create it with [NewMemory]; it is safe for concurrent use.
+//
+// Each retained entry costs about 700 bytes plus its payload and key, so the worst case of the
+// defaults (1000 runs of 100 000 entries) is far above what most processes can hold: size the
+// bounds for the expected load. Evicted and forgotten runs are lost, keys and offsets included.
+type Memory struct {
+	maxRuns    int
+	maxEntries int
+
+	mu   sync.Mutex
+	runs map[string]*memRun
+	lru  *list.List // runIDs of published runs, most recently published first
+}
+
+// memRun is one run's log. A run that is only waited on (never published) has elem == nil and
+// lives only while it has waiters.
+type memRun struct {
+	ring    []Entry          // ring buffer of the retained entries, offsets contiguous
+	head    int              // index in ring of the oldest retained entry
+	n       int              // number of retained entries
+	last    int64            // offset of the last appended entry
+	keys    map[string]int64 // key -> offset of the retained keyed entries
+	notify  chan struct{}    // closed (and replaced) on append, eviction and Forget
+	waiters int
+	elem    *list.Element
+}
+
+var _ Broker = (*Memory)(nil)
+
+// NewMemory returns an empty in-process broker.
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{
+		maxRuns:    DefaultMaxRuns,
+		maxEntries: DefaultMaxEntriesPerRun,
+		runs:       make(map[string]*memRun),
+		lru:        list.New(),
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+func invalidRunID() error {
+	return contracts.Errorf(contracts.CodeInvalidRequest, "stream: empty run ID")
+}
+
+// Publish implements [Broker]. It fails only for an empty runID or an ended ctx.
+func (m *Memory) Publish(ctx context.Context, runID string, chunks ...Keyed) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if runID == "" {
+		return invalidRunID()
+	}
+	if len(chunks) == 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil {
+		r = &memRun{notify: make(chan struct{})}
+		m.runs[runID] = r
+	}
+	if r.elem == nil {
+		r.elem = m.lru.PushFront(runID)
+		for m.lru.Len() > m.maxRuns {
+			m.forgetLocked(m.lru.Back().Value.(string))
+		}
+	} else {
+		m.lru.MoveToFront(r.elem)
+	}
+	appended := false
+	for _, k := range chunks {
+		if k.Key != "" {
+			if _, dup := r.keys[k.Key]; dup {
+				continue
+			}
+			if r.keys == nil {
+				r.keys = make(map[string]int64)
+			}
+		}
+		r.last++
+		if k.Key != "" {
+			r.keys[k.Key] = r.last
+		}
+		r.push(Entry{Offset: r.last, Key: k.Key, Chunk: k.Chunk}, m.maxEntries)
+		appended = true
+	}
+	if !appended {
+		return nil
+	}
+	close(r.notify)
+	r.notify = make(chan struct{})
+	return nil
+}
+
+// Read implements [Broker]. Entries dropped by [WithMaxEntriesPerRun] are skipped: the result
+// then starts at the oldest retained entry. An unknown run has no entries.
+func (m *Memory) Read(ctx context.Context, runID string, after int64, limit int) ([]Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.runs[runID]
+	if r == nil || r.n == 0 || after >= r.last {
+		return nil, nil
+	}
+	i := 0
+	if first := r.at(0).Offset; after >= first {
+		i = int(after - first + 1)
+	}
+	count := r.n - i
+	if limit > 0 && count > limit {
+		count = limit
+	}
+	out := make([]Entry, count)
+	// The retained entries from i are at most two runs of the ring.
+	start := (r.head + i) % len(r.ring)
+	c := copy(out, r.ring[start:])
+	copy(out[c:], r.ring)
+	return out, nil
+}
+
+// at returns the i-th retained entry.
+func (r *memRun) at(i int) *Entry {
+	return &r.ring[(r.head+i)%len(r.ring)]
+}
+
+// push appends e, dropping the oldest entry (and its key) when limit entries are retained.
+func (r *memRun) push(e Entry, limit int) {
+	if r.n == len(r.ring) && r.n < limit { // grow, unwrapping the ring
+		size := min(max(2*len(r.ring), 64), limit)
+		ring := make([]Entry, size)
+		c := copy(ring, r.ring[r.head:])
+		copy(ring[c:], r.ring[:r.head])
+		r.ring, r.head = ring, 0
+	}
+	if r.n < len(r.ring) {
+		*r.at(r.n) = e
+		r.n++
+		return
+	}
+	if old := r.at(0); old.Key != "" {
+		delete(r.keys, old.Key)
+	}
+	*r.at(0) = e // the slot of the oldest entry becomes that of the newest
+	r.head = (r.head + 1) % len(r.ring)
+}
+
+// Wait implements [Broker]. It may be called before the run's first publish. A run evicted or
+// forgotten while waited on starts over from offset 0: the waiter keeps waiting for an entry
+// with Offset > after.
+func (m *Memory) Wait(ctx context.Context, runID string, after int64) error {
+	for {
+		m.mu.Lock()
+		r := m.runs[runID]
+		if r != nil && r.last > after {
+			m.mu.Unlock()
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			m.mu.Unlock()
+			return err
+		}
+		if r == nil {
+			r = &memRun{notify: make(chan struct{})}
+			m.runs[runID] = r
+		}
+		r.waiters++
+		ch := r.notify
+		m.mu.Unlock()
+
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+
+		m.mu.Lock()
+		r.waiters--
+		if r.waiters == 0 && r.elem == nil && m.runs[runID] == r {
+			delete(m.runs, runID) // a run that was only waited on
+		}
+		m.mu.Unlock()
+	}
+}
+
+// Last implements [Broker].
+func (m *Memory) Last(ctx context.Context, runID string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[runID]; r != nil {
+		return r.last, nil
+	}
+	return 0, nil
+}
+
+// Forget drops everything stored for runID: its entries, keys and offset counter. Readers
+// waiting on it are woken and keep waiting; a later publish starts again at offset 1.
+func (m *Memory) Forget(runID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgetLocked(runID)
+}
+
+func (m *Memory) forgetLocked(runID string) {
+	r := m.runs[runID]
+	if r == nil {
+		return
+	}
+	delete(m.runs, runID)
+	if r.elem != nil {
+		m.lru.Remove(r.elem)
+		r.elem = nil
+	}
+	close(r.notify)
+	r.notify = make(chan struct{})
+}

@@ -1,0 +1,71 @@
+// Command worker runs a Kortyx worker: the run workflow, its activities, the example agents,
+// and the HTTP API that streams runs (GET /v1/runs/{runID}/stream).
+//
+// Without TEMPORAL_ADDRESS it runs in dev mode: it finds the Temporal CLI (TEMPORAL_CLI_PATH,
+// .tools/bin, PATH) or installs it into .tools/bin, starts a tuned dev server with its database
+// in .kortyx/temporal.db and the search attributes registered, and stops it on exit.
+//
+//	go run ./worker                       # dev mode
+//	TEMPORAL_ADDRESS=host:7233 go run ./worker
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/stream"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := app.ConfigFromEnv()
+	if cfg.TemporalAddress == "" {
+		fmt.Printf("kortyx worker: dev mode (TEMPORAL_ADDRESS is not set): starting the Temporal dev server...\n")
+		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		fmt.Printf("kortyx worker: Temporal dev server at %s (UI http://%s), data in .kortyx/\n", srv.Address(), srv.UIAddress())
+	}
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cfg.TemporalAddress != "" {
+		if err := app.EnsureSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+			return err
+		}
+	}
+	reg, err := app.Registry()
+	if err != nil {
+		return err
+	}
+	broker := stream.NewMemory()
+	w, err := app.StartWorker(c, cfg, reg, broker)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	_, addr, err := app.ServeHTTP(ctx, cfg.HTTPAddr, broker)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kortyx worker: polling task queue %q; streams at http://%s/v1/runs/{runID}/stream\n", cfg.TaskQueue, addr)
+	<-ctx.Done()
+	fmt.Println("kortyx worker: stopping")
+	return nil
+}

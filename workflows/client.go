@@ -1,0 +1,140 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+)
+
+// StartOptions are the Temporal options of a new run; the zero value works.
+type StartOptions struct {
+	// RunID is the workflow ID of the run; default "run-<uuid>".
+	RunID string
+	// TaskQueue defaults to [contracts.DefaultTaskQueue].
+	TaskQueue string
+}
+
+// StartRun starts a run with the search attributes that make it discoverable (session,
+// workflow, status). It returns the Temporal handle: Get waits for the [contracts.RunResult].
+func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts StartOptions) (client.WorkflowRun, error) {
+	if strings.TrimSpace(in.Workflow) == "" {
+		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "kortyx: StartRun needs RunInput.Workflow, the id of a registered workflow")
+	}
+	if opts.RunID == "" {
+		opts.RunID = "run-" + uuid.NewString()
+	}
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = contracts.DefaultTaskQueue
+	}
+	sa := []temporal.SearchAttributeUpdate{
+		contracts.WorkflowKey.ValueSet(in.Workflow),
+		contracts.StatusKey.ValueSet(string(contracts.StatusRunning)),
+	}
+	if in.SessionID != "" {
+		sa = append(sa, contracts.SessionKey.ValueSet(in.SessionID))
+	}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                    opts.RunID,
+		TaskQueue:             opts.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
+	}, contracts.RunWorkflowName, in)
+}
+
+// Query returns the run's state, status and pending question (it needs a running worker).
+func Query(ctx context.Context, c client.Client, runID string) (contracts.RunView, error) {
+	var v contracts.RunView
+	res, err := c.QueryWorkflow(ctx, runID, "", contracts.StateQueryName)
+	if err != nil {
+		return v, notFound(runID, err)
+	}
+	return v, res.Get(&v)
+}
+
+// Respond answers a pending question by signal: fire and forget. An invalid answer is recorded
+// as rejected (see [contracts.RunView].Rejections and the resume-rejected chunk) and the run
+// keeps waiting.
+func Respond(ctx context.Context, c client.Client, runID string, resp contracts.Response) error {
+	return notFound(runID, c.SignalWorkflow(ctx, runID, "", contracts.RespondName, resp))
+}
+
+// RespondAndWait answers a pending question by update: the run validates the answer and
+// rejects an invalid one with a typed error (INVALID_RESPONSE with per-field issues,
+// INVALID_RESUME, RESUME_MISMATCH) without recording anything. updateID is the idempotency key:
+// repeating an answer with the same id has one effect and returns the same result.
+func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string, resp contracts.Response) (contracts.RespondResult, error) {
+	var out contracts.RespondResult
+	if updateID == "" {
+		updateID = "answer-" + resp.RequestID
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   runID,
+		UpdateID:     updateID,
+		UpdateName:   contracts.RespondName,
+		Args:         []any{resp},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return out, notFound(runID, err)
+	}
+	return out, h.Get(ctx, &out)
+}
+
+// WaitingRun is a run waiting for a human, as found through search attributes.
+type WaitingRun struct {
+	RunID     string    `json:"runId"`
+	Workflow  string    `json:"workflow"`
+	SessionID string    `json:"sessionId,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// ListWaiting lists runs whose status is waiting, newest first, through the visibility store:
+// no worker needed. sessionID, when set, narrows the list to one session.
+func ListWaiting(ctx context.Context, c client.Client, sessionID string) ([]WaitingRun, error) {
+	q := fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", contracts.SearchAttributeStatus, contracts.StatusWaiting)
+	if sessionID != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", contracts.SearchAttributeSession, strings.ReplaceAll(sessionID, "'", `\'`))
+	}
+	var out []WaitingRun
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.Executions {
+			w := WaitingRun{RunID: e.GetExecution().GetWorkflowId(), StartedAt: e.GetStartTime().AsTime()}
+			sa := e.GetSearchAttributes().GetIndexedFields()
+			var s string
+			if p := sa[contracts.SearchAttributeWorkflow]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &s) == nil {
+				w.Workflow = s
+			}
+			s = ""
+			if p := sa[contracts.SearchAttributeSession]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &s) == nil {
+				w.SessionID = s
+			}
+			out = append(out, w)
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// notFound turns Temporal's not-found into a NOT_FOUND code.
+func notFound(runID string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("run %q not found (or no longer running)", runID), Err: err}
+	}
+	return err
+}

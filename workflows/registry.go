@@ -1,0 +1,226 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// DefaultFallback is the id of the workflow [Registry.Workflow] falls back to, as in Kortyx.
+const DefaultFallback = "general-chat"
+
+// Registry holds node functions and workflow definitions. Build it with [NewRegistry] (the zero
+// value is not usable), register node functions, then add definitions; after that it is safe
+// for concurrent use (lookups take a read lock).
+type Registry struct {
+	mu       sync.RWMutex
+	nodes    map[string]NodeFunc
+	defs     map[string]*Definition
+	fallback string
+}
+
+// NewRegistry returns an empty registry whose fallback workflow is [DefaultFallback].
+func NewRegistry() *Registry {
+	return &Registry{
+		nodes:    map[string]NodeFunc{},
+		defs:     map[string]*Definition{},
+		fallback: DefaultFallback,
+	}
+}
+
+// RegisterNode registers a node function under name, for nodes whose RunName ("run" in files)
+// is name. An empty name, a nil fn or an already registered name is an INVALID_DEFINITION error.
+func (r *Registry) RegisterNode(name string, fn NodeFunc) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function name is empty: give it a name")
+	case fn == nil:
+		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function %q is nil", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.nodes[name]; dup {
+		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function %q is already registered: use another name", name)
+	}
+	r.nodes[name] = fn
+	return nil
+}
+
+// Add validates definitions (see [Definition.Validate]), resolves the RunName of every node
+// against the registered node functions, and registers them. It is all-or-nothing: on any
+// error nothing is added, and the error lists the problems of every definition (one
+// *[contracts.Error] with code INVALID_DEFINITION, or several joined with errors.Join). An
+// unknown RunName is an issue at ["nodes", id, "run"] with code unknown_node_function; an id
+// that is already registered (or repeated in defs) is an error too.
+//
+// Add registers a copy of each definition in which every node has Run set (and RunName
+// cleared), so the executor only uses Run; the caller's definition is not modified. Params,
+// Metadata and schemas are shared with the caller's definition: do not mutate a definition
+// after adding it.
+func (r *Registry) Add(defs ...*Definition) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	resolved, err := r.prepare(defs)
+	if err != nil {
+		return err
+	}
+	for _, d := range resolved {
+		r.defs[d.ID] = d
+	}
+	return nil
+}
+
+// prepare checks and resolves defs; r.mu must be held.
+func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
+	var errs []error
+	out := make([]*Definition, 0, len(defs))
+	ids := map[string]bool{}
+	for _, d := range defs {
+		if d == nil {
+			errs = append(errs, contracts.Errorf(contracts.CodeInvalidDefinition, "workflow definition is nil"))
+			continue
+		}
+		issues := d.issues(checkOptions{})
+		for _, id := range sortedMapKeys(d.Nodes) {
+			n := d.Nodes[id]
+			if n.Run != nil || n.RunName == "" {
+				continue
+			}
+			if _, ok := r.nodes[n.RunName]; !ok {
+				issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: IssueUnknownNodeFunction,
+					Message: fmt.Sprintf("node function %q is not registered (registered: %s): register it with RegisterNode or fix the name",
+						n.RunName, r.nodeList())})
+			}
+		}
+		sortIssues(issues)
+		if err := invalidError(d.ID, issues); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := r.defs[d.ID]; dup || ids[d.ID] {
+			errs = append(errs, &contracts.Error{Code: contracts.CodeInvalidDefinition,
+				Message: fmt.Sprintf("workflow %q is already registered: workflow ids must be unique", d.ID),
+				Details: map[string]any{"workflow": d.ID}})
+			continue
+		}
+		ids[d.ID] = true
+		out = append(out, r.resolve(d))
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// resolve returns a copy of a valid definition with every node's Run set; r.mu must be held.
+func (r *Registry) resolve(d *Definition) *Definition {
+	c := *d
+	c.Nodes = make(map[string]Node, len(d.Nodes))
+	for id, n := range d.Nodes {
+		if n.Run == nil {
+			n.Run = r.nodes[n.RunName]
+			n.RunName = ""
+		}
+		if n.Retry != nil {
+			retry := *n.Retry
+			n.Retry = &retry
+		}
+		c.Nodes[id] = n
+	}
+	c.Edges = append([]Edge(nil), d.Edges...)
+	return &c
+}
+
+// nodeList renders the registered node function names; r.mu must be held.
+func (r *Registry) nodeList() string {
+	if len(r.nodes) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedMapKeys(r.nodes), ", ")
+}
+
+// AddFile loads a workflow file with [LoadFile] and adds it with [Registry.Add].
+func (r *Registry) AddFile(path string) error {
+	d, err := LoadFile(path)
+	if err != nil {
+		return err
+	}
+	return r.Add(d)
+}
+
+// AddDir loads a directory with [LoadDir] and adds its definitions with [Registry.Add]. It is
+// all-or-nothing: if any file fails to load or any definition fails to add, nothing is added
+// and the errors of all files are returned, joined.
+func (r *Registry) AddDir(dir string) error {
+	defs, loadErr := LoadDir(dir)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	resolved, addErr := r.prepare(defs)
+	if err := errors.Join(loadErr, addErr); err != nil {
+		return err
+	}
+	for _, d := range resolved {
+		r.defs[d.ID] = d
+	}
+	return nil
+}
+
+// SetFallback sets the id of the workflow [Registry.Workflow] returns for unknown ids (default
+// [DefaultFallback]); the empty string disables the fallback.
+func (r *Registry) SetFallback(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fallback = id
+}
+
+// Workflow returns the definition registered under id or, if there is none, the fallback
+// workflow. Otherwise, or if id is blank, it returns a *[contracts.Error] with code
+// UNKNOWN_WORKFLOW. The definition must not be modified.
+func (r *Registry) Workflow(id string) (*Definition, error) {
+	if strings.TrimSpace(id) == "" {
+		return nil, &contracts.Error{Code: contracts.CodeUnknownWorkflow,
+			Message: "No workflow was selected: pass the id of a registered workflow."}
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if d, ok := r.defs[id]; ok {
+		return d, nil
+	}
+	if r.fallback != "" {
+		if d, ok := r.defs[r.fallback]; ok {
+			return d, nil
+		}
+	}
+	msg := fmt.Sprintf("Workflow %q not found (fallback %q missing too).", id, r.fallback)
+	if r.fallback == "" {
+		msg = fmt.Sprintf("Workflow %q not found.", id)
+	}
+	return nil, &contracts.Error{Code: contracts.CodeUnknownWorkflow, Message: msg,
+		Details: map[string]any{"workflow": id, "fallback": r.fallback}}
+}
+
+// Workflows returns the registered definitions sorted by id.
+func (r *Registry) Workflows() []*Definition {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Definition, 0, len(r.defs))
+	for _, d := range r.defs {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// NodeNames returns the registered node function names, sorted.
+func (r *Registry) NodeNames() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return sortedMapKeys(r.nodes)
+}

@@ -1,0 +1,326 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/engine"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Runner executes the definitions of a [Registry] as Temporal workflows: one workflow execution
+// of type [contracts.RunWorkflowName] per run. Register it on a worker together with the
+// activities (activities.Activities), which publish the run's stream.
+type Runner struct {
+	reg *Registry
+}
+
+// NewRunner returns a runner for the definitions and node functions of reg.
+func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
+
+// Register registers the run workflow under its wire name.
+func (r *Runner) Register(w worker.WorkflowRegistry) {
+	w.RegisterWorkflowWithOptions(r.Run, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
+}
+
+// Run is the run workflow. It executes nodes in graph order, applies their results (spec
+// F1.3), routes (F2.2), hands over to other workflows (F2.4), answers the state query and
+// accepts answers to interrupts by signal and update. It continues as new between nodes when
+// Temporal suggests it, carrying state, hook state and journal in a [contracts.RunSnapshot].
+func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
+	var snap contracts.RunSnapshot
+	if in.Snapshot != nil {
+		snap = *in.Snapshot
+	}
+	run := engine.NewRun(ctx, in.SessionID, snap)
+	if err := run.Install(ctx); err != nil {
+		return contracts.RunResult{}, err
+	}
+	var def *Definition
+	var err error
+	if in.Snapshot == nil {
+		if def, err = r.reg.Workflow(in.Workflow); err == nil {
+			run.Snap.State, err = initialState(in, def)
+			run.Snap.NextNode = def.StartNode()
+		}
+	} else {
+		def, err = r.reg.Workflow(run.Snap.State.CurrentWorkflow)
+	}
+	if def != nil {
+		run.Snap.State.CurrentWorkflow = def.ID
+	} else {
+		run.Snap.State.CurrentWorkflow = strings.TrimSpace(in.Workflow)
+	}
+	run.InitSearchAttributes(ctx)
+	if err != nil {
+		return r.fail(ctx, run, err)
+	}
+
+	executed := 0
+	for next := run.Snap.NextNode; next != contracts.EndNode && next != ""; next = run.Snap.NextNode {
+		if executed > 0 && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
+			(in.ContinueAsNewAfterNodes > 0 && executed >= in.ContinueAsNewAfterNodes)) {
+			return r.continueAsNew(ctx, run, in)
+		}
+		res, err := r.execNode(ctx, run, def, next)
+		executed++
+		if isCancel(ctx, run, err) {
+			return r.cancel(ctx, run)
+		}
+		if err != nil {
+			return r.fail(ctx, run, err)
+		}
+		if def, err = r.apply(ctx, run, def, next, res); err != nil {
+			return r.fail(ctx, run, err)
+		}
+		if run.Snap.NextNode != contracts.EndNode {
+			run.Flush(ctx)
+		}
+	}
+	return r.complete(ctx, run, def)
+}
+
+// initialState builds the state of a fresh run (spec F2.1).
+func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState, error) {
+	st := contracts.GraphState{
+		LastNode:            contracts.StartNode,
+		CurrentWorkflow:     def.ID,
+		Data:                map[string]any{},
+		ConversationHistory: []contracts.HistoryEntry{},
+		Config:              contracts.RunConfig{SessionID: in.SessionID},
+		Runtime:             contracts.Runtime{PriorMessages: in.Messages},
+	}
+	if len(in.Input) > 0 {
+		if err := json.Unmarshal(in.Input, &st.Input); err != nil {
+			return st, contracts.Errorf(contracts.CodeInvalidInput, "run input is not valid JSON: %v", err)
+		}
+		if s, ok := st.Input.(string); ok {
+			st.Input = strings.TrimSpace(s)
+		}
+	}
+	if len(in.Context) > 0 && string(in.Context) != "null" {
+		if err := json.Unmarshal(in.Context, &st.Config.Context); err != nil {
+			return st, contracts.Errorf(contracts.CodeInvalidInput, "run context must be a JSON object: %v", err)
+		}
+	}
+	if def.InputSchema != nil {
+		if issues := def.InputSchema.Validate(st.Input); len(issues) > 0 {
+			return st, &contracts.Error{Code: contracts.CodeInvalidInput,
+				Message: "input does not match the input schema of workflow " + def.ID, Issues: issues}
+		}
+	}
+	return st, nil
+}
+
+// execNode runs one node with its retry behaviour (spec F1.4). Every attempt gets a fresh
+// scope over the same journal, so completed hook results of a failed attempt are reused.
+func (r *Runner) execNode(ctx workflow.Context, run *engine.Run, def *Definition, id string) (NodeResult, error) {
+	node, ok := def.Nodes[id]
+	if !ok || node.Run == nil {
+		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition,
+			"workflow %q has no runnable node %q; was the definition changed while runs were open?", def.ID, id)
+	}
+	attempts, delay := 1, time.Duration(0)
+	if node.Retry != nil {
+		attempts = max(node.Retry.MaxAttempts, 1)
+		delay = time.Duration(node.Retry.DelayMs) * time.Millisecond
+	}
+	run.BeginNode(id)
+	for attempt := 1; ; attempt++ {
+		run.Snap.NodeExecutions++
+		nctx, scope := run.Enter(ctx, id, def.ID)
+		params := engine.Clone(node.Params)
+		if params == nil {
+			params = map[string]any{}
+		}
+		res, err := node.Run(nctx, NodeInput{Input: engine.Clone(run.Snap.State.Input), Params: params})
+		scope.Close()
+		if err == nil && !run.Cancelled() {
+			run.EndNode()
+			return res, nil
+		}
+		if err == nil || isCancel(ctx, run, err) || contracts.CodeOf(err) == contracts.CodeExecutionLimitReached {
+			return res, err
+		}
+		if attempt >= attempts {
+			return res, err
+		}
+		workflow.GetLogger(ctx).Info("kortyx: node failed; retrying", "node", id, "attempt", attempt, "error", err)
+		if delay > 0 {
+			if err := workflow.Sleep(ctx, delay); err != nil {
+				return res, err
+			}
+		}
+	}
+}
+
+func isCancel(ctx workflow.Context, run *engine.Run, err error) bool {
+	if run.Cancelled() || ctx.Err() != nil {
+		return true
+	}
+	return err != nil && (temporal.IsCanceledError(err) || contracts.CodeOf(err) == contracts.CodeExecutionCancelled)
+}
+
+// apply applies a node result in the order of spec F1.3 and chooses the next node; it returns
+// the definition to continue with (another one after a transition).
+func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, id string, res NodeResult) (*Definition, error) {
+	st := &run.Snap.State
+	st.LastNode = id
+	if res.UI != nil && strings.TrimSpace(res.UI.Message) != "" {
+		run.Emit(contracts.Chunk{Type: contracts.ChunkMessage, Content: res.UI.Message, Node: id})
+		st.ConversationHistory = append(st.ConversationHistory, contracts.HistoryEntry{
+			Node: id, Message: res.UI.Message, Timestamp: workflow.Now(ctx).UTC().Format(time.RFC3339Nano)})
+	}
+	if res.TransitionTo != "" {
+		payload := res.Data
+		if payload == nil {
+			payload = map[string]any{}
+		}
+		run.Emit(contracts.Chunk{Type: contracts.ChunkTransition, TransitionTo: res.TransitionTo, Payload: contracts.RawJSON(payload)})
+	}
+	// Deliberate difference from Kortyx: routing uses only what this node returned, so a
+	// condition set by an earlier node never routes a later one.
+	st.LastCondition, st.LastIntent = res.Condition, res.Intent
+	if res.Data != nil {
+		data := engine.Clone(res.Data)
+		st.Input = engine.DeepMerge(engine.ToRecord(st.Input), data)
+		st.Data = engine.DeepMerge(st.Data, data)
+	}
+	if res.UI != nil {
+		ui := contracts.UIState{}
+		if st.UI != nil {
+			ui = *st.UI
+		}
+		if res.UI.Message != "" {
+			ui.Message = res.UI.Message
+		}
+		if res.UI.Structured != nil {
+			structured := engine.Clone(res.UI.Structured)
+			ui.Structured = engine.DeepMerge(ui.Structured, structured)
+			run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal,
+				StreamID: run.NewStreamID(), DataType: inferDataType(structured), Node: id, Data: contracts.RawJSON(structured)})
+		}
+		st.UI = &ui
+	}
+	if res.TransitionTo != "" {
+		return r.transition(run, res)
+	}
+	cond := res.Condition
+	if cond == "" {
+		cond = res.Intent
+	}
+	run.Snap.NextNode = def.Next(id, cond)
+	return def, nil
+}
+
+// transition hands the run over to another workflow in the same run and stream (spec F2.4).
+func (r *Runner) transition(run *engine.Run, res NodeResult) (*Definition, error) {
+	target, err := r.reg.Workflow(res.TransitionTo)
+	if err != nil {
+		return nil, &contracts.Error{Code: contracts.CodeUnknownWorkflow,
+			Message: "Transition failed to '" + res.TransitionTo + "': " + contracts.FailureOf(err).Message, Err: err}
+	}
+	st := &run.Snap.State
+	data := map[string]any{}
+	for _, k := range workflow.DeterministicKeys(st.Data) {
+		data[k] = st.Data[k]
+	}
+	for _, k := range workflow.DeterministicKeys(res.Data) {
+		data[k] = engine.Clone(res.Data[k])
+	}
+	st.Data = data
+	if raw, ok := res.Data["rawInput"].(string); ok {
+		st.Input = raw
+	}
+	if target.InputSchema != nil {
+		if issues := target.InputSchema.Validate(st.Input); len(issues) > 0 {
+			return nil, &contracts.Error{Code: contracts.CodeInvalidInput,
+				Message: "Transition failed to '" + res.TransitionTo + "': input does not match its input schema", Issues: issues}
+		}
+	}
+	st.UI = nil
+	st.LastCondition, st.LastIntent = "", ""
+	st.CurrentWorkflow = target.ID
+	run.Snap.Hooks.NodeID, run.Snap.Hooks.NodeSlots, run.Snap.Hooks.Journal = "", nil, nil
+	run.Snap.NextNode = target.StartNode()
+	return target, nil
+}
+
+// inferDataType follows spec F1.3 for ui.structured.
+func inferDataType(m map[string]any) string {
+	if _, ok := m["jobs"]; ok {
+		return "jobs"
+	}
+	if _, ok := m["summary"].(string); ok {
+		return "summary"
+	}
+	if _, ok := m["topJobs"]; ok {
+		return "summary"
+	}
+	return "generic"
+}
+
+func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition) (contracts.RunResult, error) {
+	st := &run.Snap.State
+	if def != nil && def.OutputSchema != nil {
+		if issues := def.OutputSchema.Validate(st.Data); len(issues) > 0 {
+			return r.fail(ctx, run, &contracts.Error{Code: contracts.CodeInvalidOutput,
+				Message: "run data does not match the output schema of workflow " + def.ID, Issues: issues})
+		}
+	}
+	run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
+	run.Flush(ctx)
+	run.SetStatus(ctx, contracts.StatusCompleted)
+	return contracts.RunResult{Status: contracts.StatusCompleted, State: *st}, nil
+}
+
+// fail ends the run with a typed failure: an error chunk, done, and a non-retryable
+// ApplicationError whose type is the code.
+func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contracts.RunResult, error) {
+	f := contracts.FailureOf(err)
+	msg := err.Error()
+	var ke *contracts.Error
+	if asError(err, &ke) {
+		msg = ke.Error()
+	}
+	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
+	run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: msg, Failure: &f})
+	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	run.Flush(ctx)
+	run.SetStatus(ctx, contracts.StatusFailed)
+	return contracts.RunResult{Status: contracts.StatusFailed, State: run.Snap.State},
+		temporal.NewNonRetryableApplicationError(msg, string(f.Code), nil, f)
+}
+
+// cancel ends the run cancelled: cancelled and done chunks, then a Temporal cancellation.
+func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunResult, error) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	const reason = "Execution cancelled."
+	run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
+	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	run.Flush(dctx)
+	run.SetStatus(dctx, contracts.StatusCancelled)
+	return contracts.RunResult{Status: contracts.StatusCancelled, State: run.Snap.State}, temporal.NewCanceledError(reason)
+}
+
+// continueAsNew continues the run in a new execution with the same workflow ID, between nodes.
+func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contracts.RunInput) (contracts.RunResult, error) {
+	run.Flush(ctx)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return r.cancel(ctx, run)
+	}
+	snap := run.Snap
+	return contracts.RunResult{}, workflow.NewContinueAsNewError(ctx, contracts.RunWorkflowName, contracts.RunInput{
+		Workflow:                in.Workflow,
+		SessionID:               in.SessionID,
+		Snapshot:                &snap,
+		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
+	})
+}
+
+func asError(err error, target **contracts.Error) bool { return errors.As(err, target) }
