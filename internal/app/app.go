@@ -189,11 +189,18 @@ func Registry() (*workflows.Registry, error) {
 	return reg, nil
 }
 
-// StartWorker starts a worker for reg on the task queue; stop it with Stop.
-func StartWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) (worker.Worker, error) {
+// NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
+// and the activities registered; register more before calling Start.
+func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) worker.Worker {
 	w := worker.New(c, cfg.TaskQueue, worker.Options{})
 	workflows.NewRunner(reg).Register(w)
 	(&activities.Activities{Stream: broker}).Register(w)
+	return w
+}
+
+// StartWorker starts a worker made by [NewWorker]; stop it with Stop.
+func StartWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) (worker.Worker, error) {
+	w := NewWorker(c, cfg, reg, broker)
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
 	}

@@ -1,0 +1,304 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+var (
+	root     string            // module root
+	srv      *devserver.Server // the package's dev server
+	tc       client.Client     // client of srv
+	tcliPath string            // the temporal CLI
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	var err error
+	if root, err = moduleRoot(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if tcliPath, err = devserver.Find(root); err != nil {
+		fmt.Fprintf(os.Stderr, "integration tests need the Temporal CLI (run `make tools`): %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err = devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the dev server: %v\n", err)
+		return 1
+	}
+	defer srv.Kill()
+	if tc, err = dial(srv.Address()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer tc.Close()
+	return m.Run()
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", errors.New("no go.mod above the test directory")
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+func quietLogger() log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+}
+
+func dial(addr string) (client.Client, error) {
+	return client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+}
+
+// taskQueue returns a task queue of the test's own.
+func taskQueue(t *testing.T) string {
+	return "it-" + strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()) + fmt.Sprintf("-%d", time.Now().UnixNano()%1e6)
+}
+
+// inproc is a worker running in the test process.
+type inproc struct {
+	c       client.Client
+	broker  *stream.Memory
+	tq      string
+	effects string
+}
+
+func startWorker(t *testing.T, c client.Client) *inproc {
+	t.Helper()
+	e := &inproc{c: c, broker: stream.NewMemory(), tq: taskQueue(t), effects: filepath.Join(t.TempDir(), "effects.txt")}
+	reg, err := app.Registry()
+	require.NoError(t, err)
+	require.NoError(t, testagents.Register(reg))
+	w := app.NewWorker(c, app.Config{TaskQueue: e.tq}, reg, e.broker)
+	(&testagents.Recorder{File: e.effects}).Register(w)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return e
+}
+
+// follower reads a run's stream: from a broker in the test process or over HTTP.
+type follower func(ctx context.Context, runID string, after int64, until stream.Until, fn func(id int64, c contracts.Chunk) error) error
+
+func (e *inproc) follow(ctx context.Context, runID string, after int64, until stream.Until, fn func(int64, contracts.Chunk) error) error {
+	return stream.Follow(ctx, e.broker, runID, after, until, func(en stream.Entry) error { return fn(en.Offset, en.Chunk) })
+}
+
+func httpFollower(addr string) follower {
+	sc := &stream.Client{BaseURL: "http://" + addr}
+	return sc.Follow
+}
+
+// nextResponse reads one response (up to its done) after offset and returns its chunks and the
+// offset of its done.
+func nextResponse(t *testing.T, f follower, runID string, after int64) ([]contracts.Chunk, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []contracts.Chunk
+	last := after
+	require.NoError(t, f(ctx, runID, after, stream.UntilResponse, func(id int64, c contracts.Chunk) error {
+		out = append(out, c)
+		last = id
+		return nil
+	}))
+	return out, last
+}
+
+// interruptOf returns the interrupt chunk of a response.
+func interruptOf(t *testing.T, chunks []contracts.Chunk) (contracts.Chunk, contracts.InterruptInput) {
+	t.Helper()
+	for _, c := range chunks {
+		if c.Type == contracts.ChunkInterrupt {
+			var in contracts.InterruptInput
+			require.NoError(t, json.Unmarshal(c.Input, &in))
+			return c, in
+		}
+	}
+	t.Fatalf("no interrupt in %v", types(chunks))
+	return contracts.Chunk{}, contracts.InterruptInput{}
+}
+
+func types(chunks []contracts.Chunk) []string {
+	out := make([]string, len(chunks))
+	for i, c := range chunks {
+		out[i] = string(c.Type)
+	}
+	return out
+}
+
+func answer(c contracts.Chunk, text string, selected ...string) contracts.Response {
+	return contracts.Response{Token: c.ResumeToken, RequestID: c.RequestID, Text: text, Selected: selected}
+}
+
+func startRun(t *testing.T, c client.Client, tq, wf, input string) client.WorkflowRun {
+	t.Helper()
+	b, _ := json.Marshal(input)
+	run, err := workflows.StartRun(context.Background(), c, contracts.RunInput{Workflow: wf, Input: b, SessionID: "it-session"},
+		workflows.StartOptions{TaskQueue: tq})
+	require.NoError(t, err)
+	return run
+}
+
+func result(t *testing.T, run client.WorkflowRun) (contracts.RunResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var res contracts.RunResult
+	err := run.Get(ctx, &res)
+	return res, err
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// eventually polls cond every 50 ms until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func isWaiting(t *testing.T, c client.Client, runID string) bool {
+	runs, err := workflows.ListWaiting(context.Background(), c, "")
+	require.NoError(t, err)
+	return slices.ContainsFunc(runs, func(r workflows.WaitingRun) bool { return r.RunID == runID })
+}
+
+// statusAttribute reads the KortyxStatus search attribute without a worker.
+func statusAttribute(t *testing.T, c client.Client, runID string) string {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(context.Background(), runID, "")
+	require.NoError(t, err)
+	p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeStatus]
+	var s string
+	if p != nil {
+		require.NoError(t, json.Unmarshal(p.GetData(), &s))
+	}
+	return s
+}
+
+func historyLength(t *testing.T, c client.Client, runID string) int {
+	t.Helper()
+	return len(history(t, c, runID).Events)
+}
+
+func history(t *testing.T, c client.Client, runID string) *historypb.History {
+	t.Helper()
+	it := c.GetWorkflowHistory(context.Background(), runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, e)
+	}
+	return h
+}
+
+// recordHistory saves the run's history for the replay test when KORTYX_RECORD_HISTORIES=1.
+func recordHistory(t *testing.T, c client.Client, name, runID string) {
+	t.Helper()
+	if os.Getenv("KORTYX_RECORD_HISTORIES") != "1" {
+		return
+	}
+	raw, err := protojson.Marshal(history(t, c, runID))
+	require.NoError(t, err)
+	b, err := json.MarshalIndent(recorded{WorkflowID: runID, History: raw}, "", " ")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join("testdata", "replay"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay", name+".json"), b, 0o644))
+}
+
+// recorded is a history kept under testdata/replay.
+type recorded struct {
+	WorkflowID string          `json:"workflowId"`
+	History    json.RawMessage `json:"history"`
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// binary builds a program of the module once per test process.
+func binary(t *testing.T, pkg string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "kortyx-it-bin")
+		if buildErr != nil {
+			return
+		}
+		for _, p := range []string{"./internal/testworker", "./starter"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, filepath.Base(p)), p)
+			cmd.Dir = root
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", p, err, out)
+				return
+			}
+		}
+	})
+	require.NoError(t, buildErr)
+	return filepath.Join(buildDir, filepath.Base(pkg))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}

@@ -1,0 +1,88 @@
+// Package testagents holds workflows used by integration, replay and crash tests: they record
+// their side effects through an activity so that tests can count them exactly.
+package testagents
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// EffectsWorkflow asks two questions in one node and records a side effect before, between and
+// after them.
+const EffectsWorkflow = "effects"
+
+// RecordActivity is the activity that appends one line to the effects file.
+const RecordActivity = "kortyx.test.Record"
+
+// Recorder appends side effects to a file, one line each.
+type Recorder struct {
+	File string
+	mu   sync.Mutex
+}
+
+// Register registers the record activity.
+func (r *Recorder) Register(w worker.ActivityRegistry) {
+	w.RegisterActivityWithOptions(r.Record, activity.RegisterOptions{Name: RecordActivity})
+}
+
+// Record appends line to the file.
+func (r *Recorder) Record(ctx context.Context, line string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, err := os.OpenFile(r.File, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, line)
+	return err
+}
+
+func record(ctx workflow.Context, line string) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	return workflow.ExecuteActivity(ctx, RecordActivity, line).Get(ctx, nil)
+}
+
+// Register adds the test workflows to reg.
+func Register(reg *workflows.Registry) error {
+	intake := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{DataType: "progress", Data: map[string]any{"step": "started"}}); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, "before"); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		name, err := hooks.AskText(ctx, "name", "What is your name?")
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, "between "+name); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		plan, err := hooks.Choose(ctx, "plan", "Which plan?",
+			contracts.Option{ID: "basic", Label: "Basic"}, contracts.Option{ID: "pro", Label: "Pro"})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, "after "+plan); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"name": name, "plan": plan},
+			UI: &workflows.UI{Message: fmt.Sprintf("Welcome %s, you are on %s.", name, plan)}}, nil
+	}
+	return reg.Add(&workflows.Definition{
+		ID: EffectsWorkflow, Version: "1",
+		Nodes: map[string]workflows.Node{"intake": {Run: intake}},
+		Edges: []workflows.Edge{{From: contracts.StartNode, To: "intake"}},
+	})
+}

@@ -1,0 +1,58 @@
+// Command testworker is the worker the integration tests start, kill and restart as a
+// separate process. It needs TEMPORAL_ADDRESS, KORTYX_TASK_QUEUE, KORTYX_HTTP_ADDR and
+// KORTYX_EFFECTS_FILE, and prints "ready <http address>" once it polls.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/stream"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := app.ConfigFromEnv()
+	if cfg.TemporalAddress == "" {
+		return fmt.Errorf("testworker needs TEMPORAL_ADDRESS")
+	}
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	reg, err := app.Registry()
+	if err != nil {
+		return err
+	}
+	if err := testagents.Register(reg); err != nil {
+		return err
+	}
+	broker := stream.NewMemory()
+	w := app.NewWorker(c, cfg, reg, broker)
+	(&testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}).Register(w)
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	_, addr, err := app.ServeHTTP(ctx, cfg.HTTPAddr, broker)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("ready %s\n", addr)
+	<-ctx.Done()
+	return nil
+}
