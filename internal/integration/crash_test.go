@@ -77,6 +77,9 @@ func TestWorkerKilledWhileRunWaits(t *testing.T) {
 	plan, _ := interruptOf(t, resp)
 	require.Equal(t, []string{"before", "between Ada"}, readLines(t, effects))
 
+	// Let the workflow task that asked the question complete, so that the kill lands while the
+	// run waits (a kill inside a task only makes the next worker redo that task).
+	eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, run.GetID()) == "waiting" })
 	first.kill() // SIGKILL: no graceful shutdown
 	require.Equal(t, -1, first.cmd.ProcessState.ExitCode())
 	d, err := tc.DescribeWorkflowExecution(ctx, run.GetID(), "")

@@ -55,6 +55,9 @@ func TestAnsweredByUpdate(t *testing.T) {
 	first, off := nextResponse(t, e.follow, run.GetID(), 0)
 	ask, _ := interruptOf(t, first)
 
+	// The workflow task that published the interrupt completes a moment later; once the
+	// status reads waiting, the history is still until an answer is accepted.
+	eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, run.GetID()) == "waiting" })
 	before := historyLength(t, tc, run.GetID())
 	tests := []struct {
 		name string

@@ -21,6 +21,10 @@ import (
 // after them.
 const EffectsWorkflow = "effects"
 
+// LoopWorkflow runs its "step" node in a loop, recording each step, as many times as its input
+// says ({"steps": n}).
+const LoopWorkflow = "loop"
+
 // RecordActivity is the activity that appends one line to the effects file.
 const RecordActivity = "kortyx.test.Record"
 
@@ -80,9 +84,36 @@ func Register(reg *workflows.Registry) error {
 		return workflows.NodeResult{Data: map[string]any{"name": name, "plan": plan},
 			UI: &workflows.UI{Message: fmt.Sprintf("Welcome %s, you are on %s.", name, plan)}}, nil
 	}
+	step := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		var args struct {
+			Steps int `json:"steps"`
+		}
+		if err := in.Decode(&args); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		n, err := hooks.NodeState(ctx, 0)
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := n.Set(n.Get() + 1); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, fmt.Sprintf("step %d", n.Get())); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		res := workflows.NodeResult{Data: map[string]any{"done": n.Get()}}
+		if n.Get() < args.Steps {
+			res.Condition = "more"
+		}
+		return res, nil
+	}
 	return reg.Add(&workflows.Definition{
 		ID: EffectsWorkflow, Version: "1",
 		Nodes: map[string]workflows.Node{"intake": {Run: intake}},
 		Edges: []workflows.Edge{{From: contracts.StartNode, To: "intake"}},
+	}, &workflows.Definition{
+		ID: LoopWorkflow, Version: "1",
+		Nodes: map[string]workflows.Node{"step": {Run: step}},
+		Edges: []workflows.Edge{{From: contracts.StartNode, To: "step"}, {From: "step", To: "step", When: "more"}},
 	})
 }

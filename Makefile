@@ -1,0 +1,47 @@
+# Kortyx for Go on Temporal.
+#
+#   make check   gofmt, go vet, workflowcheck and every test (integration tests included)
+#   make demo    the triage agent end to end on the embedded dev server
+#   make tools   install the Temporal CLI and workflowcheck into .tools/bin (once)
+
+TOOLS         := $(CURDIR)/.tools/bin
+TEMPORAL      := $(TOOLS)/temporal
+WORKFLOWCHECK := $(TOOLS)/workflowcheck
+GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
+
+.PHONY: check tools fmt vet workflowcheck test demo bench record-histories
+
+check: tools fmt vet workflowcheck test
+
+tools: $(TEMPORAL) $(WORKFLOWCHECK)
+
+$(TEMPORAL):
+	@echo "installing the Temporal CLI v1.5.1 into .tools/bin (a few minutes, once)"
+	GOBIN=$(TOOLS) go install github.com/temporalio/cli/cmd/temporal@v1.5.1
+
+$(WORKFLOWCHECK):
+	GOBIN=$(TOOLS) go install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+
+fmt:
+	@out=$$(gofmt -l $(GO_FILES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	go vet ./...
+
+workflowcheck: $(WORKFLOWCHECK)
+	$(WORKFLOWCHECK) -config workflowcheck.config.yaml ./...
+
+# Integration tests start a real Temporal dev server (.tools/bin/temporal); they fail, never
+# skip, when it is missing.
+test: $(TEMPORAL)
+	go test -race -count=1 ./...
+
+demo:
+	go run ./starter demo
+
+bench: $(TEMPORAL)
+	go test ./bench/ -run '^$$' -bench . -benchtime 20x -count 3
+
+# Re-record the histories replayed by internal/integration (after an intended workflow change).
+record-histories: $(TEMPORAL)
+	KORTYX_RECORD_HISTORIES=1 go test -count=1 ./internal/integration/ -run 'Answered|Cancel|Triage|Killed'
