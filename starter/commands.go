@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -106,6 +107,10 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 			}
 			return nil
 		})
+		var opErr *net.OpError
+		if errors.As(err, &opErr) {
+			return fmt.Errorf("cannot reach the run stream at %s (is the worker running? set KORTYX_STREAM_URL to its HTTP API); the run %s goes on: follow it with starter status: %w", sc.BaseURL, runID, err)
+		}
 		if errors.Is(err, errRejected) {
 			if pending, err = currentInterrupt(ctx, c, runID); err != nil {
 				return err

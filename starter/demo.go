@@ -35,8 +35,9 @@ func cmdDemo(ctx context.Context, args []string) error {
 	cfg.TaskQueue = "kortyx-demo"
 	p := newPrinter(os.Stdout, false)
 	if cfg.TemporalAddress == "" {
-		cfg.DevPort, cfg.DevUIPort = 0, 0 // free ports: never clash with a dev-mode worker
-		p.note("starting the Temporal dev server (first run: installs the Temporal CLI into .tools/bin)")
+		// Free ports and a database of its own: never clash with a dev-mode worker.
+		cfg.DevPort, cfg.DevUIPort, cfg.DevDB = 0, 0, "demo.db"
+		p.note("starting the Temporal dev server")
 		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
 		if err != nil {
 			return err

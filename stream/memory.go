@@ -8,10 +8,11 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// Default bounds of a [Memory] broker.
+// Default bounds of a [Memory] broker: at most about 256 × 20,000 entries (a few hundred
+// bytes each plus their content) stay in memory.
 const (
-	DefaultMaxRuns          = 1000
-	DefaultMaxEntriesPerRun = 100_000
+	DefaultMaxRuns          = 256
+	DefaultMaxEntriesPerRun = 20_000
 )
 
 // MemoryOption configures [NewMemory].

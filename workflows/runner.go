@@ -284,8 +284,7 @@ func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition
 func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contracts.RunResult, error) {
 	f := contracts.FailureOf(err)
 	msg := err.Error()
-	var ke *contracts.Error
-	if asError(err, &ke) {
+	if ke := (*contracts.Error)(nil); errors.As(err, &ke) {
 		msg = ke.Error()
 	}
 	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
@@ -322,5 +321,3 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contrac
 		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
 	})
 }
-
-func asError(err error, target **contracts.Error) bool { return errors.As(err, target) }

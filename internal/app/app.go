@@ -13,11 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/examples/hello"
 	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -42,6 +44,8 @@ type Config struct {
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
 	DevPort, DevUIPort int
+	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
+	DevDB string
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -56,6 +60,7 @@ func ConfigFromEnv() Config {
 		HTTPAddr:        envOr("KORTYX_HTTP_ADDR", "127.0.0.1:8787"),
 		DevPort:         envInt("KORTYX_DEV_PORT", 7233),
 		DevUIPort:       envInt("KORTYX_DEV_UI_PORT", 8233),
+		DevDB:           "temporal.db",
 		Root:            os.Getenv("KORTYX_ROOT"),
 	}
 	if c.Root == "" {
@@ -117,7 +122,7 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(filepath.Join(mkdir(cfg.Root, ".kortyx"), "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(filepath.Join(mkdir(cfg.Root, ".kortyx"), strings.TrimSuffix(cfg.DevDB, ".db")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +130,7 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 		BinaryPath:       bin,
 		Port:             cfg.DevPort,
 		UIPort:           cfg.DevUIPort,
-		DBFile:           filepath.Join(cfg.Root, ".kortyx", "temporal.db"),
+		DBFile:           filepath.Join(cfg.Root, ".kortyx", cfg.DevDB),
 		Namespace:        cfg.Namespace,
 		SearchAttributes: contracts.SearchAttributes,
 		Log:              logFile,
@@ -184,6 +189,9 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 func Registry() (*workflows.Registry, error) {
 	reg := workflows.NewRegistry()
 	if err := triage.Register(reg); err != nil {
+		return nil, err
+	}
+	if err := hello.Register(reg); err != nil {
 		return nil, err
 	}
 	return reg, nil

@@ -193,6 +193,12 @@ func (r *Run) Flush(ctx workflow.Context) {
 	})
 	err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
 		contracts.PublishInput{RunID: r.ID, Chunks: batch}).Get(lctx, nil)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
+		// context) so that the stream still shows them before cancelled and done.
+		r.outbox = append(batch, r.outbox...)
+		return
+	}
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: publishing stream chunks failed; they are dropped from the stream",
 			"runId", r.ID, "chunks", len(batch), "error", err)

@@ -40,7 +40,7 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	require.Contains(t, out, "> open (auto)")
 	require.Regexp(t, `open: Opened billing ticket T-[0-9A-F-]{6}: I was charged twice on my last invoice`, out)
 	require.Regexp(t, `demo finished: ticket T-[0-9A-F-]{6} \(billing\)`, out)
-	_, err = os.Stat(filepath.Join(dir, ".kortyx", "temporal.db"))
+	_, err = os.Stat(filepath.Join(dir, ".kortyx", "demo.db"))
 	require.NoError(t, err, "the embedded server keeps its data under .kortyx/")
 }
 
