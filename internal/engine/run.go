@@ -217,8 +217,17 @@ func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 	}
 }
 
-// InitSearchAttributes upserts session, workflow and status in one command.
+// InitSearchAttributes sets session, workflow and status in one command, unless the run was
+// started (or continued) with them already set (workflows.StartRun sets them).
 func (r *Run) InitSearchAttributes(ctx workflow.Context) {
+	r.saStatus = r.Status
+	cur := workflow.GetTypedSearchAttributes(ctx)
+	wf, _ := cur.GetKeyword(contracts.WorkflowKey)
+	st, _ := cur.GetKeyword(contracts.StatusKey)
+	sess, _ := cur.GetKeyword(contracts.SessionKey)
+	if wf == r.Snap.State.CurrentWorkflow && st == string(r.Status) && sess == r.SessionID {
+		return
+	}
 	ups := []temporal.SearchAttributeUpdate{
 		contracts.WorkflowKey.ValueSet(r.Snap.State.CurrentWorkflow),
 		contracts.StatusKey.ValueSet(string(r.Status)),
@@ -226,7 +235,6 @@ func (r *Run) InitSearchAttributes(ctx workflow.Context) {
 	if r.SessionID != "" {
 		ups = append(ups, contracts.SessionKey.ValueSet(r.SessionID))
 	}
-	r.saStatus = r.Status
 	if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
 	}
