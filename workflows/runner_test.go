@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -777,4 +778,44 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	types := h.types()
 	require.Equal(t, []string{"structured-data", "structured-data", "structured-data", "structured-data", "structured-data", "done"}, types,
 		"chunk keys continue across executions: nothing lost, nothing duplicated")
+}
+
+func TestRunFromSnapshotReusesJournal(t *testing.T) {
+	var effects int
+	d := def("w", map[string]workflows.NodeFunc{
+		"ask": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{Data: map[string]any{"step": "asking"}}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			name, err := hooks.AskText(ctx, "name", "Name?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			effects++
+			return workflows.NodeResult{Data: map[string]any{"name": name}}, nil
+		},
+	}, "__start__>ask")
+	h := newHarness(t, d)
+	answered := contracts.Answer{RequestID: "human-1", Kind: contracts.InterruptText, Text: "Ada", Value: json.RawMessage(`"Ada"`)}
+	published := contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal, StreamID: "s-1", DataType: "generic",
+		Node: "ask", Data: json.RawMessage(`{"step":"asking"}`)}
+	snap := &contracts.RunSnapshot{
+		State:    contracts.GraphState{Input: "hi", CurrentWorkflow: "w", LastNode: "__start__", Data: map[string]any{}},
+		NextNode: "ask",
+		Seq:      3,
+		Hooks: contracts.HookState{NodeID: "ask", Journal: map[string]contracts.JournalEntry{
+			"structured#0":   {Kind: "structured", Value: contracts.RawJSON(published)},
+			"interrupt:name": {Kind: "interrupt", Answer: &answered},
+		}},
+	}
+	h.env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Snapshot: snap})
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "Ada", res.State.Data["name"])
+	require.Equal(t, 1, effects)
+	require.Equal(t, []string{"done"}, h.types(), "nothing recorded is published or asked again")
+	require.Equal(t, "w:4", func() string {
+		e, _ := h.broker.Read(context.Background(), testRunID, 0, 0)
+		return e[0].Key
+	}(), "chunk keys continue from the snapshot's sequence")
 }
