@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -67,7 +68,9 @@ func TestNormalizeAnswer(t *testing.T) {
 			a, err := contracts.NormalizeAnswer(tc.in, tc.resp, tc.schema)
 			if tc.wantCode != "" {
 				require.Equal(t, tc.wantCode, contracts.CodeOf(err), "err: %v", err)
-				require.NotEmpty(t, contracts.FailureOf(err).Issues)
+				f := contracts.FailureOf(err)
+				require.NotEmpty(t, f.Issues)
+				require.Equal(t, 1, strings.Count(err.Error(), f.Issues[0].Message), "the message is not repeated: %q", err.Error())
 				return
 			}
 			require.NoError(t, err)

@@ -169,11 +169,13 @@ func (e *Error) Error() string {
 	if msg == "" {
 		msg = string(e.Code)
 	}
-	if len(e.Issues) > 0 {
-		parts := make([]string, 0, len(e.Issues))
-		for _, is := range e.Issues {
-			parts = append(parts, is.String())
+	parts := make([]string, 0, len(e.Issues))
+	for _, is := range e.Issues {
+		if s := is.String(); s != msg && is.Message != msg {
+			parts = append(parts, s)
 		}
+	}
+	if len(parts) > 0 {
 		msg += " (" + strings.Join(parts, "; ") + ")"
 	}
 	return msg

@@ -35,7 +35,7 @@
 //	srv, err := devserver.Start(ctx, devserver.Options{
 //		BinaryPath:       bin,
 //		DBFile:           ".kortyx/temporal.db", // "" keeps everything in memory
-//		SearchAttributes: []string{"KortyxAgent"},
+//		SearchAttributes: contracts.SearchAttributes,
 //		Log:              os.Stderr,
 //	})
 //	if err != nil {

@@ -12,7 +12,7 @@ import (
 // InterruptOptions is a question for a human (spec F3.4).
 type InterruptOptions struct {
 	// ID is a stable id for this question within its node (recommended); without it the
-	// question is identified by its position among the node's interrupts.
+	// question is identified by its position among the node's interrupts that have no ID.
 	ID string
 	// Kind is text, choice, multi-choice or custom. Default: choice when Options are given
 	// (multi-choice with Multiple), else text.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -31,22 +32,28 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := app.ConfigFromEnv()
-	if cfg.TemporalAddress == "" {
+	devMode := cfg.TemporalAddress == ""
+	if devMode {
 		fmt.Printf("kortyx worker: dev mode (TEMPORAL_ADDRESS is not set): starting the Temporal dev server...\n")
 		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
 		if err != nil {
 			return err
 		}
 		defer srv.Stop()
-		fmt.Printf("kortyx worker: Temporal dev server at %s (UI http://%s), data in .kortyx/\n", srv.Address(), srv.UIAddress())
+		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+		ui := "disabled"
+		if srv.UIAddress() != "" {
+			ui = "http://" + srv.UIAddress()
+		}
+		fmt.Printf("kortyx worker: Temporal dev server at %s (UI %s), data in .kortyx/\n", srv.Address(), ui)
 	}
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if cfg.TemporalAddress != "" {
-		if err := app.EnsureSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+	if !devMode {
+		if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
 			return err
 		}
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -125,6 +128,7 @@ func ListWaiting(ctx context.Context, c client.Client, sessionID string) ([]Wait
 			out = append(out, w)
 		}
 		if token = resp.NextPageToken; len(token) == 0 {
+			sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt.After(out[j].StartedAt) })
 			return out, nil
 		}
 	}
@@ -137,4 +141,31 @@ func notFound(runID string, err error) error {
 		return &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("run %q not found (or no longer running)", runID), Err: err}
 	}
 	return err
+}
+
+// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
+// all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
+// server registers them at start; call this for any other server (it needs operator rights), or
+// run: temporal operator search-attribute create --name KortyxStatus --type Keyword (and
+// KortyxSession, KortyxWorkflow).
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("kortyx: listing search attributes of namespace %q: %w", namespace, err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, name := range contracts.SearchAttributes {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("kortyx: registering search attributes %v on namespace %q: %w", contracts.SearchAttributes, namespace, err)
+	}
+	return nil
 }

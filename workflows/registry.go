@@ -180,6 +180,14 @@ func (r *Registry) SetFallback(id string) {
 	r.fallback = id
 }
 
+// Lookup returns the definition registered under id, without falling back.
+func (r *Registry) Lookup(id string) (*Definition, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	d, ok := r.defs[id]
+	return d, ok
+}
+
 // Workflow returns the definition registered under id or, if there is none, the fallback
 // workflow. Otherwise, or if id is blank, it returns a *[contracts.Error] with code
 // UNKNOWN_WORKFLOW. The definition must not be modified.

@@ -196,7 +196,7 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 		if st.UI != nil {
 			ui = *st.UI
 		}
-		if res.UI.Message != "" {
+		if strings.TrimSpace(res.UI.Message) != "" {
 			ui.Message = res.UI.Message
 		}
 		if res.UI.Structured != nil {
@@ -208,7 +208,7 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 		st.UI = &ui
 	}
 	if res.TransitionTo != "" {
-		return r.transition(run, res)
+		return r.transition(ctx, run, res)
 	}
 	cond := res.Condition
 	if cond == "" {
@@ -219,11 +219,12 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 }
 
 // transition hands the run over to another workflow in the same run and stream (spec F2.4).
-func (r *Runner) transition(run *engine.Run, res NodeResult) (*Definition, error) {
-	target, err := r.reg.Workflow(res.TransitionTo)
-	if err != nil {
-		return nil, &contracts.Error{Code: contracts.CodeUnknownWorkflow,
-			Message: "Transition failed to '" + res.TransitionTo + "': " + contracts.FailureOf(err).Message, Err: err}
+// The target must be registered under that id: a hand-off never falls back silently.
+func (r *Runner) transition(ctx workflow.Context, run *engine.Run, res NodeResult) (*Definition, error) {
+	target, ok := r.reg.Lookup(res.TransitionTo)
+	if !ok {
+		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow,
+			"Transition failed to '%s': no workflow with that id is registered on this worker.", res.TransitionTo)
 	}
 	st := &run.Snap.State
 	data := map[string]any{}
@@ -246,6 +247,7 @@ func (r *Runner) transition(run *engine.Run, res NodeResult) (*Definition, error
 	st.UI = nil
 	st.LastCondition, st.LastIntent = "", ""
 	st.CurrentWorkflow = target.ID
+	run.SetWorkflow(ctx, target.ID)
 	run.Snap.Hooks.NodeID, run.Snap.Hooks.NodeSlots, run.Snap.Hooks.Journal = "", nil, nil
 	run.Snap.NextNode = target.StartNode()
 	return target, nil
@@ -280,7 +282,9 @@ func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition
 }
 
 // fail ends the run with a typed failure: an error chunk, done, and a non-retryable
-// ApplicationError whose type is the code.
+// ApplicationError whose type is the code. Clients get the safe message of the failure
+// descriptor (a *contracts.Error's own message; "An unexpected error occurred." for any other
+// error); the full error text goes to the Temporal failure and the state, for operators.
 func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contracts.RunResult, error) {
 	f := contracts.FailureOf(err)
 	msg := err.Error()
@@ -288,7 +292,7 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 		msg = ke.Error()
 	}
 	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
-	run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: msg, Failure: &f})
+	run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f})
 	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusFailed)

@@ -219,7 +219,8 @@ func TestTransitionHandsOverInSameRun(t *testing.T) {
 
 func TestTransitionToUnknownWorkflowFails(t *testing.T) {
 	d := def("w", map[string]workflows.NodeFunc{"a": returns(workflows.NodeResult{TransitionTo: "nope"})}, "__start__>a")
-	h := newHarness(t, d)
+	fallback := def("general-chat", map[string]workflows.NodeFunc{"b": returns(workflows.NodeResult{})}, "__start__>b")
+	h := newHarness(t, d, fallback) // a hand-off never falls back silently
 	h.run("w", "x")
 	_, err := h.result()
 	require.Equal(t, contracts.CodeUnknownWorkflow, contracts.CodeOf(err))
@@ -266,7 +267,8 @@ func TestNodeRetry(t *testing.T) {
 		require.False(t, nextRan)
 		require.Equal(t, []string{"error", "done"}, h.types())
 		c := h.chunks()[0]
-		require.Equal(t, "database is down", c.Message)
+		require.Equal(t, "An unexpected error occurred.", c.Message, "internal error text stays out of the stream")
+		require.Contains(t, err.Error(), "database is down", "operators see it in the Temporal failure")
 		require.Equal(t, contracts.CodeExecutionFailed, c.Failure.Code)
 		require.Empty(t, h.chunks()[1].Data, "done after an error carries no data")
 		var appErr *temporal.ApplicationError
@@ -818,4 +820,42 @@ func TestRunFromSnapshotReusesJournal(t *testing.T) {
 		e, _ := h.broker.Read(context.Background(), testRunID, 0, 0)
 		return e[0].Key
 	}(), "chunk keys continue from the snapshot's sequence")
+}
+
+func TestRepeatedSignalHasOneEffectConflictingOneIsRejected(t *testing.T) {
+	d := def("w", map[string]workflows.NodeFunc{
+		"ask": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			first, err := hooks.AskText(ctx, "first", "First?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			second, err := hooks.AskText(ctx, "second", "Second?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answers": []any{first, second}}}, nil
+		},
+	}, "__start__>ask")
+	h := newHarness(t, d)
+	var firstReq contracts.PendingRequest
+	h.env.RegisterDelayedCallback(func() {
+		firstReq = *h.view().Pending
+		resp := contracts.Response{Token: firstReq.Token, RequestID: firstReq.RequestID, Text: "one"}
+		h.env.SignalWorkflow(contracts.RespondName, resp)
+		h.env.SignalWorkflow(contracts.RespondName, resp) // delivered twice
+	}, time.Minute)
+	var view contracts.RunView
+	h.env.RegisterDelayedCallback(func() {
+		// A different answer to the already answered first question.
+		h.env.SignalWorkflow(contracts.RespondName, contracts.Response{Token: firstReq.Token, RequestID: firstReq.RequestID, Text: "uno"})
+	}, 2*time.Minute)
+	h.env.RegisterDelayedCallback(func() { view = h.view() }, 3*time.Minute)
+	h.signalAt(4*time.Minute, text("two"))
+	h.run("w", "x")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, []any{"one", "two"}, res.State.Data["answers"])
+	require.Len(t, view.Rejections, 1, "only the conflicting answer is rejected")
+	require.Equal(t, contracts.CodeInvalidResume, view.Rejections[0].Failure.Code)
+	require.Equal(t, []string{"interrupt", "done", "interrupt", "done", "resume-rejected", "done"}, h.types())
 }

@@ -4,7 +4,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,9 +22,6 @@ import (
 	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/operatorservice/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -160,29 +156,6 @@ func Dial(cfg Config) (client.Client, error) {
 		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s (start the worker in dev mode, or set TEMPORAL_ADDRESS): %w", cfg.Address(), err)
 	}
 	return c, nil
-}
-
-// EnsureSearchAttributes registers the Kortyx search attributes on a server that lacks them.
-func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
-	if err != nil {
-		return fmt.Errorf("kortyx: listing search attributes: %w", err)
-	}
-	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range contracts.SearchAttributes {
-		if _, ok := have.GetCustomAttributes()[name]; !ok {
-			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
-	var exists *serviceerror.AlreadyExists
-	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("kortyx: registering search attributes %v: %w", contracts.SearchAttributes, err)
-	}
-	return nil
 }
 
 // Registry returns a registry with the example agents.

@@ -4,6 +4,7 @@
 package engine
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -29,7 +30,8 @@ type Run struct {
 	Node      string // node executing now
 
 	pending   *pending
-	cancelled bool // a human cancelled the run through an answer
+	answered  []*pending // recently answered requests, to recognise a repeated signal
+	cancelled bool       // a human cancelled the run through an answer
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
@@ -83,6 +85,10 @@ func (r *Run) Install(ctx workflow.Context) error {
 			}
 			ans, cancel, err := r.accept(resp)
 			if err != nil {
+				if r.repeated(resp) {
+					workflow.GetLogger(ctx).Info("kortyx: ignoring a repeated answer", "requestId", resp.RequestID)
+					continue
+				}
 				r.reject(ctx, resp, err)
 				continue
 			}
@@ -141,9 +147,30 @@ func (r *Run) accept(resp contracts.Response) (contracts.Answer, bool, error) {
 func (r *Run) deliver(ans contracts.Answer, cancel bool) {
 	if cancel {
 		r.pending.cancel = true
-		return
+	} else {
+		r.pending.answer = &ans
 	}
-	r.pending.answer = &ans
+	r.answered = append(r.answered, r.pending)
+	if len(r.answered) > 16 {
+		r.answered = r.answered[1:]
+	}
+}
+
+// repeated reports whether resp is the same answer, to the same request with the same token,
+// as one already accepted: a signal delivered twice. It has had its one effect; a different
+// answer to an answered request is still rejected.
+func (r *Run) repeated(resp contracts.Response) bool {
+	for _, p := range r.answered {
+		if p.req.RequestID != resp.RequestID || p.req.Token != resp.Token {
+			continue
+		}
+		if resp.Cancel || p.cancel {
+			return resp.Cancel && p.cancel
+		}
+		a, err := contracts.NormalizeAnswer(p.req.Input, resp, p.schema)
+		return err == nil && bytes.Equal(a.Value, p.answer.Value)
+	}
+	return false
 }
 
 func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
@@ -213,6 +240,13 @@ func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 	}
 	r.saStatus = s
 	if err := workflow.UpsertTypedSearchAttributes(ctx, contracts.StatusKey.ValueSet(string(s))); err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
+	}
+}
+
+// SetWorkflow mirrors a hand-off to another workflow into the KortyxWorkflow search attribute.
+func (r *Run) SetWorkflow(ctx workflow.Context, id string) {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, contracts.WorkflowKey.ValueSet(id)); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
 	}
 }

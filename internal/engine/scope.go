@@ -39,10 +39,14 @@ func From(ctx workflow.Context, hook string) (*Scope, error) {
 		return nil, errOutside(hook)
 	}
 	if s.closed {
-		return nil, contracts.Errorf(contracts.CodeHookOutsideNode,
-			"kortyx: hooks.%s called after node %q returned; hooks work only while their node runs", hook, s.node)
+		return nil, errClosed(hook, s.node)
 	}
 	return s, nil
+}
+
+func errClosed(hook, node string) error {
+	return contracts.Errorf(contracts.CodeHookOutsideNode,
+		"kortyx: hooks.%s called after node %q returned; hooks work only while their node runs", hook, node)
 }
 
 // BeginNode starts a node activation: node state and the journal are kept only when the same
@@ -132,7 +136,7 @@ func (s *Scope) NodeSlot(initial json.RawMessage) (int, json.RawMessage) {
 // SetNodeSlot stores a node-state slot.
 func (s *Scope) SetNodeSlot(i int, v json.RawMessage) error {
 	if s.closed {
-		return errOutside("NodeState")
+		return errClosed("State.Set", s.node)
 	}
 	s.run.Snap.Hooks.NodeSlots[i] = v
 	return nil
@@ -154,7 +158,7 @@ func (s *Scope) WorkflowValue(key string, initial json.RawMessage) (json.RawMess
 // SetWorkflowValue stores a workflow-state value.
 func (s *Scope) SetWorkflowValue(key string, v json.RawMessage) error {
 	if s.closed {
-		return errOutside("WorkflowState")
+		return errClosed("State.Set", s.node)
 	}
 	s.run.Snap.Hooks.WorkflowState[key] = v
 	return nil
