@@ -55,16 +55,11 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	broker := stream.NewMemory()
-	w, err := app.StartWorker(c, cfg, reg, broker)
+	st, err := app.StartStack(ctx, c, cfg, reg, "127.0.0.1:0", nil)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", broker)
-	if err != nil {
-		return err
-	}
+	defer st.Stop()
 	input, _ := json.Marshal(message)
 	run, err := workflows.StartRun(ctx, c, contracts.RunInput{Workflow: triage.WorkflowID, Input: input, SessionID: "demo"},
 		workflows.StartOptions{TaskQueue: cfg.TaskQueue})
@@ -76,7 +71,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if *auto {
 		ans = &autoAnswerer{out: os.Stdout}
 	}
-	if err := follow(ctx, c, &stream.Client{BaseURL: "http://" + addr}, run.GetID(), ans, true, p); err != nil {
+	if err := follow(ctx, c, &stream.Client{BaseURL: "http://" + st.HTTPAddr}, run.GetID(), ans, true, p); err != nil {
 		return err
 	}
 	var res contracts.RunResult

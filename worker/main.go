@@ -17,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/kortyx-go/kortyx/internal/app"
-	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 )
 
@@ -61,17 +60,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	broker := stream.NewMemory()
-	w, err := app.StartWorker(c, cfg, reg, broker)
+	st, err := app.StartStack(ctx, c, cfg, reg, cfg.HTTPAddr, nil)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
-	_, addr, err := app.ServeHTTP(ctx, cfg.HTTPAddr, broker)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("kortyx worker: polling task queue %q; streams at http://%s/v1/runs/{runID}/stream\n", cfg.TaskQueue, addr)
+	defer st.Stop()
+	fmt.Printf("kortyx worker: polling task queue %q; streams at http://%s/v1/runs/{runID}/stream\n", cfg.TaskQueue, st.HTTPAddr)
 	<-ctx.Done()
 	fmt.Println("kortyx worker: stopping")
 	return nil

@@ -179,14 +179,35 @@ func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stre
 	return w
 }
 
-// StartWorker starts a worker made by [NewWorker]; stop it with Stop.
-func StartWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) (worker.Worker, error) {
+// Stack is a started worker with its in-memory broker and the HTTP API that streams its runs.
+type Stack struct {
+	Worker   worker.Worker
+	Broker   *stream.Memory
+	HTTPAddr string // where the HTTP API listens
+}
+
+// StartStack starts a worker for reg on cfg.TaskQueue (register, when not nil, adds more to it
+// before it starts) and the HTTP API on httpAddr; the API stops when ctx ends, the worker on
+// [Stack.Stop].
+func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows.Registry, httpAddr string, register func(worker.ActivityRegistry)) (*Stack, error) {
+	broker := stream.NewMemory()
 	w := NewWorker(c, cfg, reg, broker)
+	if register != nil {
+		register(w)
+	}
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
 	}
-	return w, nil
+	_, addr, err := ServeHTTP(ctx, httpAddr, broker)
+	if err != nil {
+		w.Stop()
+		return nil, err
+	}
+	return &Stack{Worker: w, Broker: broker, HTTPAddr: addr}, nil
 }
+
+// Stop stops the worker.
+func (s *Stack) Stop() { s.Worker.Stop() }
 
 // ServeHTTP serves the HTTP API (run streams) on addr until ctx ends.
 func ServeHTTP(ctx context.Context, addr string, broker stream.Broker) (*http.Server, string, error) {

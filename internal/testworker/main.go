@@ -12,7 +12,6 @@ import (
 
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/stream"
 )
 
 func main() {
@@ -41,18 +40,12 @@ func run() error {
 	if err := testagents.Register(reg); err != nil {
 		return err
 	}
-	broker := stream.NewMemory()
-	w := app.NewWorker(c, cfg, reg, broker)
-	(&testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}).Register(w)
-	if err := w.Start(); err != nil {
-		return err
-	}
-	defer w.Stop()
-	_, addr, err := app.ServeHTTP(ctx, cfg.HTTPAddr, broker)
+	st, err := app.StartStack(ctx, c, cfg, reg, cfg.HTTPAddr, (&testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}).Register)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("ready %s\n", addr)
+	defer st.Stop()
+	fmt.Printf("ready %s\n", st.HTTPAddr)
 	<-ctx.Done()
 	return nil
 }
