@@ -3,10 +3,15 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/tools"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 )
 
@@ -15,11 +20,19 @@ import (
 type Activities struct {
 	// Stream receives every chunk of every run (required).
 	Stream stream.Broker
+	// Providers are the model providers, by id (required for hooks.Reason).
+	Providers *providers.Set
+	// DefaultProvider is used for model references without a provider.
+	DefaultProvider string
+	// Tools are the tools models may call, by name.
+	Tools *tools.Set
 }
 
 // Register registers the activities under their wire names.
 func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: contracts.PublishActivityName})
+	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: contracts.ModelActivityName})
+	w.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: contracts.ToolActivityName})
 }
 
 // Publish appends workflow-side chunks to the run's stream. Their keys are deterministic, so a
@@ -33,4 +46,144 @@ func (a *Activities) Publish(ctx context.Context, in contracts.PublishInput) err
 		chunks[i] = stream.Keyed{Key: c.Key, Chunk: c.Chunk}
 	}
 	return a.Stream.Publish(ctx, in.RunID, chunks...)
+}
+
+// SegmentID is the text segment a model pass publishes under in the given attempt: the
+// segment it was given on the first attempt, "<segment>~<attempt>" on retries.
+func SegmentID(segment string, attempt int32) string {
+	if attempt <= 1 {
+		return segment
+	}
+	return fmt.Sprintf("%s~%d", segment, attempt)
+}
+
+// Model runs one model pass. When the pass streams and emits, it publishes text-start,
+// text-delta and text-end chunks as the provider produces text (keys
+// "m:<opId>:<segment>:<n>", segment per attempt). A retried pass first publishes
+// text-invalidated for the previous attempt's segment, so no client shows its text twice.
+func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+	ref := in.Model
+	if ref.Provider == "" {
+		ref.Provider = a.DefaultProvider
+	}
+	p, err := a.Providers.Get(ref.Provider)
+	if err != nil {
+		return contracts.ModelResponse{}, contracts.ToTemporal(err)
+	}
+	var defs []contracts.ToolDefinition
+	if len(in.Tools) > 0 {
+		if defs, err = a.Tools.Definitions(in.Tools); err != nil {
+			return contracts.ModelResponse{}, contracts.ToTemporal(err)
+		}
+	}
+	attempt := activity.GetInfo(ctx).Attempt
+	seg := SegmentID(in.SegmentID, attempt)
+	pub := &textPublisher{a: a, in: in, seg: seg}
+	if in.Emit && attempt > 1 {
+		prev := SegmentID(in.SegmentID, attempt-1)
+		if err := pub.publish(ctx, "inv", contracts.Chunk{Type: contracts.ChunkTextInvalidated, OpID: in.OpID, SegmentID: prev}); err != nil {
+			return contracts.ModelResponse{}, err
+		}
+	}
+	var onDelta func(string) error
+	if in.Stream {
+		onDelta = func(d string) error {
+			activity.RecordHeartbeat(ctx, pub.n)
+			if in.Emit && d != "" {
+				return pub.delta(ctx, d)
+			}
+			return nil
+		}
+	}
+	resp, err := p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: in.Messages, Tools: defs, Options: in.Options}, onDelta)
+	if err != nil {
+		if ctx.Err() != nil {
+			return contracts.ModelResponse{}, ctx.Err()
+		}
+		return contracts.ModelResponse{}, providerError(err)
+	}
+	if in.Emit {
+		if !in.Stream && resp.Text != "" {
+			if err := pub.delta(ctx, resp.Text); err != nil {
+				return contracts.ModelResponse{}, err
+			}
+		}
+		if err := pub.end(ctx); err != nil {
+			return contracts.ModelResponse{}, err
+		}
+	}
+	if resp.Usage.Total == 0 {
+		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
+	}
+	return resp, nil
+}
+
+// providerError converts a provider error for Temporal, honouring a requested retry delay.
+func providerError(err error) error {
+	var ke *contracts.Error
+	if !errors.As(err, &ke) {
+		return temporal.NewApplicationErrorWithOptions(err.Error(), string(contracts.CodeProviderRequestFailed),
+			temporal.ApplicationErrorOptions{Cause: err, Details: []any{contracts.FailureOf(err)}})
+	}
+	opts := temporal.ApplicationErrorOptions{NonRetryable: !ke.Retryable, Cause: ke.Err, Details: []any{ke.Failure()}}
+	if ms, ok := ke.Details["retryAfterMs"].(int); ok && ms > 0 && ke.Retryable {
+		opts.NextRetryDelay = time.Duration(ms) * time.Millisecond
+	}
+	return temporal.NewApplicationErrorWithOptions(ke.Error(), string(ke.Code), opts)
+}
+
+// textPublisher publishes the text chunks of one model pass.
+type textPublisher struct {
+	a       *Activities
+	in      contracts.ModelPassInput
+	seg     string
+	n       int
+	started bool
+}
+
+func (p *textPublisher) publish(ctx context.Context, suffix string, c contracts.Chunk) error {
+	c.Node, c.ID, c.OpID = p.in.Node, p.in.HookID, p.in.OpID
+	if c.Type != contracts.ChunkTextInvalidated {
+		c.SegmentID = p.seg
+	}
+	return p.a.Stream.Publish(ctx, p.in.RunID, stream.Keyed{Key: fmt.Sprintf("m:%s:%s:%s", p.in.OpID, p.seg, suffix), Chunk: c})
+}
+
+func (p *textPublisher) delta(ctx context.Context, d string) error {
+	if !p.started {
+		p.started = true
+		if err := p.publish(ctx, "start", contracts.Chunk{Type: contracts.ChunkTextStart}); err != nil {
+			return err
+		}
+	}
+	p.n++
+	return p.publish(ctx, fmt.Sprint(p.n), contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: d})
+}
+
+func (p *textPublisher) end(ctx context.Context) error {
+	if !p.started {
+		return nil
+	}
+	return p.publish(ctx, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
+}
+
+// Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
+// isError results for the model; only retryable tool errors and cancellation fail the activity.
+func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+	if a.Tools == nil {
+		return contracts.ToolResult{}, contracts.ToTemporal(contracts.Errorf(contracts.CodeUnknownTool,
+			"tool %q is not registered: this worker has no tools (Activities.Tools is nil)", in.Tool))
+	}
+	res, err := a.Tools.Run(ctx, in)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		var ke *contracts.Error
+		if errors.As(err, &ke) {
+			return res, contracts.ToTemporal(err)
+		}
+		return res, temporal.NewApplicationErrorWithOptions(err.Error(), "TOOL_RETRY", temporal.ApplicationErrorOptions{Cause: err})
+	}
+	return res, nil
 }

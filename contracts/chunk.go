@@ -3,7 +3,7 @@ package contracts
 import "encoding/json"
 
 // ChunkType names one kind of stream event. The wire values are Kortyx's (spec F6.3), plus
-// [ChunkResumeRejected] of this port, which Kortyx clients ignore.
+// [ChunkResumeRejected] and [ChunkTextInvalidated] of this port, which Kortyx clients ignore.
 type ChunkType string
 
 // Chunk types of the wire protocol.
@@ -32,6 +32,10 @@ const (
 	// ChunkResumeRejected (this port): an answer sent by signal was rejected; the run keeps
 	// waiting for the same request. Carries RequestID and Failure.
 	ChunkResumeRejected ChunkType = "resume-rejected"
+	// ChunkTextInvalidated (this port): the text of segment SegmentID of operation OpID is void —
+	// its model pass failed midway and was retried under a new segment id. Carries OpID and
+	// SegmentID. Clients and the finalized-message builder drop that segment's text.
+	ChunkTextInvalidated ChunkType = "text-invalidated"
 )
 
 // StructuredKind is the kind of a structured-data chunk.

@@ -63,6 +63,14 @@ const (
 	CodeHookOutsideNode Code = "HOOK_OUTSIDE_NODE"
 	// CodePayloadTooLarge: a value would exceed Temporal's payload limit.
 	CodePayloadTooLarge Code = "PAYLOAD_TOO_LARGE"
+	// CodeReasonMaxSteps: the tool loop used all its model passes (MaxSteps) without a final
+	// answer.
+	CodeReasonMaxSteps Code = "REASON_MAX_STEPS_REACHED"
+	// CodeUnknownTool: a model asked for a tool that was not offered, or a tool is not
+	// registered on the worker.
+	CodeUnknownTool Code = "UNKNOWN_TOOL"
+	// CodeInvalidToolCall: a model returned an empty or duplicate tool call id.
+	CodeInvalidToolCall Code = "INVALID_TOOL_CALL"
 )
 
 // Category groups codes for HTTP mapping and dashboards (spec F4.1).
@@ -84,7 +92,7 @@ const (
 // Category returns the category a code belongs to.
 func (c Code) Category() Category {
 	switch c {
-	case CodeProviderConfiguration, CodeInvalidDefinition:
+	case CodeProviderConfiguration, CodeInvalidDefinition, CodeUnknownTool:
 		return CategoryConfiguration
 	case CodeProviderHTTPError, CodeProviderTransportError, CodeProviderRequestFailed,
 		CodeProviderInvalidResponse, CodeProviderRefusal:
@@ -92,7 +100,7 @@ func (c Code) Category() Category {
 	case CodeModelOutputSchema, CodeInvalidModelJSON, CodeOutputTruncated, CodeSchemaValidation,
 		CodeInvalidOutput, CodeReasonOutputBudgetExhausted, CodeReasonOutputContractCorrectionExh,
 		CodeReasonTerminalOutputMissing, CodeReasonOutputSchemaCorrectionExh, CodeInvalidInterrupt,
-		CodePayloadTooLarge:
+		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall:
 		return CategoryValidation
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:

@@ -13,6 +13,10 @@ const (
 	StateQueryName = "kortyx.State"
 	// PublishActivityName is the local activity that publishes workflow-side chunks.
 	PublishActivityName = "kortyx.Publish"
+	// ModelActivityName is the activity of one model pass ([ModelPassInput] → [ModelResponse]).
+	ModelActivityName = "kortyx.Model"
+	// ToolActivityName is the activity of one tool call ([ToolCallInput] → [ToolResult]).
+	ToolActivityName = "kortyx.Tool"
 	// DefaultTaskQueue is the task queue workers poll and starters use when none is configured.
 	DefaultTaskQueue = "kortyx"
 )

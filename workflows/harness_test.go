@@ -27,7 +27,8 @@ type harness struct {
 	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
 	broker  *stream.Memory
-	effects atomic.Int32 // executions of the "sideEffect" activity
+	acts    *activities.Activities // set Providers and Tools before running
+	effects atomic.Int32           // executions of the "sideEffect" activity
 }
 
 func newHarness(t *testing.T, defs ...*workflows.Definition) *harness {
@@ -36,7 +37,8 @@ func newHarness(t *testing.T, defs ...*workflows.Definition) *harness {
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(defs...))
 	workflows.NewRunner(reg).Register(h.env)
-	(&activities.Activities{Stream: h.broker}).Register(h.env)
+	h.acts = &activities.Activities{Stream: h.broker}
+	h.acts.Register(h.env)
 	h.env.RegisterActivityWithOptions(func(ctx context.Context) error {
 		h.effects.Add(1)
 		return nil

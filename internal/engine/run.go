@@ -183,6 +183,25 @@ func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
 	r.Flush(ctx)
 }
 
+// AddUsage adds model usage into the run's token usage (spec F3.0).
+func (r *Run) AddUsage(u contracts.Usage) {
+	if u.IsZero() {
+		return
+	}
+	t := r.Snap.State.Runtime.TokenUsage
+	if t == nil {
+		t = &contracts.TokenUsage{}
+		r.Snap.State.Runtime.TokenUsage = t
+	}
+	t.Input += u.Input
+	t.Output += u.Output
+	total := u.Total
+	if total == 0 {
+		total = u.Input + u.Output + u.Reasoning
+	}
+	t.Total += total
+}
+
 // Cancelled reports whether a human cancelled the run through an answer.
 func (r *Run) Cancelled() bool { return r.cancelled }
 

@@ -213,6 +213,11 @@ func (s *Scope) Interrupt(ctx workflow.Context, hookID string, in contracts.Inte
 	if err != nil {
 		return contracts.Answer{}, err
 	}
+	return s.interruptKeyed(ctx, key, hookID, in, responseSchema)
+}
+
+// interruptKeyed is Interrupt under an explicit journal key.
+func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in contracts.InterruptInput, responseSchema *contracts.Schema) (contracts.Answer, error) {
 	if e, ok := s.journal(key); ok && e.Answer != nil {
 		return *e.Answer, nil
 	}

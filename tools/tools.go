@@ -1,0 +1,252 @@
+// Package tools defines the tools a model can call through hooks.Reason. Tools live on the
+// worker, in Go: a name, a description, a JSON Schema for the input and an Execute function.
+// Node code refers to them by name; every call runs as its own Temporal activity and receives an
+// idempotency key that stays the same across retries and crash recovery.
+//
+//	lookup, err := tools.Func("lookup_order", "Look up an order by id.",
+//		`{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}`,
+//		func(ctx context.Context, call tools.Call, in struct{ OrderID string `json:"orderId"` }) (Order, error) {
+//			return store.Order(ctx, in.OrderID)
+//		})
+//	if err != nil {
+//		return err // a bad name or schema
+//	}
+//	set, err := tools.NewSet(lookup)
+//	acts := &activities.Activities{Stream: broker, Providers: models, Tools: set}
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// ReservedPrefixes are tool-name prefixes used by Kortyx's control tools; tools cannot use them.
+var ReservedPrefixes = []string{"kortyx_request_input__", "kortyx_emit__", "kortyx_return__", "kortyx_stream_emit__", "kortyx_stream_return__"}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Call is one tool call as the tool sees it.
+type Call struct {
+	// ID is the model's tool call id.
+	ID string
+	// Input is the arguments, already valid against the tool's input schema.
+	Input json.RawMessage
+	// IdempotencyKey is "<workflowID>:<opId>:<toolCallID>": the same for every retry of this
+	// call, also after a crash. A tool with side effects passes it on (e.g. as an
+	// Idempotency-Key header) so that the effect happens once.
+	IdempotencyKey string
+	// RunID is the run (workflow ID) the call belongs to.
+	RunID string
+}
+
+// Result is what a tool returns to the model.
+type Result struct {
+	// Content is the text the model reads; default: the JSON of Structured.
+	Content string
+	// Structured is a JSON-encodable result (validated against the output schema, if any).
+	Structured any
+	// IsError reports a failure the model should see and may correct.
+	IsError bool
+}
+
+// Tool is a tool the model can call.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// InputSchema validates the arguments before Execute runs (required).
+	InputSchema *contracts.Schema
+	// OutputSchema, when set, validates Result.Structured.
+	OutputSchema *contracts.Schema
+	// Execute runs the call. An error becomes an isError result the model can correct, unless
+	// it is wrapped with [Retryable] (the activity is retried) or is a cancellation.
+	Execute func(ctx context.Context, call Call) (Result, error)
+}
+
+// Func builds a tool from a typed function: the arguments are decoded into In, the returned Out
+// becomes the structured result.
+func Func[In, Out any](name, description, inputSchema string, fn func(ctx context.Context, call Call, in In) (Out, error)) (Tool, error) {
+	schema, err := contracts.CompileSchema([]byte(inputSchema))
+	if err != nil {
+		return Tool{}, fmt.Errorf("kortyx: tool %q: input schema: %w", name, err)
+	}
+	return Tool{Name: name, Description: description, InputSchema: schema,
+		Execute: func(ctx context.Context, call Call) (Result, error) {
+			var in In
+			if err := json.Unmarshal(call.Input, &in); err != nil {
+				return Result{}, fmt.Errorf("arguments do not decode: %w", err)
+			}
+			out, err := fn(ctx, call, in)
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Structured: out}, nil
+		}}, nil
+}
+
+type retryable struct{ err error }
+
+func (r retryable) Error() string { return r.err.Error() }
+func (r retryable) Unwrap() error { return r.err }
+
+// Retryable marks a tool error as transient: the tool activity fails and Temporal retries it
+// (with the same idempotency key) instead of reporting the error to the model.
+func Retryable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return retryable{err}
+}
+
+// Set is the tools of a worker, by name; read-only after [NewSet].
+type Set struct {
+	byName map[string]Tool
+}
+
+// NewSet validates and indexes tools: names must match ^[A-Za-z0-9_-]{1,64}$, be unique and
+// not start with a reserved prefix; InputSchema and Execute are required.
+func NewSet(ts ...Tool) (*Set, error) {
+	s := &Set{byName: map[string]Tool{}}
+	var errs []error
+	for i, t := range ts {
+		switch {
+		case !namePattern.MatchString(t.Name):
+			errs = append(errs, fmt.Errorf("tool %d: name %q must match %s", i, t.Name, namePattern))
+			continue
+		case reserved(t.Name):
+			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved for Kortyx", t.Name, strings.Join(ReservedPrefixes, ", ")))
+			continue
+		case t.InputSchema == nil:
+			errs = append(errs, fmt.Errorf("tool %q: InputSchema is required", t.Name))
+			continue
+		case t.Execute == nil:
+			errs = append(errs, fmt.Errorf("tool %q: Execute is required", t.Name))
+			continue
+		}
+		if _, dup := s.byName[t.Name]; dup {
+			errs = append(errs, fmt.Errorf("tool %q: registered twice", t.Name))
+			continue
+		}
+		s.byName[t.Name] = t
+	}
+	if len(errs) > 0 {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition, Message: "kortyx: invalid tools: " + errors.Join(errs...).Error()}
+	}
+	return s, nil
+}
+
+func reserved(name string) bool {
+	for _, p := range ReservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns the tool with the given name.
+func (s *Set) Get(name string) (Tool, bool) {
+	if s == nil {
+		return Tool{}, false
+	}
+	t, ok := s.byName[name]
+	return t, ok
+}
+
+// Names returns the registered names, sorted.
+func (s *Set) Names() []string {
+	if s == nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.byName))
+	for n := range s.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Definitions returns what the model is told about the named tools, in order; an unknown name
+// is an UNKNOWN_TOOL error listing the registered ones.
+func (s *Set) Definitions(names []string) ([]contracts.ToolDefinition, error) {
+	out := make([]contracts.ToolDefinition, 0, len(names))
+	for _, n := range names {
+		t, ok := s.Get(n)
+		if !ok {
+			return nil, contracts.Errorf(contracts.CodeUnknownTool,
+				"tool %q is not registered on this worker (registered: %s)", n, strings.Join(s.Names(), ", "))
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = t.Title
+		}
+		out = append(out, contracts.ToolDefinition{Name: t.Name, Description: desc, InputSchema: t.InputSchema.Raw()})
+	}
+	return out, nil
+}
+
+// Run executes one call: it validates the arguments (invalid ones become an isError result the
+// model can correct), runs the tool and normalizes its result. The error is non-nil only for a
+// [Retryable] tool error, a cancellation or an unknown tool.
+func (s *Set) Run(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+	t, ok := s.Get(in.Tool)
+	if !ok {
+		return contracts.ToolResult{}, contracts.Errorf(contracts.CodeUnknownTool, "tool %q is not registered on this worker", in.Tool)
+	}
+	res := contracts.ToolResult{ToolCallID: in.ToolCallID, Name: in.Tool}
+	args := in.Input
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if issues := t.InputSchema.ValidateJSON(args); len(issues) > 0 {
+		e := &contracts.Error{Code: contracts.CodeSchemaValidation, Message: fmt.Sprintf("Invalid arguments for tool %q", in.Tool), Issues: issues}
+		return failed(res, e), nil
+	}
+	out, err := t.Execute(ctx, Call{ID: in.ToolCallID, Input: args, IdempotencyKey: in.IdempotencyKey, RunID: in.RunID})
+	if err != nil {
+		var r retryable
+		if errors.As(err, &r) || ctx.Err() != nil {
+			return contracts.ToolResult{}, err
+		}
+		var ke *contracts.Error
+		if !errors.As(err, &ke) {
+			ke = &contracts.Error{Code: contracts.CodeDomainError, Message: err.Error()}
+		}
+		return failed(res, ke), nil
+	}
+	if out.Structured != nil {
+		b, err := json.Marshal(out.Structured)
+		if err != nil {
+			return failed(res, contracts.Errorf(contracts.CodeInvalidOutput, "tool %q returned a result that is not JSON: %v", in.Tool, err)), nil
+		}
+		if t.OutputSchema != nil {
+			if issues := t.OutputSchema.ValidateJSON(b); len(issues) > 0 {
+				return failed(res, &contracts.Error{Code: contracts.CodeInvalidOutput,
+					Message: fmt.Sprintf("tool %q returned a result that does not match its output schema", in.Tool), Issues: issues}), nil
+			}
+		}
+		res.StructuredContent = b
+		res.Content = string(b)
+	}
+	if out.Content != "" {
+		res.Content = out.Content
+	}
+	res.IsError = out.IsError
+	return res, nil
+}
+
+// failed is the isError result for a failure the model should see.
+func failed(res contracts.ToolResult, e *contracts.Error) contracts.ToolResult {
+	f := e.Failure()
+	res.IsError = true
+	res.Content = e.Error()
+	res.Failure = &f
+	return res
+}
