@@ -177,12 +177,36 @@ type ModelPassInput struct {
 	SegmentID string         `json:"segmentId"`
 	Model     ModelRef       `json:"model"`
 	Messages  []ModelMessage `json:"messages"`
-	// Tools names the tools offered to the model; the worker resolves their definitions.
-	Tools   []string    `json:"tools,omitempty"`
+	// Tools names the worker tools offered to the model; the worker resolves their definitions.
+	Tools []string `json:"tools,omitempty"`
+	// MCP are MCP servers whose tools named in MCPTools (as recorded when the call started) are
+	// offered too.
+	MCP      []MCPServer `json:"mcp,omitempty"`
+	MCPTools []string    `json:"mcpTools,omitempty"`
 	Options CallOptions `json:"options"`
 	// Stream asks the provider to stream; Emit publishes text chunks to the run's stream.
 	Stream bool `json:"stream"`
 	Emit   bool `json:"emit"`
+}
+
+// MCPServer names an MCP server (streamable HTTP) whose tools a model may call. Credentials are
+// configured on the worker, per URL, never here: this value is recorded in workflow history.
+type MCPServer struct {
+	URL     string   `json:"url"`
+	Include []string `json:"include,omitempty"` // tool names or path.Match globs; empty = all
+	Exclude []string `json:"exclude,omitempty"`
+	Prefix  string   `json:"prefix,omitempty"` // model-facing names become "<prefix>_<name>"
+}
+
+// ListToolsInput is the input of the list-tools activity ([ListToolsActivityName]).
+type ListToolsInput struct {
+	Servers []MCPServer `json:"servers"`
+}
+
+// OfferedTool is a tool of an MCP server, as recorded for a run.
+type OfferedTool struct {
+	Name   string `json:"name"`
+	Server int    `json:"server"` // index in ListToolsInput.Servers
 }
 
 // ToolCallInput is the input of the tool activity ([ToolActivityName]).
@@ -194,6 +218,8 @@ type ToolCallInput struct {
 	// IdempotencyKey is "<workflowID>:<opId>:<toolCallId>": stable across retries, crash
 	// recovery and continue-as-new. Tools with side effects use it to act once.
 	IdempotencyKey string `json:"idempotencyKey"`
+	// MCP is the server of an MCP tool; nil for worker tools.
+	MCP *MCPServer `json:"mcp,omitempty"`
 }
 
 // ReasonStep is one model pass of a hooks.Reason call, with the tool calls it requested and

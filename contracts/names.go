@@ -17,6 +17,8 @@ const (
 	ModelActivityName = "kortyx.Model"
 	// ToolActivityName is the activity of one tool call ([ToolCallInput] → [ToolResult]).
 	ToolActivityName = "kortyx.Tool"
+	// ListToolsActivityName lists the tools of MCP servers ([ListToolsInput] → []OfferedTool).
+	ListToolsActivityName = "kortyx.ListTools"
 	// DefaultTaskQueue is the task queue workers poll and starters use when none is configured.
 	DefaultTaskQueue = "kortyx"
 )

@@ -34,6 +34,9 @@ type ReasonOptions struct {
 	Buffered bool
 	// Tools names worker tools the model may call.
 	Tools []string
+	// MCP adds the tools of MCP servers; their list is read once per call and recorded, so
+	// replays and retries see the same tools.
+	MCP []contracts.MCPServer
 	// ToolExecution configures the tool loop.
 	ToolExecution ToolExecution
 	// Timeout bounds one model pass (default 5 minutes); Retry is its retry policy (default: up
@@ -173,7 +176,7 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	}
 	return engine.ReasonSpec{
 		ID: opts.ID, Model: opts.Model, Messages: msgs, Options: opts.Options,
-		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MaxSteps: te.MaxSteps,
+		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
 		ModelOptions: mo,
 		ToolOptions:  workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry},

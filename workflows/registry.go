@@ -19,22 +19,43 @@ const DefaultFallback = "general-chat"
 type Registry struct {
 	mu       sync.RWMutex
 	nodes    map[string]NodeFunc
+	params   map[string]*contracts.Schema // params schema of node functions that declare one
 	defs     map[string]*Definition
 	fallback string
 }
 
-// NewRegistry returns an empty registry whose fallback workflow is [DefaultFallback].
+// NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
+// workflows; its fallback workflow is [DefaultFallback].
 func NewRegistry() *Registry {
-	return &Registry{
+	r := &Registry{
 		nodes:    map[string]NodeFunc{},
+		params:   map[string]*contracts.Schema{},
 		defs:     map[string]*Definition{},
 		fallback: DefaultFallback,
 	}
+	r.nodes[ReasonNode] = reasonNode
+	r.params[ReasonNode] = reasonParamsSchema
+	return r
+}
+
+// NodeOption configures a registered node function.
+type NodeOption func(*nodeOptions)
+
+type nodeOptions struct{ params *contracts.Schema }
+
+// WithParamsSchema makes [Registry.Add] validate the params of every node that runs this
+// function against schema, so a bad YAML node fails at load time with the path of each problem.
+func WithParamsSchema(schema *contracts.Schema) NodeOption {
+	return func(o *nodeOptions) { o.params = schema }
 }
 
 // RegisterNode registers a node function under name, for nodes whose RunName ("run" in files)
 // is name. An empty name, a nil fn or an already registered name is an INVALID_DEFINITION error.
-func (r *Registry) RegisterNode(name string, fn NodeFunc) error {
+func (r *Registry) RegisterNode(name string, fn NodeFunc, opts ...NodeOption) error {
+	var o nodeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	switch {
 	case strings.TrimSpace(name) == "":
 		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function name is empty: give it a name")
@@ -47,6 +68,9 @@ func (r *Registry) RegisterNode(name string, fn NodeFunc) error {
 		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function %q is already registered: use another name", name)
 	}
 	r.nodes[name] = fn
+	if o.params != nil {
+		r.params[name] = o.params
+	}
 	return nil
 }
 
@@ -89,6 +113,17 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 			n := d.Nodes[id]
 			if n.Run != nil || n.RunName == "" {
 				continue
+			}
+			if schema := r.params[n.RunName]; schema != nil {
+				params := n.Params
+				if params == nil {
+					params = map[string]any{}
+				}
+				for _, is := range schema.Validate(params) {
+					is.Path = append([]any{"nodes", id, "params"}, is.Path...)
+					is.Message = fmt.Sprintf("params of %s: %s", n.RunName, is.Message)
+					issues = append(issues, is)
+				}
 			}
 			if _, ok := r.nodes[n.RunName]; !ok {
 				issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: IssueUnknownNodeFunction,

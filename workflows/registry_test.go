@@ -47,7 +47,7 @@ func TestRegistryRegisterNode(t *testing.T) {
 			require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 		})
 	}
-	require.Equal(t, []string{"a", "b"}, r.NodeNames())
+	require.Equal(t, []string{"a", "b", ReasonNode}, r.NodeNames(), "plus the built-in node kinds")
 }
 
 func TestRegistryAdd(t *testing.T) {
@@ -100,7 +100,7 @@ func TestRegistryAdd(t *testing.T) {
 		require.Equal(t, []issueKey{{ipath("nodes", "a", "run"), IssueUnknownNodeFunction}}, issuesOf(t, err))
 		var ke *contracts.Error
 		require.ErrorAs(t, err, &ke)
-		require.Contains(t, ke.Issues[0].Message, `"clasify" is not registered (registered: answer, classify)`)
+		require.Contains(t, ke.Issues[0].Message, `"clasify" is not registered (registered: answer, classify, kortyx.reason)`)
 		require.Empty(t, r.Workflows())
 	})
 
@@ -113,7 +113,7 @@ func TestRegistryAdd(t *testing.T) {
 			{ipath("nodes", "a", "run"), IssueUnknownNodeFunction},
 			{ipath("nodes", "b"), IssueUnreachableNode},
 		}, issuesOf(t, err))
-		require.Contains(t, err.Error(), "(registered: none)")
+		require.Contains(t, err.Error(), "(registered: kortyx.reason)")
 	})
 
 	t.Run("duplicate ids", func(t *testing.T) {
@@ -211,7 +211,7 @@ func TestRegistryConcurrentReads(t *testing.T) {
 			defer wg.Done()
 			for range 100 {
 				d, err := r.Workflow("wf")
-				if err != nil || d.StartNode() != "a" || len(r.NodeNames()) != 1 || len(r.Workflows()) != 1 {
+				if err != nil || d.StartNode() != "a" || len(r.NodeNames()) != 2 || len(r.Workflows()) != 1 {
 					t.Error("unexpected registry state")
 					return
 				}

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -23,6 +25,7 @@ type ReasonSpec struct {
 	Stream   bool
 	Emit     bool
 	Tools    []string
+	MCP      []contracts.MCPServer
 	MaxSteps int
 	// EmitTool and Approve say, per tool name, whether tool chunks are published and whether a
 	// human approves each call first.
@@ -32,6 +35,44 @@ type ReasonSpec struct {
 	MaxResultChars int
 	ModelOptions   workflow.ActivityOptions
 	ToolOptions    workflow.ActivityOptions
+
+	mcpTools []contracts.OfferedTool // recorded tool list of the MCP servers
+}
+
+// offered returns every tool name the model may call.
+func (spec ReasonSpec) offered() []string {
+	out := append([]string(nil), spec.Tools...)
+	for _, t := range spec.mcpTools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// mcpServer returns the MCP server of a tool, or nil for a worker tool.
+func (spec ReasonSpec) mcpServer(name string) *contracts.MCPServer {
+	for _, t := range spec.mcpTools {
+		if t.Name == name {
+			srv := spec.MCP[t.Server]
+			return &srv
+		}
+	}
+	return nil
+}
+
+// listTools reads the tool list of the call's MCP servers once (an activity, recorded in
+// history and in the journal) so that every pass, replay and retry sees the same tools.
+func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]contracts.OfferedTool, error) {
+	var out []contracts.OfferedTool
+	if s.recorded(key+"/tools", &out) {
+		return out, nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5}})
+	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
+		return nil, err
+	}
+	s.record(key+"/tools", contracts.JournalEntry{Kind: "tools", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	return out, nil
 }
 
 // Reason runs a model call with its tool loop (spec F3.5, F3.6). Every model pass and every
@@ -48,6 +89,13 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 		return res, nil
 	}
 	res = contracts.ReasonResult{ID: spec.ID, OpID: s.opID(ctx, key), Steps: []contracts.ReasonStep{}}
+	if len(spec.MCP) > 0 {
+		mcp, err := s.listTools(ctx, key, spec)
+		if err != nil {
+			return contracts.ReasonResult{}, err
+		}
+		spec.mcpTools = mcp
+	}
 	msgs := append([]contracts.ModelMessage(nil), spec.Messages...)
 	seen := map[string]bool{}
 	for step := 0; ; step++ {
@@ -62,7 +110,7 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 			res.Steps = append(res.Steps, st)
 			break
 		}
-		if err := checkCalls(resp.ToolCalls, spec.Tools, seen); err != nil {
+		if err := checkCalls(resp.ToolCalls, spec.offered(), seen); err != nil {
 			return contracts.ReasonResult{}, err
 		}
 		if step+1 >= spec.MaxSteps {
@@ -159,6 +207,10 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, step int, spec Reaso
 	in := contracts.ModelPassInput{
 		RunID: s.run.ID, Node: s.node, HookID: spec.ID, OpID: opID, SegmentID: "step-" + strconv.Itoa(step),
 		Model: spec.Model, Messages: msgs, Tools: spec.Tools, Options: spec.Options, Stream: spec.Stream, Emit: spec.Emit,
+		MCP: spec.MCP,
+	}
+	for _, t := range spec.mcpTools {
+		in.MCPTools = append(in.MCPTools, t.Name)
 	}
 	if b, err := json.Marshal(in); err != nil {
 		return resp, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
@@ -214,7 +266,7 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 		s.run.Flush(ctx)
 	}
 	in := contracts.ToolCallInput{RunID: s.run.ID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
-		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID}
+		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
 	actx := workflow.WithActivityOptions(ctx, spec.ToolOptions)
 	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
 		return res, err

@@ -1,0 +1,111 @@
+package workflows_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+)
+
+const declarativeAgent = `
+id: desk
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      id: desk
+      system: You help with orders.
+      input: "Customer {{context.customer}} asks: {{input.message}}"
+      tools: [lookup_order, refund]
+      maxSteps: 4
+      emitTools: true
+      approval: [refund]
+      output: reply
+edges:
+  - [__start__, agent]
+`
+
+func TestDeclarativeReasonAgent(t *testing.T) {
+	def, err := workflows.Load([]byte(declarativeAgent))
+	require.NoError(t, err)
+	box := &toolbox{}
+	model := fake.New(
+		fake.Call("lookup_order", `{"orderId":"A-7"}`),
+		fake.Call("refund", `{"orderId":"A-7"}`),
+		fake.Text("Refunded A-7."),
+	)
+	h := newHarness(t, def)
+	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, box.set(t)
+	h.updateAt(time.Minute, selected("approve"), func(_ contracts.RespondResult, err error) { require.NoError(t, err) })
+	h.env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "desk",
+		Input: []byte(`{"message":"refund A-7 please"}`), Context: []byte(`{"customer":"Ada"}`)})
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "Refunded A-7.", res.State.Data["reply"])
+	require.Equal(t, 3, model.Calls())
+	require.Equal(t, 1, box.n("lookup_order"))
+	require.Equal(t, 1, box.n("refund"))
+	first := model.Requests()[0]
+	require.Equal(t, []contracts.ModelMessage{{Role: "system", Content: "You help with orders."},
+		{Role: "user", Content: "Customer Ada asks: refund A-7 please"}}, first.Messages)
+	require.Len(t, first.Tools, 2)
+	require.Equal(t, []string{"tool-call-start", "tool-call-result", "interrupt", "done", "tool-call-start", "tool-call-result",
+		"text-start", "text-delta", "text-delta", "text-end", "done"}, h.types())
+}
+
+func TestDeclarativeReasonParamsAreValidatedAtLoad(t *testing.T) {
+	def, err := workflows.Load([]byte(`
+id: bad
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      maxSteps: 0
+      approval: "refund"
+      tools: [a, a]
+      colour: blue
+edges:
+  - [__start__, agent]
+`))
+	require.NoError(t, err, "the file itself is well-formed")
+	err = workflows.NewRegistry().Add(def)
+	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
+	var paths []string
+	for _, is := range contracts.FailureOf(err).Issues {
+		paths = append(paths, contracts.PathString(is.Path))
+	}
+	require.Contains(t, paths, "nodes.agent.params.maxSteps")
+	require.Contains(t, paths, "nodes.agent.params.approval")
+	require.Contains(t, paths, "nodes.agent.params.tools")
+	require.Contains(t, paths, "nodes.agent.params", "unknown key colour")
+}
+
+func TestRender(t *testing.T) {
+	vars := map[string]any{"input": map[string]any{"message": "hi", "n": 2.0, "list": []any{"a", "b"}, "obj": map[string]any{"k": true}}, "context": map[string]any{}}
+	tests := []struct {
+		tpl, want string
+		fails     bool
+	}{
+		{tpl: "plain", want: "plain"},
+		{tpl: "say {{ input.message }}!", want: "say hi!"},
+		{tpl: "{{input.n}} {{input.list.1}} {{input.obj}}", want: `2 b {"k":true}`},
+		{tpl: "[{{input.missing}}]", want: "[]"},
+		{tpl: "{{ inptu.message }}", fails: true},
+		{tpl: "{{ input.message", fails: true},
+	}
+	for _, tc := range tests {
+		got, err := workflows.Render(tc.tpl, vars)
+		if tc.fails {
+			require.Error(t, err, tc.tpl)
+			continue
+		}
+		require.NoError(t, err, tc.tpl)
+		require.Equal(t, tc.want, got)
+	}
+}
