@@ -183,7 +183,7 @@ type ModelPassInput struct {
 	// offered too.
 	MCP      []MCPServer `json:"mcp,omitempty"`
 	MCPTools []string    `json:"mcpTools,omitempty"`
-	Options CallOptions `json:"options"`
+	Options  CallOptions `json:"options"`
 	// Stream asks the provider to stream; Emit publishes text chunks to the run's stream.
 	Stream bool `json:"stream"`
 	Emit   bool `json:"emit"`
