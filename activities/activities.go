@@ -10,6 +10,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/tools/mcp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -22,10 +23,17 @@ type Activities struct {
 	Stream stream.Broker
 	// Providers are the model providers, by id (required for hooks.Reason).
 	Providers *providers.Set
-	// DefaultProvider is used for model references without a provider.
+	// DefaultProvider and DefaultModel are used for model references without a provider or a
+	// model id (a declarative agent that names no model runs on the worker's default).
 	DefaultProvider string
+	DefaultModel    string
 	// Tools are the tools models may call, by name.
 	Tools *tools.Set
+	// MCP reaches the MCP servers that runs name (hooks.ReasonOptions.MCP); nil rejects them.
+	MCP *mcp.Pool
+	// MCPHeaders are the headers (e.g. Authorization) sent to each MCP server, by URL. They are
+	// worker configuration, never part of workflow history.
+	MCPHeaders map[string]map[string]string
 }
 
 // Register registers the activities under their wire names.
@@ -33,6 +41,56 @@ func (a *Activities) Register(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: contracts.PublishActivityName})
 	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: contracts.ModelActivityName})
 	w.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: contracts.ToolActivityName})
+	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contracts.ListToolsActivityName})
+}
+
+func (a *Activities) server(s contracts.MCPServer) mcp.Server {
+	return mcp.Server{URL: s.URL, Include: s.Include, Exclude: s.Exclude, Prefix: s.Prefix, Headers: a.MCPHeaders[s.URL]}
+}
+
+func (a *Activities) servers(in []contracts.MCPServer) []mcp.Server {
+	out := make([]mcp.Server, len(in))
+	for i, s := range in {
+		out[i] = a.server(s)
+	}
+	return out
+}
+
+func (a *Activities) mcpPool() (*mcp.Pool, error) {
+	if a.MCP == nil {
+		return nil, contracts.ToTemporal(contracts.Errorf(contracts.CodeUnknownTool,
+			"this worker has no MCP pool (Activities.MCP is nil): it cannot reach MCP servers"))
+	}
+	return a.MCP, nil
+}
+
+// ListTools lists the tools of MCP servers; the run records the list so that every pass,
+// replay and retry of a Reason call sees the same tools.
+func (a *Activities) ListTools(ctx context.Context, in contracts.ListToolsInput) ([]contracts.OfferedTool, error) {
+	pool, err := a.mcpPool()
+	if err != nil {
+		return nil, err
+	}
+	defs, index, err := pool.Definitions(ctx, a.servers(in.Servers))
+	if err != nil {
+		return nil, mcpError(ctx, err)
+	}
+	out := make([]contracts.OfferedTool, len(defs))
+	for i, d := range defs {
+		out[i] = contracts.OfferedTool{Name: d.Name, Server: index[d.Name]}
+	}
+	return out, nil
+}
+
+func mcpError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var ke *contracts.Error
+	if errors.As(err, &ke) {
+		return contracts.ToTemporal(err)
+	}
+	return err // transient (or unclassified): the activity retry policy decides
 }
 
 // Publish appends workflow-side chunks to the run's stream. Their keys are deterministic, so a
@@ -65,6 +123,9 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	ref := in.Model
 	if ref.Provider == "" {
 		ref.Provider = a.DefaultProvider
+		if ref.Model == "" {
+			ref.Model = a.DefaultModel
+		}
 	}
 	p, err := a.Providers.Get(ref.Provider)
 	if err != nil {
@@ -74,6 +135,23 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	if len(in.Tools) > 0 {
 		if defs, err = a.Tools.Definitions(in.Tools); err != nil {
 			return contracts.ModelResponse{}, contracts.ToTemporal(err)
+		}
+	}
+	if len(in.MCPTools) > 0 {
+		pool, err := a.mcpPool()
+		if err != nil {
+			return contracts.ModelResponse{}, err
+		}
+		all, _, err := pool.Definitions(ctx, a.servers(in.MCP))
+		if err != nil {
+			return contracts.ModelResponse{}, mcpError(ctx, err)
+		}
+		for _, d := range all { // only the tools recorded when the call started
+			for _, name := range in.MCPTools {
+				if d.Name == name {
+					defs = append(defs, d)
+				}
+			}
 		}
 	}
 	attempt := activity.GetInfo(ctx).Attempt
@@ -170,6 +248,17 @@ func (p *textPublisher) end(ctx context.Context) error {
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+	if in.MCP != nil {
+		pool, err := a.mcpPool()
+		if err != nil {
+			return contracts.ToolResult{}, err
+		}
+		res, err := pool.Call(ctx, a.server(*in.MCP), in)
+		if err != nil {
+			return res, mcpError(ctx, err)
+		}
+		return res, nil
+	}
 	if a.Tools == nil {
 		return contracts.ToolResult{}, contracts.ToTemporal(contracts.Errorf(contracts.CodeUnknownTool,
 			"tool %q is not registered: this worker has no tools (Activities.Tools is nil)", in.Tool))

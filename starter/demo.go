@@ -10,24 +10,32 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 )
 
-const demoMessage = "I was charged twice on my last invoice"
+// demoMessages are the default inputs of the demo workflows.
+var demoMessages = map[string]string{
+	"support": "Please refund order A-1001, it arrived broken.",
+	"triage":  "I was charged twice on my last invoice",
+}
 
 // cmdDemo brings up everything in one process — the Temporal dev server (unless
-// TEMPORAL_ADDRESS is set), a worker, the stream API — and runs the triage agent end to end.
+// TEMPORAL_ADDRESS is set), a worker with the model providers and tools, the stream API — and
+// runs an example agent end to end.
 func cmdDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	auto := fs.Bool("auto", false, "answer questions automatically (first option) and exit")
+	wf := fs.String("workflow", "support", "the example to run: support or triage")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	message := demoMessage
+	message, ok := demoMessages[*wf]
+	if !ok {
+		return usagef("demo --workflow must be support or triage, not %q", *wf)
+	}
 	if len(pos) > 0 {
 		message = strings.Join(pos, " ")
 	}
@@ -55,18 +63,24 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := app.StartStack(ctx, c, cfg, reg, "127.0.0.1:0", nil)
+	backend, err := app.NewBackend()
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	p.note("model: %s", backend.Model)
+	st, err := app.StartStack(ctx, c, cfg, reg, backend, "127.0.0.1:0", nil)
 	if err != nil {
 		return err
 	}
 	defer st.Stop()
 	input, _ := json.Marshal(message)
-	run, err := workflows.StartRun(ctx, c, contracts.RunInput{Workflow: triage.WorkflowID, Input: input, SessionID: "demo"},
+	run, err := workflows.StartRun(ctx, c, contracts.RunInput{Workflow: *wf, Input: input, SessionID: "demo"},
 		workflows.StartOptions{TaskQueue: cfg.TaskQueue})
 	if err != nil {
 		return err
 	}
-	p.note("run %s started (workflow %s): %q", run.GetID(), triage.WorkflowID, message)
+	p.note("run %s started (workflow %s): %q", run.GetID(), *wf, message)
 	var ans answerer = &promptAnswerer{in: bufio.NewReader(os.Stdin), out: os.Stdout}
 	if *auto {
 		ans = &autoAnswerer{out: os.Stdout}
@@ -78,6 +92,18 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err := run.Get(ctx, &res); err != nil {
 		return err
 	}
-	fmt.Printf("· demo finished: ticket %v (%v)\n", res.State.Data["ticketId"], res.State.Data["topic"])
+	switch *wf {
+	case "support":
+		fmt.Printf("· demo finished: %d refund(s) made; tokens used: %d\n", backend.Store.Refunds(), tokens(res))
+	default:
+		fmt.Printf("· demo finished: ticket %v (%v)\n", res.State.Data["ticketId"], res.State.Data["topic"])
+	}
 	return nil
+}
+
+func tokens(res contracts.RunResult) int {
+	if u := res.State.Runtime.TokenUsage; u != nil {
+		return u.Total
+	}
+	return 0
 }

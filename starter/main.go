@@ -1,6 +1,6 @@
 // Command starter is the command-line client of Kortyx runs.
 //
-//	starter demo [--auto]                     run the example agent end to end on an embedded server
+//	starter demo [--auto] [--workflow W]      run an example agent end to end on an embedded server
 //	starter run <workflow> <input> [--json]   start a run, stream it, answer its questions here
 //	starter respond <runID> --text T | --select a,b | --value JSON | --cancel [--update]
 //	starter waiting [--session S]             runs waiting for a human (no worker needed)
@@ -25,7 +25,8 @@ import (
 const usage = `usage: starter <command> [flags]
 
 commands:
-  demo [--auto] [message]        run the triage example end to end on an embedded Temporal dev server
+  demo [--auto] [--workflow support|triage] [message]
+                                 run an example agent end to end on an embedded Temporal dev server
   run <workflow> <input>         start a run and stream it; answer its questions at the prompt
       [--json] [--update] [--session S] [--context JSON] [--detach]
   respond <runID>                answer the run's pending question

@@ -55,6 +55,22 @@ func (p *printer) chunk(c contracts.Chunk) {
 		}
 		fmt.Fprint(p.w, c.Delta)
 	case contracts.ChunkTextStart, contracts.ChunkTextEnd:
+	case contracts.ChunkTextInvalidated:
+		p.endLine()
+		fmt.Fprintf(p.w, "(the model pass failed midway and is retried: discard the text above)\n")
+	case contracts.ChunkToolCallStart:
+		p.endLine()
+		fmt.Fprintf(p.w, "→ %s %s\n", c.Tool, c.Input)
+	case contracts.ChunkToolCallResult:
+		p.endLine()
+		mark := "←"
+		if c.IsError {
+			mark = "✗"
+		}
+		fmt.Fprintf(p.w, "%s %s: %s\n", mark, c.Tool, c.Content)
+	case contracts.ChunkToolCallError:
+		p.endLine()
+		fmt.Fprintf(p.w, "✗ %s: %s\n", c.Tool, c.Message)
 	case contracts.ChunkStructuredData:
 		key := "sd:" + c.StreamID + ":" + c.Path
 		switch c.Kind {
@@ -83,6 +99,12 @@ func (p *printer) chunk(c contracts.Chunk) {
 		var in contracts.InterruptInput
 		_ = json.Unmarshal(c.Input, &in)
 		fmt.Fprintf(p.w, "? %s\n", questionOf(in))
+		var meta struct {
+			Input json.RawMessage `json:"input"`
+		}
+		if json.Unmarshal(in.Meta, &meta) == nil && len(meta.Input) > 0 {
+			fmt.Fprintf(p.w, "  with %s\n", meta.Input)
+		}
 		for i, o := range in.Options {
 			fmt.Fprintf(p.w, "  %d) %s — %s\n", i+1, o.ID, o.Label)
 		}

@@ -60,7 +60,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	st, err := app.StartStack(ctx, c, cfg, reg, cfg.HTTPAddr, nil)
+	backend, err := app.NewBackend()
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	fmt.Printf("kortyx worker: models: %s\n", backend.Model)
+	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, nil)
 	if err != nil {
 		return err
 	}

@@ -152,8 +152,9 @@ func FakeModel() fake.Responder {
 			return fake.Call("lookup_order", fmt.Sprintf(`{"orderId":%q}`, id))
 		}
 		last := results[len(results)-1]
+		// Over the OpenAI wire a tool message has no error flag: read the content, as a model would.
 		if last.Name == "lookup_order" {
-			if last.IsError {
+			if last.IsError || field(last.Content, "status") == "" {
 				return fake.Text(fmt.Sprintf("I could not find order %s; please check the number.", id))
 			}
 			status := field(last.Content, "status")
@@ -165,7 +166,7 @@ func FakeModel() fake.Responder {
 			}
 			return fake.Text(fmt.Sprintf("Order %s (%s) is %s.", id, field(last.Content, "item"), status))
 		}
-		if last.IsError {
+		if last.IsError || field(last.Content, "refundId") == "" {
 			return fake.Text(fmt.Sprintf("I have not refunded order %s: %s", id, last.Content))
 		}
 		return fake.Text(fmt.Sprintf("Done: order %s is refunded (%s, %s).", id, field(last.Content, "refundId"), "full amount"))

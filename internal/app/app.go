@@ -19,6 +19,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples/hello"
+	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -158,24 +159,33 @@ func Dial(cfg Config) (client.Client, error) {
 	return c, nil
 }
 
-// Registry returns a registry with the example agents.
+// Registry returns a registry with the example agents, plus the workflow files of the
+// directory KORTYX_WORKFLOWS (*.workflow.yaml, *.workflow.yml, *.workflow.json) when it is set.
 func Registry() (*workflows.Registry, error) {
 	reg := workflows.NewRegistry()
+	if err := support.Register(reg); err != nil {
+		return nil, err
+	}
 	if err := triage.Register(reg); err != nil {
 		return nil, err
 	}
 	if err := hello.Register(reg); err != nil {
 		return nil, err
 	}
+	if dir := os.Getenv("KORTYX_WORKFLOWS"); dir != "" {
+		if err := reg.AddDir(dir); err != nil {
+			return nil, fmt.Errorf("kortyx: loading workflows from KORTYX_WORKFLOWS=%s: %w", dir, err)
+		}
+	}
 	return reg, nil
 }
 
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
-// and the activities registered; register more before calling Start.
-func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, broker stream.Broker) worker.Worker {
+// and acts registered; register more before calling Start.
+func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
 	w := worker.New(c, cfg.TaskQueue, worker.Options{})
 	workflows.NewRunner(reg).Register(w)
-	(&activities.Activities{Stream: broker}).Register(w)
+	acts.Register(w)
 	return w
 }
 
@@ -189,9 +199,9 @@ type Stack struct {
 // StartStack starts a worker for reg on cfg.TaskQueue (register, when not nil, adds more to it
 // before it starts) and the HTTP API on httpAddr; the API stops when ctx ends, the worker on
 // [Stack.Stop].
-func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows.Registry, httpAddr string, register func(worker.ActivityRegistry)) (*Stack, error) {
+func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows.Registry, b *Backend, httpAddr string, register func(worker.ActivityRegistry)) (*Stack, error) {
 	broker := stream.NewMemory()
-	w := NewWorker(c, cfg, reg, broker)
+	w := NewWorker(c, cfg, reg, b.Activities(broker))
 	if register != nil {
 		register(w)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/examples/support"
+	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
@@ -33,15 +35,42 @@ var runIDPattern = regexp.MustCompile(`run (run-[0-9a-f-]+) started`)
 
 func TestDemoOnEmbeddedServer(t *testing.T) {
 	dir := t.TempDir()
-	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=", "TEMPORAL_CLI_PATH=" + tcliPath, "KORTYX_ROOT=" + dir}, "", "demo", "--auto")
+	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=", "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "TEMPORAL_CLI_PATH=" + tcliPath, "KORTYX_ROOT=" + dir}, "", "demo", "--auto")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "Temporal dev server ready at")
-	require.Contains(t, out, `? Open a billing ticket "Billing question"?`)
-	require.Contains(t, out, "> open (auto)")
-	require.Regexp(t, `open: Opened billing ticket T-[0-9A-F-]{6}: I was charged twice on my last invoice`, out)
-	require.Regexp(t, `demo finished: ticket T-[0-9A-F-]{6} \(billing\)`, out)
+	require.Contains(t, out, "· model: the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set)")
+	require.Contains(t, out, `→ lookup_order {"orderId":"A-1001"}`)
+	require.Contains(t, out, "? Approve refund?")
+	require.Contains(t, out, "> approve (auto)")
+	require.Contains(t, out, `← refund: {"refundId":"R-5001","orderId":"A-1001","amount":249}`)
+	require.Contains(t, out, "agent: Done: order A-1001 is refunded (R-5001, full amount).")
+	require.Contains(t, out, "· demo finished: 1 refund(s) made")
 	_, err = os.Stat(filepath.Join(dir, ".kortyx", "demo.db"))
 	require.NoError(t, err, "the embedded server keeps its data under .kortyx/")
+}
+
+func TestDemoTriageOnRunningServer(t *testing.T) {
+	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=" + srv.Address()}, "", "demo", "--auto", "--workflow", "triage")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.NotContains(t, out, "starting the Temporal dev server")
+	require.Contains(t, out, `? Open a billing ticket "Billing question"?`)
+	require.Regexp(t, `open: Opened billing ticket T-[0-9A-F-]{6}: I was charged twice on my last invoice`, out)
+	require.Regexp(t, `demo finished: ticket T-[0-9A-F-]{6} \(billing\)`, out)
+}
+
+func TestDemoWithOpenAICompatibleEndpoint(t *testing.T) {
+	// Any OpenAI-compatible server: here the fake one, reached as a real endpoint would be.
+	model := fakeserver.New(support.FakeModel())
+	defer model.Close()
+	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=" + srv.Address(), "OPENAI_BASE_URL=" + model.URL(), "KORTYX_MODEL=test-model"},
+		"2\n", "demo", "Refund A-1003 please")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "· model: test-model at "+model.URL())
+	require.Contains(t, out, "agent: I have not refunded order A-1003: Tool call denied by user.")
+	require.Contains(t, out, "· demo finished: 0 refund(s) made")
+	reqs := model.Requests()
+	require.Len(t, reqs, 3)
+	require.Equal(t, "test-model", reqs[0].Model)
 }
 
 func TestStarterCommands(t *testing.T) {

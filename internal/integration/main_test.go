@@ -16,11 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
@@ -110,8 +114,12 @@ func startWorker(t *testing.T, c client.Client) *inproc {
 	reg, err := app.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
-	w := app.NewWorker(c, app.Config{TaskQueue: e.tq}, reg, e.broker)
-	(&testagents.Recorder{File: e.effects}).Register(w)
+	rec := &testagents.Recorder{File: e.effects}
+	set, err := tools.NewSet(rec.Tool())
+	require.NoError(t, err)
+	w := app.NewWorker(c, app.Config{TaskQueue: e.tq}, reg, &activities.Activities{Stream: e.broker,
+		Providers: providers.NewSet(fake.NewResponder(testagents.Responder(false))), Tools: set})
+	rec.Register(w)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return e

@@ -11,6 +11,9 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
@@ -24,6 +27,13 @@ const EffectsWorkflow = "effects"
 // LoopWorkflow runs its "step" node in a loop, recording each step, as many times as its input
 // says ({"steps": n}).
 const LoopWorkflow = "loop"
+
+// ToolAgentWorkflow and ApprovalAgentWorkflow call hooks.Reason with the record_step tool
+// (the second with approval); [Responder] plays their model.
+const (
+	ToolAgentWorkflow     = "toolagent"
+	ApprovalAgentWorkflow = "approvalagent"
+)
 
 // RecordActivity is the activity that appends one line to the effects file.
 const RecordActivity = "kortyx.test.Record"
@@ -107,7 +117,22 @@ func Register(reg *workflows.Registry) error {
 		}
 		return res, nil
 	}
-	return reg.Add(&workflows.Definition{
+	agent := func(approval bool) workflows.NodeFunc {
+		return func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: contracts.Model("fake:test"), Input: in.Text(),
+				Tools: []string{"record_step"}, Timeout: 3 * time.Second,
+				ToolExecution: hooks.ToolExecution{Emit: hooks.All, Approval: hooks.Switch{On: approval}}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answer": res.Text, "passes": len(res.Steps)}}, nil
+		}
+	}
+	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
+		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"agent": {Run: fn}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}
+	}
+	return reg.Add(one(ToolAgentWorkflow, agent(false)), one(ApprovalAgentWorkflow, agent(true)), &workflows.Definition{
 		ID: EffectsWorkflow, Version: "1",
 		Nodes: map[string]workflows.Node{"intake": {Run: intake}},
 		Edges: []workflows.Edge{{From: contracts.StartNode, To: "intake"}},
@@ -116,4 +141,40 @@ func Register(reg *workflows.Registry) error {
 		Nodes: map[string]workflows.Node{"step": {Run: step}},
 		Edges: []workflows.Edge{{From: contracts.StartNode, To: "step"}, {From: "step", To: "step", When: "more"}},
 	})
+}
+
+// Tool is the record_step tool: it records "tool <note>" (once per idempotency key, so a
+// retried call would still show up twice in Attempts but once in the file's "tool" lines).
+func (r *Recorder) Tool() tools.Tool {
+	t, err := tools.Func("record_step", "Record a step.", `{"type":"object","properties":{"note":{"type":"string"}},"required":["note"]}`,
+		func(ctx context.Context, call tools.Call, in struct {
+			Note string `json:"note"`
+		}) (map[string]any, error) {
+			if err := r.Record(ctx, "tool "+in.Note); err != nil {
+				return nil, tools.Retryable(err)
+			}
+			return map[string]any{"recorded": in.Note}, nil
+		})
+	if err != nil {
+		panic(err) // a literal schema: cannot fail
+	}
+	return t
+}
+
+// Responder plays the model of the tool agents: without a tool result it calls record_step,
+// with one it answers "recorded". slow makes that answer take a minute (to kill a worker while
+// the pass runs).
+func Responder(slow bool) fake.Responder {
+	return func(req providers.Request) fake.Turn {
+		for _, m := range req.Messages {
+			if m.Role == contracts.RoleTool {
+				t := fake.Text("recorded " + m.Content)
+				if slow {
+					t.Delay = time.Minute
+				}
+				return t
+			}
+		}
+		return fake.Call("record_step", `{"note":"n1"}`)
+	}
 }

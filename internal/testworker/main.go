@@ -12,6 +12,8 @@ import (
 
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
 )
 
 func main() {
@@ -40,7 +42,14 @@ func run() error {
 	if err := testagents.Register(reg); err != nil {
 		return err
 	}
-	st, err := app.StartStack(ctx, c, cfg, reg, cfg.HTTPAddr, (&testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}).Register)
+	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
+	backend, err := app.NewBackend(rec.Tool())
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	backend.Providers = providers.NewSet(fake.NewResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1")).WithID("fake"))
+	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, rec.Register)
 	if err != nil {
 		return err
 	}

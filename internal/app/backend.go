@@ -1,0 +1,85 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/examples/support"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/providers/fakeserver"
+	"github.com/kortyx-go/kortyx/providers/openai"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/tools/mcp"
+)
+
+// Backend is what the activities of the programs use: model providers and tools.
+type Backend struct {
+	Providers       *providers.Set
+	DefaultProvider string
+	DefaultModel    string
+	Tools           *tools.Set
+	// MCP reaches the MCP servers runs name; MCPHeaders (KORTYX_MCP_HEADERS, a JSON object
+	// {url: {header: value}}) are sent to them.
+	MCP        *mcp.Pool
+	MCPHeaders map[string]map[string]string
+	// Model says in a sentence which model answers (for the programs' banners).
+	Model string
+	// Store is the support example's shop data behind its tools.
+	Store *support.Store
+	close func()
+}
+
+// NewBackend returns the programs' providers and tools. The "openai" provider reaches
+// OPENAI_BASE_URL / OPENAI_API_KEY when either is set (OpenAI, Ollama, vLLM, OpenRouter, Groq,
+// …); otherwise it reaches a fake OpenAI-compatible server started here, playing the support
+// example's scripted model, so that everything works without a key. KORTYX_MODEL names the
+// default model (default gpt-4.1-mini). The in-process scripted "fake" provider is registered
+// too. Tools: the support example's lookup_order and refund.
+func NewBackend(extra ...tools.Tool) (*Backend, error) {
+	b := &Backend{DefaultProvider: "openai", DefaultModel: envOr("KORTYX_MODEL", "gpt-4.1-mini"), Store: support.NewStore(), close: func() {}}
+	if h := os.Getenv("KORTYX_MCP_HEADERS"); h != "" {
+		if err := json.Unmarshal([]byte(h), &b.MCPHeaders); err != nil {
+			return nil, fmt.Errorf("kortyx: KORTYX_MCP_HEADERS must be a JSON object {url: {header: value}}: %w", err)
+		}
+	}
+	oa := openai.Options{}
+	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
+		srv := fakeserver.New(support.FakeModel())
+		b.close = srv.Close
+		oa.BaseURL = srv.URL()
+		b.Model = fmt.Sprintf("the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at %s", srv.URL())
+	} else {
+		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+	}
+	b.Providers = providers.NewSet(openai.New(oa), fake.NewResponder(support.FakeModel()))
+	ts, err := support.Tools(b.Store)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	if b.Tools, err = tools.NewSet(append(ts, extra...)...); err != nil {
+		b.close()
+		return nil, err
+	}
+	b.MCP = mcp.NewPool()
+	closeServer := b.close
+	b.close = func() { _ = b.MCP.Close(); closeServer() }
+	return b, nil
+}
+
+// Activities returns the activities over broker.
+func (b *Backend) Activities(broker stream.Broker) *activities.Activities {
+	return &activities.Activities{Stream: broker, Providers: b.Providers, DefaultProvider: b.DefaultProvider,
+		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders}
+}
+
+// Close stops the fake model server, if one was started.
+func (b *Backend) Close() {
+	if b.close != nil {
+		b.close()
+	}
+}

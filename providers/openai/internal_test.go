@@ -1,0 +1,104 @@
+package openai
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+func TestRetryAfterMs(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		want   int
+		ok     bool
+	}{
+		{"none", http.Header{}, 0, false},
+		{"nil", nil, 0, false},
+		{"seconds", http.Header{"Retry-After": {"2"}}, 2000, true},
+		{"fractional seconds", http.Header{"Retry-After": {"0.25"}}, 250, true},
+		{"http date", http.Header{"Retry-After": {now.Add(3 * time.Second).Format(http.TimeFormat)}}, 3000, true},
+		{"http date in the past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0, true},
+		{"milliseconds win", http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"1500"}}, 1500, true},
+		{"fractional milliseconds", http.Header{"Retry-After-Ms": {"10.2"}}, 11, true},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, false},
+		{"negative", http.Header{"Retry-After": {"-1"}}, 0, false},
+		{"bad milliseconds fall back to seconds", http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"1"}}, 1000, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := retryAfterMs(tc.header, now)
+			require.Equal(t, tc.ok, ok)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
+
+func TestToolAccumulator(t *testing.T) {
+	idx := func(i int) *int { return &i }
+	frag := func(index *int, id, name, args string) goopenai.ToolCall {
+		return goopenai.ToolCall{Index: index, ID: id, Function: goopenai.FunctionCall{Name: name, Arguments: args}}
+	}
+	for _, tc := range []struct {
+		name  string
+		frags []goopenai.ToolCall
+		want  []contracts.ToolCall
+	}{
+		{"interleaved by index", []goopenai.ToolCall{
+			frag(idx(1), "b", "second", `{"y"`),
+			frag(idx(0), "a", "first", `{"x":`),
+			frag(idx(1), "", "", `:2}`),
+			frag(idx(0), "", "", `1}`),
+		}, []contracts.ToolCall{
+			{ID: "a", Name: "first", Arguments: json.RawMessage(`{"x":1}`)},
+			{ID: "b", Name: "second", Arguments: json.RawMessage(`{"y":2}`)},
+		}},
+		{"name repeated in every fragment", []goopenai.ToolCall{
+			frag(idx(0), "a", "f", `{"x"`), frag(idx(0), "", "f", `:1}`),
+		}, []contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}},
+		{"no index: new id starts a call, no id continues", []goopenai.ToolCall{
+			frag(nil, "a", "f", `{"x"`), frag(nil, "", "", `:1}`), frag(nil, "b", "g", `{}`),
+		}, []contracts.ToolCall{
+			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
+			{ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)},
+		}},
+		{"no arguments", []goopenai.ToolCall{frag(idx(0), "a", "f", "")},
+			[]contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}},
+		{"invalid arguments kept as a string", []goopenai.ToolCall{frag(idx(0), "a", "f", `{"x":`)},
+			[]contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`"{\"x\":"`)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var a toolAccumulator
+			for _, f := range tc.frags {
+				a.add(f)
+			}
+			require.Equal(t, tc.want, a.calls())
+		})
+	}
+}
+
+func TestArgumentsRoundTrip(t *testing.T) {
+	for _, text := range []string{`{"a":1}`, `{"a":`, `not json`, ``} {
+		back := argumentsText(arguments(text))
+		if text == "" {
+			require.Equal(t, "{}", back)
+			continue
+		}
+		require.Equal(t, text, back)
+	}
+}
+
+func TestFinishReasonMapping(t *testing.T) {
+	for raw, unified := range map[string]string{
+		"stop": "stop", "length": "length", "content_filter": "content-filter", "tool_calls": "tool-calls",
+		"function_call": "tool-calls", "": "other", "end_turn": "other",
+	} {
+		require.Equal(t, contracts.FinishReason{Unified: unified, Raw: raw}, finishReason(raw), raw)
+	}
+}
