@@ -7,6 +7,7 @@
 //   - [RuntimeContext]: the request context the run was started with.
 //   - [StructuredData]: structured UI data (set, append, text-delta, final) for the stream.
 //   - [Interrupt], [AskText], [Choose]: ask a human and wait, for days if need be.
+//   - [Reason]: call a model, with a tool loop, budgets and human approval of tools.
 //   - [Flush]: publish what the node emitted so far.
 //
 // Hooks work only inside a node function, with the ctx it receives; elsewhere they return a
