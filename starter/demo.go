@@ -63,7 +63,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := app.NewBackend()
+	backend, err := app.NewBackend(ctx)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	backend, err := app.NewBackend()
+	backend, err := app.NewBackend(ctx)
 	if err != nil {
 		return err
 	}

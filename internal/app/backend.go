@@ -1,11 +1,13 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -39,7 +41,10 @@ type Backend struct {
 // example's scripted model, so that everything works without a key. KORTYX_MODEL names the
 // default model (default gpt-4.1-mini). The in-process scripted "fake" provider is registered
 // too. Tools: the support example's lookup_order and refund.
-func NewBackend(extra ...tools.Tool) (*Backend, error) {
+//
+// KORTYX_MCP_SERVERS (a JSON list of {url, include, exclude, prefix}) adds the tools of MCP
+// servers to the worker's tools, listed once at start, for every run to use by name.
+func NewBackend(ctx context.Context, extra ...tools.Tool) (*Backend, error) {
 	b := &Backend{DefaultProvider: "openai", DefaultModel: envOr("KORTYX_MODEL", "gpt-4.1-mini"), Store: support.NewStore(), close: func() {}}
 	if h := os.Getenv("KORTYX_MCP_HEADERS"); h != "" {
 		if err := json.Unmarshal([]byte(h), &b.MCPHeaders); err != nil {
@@ -56,18 +61,33 @@ func NewBackend(extra ...tools.Tool) (*Backend, error) {
 		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
 	}
 	b.Providers = providers.NewSet(openai.New(oa), fake.NewResponder(support.FakeModel()))
+	b.MCP = mcp.NewPool()
+	closeServer := b.close
+	b.close = func() { _ = b.MCP.Close(); closeServer() }
 	ts, err := support.Tools(b.Store)
 	if err != nil {
 		b.close()
 		return nil, err
 	}
+	if cfg := os.Getenv("KORTYX_MCP_SERVERS"); cfg != "" {
+		var servers []contracts.MCPServer
+		if err := json.Unmarshal([]byte(cfg), &servers); err != nil {
+			b.close()
+			return nil, fmt.Errorf("kortyx: KORTYX_MCP_SERVERS must be a JSON list of {url, include, exclude, prefix}: %w", err)
+		}
+		for _, s := range servers {
+			mt, err := b.MCP.Tools(ctx, mcp.Server{URL: s.URL, Include: s.Include, Exclude: s.Exclude, Prefix: s.Prefix, Headers: b.MCPHeaders[s.URL]})
+			if err != nil {
+				b.close()
+				return nil, fmt.Errorf("kortyx: KORTYX_MCP_SERVERS: %w", err)
+			}
+			ts = append(ts, mt...)
+		}
+	}
 	if b.Tools, err = tools.NewSet(append(ts, extra...)...); err != nil {
 		b.close()
 		return nil, err
 	}
-	b.MCP = mcp.NewPool()
-	closeServer := b.close
-	b.close = func() { _ = b.MCP.Close(); closeServer() }
 	return b, nil
 }
 

@@ -43,7 +43,7 @@ func run() error {
 		return err
 	}
 	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
-	backend, err := app.NewBackend(rec.Tool())
+	backend, err := app.NewBackend(ctx, rec.Tool())
 	if err != nil {
 		return err
 	}
