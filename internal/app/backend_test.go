@@ -15,7 +15,9 @@ func TestBackendAddsToolsOfConfiguredMCPServers(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "kb", Version: "1"}, nil)
 	for _, name := range []string{"search_docs", "search_code", "delete_all"} {
 		srv.AddTool(&sdk.Tool{Name: name, Description: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 	}
 	ts := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
 	defer ts.Close()
