@@ -166,10 +166,14 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	var onDelta func(string) error
 	if in.Stream {
 		onDelta = func(d string) error {
-			activity.RecordHeartbeat(ctx, pub.n)
 			if in.Emit && d != "" {
-				return pub.delta(ctx, d)
+				if err := pub.delta(ctx, d); err != nil {
+					return err
+				}
 			}
+			// After publishing: an attempt's first heartbeat is a blocking round trip to the
+			// server, which must not delay the first token.
+			activity.RecordHeartbeat(ctx, pub.n)
 			return nil
 		}
 	}

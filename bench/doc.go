@@ -20,6 +20,11 @@
 //   - BenchmarkPureNode: each node only returns data (plain: map updates in a loop).
 //   - BenchmarkInterruptRoundTrip: a question answered by signal or by update; measured from
 //     sending the answer until the next chunk is in the broker.
+//   - BenchmarkToolLoopStep, BenchmarkToolLoopStepEmit: hooks.Reason with one tool called ten
+//     times (11 model passes) against a plain workflow calling the same kortyx.Model and
+//     kortyx.Tool activities; silent, and with text and tool chunks published.
+//   - BenchmarkTimeToFirstToken: the provider's first delta → a stream subscriber has it, against
+//     a plain activity (with and without heartbeat) and an in-process path without Temporal.
 //
 // Metrics: ms/node (or ms/roundtrip) of wall time, events/run and wft/run (workflow tasks) from
 // the history of one run, outside the timed region. See docs/performance.md for results.

@@ -94,7 +94,12 @@ func start() (*env, error) {
 	}
 	w := worker.New(e.c, e.queue, worker.Options{})
 	workflows.NewRunner(reg).Register(w)
-	(&activities.Activities{Stream: e.broker}).Register(w)
+	acts := &activities.Activities{Stream: e.broker}
+	if err := registerReason(reg, acts, w); err != nil {
+		e.close()
+		return nil, err
+	}
+	acts.Register(w)
 	registerPlain(w, e.broker)
 	if err := w.Start(); err != nil {
 		e.close()
