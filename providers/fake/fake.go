@@ -50,6 +50,25 @@ type Turn struct {
 	Delay time.Duration
 }
 
+// Normalize returns the turn as a model would send it: tool calls without an id get
+// "call-<name>-<n>" (n from *counter, incremented; unless KeepIDs) and empty arguments become
+// {}. The caller guards counter.
+func (t Turn) Normalize(counter *int) Turn {
+	calls := make([]contracts.ToolCall, len(t.ToolCalls))
+	for i, c := range t.ToolCalls {
+		if c.ID == "" && !t.KeepIDs {
+			*counter++
+			c.ID = fmt.Sprintf("call-%s-%d", c.Name, *counter)
+		}
+		if len(c.Arguments) == 0 {
+			c.Arguments = json.RawMessage(`{}`)
+		}
+		calls[i] = c
+	}
+	t.ToolCalls = calls
+	return t
+}
+
 // Text is a turn answering s.
 func Text(s string) Turn { return Turn{Text: s} }
 
@@ -127,17 +146,7 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		return contracts.ModelResponse{}, contracts.Errorf(contracts.CodeProviderInvalidResponse,
 			"fake model script exhausted: pass %d requested, %d scripted", n+1, len(m.script))
 	}
-	calls := make([]contracts.ToolCall, len(t.ToolCalls))
-	for i, c := range t.ToolCalls {
-		if c.ID == "" && !t.KeepIDs {
-			m.toolN++
-			c.ID = fmt.Sprintf("call-%s-%d", c.Name, m.toolN)
-		}
-		if len(c.Arguments) == 0 {
-			c.Arguments = json.RawMessage(`{}`)
-		}
-		calls[i] = c
-	}
+	calls := t.Normalize(&m.toolN).ToolCalls
 	m.mu.Unlock()
 
 	if t.Delay > 0 {

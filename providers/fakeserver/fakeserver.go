@@ -196,19 +196,7 @@ func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	calls := make([]contracts.ToolCall, len(t.ToolCalls))
-	for i, c := range t.ToolCalls {
-		if c.ID == "" && !t.KeepIDs {
-			s.toolN++
-			c.ID = fmt.Sprintf("call-%s-%d", c.Name, s.toolN)
-		}
-		if len(c.Arguments) == 0 {
-			c.Arguments = json.RawMessage(`{}`)
-		}
-		calls[i] = c
-	}
-	t.ToolCalls = calls
-	return t, nil
+	return t.Normalize(&s.toolN), nil
 }
 
 // play writes one response.
