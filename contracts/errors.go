@@ -71,6 +71,13 @@ const (
 	CodeUnknownTool Code = "UNKNOWN_TOOL"
 	// CodeInvalidToolCall: a model returned an empty or duplicate tool call id.
 	CodeInvalidToolCall Code = "INVALID_TOOL_CALL"
+	// CodeReasonMaxEmissions: the model emitted more outputs than Outputs.MaxEmissions allows.
+	CodeReasonMaxEmissions Code = "REASON_MAX_EMISSIONS_REACHED"
+	// CodeReasonMaxRequests: the model asked more interrupt contracts than MaxRequests allows.
+	CodeReasonMaxRequests Code = "REASON_MAX_REQUESTS_REACHED"
+	// CodeReasonInterruptRequired: interrupt contracts are required but the model finished
+	// without asking.
+	CodeReasonInterruptRequired Code = "REASON_INTERRUPT_REQUIRED"
 )
 
 // Category groups codes for HTTP mapping and dashboards (spec F4.1).
@@ -100,7 +107,8 @@ func (c Code) Category() Category {
 	case CodeModelOutputSchema, CodeInvalidModelJSON, CodeOutputTruncated, CodeSchemaValidation,
 		CodeInvalidOutput, CodeReasonOutputBudgetExhausted, CodeReasonOutputContractCorrectionExh,
 		CodeReasonTerminalOutputMissing, CodeReasonOutputSchemaCorrectionExh, CodeInvalidInterrupt,
-		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall:
+		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall, CodeReasonMaxEmissions, CodeReasonMaxRequests,
+		CodeReasonInterruptRequired:
 		return CategoryValidation
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
