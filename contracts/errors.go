@@ -2,9 +2,12 @@ package contracts
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 )
@@ -163,8 +166,27 @@ func PathString(path []any) string {
 	return b.String()
 }
 
+// UnmarshalJSON decodes an issue, turning whole-number path segments back into ints (JSON
+// decodes them as float64), so that a path read back from a Temporal failure or an HTTP body
+// renders as "items[1]" again.
+func (i *Issue) UnmarshalJSON(b []byte) error {
+	type plain Issue
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	for k, seg := range p.Path {
+		if n, ok := seg.(float64); ok && n == math.Trunc(n) && math.Abs(n) <= 1<<53 {
+			p.Path[k] = int(n)
+		}
+	}
+	*i = Issue(p)
+	return nil
+}
+
 // Error is the one error type of this module. Match it with [CodeOf] or errors.Is against an
-// *Error carrying only a Code.
+// *Error carrying only a Code. [(*Error).Failure] turns it into the serializable [Failure]
+// descriptor; every field but Code, Message and Err is optional.
 type Error struct {
 	Code      Code
 	Message   string         // safe to show to end users; says what to fix
@@ -172,12 +194,28 @@ type Error struct {
 	Status    int            // HTTP status of an upstream failure, if any
 	Details   map[string]any // small structured facts (limits, counts, names)
 	Issues    []Issue        // per-field problems of a validation failure
-	Err       error          // cause, if any
+	Err       error          // cause, if any; a Kortyx cause becomes the descriptor's cause
+
+	DomainCode   string          // application code of a DOMAIN_ERROR (see [DomainError])
+	Source       string          // what failed: a provider, tool, workflow or store name
+	Operation    string          // what it was doing, e.g. "model.generate", "checkpoint.save"
+	RetryAfter   time.Duration   // how long to wait before a retry, when the upstream said so
+	Usage        *Usage          // tokens used before a model pass failed
+	FinishReason *FinishReason   // why the failed model pass ended
+	Context      map[string]any  // small facts about where it happened (node, run, attempt)
+	Results      []FailureResult // per-branch outcomes of a PARALLEL_FAILED
 }
 
 // Errorf builds an *Error with a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// DomainError builds an application ("domain") failure: code DOMAIN_ERROR, category domain, the
+// application's own domainCode in the descriptor's domainCode, a message safe to show to end
+// users and optional details. Domain errors are not retryable.
+func DomainError(domainCode, safeMessage string, details map[string]any) *Error {
+	return &Error{Code: CodeDomainError, DomainCode: domainCode, Message: safeMessage, Details: details}
 }
 
 func (e *Error) Error() string {
@@ -206,53 +244,79 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code != "" && t.Code == e.Code
 }
 
-// Failure returns the serializable descriptor of this error.
+// Failure returns the serializable descriptor of this error, within the limits of
+// [Failure.Limit]. If Err is, or wraps, another *Error (or a coded Temporal ApplicationError),
+// that one's descriptor becomes the cause, and so on down to [MaxFailureDepth] levels.
 func (e *Error) Failure() Failure {
-	return Failure{
-		Version:   1,
-		Code:      e.Code,
-		Category:  e.Code.Category(),
-		Message:   truncate(e.Error(), 1024),
-		Retryable: e.Retryable,
-		Status:    e.Status,
-		Details:   e.Details,
-		Issues:    limitIssues(e.Issues),
+	return e.descriptor(0).Limit()
+}
+
+// descriptor builds the unlimited descriptor of e at the given nesting depth; the cause chain
+// stops one level past MaxFailureDepth (which Limit then cuts), so a cyclic chain ends too.
+func (e *Error) descriptor(depth int) Failure {
+	f := Failure{
+		Version:      1,
+		Code:         e.Code,
+		Category:     e.Code.Category(),
+		Message:      e.Error(),
+		Retryable:    e.Retryable,
+		Source:       e.Source,
+		Operation:    e.Operation,
+		Status:       e.Status,
+		RetryAfterMs: e.retryAfterMs(),
+		DomainCode:   e.DomainCode,
+		Details:      e.Details,
+		Issues:       e.Issues,
+		Usage:        e.Usage,
+		FinishReason: e.FinishReason,
+		Context:      e.Context,
+		Results:      e.Results,
 	}
+	if depth > MaxFailureDepth {
+		f.Truncated = f.Truncated || kortyxIn(e.Err) != nil
+		return f
+	}
+	switch c := kortyxIn(e.Err).(type) {
+	case *Error:
+		cause := c.descriptor(depth + 1)
+		f.Cause = &cause
+	case *temporal.ApplicationError:
+		cause := appFailure(c)
+		f.Cause = &cause
+	}
+	return f
 }
 
-// Failure is the serializable failure descriptor (spec F4.1) carried in error chunks, HTTP error
-// bodies and Temporal failure details.
-type Failure struct {
-	Version   int            `json:"version"`
-	Code      Code           `json:"code"`
-	Category  Category       `json:"category"`
-	Message   string         `json:"message"`
-	Retryable bool           `json:"retryable"`
-	Status    int            `json:"status,omitempty"`
-	Details   map[string]any `json:"details,omitempty"`
-	Issues    []Issue        `json:"issues,omitempty"`
+// retryAfterMs is RetryAfter in milliseconds (rounded up), else a numeric
+// Details["retryAfterMs"] (the convention of the provider adapters), else 0.
+func (e *Error) retryAfterMs() int64 {
+	if e.RetryAfter > 0 {
+		return int64((e.RetryAfter + time.Millisecond - 1) / time.Millisecond)
+	}
+	switch v := e.Details["retryAfterMs"].(type) {
+	case int:
+		return int64(max(v, 0))
+	case int64:
+		return max(v, 0)
+	case float64:
+		return int64(max(math.Ceil(v), 0))
+	}
+	return 0
 }
 
-// Err turns a descriptor back into an *Error.
-func (f Failure) Err() *Error {
-	return &Error{Code: f.Code, Message: f.Message, Retryable: f.Retryable, Status: f.Status,
-		Details: f.Details, Issues: f.Issues}
-}
-
-// CodeOf classifies any error: an *Error's code, a Temporal ApplicationError's Type (through
-// activity, child-workflow, update and workflow-execution wrappers), EXECUTION_CANCELLED for
-// cancellation, EXECUTION_FAILED for anything else, and "" for nil.
+// CodeOf classifies any error: the code of the outermost *Error or coded Temporal
+// ApplicationError in its chain (through activity, child-workflow, update and
+// workflow-execution wrappers), EXECUTION_CANCELLED for cancellation, EXECUTION_FAILED for
+// anything else, and "" for nil.
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
 	}
-	var ke *Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.Type() != "" && isCode(ae.Type()) {
-		return Code(ae.Type())
+	switch k := kortyxIn(err).(type) {
+	case *Error:
+		return k.Code
+	case *temporal.ApplicationError:
+		return Code(k.Type())
 	}
 	if temporal.IsCanceledError(err) || errors.Is(err, context.Canceled) {
 		return CodeExecutionCancelled
@@ -260,24 +324,36 @@ func CodeOf(err error) Code {
 	return CodeExecutionFailed
 }
 
-// FailureOf returns the descriptor of any error (see [CodeOf]); the descriptor attached to a
-// Temporal ApplicationError by [ToTemporal] is recovered intact.
+// IsControlFlow reports whether err stops a run on purpose rather than failing it: a
+// cancellation (code EXECUTION_CANCELLED, a Temporal CanceledError, context.Canceled anywhere
+// in the chain) or an exhausted execution limit (EXECUTION_LIMIT_REACHED, which pauses the run
+// for a Continue). Such errors are never turned into tool errors shown to a model, never
+// retried or corrected by nodes, and never collected as a branch failure: they propagate as is.
+func IsControlFlow(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch CodeOf(err) {
+	case CodeExecutionCancelled, CodeExecutionLimitReached:
+		return true
+	}
+	return temporal.IsCanceledError(err) || errors.Is(err, context.Canceled)
+}
+
+// FailureOf returns the descriptor of any error (see [CodeOf]), within the limits of
+// [Failure.Limit]; the descriptor attached to a Temporal ApplicationError by [ToTemporal] is
+// recovered intact. Errors that are not Kortyx errors are never described: they become
+// EXECUTION_FAILED "An unexpected error occurred." (or EXECUTION_CANCELLED), so that no
+// internal text reaches clients.
 func FailureOf(err error) Failure {
 	if err == nil {
 		return Failure{}
 	}
-	var ke *Error
-	if errors.As(err, &ke) {
-		return ke.Failure()
-	}
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && isCode(ae.Type()) {
-		var f Failure
-		if ae.HasDetails() && ae.Details(&f) == nil && f.Code != "" {
-			return f
-		}
-		return Failure{Version: 1, Code: Code(ae.Type()), Category: Code(ae.Type()).Category(),
-			Message: truncate(ae.Message(), 1024), Retryable: !ae.NonRetryable()}
+	switch k := kortyxIn(err).(type) {
+	case *Error:
+		return k.Failure()
+	case *temporal.ApplicationError:
+		return appFailure(k).Limit()
 	}
 	code := CodeOf(err)
 	msg := "An unexpected error occurred."
@@ -287,23 +363,71 @@ func FailureOf(err error) Failure {
 	return Failure{Version: 1, Code: code, Category: code.Category(), Message: msg}
 }
 
+// appFailure is the descriptor of a coded ApplicationError: the one in its details, else one
+// made of its type, message and retry options.
+func appFailure(ae *temporal.ApplicationError) Failure {
+	var f Failure
+	if ae.HasDetails() && ae.Details(&f) == nil && f.Code != "" {
+		return f
+	}
+	code := Code(ae.Type())
+	return Failure{Version: 1, Code: code, Category: code.Category(), Message: ae.Message(),
+		Retryable: !ae.NonRetryable(), RetryAfterMs: ae.NextRetryDelay().Milliseconds()}
+}
+
 // ToTemporal converts an error into the form that crosses Temporal boundaries: an *Error becomes
-// an ApplicationError whose Type is the code and whose details hold the [Failure] descriptor.
-// Other errors are returned unchanged.
+// an ApplicationError whose Type is the code, whose details hold the [Failure] descriptor and
+// whose next retry delay is RetryAfter (when retryable). An error whose outermost Kortyx error
+// is already a coded ApplicationError, and any other error, is returned unchanged.
 func ToTemporal(err error) error {
-	var ke *Error
-	if err == nil || !errors.As(err, &ke) {
+	ke, ok := kortyxIn(err).(*Error)
+	if !ok {
 		return err
 	}
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) {
-		return err
-	}
-	return temporal.NewApplicationErrorWithOptions(ke.Error(), string(ke.Code), temporal.ApplicationErrorOptions{
+	opts := temporal.ApplicationErrorOptions{
 		NonRetryable: !ke.Retryable,
 		Cause:        ke.Err,
 		Details:      []any{ke.Failure()},
-	})
+	}
+	if ke.Retryable && ke.RetryAfter > 0 {
+		opts.NextRetryDelay = ke.RetryAfter
+	}
+	return temporal.NewApplicationErrorWithOptions(ke.Error(), string(ke.Code), opts)
+}
+
+// kortyxIn returns the outermost *Error or coded *temporal.ApplicationError in err's chain
+// (depth first, in the order of errors.As), or nil.
+func kortyxIn(err error) error {
+	for err != nil {
+		switch e := err.(type) {
+		case *Error:
+			if e == nil {
+				return nil
+			}
+			return e
+		case *temporal.ApplicationError:
+			if e == nil {
+				return nil
+			}
+			if isCode(e.Type()) {
+				return e
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if k := kortyxIn(e); k != nil {
+					return k
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 func isCode(s string) bool {
@@ -316,18 +440,4 @@ func isCode(s string) bool {
 		}
 	}
 	return true
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
-func limitIssues(in []Issue) []Issue {
-	if len(in) > 20 {
-		return in[:20]
-	}
-	return in
 }

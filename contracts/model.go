@@ -187,6 +187,20 @@ type ModelPassInput struct {
 	// Stream asks the provider to stream; Emit publishes text chunks to the run's stream.
 	Stream bool `json:"stream"`
 	Emit   bool `json:"emit"`
+	// ControlTools are tools defined by the call itself (output and interrupt contracts).
+	ControlTools []ToolDefinition `json:"controlTools,omitempty"`
+	// Structured, when set, makes a streamed pass publish structured-data chunks of this
+	// stream (the declared fields as they arrive) instead of text chunks.
+	Structured *StructuredStream `json:"structured,omitempty"`
+}
+
+// StructuredStream describes the structured-data stream of a generation pass.
+type StructuredStream struct {
+	StreamID      string                `json:"streamId"`
+	DataType      string                `json:"dataType"`
+	SchemaID      string                `json:"schemaId,omitempty"`
+	SchemaVersion string                `json:"schemaVersion,omitempty"`
+	Fields        map[string]StreamMode `json:"fields"`
 }
 
 // MCPServer names an MCP server (streamable HTTP) whose tools a model may call. Credentials are
@@ -225,7 +239,10 @@ type ToolCallInput struct {
 // ReasonStep is one model pass of a hooks.Reason call, with the tool calls it requested and
 // their results.
 type ReasonStep struct {
-	Index        int          `json:"index"`
+	Index int `json:"index"`
+	// Kind is "" for a pass of the tool loop and "output" for a pass that generates or repairs
+	// the value of an output contract (or of OutputSchema).
+	Kind         string       `json:"kind,omitempty"`
 	Text         string       `json:"text,omitempty"`
 	ToolCalls    []ToolCall   `json:"toolCalls,omitempty"`
 	ToolResults  []ToolResult `json:"toolResults,omitempty"`
@@ -245,4 +262,12 @@ type ReasonResult struct {
 	ToolCalls        []ToolCall     `json:"toolCalls,omitempty"`
 	ToolResults      []ToolResult   `json:"toolResults,omitempty"`
 	Steps            []ReasonStep   `json:"steps"`
+	// Emissions are the values published through emit contracts, in order.
+	Emissions []Emission `json:"emissions,omitempty"`
+	// Returned is the value of the return contract that finished the call.
+	Returned *Emission `json:"returned,omitempty"`
+	// InterruptHistory lists the questions asked through interrupt contracts and their answers.
+	InterruptHistory []InterruptRecord `json:"interruptHistory,omitempty"`
+	// Output is the validated JSON answer when OutputSchema was given.
+	Output json.RawMessage `json:"output,omitempty"`
 }
