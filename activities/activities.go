@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/jsonstream"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
@@ -154,6 +155,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 			}
 		}
 	}
+	defs = append(defs, in.ControlTools...)
 	attempt := activity.GetInfo(ctx).Attempt
 	seg := SegmentID(in.SegmentID, attempt)
 	pub := &textPublisher{a: a, in: in, seg: seg}
@@ -164,7 +166,19 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 		}
 	}
 	var onDelta func(string) error
-	if in.Stream {
+	var fields *fieldPublisher
+	if in.Structured != nil && in.Stream {
+		if fields, err = newFieldPublisher(ctx, a, in, attempt); err != nil {
+			return contracts.ModelResponse{}, err
+		}
+		onDelta = func(d string) error {
+			if err := fields.write(ctx, d); err != nil {
+				return err
+			}
+			activity.RecordHeartbeat(ctx, fields.n)
+			return nil
+		}
+	} else if in.Stream {
 		onDelta = func(d string) error {
 			if in.Emit && d != "" {
 				if err := pub.delta(ctx, d); err != nil {
@@ -183,6 +197,11 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 			return contracts.ModelResponse{}, ctx.Err()
 		}
 		return contracts.ModelResponse{}, providerError(err)
+	}
+	if fields != nil {
+		if err := fields.close(ctx); err != nil {
+			return contracts.ModelResponse{}, err
+		}
 	}
 	if in.Emit {
 		if !in.Stream && resp.Text != "" {
@@ -279,4 +298,84 @@ func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (cont
 		return res, temporal.NewApplicationErrorWithOptions(err.Error(), "TOOL_RETRY", temporal.ApplicationErrorOptions{Cause: err})
 	}
 	return res, nil
+}
+
+// fieldPublisher publishes the structured-data chunks of a streamed output pass: the declared
+// fields as the model writes them (set, append, text-delta), extracted incrementally.
+type fieldPublisher struct {
+	a      *Activities
+	in     contracts.ModelPassInput
+	ex     *jsonstream.Extractor
+	prefix string
+	n      int
+	broken bool // the output stopped being JSON: stop extracting (the run validates the value)
+}
+
+func newFieldPublisher(ctx context.Context, a *Activities, in contracts.ModelPassInput, attempt int32) (*fieldPublisher, error) {
+	modes := make(map[string]jsonstream.Mode, len(in.Structured.Fields))
+	for path, mode := range in.Structured.Fields {
+		modes[path] = jsonstream.Mode(mode)
+	}
+	ex, err := jsonstream.New(modes)
+	if err != nil {
+		return nil, contracts.ToTemporal(contracts.Errorf(contracts.CodeInvalidDefinition, "stream fields: %v", err))
+	}
+	p := &fieldPublisher{a: a, in: in, ex: ex, prefix: fmt.Sprintf("s:%s:%d", in.Structured.StreamID, attempt)}
+	if attempt > 1 {
+		// The failed attempt's provisional fields are void.
+		if err := p.publish(ctx, contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: in.Structured.StreamID}); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *fieldPublisher) write(ctx context.Context, d string) error {
+	if p.broken {
+		return nil
+	}
+	evs, err := p.ex.Write(d)
+	if err != nil {
+		p.broken = true
+	}
+	return p.events(ctx, evs)
+}
+
+func (p *fieldPublisher) close(ctx context.Context) error {
+	if p.broken {
+		return nil
+	}
+	evs, err := p.ex.Close()
+	if err != nil {
+		return nil
+	}
+	return p.events(ctx, evs)
+}
+
+func (p *fieldPublisher) events(ctx context.Context, evs []jsonstream.Event) error {
+	for _, ev := range evs {
+		c := contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredKind(ev.Kind), Path: ev.Path}
+		switch ev.Kind {
+		case jsonstream.Set:
+			c.Value = ev.Value
+		case jsonstream.Append:
+			c.Items = contracts.RawJSON(ev.Items)
+		case jsonstream.TextDelta:
+			c.Delta = ev.Delta
+		}
+		if err := p.publish(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *fieldPublisher) publish(ctx context.Context, c contracts.Chunk) error {
+	s := p.in.Structured
+	c.StreamID, c.Node, c.ID = s.StreamID, p.in.Node, p.in.HookID
+	if c.Type == contracts.ChunkStructuredData {
+		c.DataType, c.SchemaID, c.SchemaVersion = s.DataType, s.SchemaID, s.SchemaVersion
+	}
+	p.n++
+	return p.a.Stream.Publish(ctx, p.in.RunID, stream.Keyed{Key: fmt.Sprintf("%s:%d", p.prefix, p.n), Chunk: c})
 }

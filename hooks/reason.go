@@ -39,10 +39,45 @@ type ReasonOptions struct {
 	MCP []contracts.MCPServer
 	// ToolExecution configures the tool loop.
 	ToolExecution ToolExecution
+	// Outputs lets the model publish typed values while it works (emit) and finish with one
+	// typed result (return) (spec F3.7).
+	Outputs *Outputs
+	// Interrupts lets the model ask a human typed questions (spec F3.8).
+	Interrupts *Interrupts
+	// OutputSchema asks for a JSON final answer valid against the schema; the validated value
+	// is in the result's Output (text chunks are not published).
+	OutputSchema *contracts.Schema
+	// SchemaCorrections is the number of output-only repair passes for an invalid output value
+	// (an emit or return payload, or an OutputSchema answer): nil means 1, a pointer to 0
+	// disables repair (the validation failure is returned), at most 10. See [Corrections].
+	SchemaCorrections *int
 	// Timeout bounds one model pass (default 5 minutes); Retry is its retry policy (default: up
 	// to 5 attempts with exponential backoff; non-retryable provider errors stop at once).
 	Timeout time.Duration
 	Retry   *temporal.RetryPolicy
+}
+
+// Corrections returns a SchemaCorrections value.
+func Corrections(n int) *int { return &n }
+
+// Outputs are the output contracts of a Reason call, by name (names match
+// ^[A-Za-z][A-Za-z0-9_-]*$).
+type Outputs struct {
+	// Emit contracts publish a value and let the loop continue.
+	Emit map[string]*contracts.OutputContract
+	// Return contracts finish the call with one value.
+	Return map[string]*contracts.OutputContract
+	// MaxEmissions bounds the emitted values (default 16).
+	MaxEmissions int
+}
+
+// Interrupts are the interrupt contracts of a Reason call.
+type Interrupts struct {
+	Contracts map[string]*contracts.InterruptContract
+	// Mode is "optional" (default) or "required": the model must ask at least once.
+	Mode string
+	// MaxRequests bounds the questions asked (default 1).
+	MaxRequests int
 }
 
 // ToolExecution configures the tool loop of [Reason].
@@ -56,6 +91,9 @@ type ToolExecution struct {
 	// MaxResultChars bounds the text of a tool result sent back to the model (default 32,000;
 	// -1: unbounded); the full result stays in the [contracts.ReasonResult].
 	MaxResultChars int
+	// MissingReturnCorrections is the number of extra passes that ask the model to finish with
+	// a return contract when it answered without one (default 0).
+	MissingReturnCorrections int
 	// Timeout bounds one tool call (default 2 minutes); Retry is its retry policy (default 3
 	// attempts; only retryable tool errors are retried).
 	Timeout time.Duration
@@ -174,11 +212,93 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	if stream {
 		mo.HeartbeatTimeout = time.Minute
 	}
-	return engine.ReasonSpec{
+	corrections := 1
+	if opts.SchemaCorrections != nil {
+		corrections = *opts.SchemaCorrections
+		if corrections < 0 || corrections > 10 {
+			return bad("SchemaCorrections must be 0 (no repair) to 10, not %d", corrections)
+		}
+	}
+	if te.MissingReturnCorrections < 0 {
+		return bad("ToolExecution.MissingReturnCorrections must not be negative")
+	}
+	spec := engine.ReasonSpec{
 		ID: opts.ID, Model: opts.Model, Messages: msgs, Options: opts.Options,
 		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
-		ModelOptions: mo,
-		ToolOptions:  workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry},
-	}, nil
+		ModelOptions:      mo,
+		ToolOptions:       workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry},
+		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
+		OutputSchema: opts.OutputSchema, InterruptMode: engine.ModeOptional,
+	}
+	if o := opts.Outputs; o != nil {
+		if len(o.Emit)+len(o.Return) == 0 {
+			return bad("Outputs needs at least one Emit or Return contract")
+		}
+		if opts.OutputSchema != nil {
+			return bad("Outputs cannot be combined with OutputSchema")
+		}
+		if o.MaxEmissions < 0 {
+			return bad("Outputs.MaxEmissions must be at least 1")
+		}
+		spec.MaxEmissions = o.MaxEmissions
+		if spec.MaxEmissions == 0 {
+			spec.MaxEmissions = 16
+		}
+		for _, set := range []struct {
+			m              map[string]*contracts.OutputContract
+			prefix, stream string
+		}{{o.Emit, contracts.PrefixEmit, contracts.PrefixStreamEmit}, {o.Return, contracts.PrefixReturn, contracts.PrefixStreamReturn}} {
+			for _, name := range workflow.DeterministicKeys(set.m) {
+				c := set.m[name]
+				prefix := set.prefix
+				if c != nil && c.Streamed() {
+					prefix = set.stream
+				}
+				if err := contracts.CheckContractName(name, prefix); err != nil {
+					return engine.ReasonSpec{}, err
+				}
+				if c == nil || c.Schema == nil {
+					return bad("output contract %q is nil or has no schema; build it with contracts.NewOutputContract", name)
+				}
+			}
+		}
+		spec.EmitContracts, spec.ReturnContracts = o.Emit, o.Return
+	}
+	if in := opts.Interrupts; in != nil {
+		if len(in.Contracts) == 0 {
+			return bad("Interrupts needs at least one contract")
+		}
+		for _, name := range workflow.DeterministicKeys(in.Contracts) {
+			if err := contracts.CheckContractName(name, contracts.PrefixRequestInput); err != nil {
+				return engine.ReasonSpec{}, err
+			}
+			if c := in.Contracts[name]; c == nil || c.RequestSchema == nil || c.ResponseSchema == nil {
+				return bad("interrupt contract %q is nil or lacks a schema; build it with contracts.NewInterruptContract", name)
+			}
+		}
+		switch in.Mode {
+		case "", engine.ModeOptional:
+		case engine.ModeRequired:
+			spec.InterruptMode = engine.ModeRequired
+		default:
+			return bad("Interrupts.Mode must be %q or %q, not %q", engine.ModeOptional, engine.ModeRequired, in.Mode)
+		}
+		if in.MaxRequests < 0 {
+			return bad("Interrupts.MaxRequests must be at least 1")
+		}
+		spec.MaxRequests = in.MaxRequests
+		if spec.MaxRequests == 0 {
+			spec.MaxRequests = 1
+		}
+		spec.Interrupts = in.Contracts
+	}
+	for _, t := range opts.Tools {
+		for _, p := range []string{contracts.PrefixEmit, contracts.PrefixReturn, contracts.PrefixStreamEmit, contracts.PrefixStreamReturn, contracts.PrefixRequestInput} {
+			if strings.HasPrefix(t, p) {
+				return bad("tool %q uses the reserved prefix %s", t, p)
+			}
+		}
+	}
+	return spec, nil
 }

@@ -35,6 +35,10 @@ type StructuredDataOptions struct {
 	// Schema, when set, validates Value (set), each of Items (append) or Data (final) before
 	// anything is published.
 	Schema *contracts.Schema
+	// Contract is the contract form (spec F3.3): DataType and SchemaID become the contract's
+	// schema id, SchemaVersion its version, and a final's Data is validated by its schema.
+	// Partial kinds with a contract need an explicit StreamID.
+	Contract *contracts.OutputContract
 }
 
 // StructuredData publishes a structured-data chunk for the UI and returns its stream id. It
@@ -48,6 +52,15 @@ func StructuredData(ctx workflow.Context, opts StructuredDataOptions) (string, e
 	kind := opts.Kind
 	if kind == "" {
 		kind = contracts.StructuredFinal
+	}
+	if c := opts.Contract; c != nil {
+		if kind != contracts.StructuredFinal && opts.StreamID == "" {
+			return "", contracts.Errorf(contracts.CodeInvalidRequest, "hooks.StructuredData %s with a contract needs an explicit StreamID", kind)
+		}
+		opts.DataType, opts.SchemaID, opts.SchemaVersion = c.SchemaID, c.SchemaID, c.SchemaVersion
+		if kind == contracts.StructuredFinal && opts.Schema == nil {
+			opts.Schema = c.Schema
+		}
 	}
 	c := contracts.Chunk{
 		Type:          contracts.ChunkStructuredData,

@@ -31,8 +31,16 @@ import (
 //	      temperature: 0.2
 //	      maxOutputTokens: 800
 //	      output: answer                  # data key of the answer text (default "answer")
+//	      outputs: {emit: {...}, return: {...}, maxEmissions: 16}   # output contracts, schemas inline
+//	      interrupts: {contracts: {...}, mode: optional, maxRequests: 1}
+//	      outputSchema: {type: object, ...}
+//	      schemaCorrections: 1
+//	      missingReturnCorrections: 0
 //
-// Params are validated when the workflow is added to the registry.
+// Params are validated, and their schemas compiled, when the workflow is added to the registry.
+// The node's data gets the answer text under output, and, when present, the returned value
+// under "<output>Returned", emissions under "<output>Emissions" and the OutputSchema value under
+// "<output>Output".
 const ReasonNode = "kortyx.reason"
 
 // reasonParams are the params of a [ReasonNode].
@@ -52,6 +60,38 @@ type reasonParams struct {
 	Temperature     *float64              `json:"temperature"`
 	MaxOutputTokens int                   `json:"maxOutputTokens"`
 	Output          string                `json:"output"`
+
+	Outputs *struct {
+		Emit         map[string]outputParams `json:"emit"`
+		Return       map[string]outputParams `json:"return"`
+		MaxEmissions int                     `json:"maxEmissions"`
+	} `json:"outputs"`
+	Interrupts *struct {
+		Contracts   map[string]interruptParams `json:"contracts"`
+		Mode        string                     `json:"mode"`
+		MaxRequests int                        `json:"maxRequests"`
+	} `json:"interrupts"`
+	OutputSchema             json.RawMessage `json:"outputSchema"`
+	SchemaCorrections        *int            `json:"schemaCorrections"`
+	MissingReturnCorrections int             `json:"missingReturnCorrections"`
+}
+
+type outputParams struct {
+	Description   string          `json:"description"`
+	SchemaID      string          `json:"schemaId"`
+	SchemaVersion string          `json:"schemaVersion"`
+	Schema        json.RawMessage `json:"schema"`
+	Stream        *struct {
+		Fields map[string]contracts.StreamMode `json:"fields"`
+	} `json:"stream"`
+}
+
+type interruptParams struct {
+	Description    string          `json:"description"`
+	SchemaID       string          `json:"schemaId"`
+	SchemaVersion  string          `json:"schemaVersion"`
+	RequestSchema  json.RawMessage `json:"requestSchema"`
+	ResponseSchema json.RawMessage `json:"responseSchema"`
 }
 
 var reasonParamsSchema = contracts.MustCompileSchema(`{
@@ -79,59 +119,180 @@ var reasonParamsSchema = contracts.MustCompileSchema(`{
     "emit": {"type": "boolean"},
     "temperature": {"type": "number", "minimum": 0},
     "maxOutputTokens": {"type": "integer", "minimum": 1},
-    "output": {"type": "string", "minLength": 1}
+    "output": {"type": "string", "minLength": 1},
+    "outputs": {"type": "object", "additionalProperties": false, "properties": {
+      "emit": {"type": "object", "additionalProperties": {"$ref": "#/$defs/output"}},
+      "return": {"type": "object", "additionalProperties": {"$ref": "#/$defs/output"}},
+      "maxEmissions": {"type": "integer", "minimum": 1}}},
+    "interrupts": {"type": "object", "additionalProperties": false, "required": ["contracts"], "properties": {
+      "contracts": {"type": "object", "minProperties": 1, "additionalProperties": {"$ref": "#/$defs/interrupt"}},
+      "mode": {"enum": ["optional", "required"]},
+      "maxRequests": {"type": "integer", "minimum": 1}}},
+    "outputSchema": {"type": "object"},
+    "schemaCorrections": {"type": "integer", "minimum": 0, "maximum": 10},
+    "missingReturnCorrections": {"type": "integer", "minimum": 0}
   },
-  "$defs": {"switch": {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]}}
+  "$defs": {
+    "switch": {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]},
+    "output": {"type": "object", "additionalProperties": false, "required": ["description", "schemaId", "schemaVersion", "schema"],
+      "properties": {
+        "description": {"type": "string", "minLength": 1},
+        "schemaId": {"type": "string", "minLength": 1},
+        "schemaVersion": {"type": "string", "minLength": 1},
+        "schema": {"type": "object"},
+        "stream": {"type": "object", "additionalProperties": false, "required": ["fields"], "properties": {
+          "fields": {"type": "object", "minProperties": 1, "additionalProperties": {"enum": ["set", "append", "text-delta"]}}}}}},
+    "interrupt": {"type": "object", "additionalProperties": false, "required": ["description", "schemaId", "schemaVersion", "requestSchema", "responseSchema"],
+      "properties": {
+        "description": {"type": "string", "minLength": 1},
+        "schemaId": {"type": "string", "minLength": 1},
+        "schemaVersion": {"type": "string", "minLength": 1},
+        "requestSchema": {"type": "object"},
+        "responseSchema": {"type": "object"}}}
+  }
 }`)
 
-// reasonNode is the node function of [ReasonNode].
-func reasonNode(ctx workflow.Context, in NodeInput) (NodeResult, error) {
+// bindReason parses the params of a [ReasonNode] once, when its workflow is added: schemas are
+// compiled here, outside workflow code, and the node function closes over the result.
+func bindReason(raw map[string]any) (NodeFunc, error) {
 	var p reasonParams
-	if err := in.DecodeParams(&p); err != nil {
-		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition, "kortyx.reason params: %v", err)
-	}
-	input := in.Text()
-	if p.Input != "" {
-		rc, err := hooks.RuntimeContext[map[string]any](ctx)
-		if err != nil {
-			return NodeResult{}, err
-		}
-		if input, err = Render(p.Input, map[string]any{"input": in.Input, "params": in.Params, "context": rc}); err != nil {
-			return NodeResult{}, err
-		}
+	if err := convert(raw, &p); err != nil {
+		return nil, err
 	}
 	emitTools, err := toSwitch(p.EmitTools)
 	if err != nil {
-		return NodeResult{}, err
+		return nil, err
 	}
 	approval, err := toSwitch(p.Approval)
 	if err != nil {
-		return NodeResult{}, err
+		return nil, err
 	}
 	model := contracts.Model(p.Model)
 	model.Options = p.ModelOptions
-	res, err := hooks.Reason(ctx, hooks.ReasonOptions{
+	opts := hooks.ReasonOptions{
 		ID:       p.ID,
 		Model:    model,
 		System:   p.System,
-		Input:    input,
 		Options:  contracts.CallOptions{Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens},
 		Silent:   p.Emit != nil && !*p.Emit,
 		Buffered: p.Stream != nil && !*p.Stream,
 		Tools:    p.Tools,
 		MCP:      p.MCP,
 		ToolExecution: hooks.ToolExecution{
-			MaxSteps: p.MaxSteps, Emit: emitTools, Approval: approval,
+			MaxSteps: p.MaxSteps, Emit: emitTools, Approval: approval, MissingReturnCorrections: p.MissingReturnCorrections,
 		},
-	})
-	if err != nil {
-		return NodeResult{}, err
+		SchemaCorrections: p.SchemaCorrections,
 	}
-	out := p.Output
-	if out == "" {
-		out = "answer"
+	var issues []contracts.Issue
+	compile := func(path []any, doc json.RawMessage) *contracts.Schema {
+		s, err := contracts.CompileSchema(doc)
+		if err != nil {
+			issues = append(issues, contracts.Issue{Path: path, Code: "invalid_schema", Message: contracts.FailureOf(err).Message})
+		}
+		return s
 	}
-	return NodeResult{Data: map[string]any{out: res.Text}}, nil
+	if len(p.OutputSchema) > 0 {
+		opts.OutputSchema = compile([]any{"outputSchema"}, p.OutputSchema)
+	}
+	if o := p.Outputs; o != nil {
+		outs := &hooks.Outputs{MaxEmissions: o.MaxEmissions}
+		build := func(kind string, in map[string]outputParams) map[string]*contracts.OutputContract {
+			out := map[string]*contracts.OutputContract{}
+			for _, name := range sortedMapKeys(in) {
+				op := in[name]
+				path := []any{"outputs", kind, name}
+				schema := compile(append(path, "schema"), op.Schema)
+				if schema == nil {
+					continue
+				}
+				var fields map[string]contracts.StreamMode
+				if op.Stream != nil {
+					fields = op.Stream.Fields
+				}
+				c, err := contracts.NewOutputContract(op.Description, op.SchemaID, op.SchemaVersion, schema, fields)
+				if err == nil {
+					prefix := map[bool]map[string]string{false: {"emit": contracts.PrefixEmit, "return": contracts.PrefixReturn},
+						true: {"emit": contracts.PrefixStreamEmit, "return": contracts.PrefixStreamReturn}}[c.Streamed()][kind]
+					err = contracts.CheckContractName(name, prefix)
+				}
+				if err != nil {
+					issues = append(issues, contracts.Issue{Path: path, Code: IssueInvalidValue, Message: contracts.FailureOf(err).Message})
+					continue
+				}
+				out[name] = c
+			}
+			return out
+		}
+		outs.Emit, outs.Return = build("emit", o.Emit), build("return", o.Return)
+		opts.Outputs = outs
+	}
+	if in := p.Interrupts; in != nil {
+		ints := &hooks.Interrupts{Mode: in.Mode, MaxRequests: in.MaxRequests, Contracts: map[string]*contracts.InterruptContract{}}
+		for _, name := range sortedMapKeys(in.Contracts) {
+			ip := in.Contracts[name]
+			path := []any{"interrupts", "contracts", name}
+			req, resp := compile(append(path, "requestSchema"), ip.RequestSchema), compile(append(path, "responseSchema"), ip.ResponseSchema)
+			if req == nil || resp == nil {
+				continue
+			}
+			c, err := contracts.NewInterruptContract(ip.Description, ip.SchemaID, ip.SchemaVersion, req, resp)
+			if err == nil {
+				err = contracts.CheckContractName(name, contracts.PrefixRequestInput)
+			}
+			if err != nil {
+				issues = append(issues, contracts.Issue{Path: path, Code: IssueInvalidValue, Message: contracts.FailureOf(err).Message})
+				continue
+			}
+			ints.Contracts[name] = c
+		}
+		opts.Interrupts = ints
+	}
+	if len(issues) > 0 {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition, Message: "kortyx.reason params are invalid", Issues: issues}
+	}
+	output := p.Output
+	if output == "" {
+		output = "answer"
+	}
+	input := p.Input
+	return func(ctx workflow.Context, in NodeInput) (NodeResult, error) {
+		call := opts
+		call.Input = in.Text()
+		if input != "" {
+			rc, err := hooks.RuntimeContext[map[string]any](ctx)
+			if err != nil {
+				return NodeResult{}, err
+			}
+			if call.Input, err = Render(input, map[string]any{"input": in.Input, "params": in.Params, "context": rc}); err != nil {
+				return NodeResult{}, err
+			}
+		}
+		res, err := hooks.Reason(ctx, call)
+		if err != nil {
+			return NodeResult{}, err
+		}
+		data := map[string]any{output: res.Text}
+		if res.Returned != nil {
+			data[output+"Returned"] = jsonValue(res.Returned.Data)
+		}
+		if len(res.Emissions) > 0 {
+			ems := make([]any, len(res.Emissions))
+			for i, e := range res.Emissions {
+				ems[i] = map[string]any{"contract": e.Contract, "data": jsonValue(e.Data)}
+			}
+			data[output+"Emissions"] = ems
+		}
+		if len(res.Output) > 0 {
+			data[output+"Output"] = jsonValue(res.Output)
+		}
+		return NodeResult{Data: data}, nil
+	}, nil
+}
+
+func jsonValue(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
 }
 
 func toSwitch(raw json.RawMessage) (hooks.Switch, error) {

@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -108,4 +109,92 @@ func TestRender(t *testing.T) {
 		require.NoError(t, err, tc.tpl)
 		require.Equal(t, tc.want, got)
 	}
+}
+
+const declarativeContracts = `
+id: planner
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      outputs:
+        emit:
+          card:
+            description: A card for the UI.
+            schemaId: card
+            schemaVersion: "1"
+            schema: {type: object, properties: {title: {type: string}}, required: [title]}
+        return:
+          plan:
+            description: The final plan.
+            schemaId: plan
+            schemaVersion: "2"
+            schema: {type: object, properties: {steps: {type: array, items: {type: string}}}, required: [steps]}
+            stream: {fields: {steps: append}}
+      interrupts:
+        contracts:
+          budget:
+            description: Ask for the budget.
+            schemaId: budget
+            schemaVersion: "1"
+            requestSchema: {type: object, properties: {question: {type: string}}, required: [question]}
+            responseSchema: {type: object, properties: {amount: {type: number}}, required: [amount]}
+      schemaCorrections: 2
+      missingReturnCorrections: 1
+      maxSteps: 5
+      output: plan
+edges:
+  - [__start__, agent]
+`
+
+func TestDeclarativeContracts(t *testing.T) {
+	def, err := workflows.Load([]byte(declarativeContracts))
+	require.NoError(t, err)
+	model := fake.New(
+		fake.Calls(call("kortyx_emit__card", `{"title":"Trip"}`), call("kortyx_request_input__budget", `{"question":"Budget?"}`)),
+		fake.Text("Planning now."), // no return: one missing-return correction
+		fake.Calls(call("kortyx_stream_return__plan", `{"instruction":"plan within budget"}`)),
+		fake.Turn{Deltas: []string{`{"steps":["fly",`, `"hike"]}`}},
+	)
+	h := newHarness(t, def)
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Value: json.RawMessage(`{"amount":900}`)}
+	})
+	h.run("planner", "Plan a trip")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"steps": []any{"fly", "hike"}}, res.State.Data["planReturned"])
+	require.Equal(t, []any{map[string]any{"contract": "card", "data": map[string]any{"title": "Trip"}}}, res.State.Data["planEmissions"])
+	require.Equal(t, "Planning now.", res.State.Data["plan"])
+	require.Equal(t, 4, model.Calls())
+}
+
+func TestDeclarativeContractSchemasAreCheckedAtLoad(t *testing.T) {
+	def, err := workflows.Load([]byte(`
+id: bad
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      outputs:
+        emit:
+          card: {description: d, schemaId: c, schemaVersion: "1", schema: {type: array}}
+          "9lives": {description: d, schemaId: c, schemaVersion: "1", schema: {type: object}}
+      outputSchema: {type: 12}
+edges:
+  - [__start__, agent]
+`))
+	require.NoError(t, err)
+	err = workflows.NewRegistry().Add(def)
+	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
+	var paths []string
+	for _, is := range contracts.FailureOf(err).Issues {
+		paths = append(paths, contracts.PathString(is.Path))
+	}
+	require.Contains(t, paths, "nodes.agent.params.outputs.emit.card", "an object-root schema is required")
+	require.Contains(t, paths, "nodes.agent.params.outputSchema", "a schema that does not compile")
+	require.Contains(t, paths, "nodes.agent.params.outputs.emit.9lives", "contract names are checked")
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/workflow"
 )
 
 // DefaultFallback is the id of the workflow [Registry.Workflow] falls back to, as in Kortyx.
@@ -20,6 +21,7 @@ type Registry struct {
 	mu       sync.RWMutex
 	nodes    map[string]NodeFunc
 	params   map[string]*contracts.Schema // params schema of node functions that declare one
+	binders  map[string]Binder            // node kinds that bind their params at Add
 	defs     map[string]*Definition
 	fallback string
 }
@@ -30,12 +32,39 @@ func NewRegistry() *Registry {
 	r := &Registry{
 		nodes:    map[string]NodeFunc{},
 		params:   map[string]*contracts.Schema{},
+		binders:  map[string]Binder{},
 		defs:     map[string]*Definition{},
 		fallback: DefaultFallback,
 	}
-	r.nodes[ReasonNode] = reasonNode
 	r.params[ReasonNode] = reasonParamsSchema
+	r.binders[ReasonNode] = bindReason
+	r.nodes[ReasonNode] = func(workflow.Context, NodeInput) (NodeResult, error) {
+		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition, "kortyx.reason runs only through a registered definition")
+	}
 	return r
+}
+
+// Binder turns the params of a node into its node function when the definition is added:
+// the place to parse params and compile schemas once, outside workflow code. An error (ideally
+// a *contracts.Error with issues whose paths are relative to the params) rejects the definition.
+type Binder func(params map[string]any) (NodeFunc, error)
+
+// RegisterNodeKind registers a declarative node kind: nodes whose run is name get the node
+// function bind returns for their params (validated first against paramsSchema, when given).
+func (r *Registry) RegisterNodeKind(name string, paramsSchema *contracts.Schema, bind Binder) error {
+	if bind == nil {
+		return contracts.Errorf(contracts.CodeInvalidDefinition, "node kind %q needs a binder", name)
+	}
+	placeholder := func(workflow.Context, NodeInput) (NodeResult, error) {
+		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition, "node kind %q runs only through a registered definition", name)
+	}
+	if err := r.RegisterNode(name, placeholder, WithParamsSchema(paramsSchema)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.binders[name] = bind
+	return nil
 }
 
 // NodeOption configures a registered node function.
@@ -109,20 +138,31 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 			continue
 		}
 		issues := d.issues(checkOptions{})
+		bound := map[string]NodeFunc{}
 		for _, id := range sortedMapKeys(d.Nodes) {
 			n := d.Nodes[id]
 			if n.Run != nil || n.RunName == "" {
 				continue
 			}
+			params := n.Params
+			if params == nil {
+				params = map[string]any{}
+			}
+			paramsOK := true
 			if schema := r.params[n.RunName]; schema != nil {
-				params := n.Params
-				if params == nil {
-					params = map[string]any{}
-				}
 				for _, is := range schema.Validate(params) {
 					is.Path = append([]any{"nodes", id, "params"}, is.Path...)
 					is.Message = fmt.Sprintf("params of %s: %s", n.RunName, is.Message)
 					issues = append(issues, is)
+					paramsOK = false
+				}
+			}
+			if bind := r.binders[n.RunName]; bind != nil && paramsOK {
+				fn, err := bind(params)
+				if err != nil {
+					issues = append(issues, bindIssues(id, n.RunName, err)...)
+				} else {
+					bound[id] = fn
 				}
 			}
 			if _, ok := r.nodes[n.RunName]; !ok {
@@ -143,7 +183,7 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 			continue
 		}
 		ids[d.ID] = true
-		out = append(out, r.resolve(d))
+		out = append(out, r.resolve(d, bound))
 	}
 	if len(errs) == 1 {
 		return nil, errs[0]
@@ -155,10 +195,14 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 }
 
 // resolve returns a copy of a valid definition with every node's Run set; r.mu must be held.
-func (r *Registry) resolve(d *Definition) *Definition {
+func (r *Registry) resolve(d *Definition, bound map[string]NodeFunc) *Definition {
 	c := *d
 	c.Nodes = make(map[string]Node, len(d.Nodes))
 	for id, n := range d.Nodes {
+		if fn := bound[id]; fn != nil {
+			n.Run = fn
+			n.RunName = ""
+		}
 		if n.Run == nil {
 			n.Run = r.nodes[n.RunName]
 			n.RunName = ""
@@ -266,4 +310,19 @@ func (r *Registry) NodeNames() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return sortedMapKeys(r.nodes)
+}
+
+// bindIssues turns a binder error into issues under the node's params.
+func bindIssues(id, kind string, err error) []contracts.Issue {
+	var ke *contracts.Error
+	if errors.As(err, &ke) && len(ke.Issues) > 0 {
+		out := make([]contracts.Issue, len(ke.Issues))
+		for i, is := range ke.Issues {
+			is.Path = append([]any{"nodes", id, "params"}, is.Path...)
+			out[i] = is
+		}
+		return out
+	}
+	return []contracts.Issue{{Path: []any{"nodes", id, "params"}, Code: IssueInvalidValue,
+		Message: fmt.Sprintf("params of %s: %v", kind, err)}}
 }

@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +17,12 @@ import (
 // maxPayloadBytes is Temporal's payload limit; a model pass whose input would exceed it fails
 // early with PAYLOAD_TOO_LARGE instead of failing the workflow task.
 const maxPayloadBytes = 2 << 20
+
+// Interrupt contract modes.
+const (
+	ModeOptional = "optional"
+	ModeRequired = "required"
+)
 
 // ReasonSpec is a normalized hooks.Reason call.
 type ReasonSpec struct {
@@ -36,10 +44,25 @@ type ReasonSpec struct {
 	ModelOptions   workflow.ActivityOptions
 	ToolOptions    workflow.ActivityOptions
 
+	// Output contracts (F3.7): emitted values and the terminal return.
+	EmitContracts   map[string]*contracts.OutputContract
+	ReturnContracts map[string]*contracts.OutputContract
+	MaxEmissions    int
+	// Interrupt contracts (F3.8).
+	Interrupts    map[string]*contracts.InterruptContract
+	InterruptMode string
+	MaxRequests   int
+	// OutputSchema validates a JSON final answer.
+	OutputSchema *contracts.Schema
+	// SchemaCorrections is the number of repair passes for invalid output values (0: none).
+	SchemaCorrections int
+	// MissingReturnCorrections is the number of passes that ask for a missing return.
+	MissingReturnCorrections int
+
 	mcpTools []contracts.OfferedTool // recorded tool list of the MCP servers
 }
 
-// offered returns every tool name the model may call.
+// offered returns every business tool name the model may call.
 func (spec ReasonSpec) offered() []string {
 	out := append([]string(nil), spec.Tools...)
 	for _, t := range spec.mcpTools {
@@ -59,26 +82,10 @@ func (spec ReasonSpec) mcpServer(name string) *contracts.MCPServer {
 	return nil
 }
 
-// listTools reads the tool list of the call's MCP servers once (an activity, recorded in
-// history and in the journal) so that every pass, replay and retry sees the same tools.
-func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]contracts.OfferedTool, error) {
-	var out []contracts.OfferedTool
-	if s.recorded(key+"/tools", &out) {
-		return out, nil
-	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5}})
-	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
-		return nil, err
-	}
-	s.record(key+"/tools", contracts.JournalEntry{Kind: "tools", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
-	return out, nil
-}
-
-// Reason runs a model call with its tool loop (spec F3.5, F3.6). Every model pass and every
+// Reason runs a model call with its tool loop (spec F3.5–F3.12). Every model pass and every
 // tool call is an activity whose result is recorded in the journal, so a node retry (or a run
-// started from a snapshot) replays recorded passes, tool results and approvals without paying
-// for them again; a completed call returns its recorded result.
+// started from a snapshot) replays recorded passes, tool results, emissions and answers without
+// paying for them or publishing them again; a completed call returns its recorded result.
 func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonResult, error) {
 	key, err := s.key("reason", spec.ID)
 	if err != nil {
@@ -88,56 +95,634 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 	if s.recorded(key, &res) {
 		return res, nil
 	}
-	res = contracts.ReasonResult{ID: spec.ID, OpID: s.opID(ctx, key), Steps: []contracts.ReasonStep{}}
+	l := &loop{s: s, spec: spec, key: key, seen: map[string]bool{}}
+	l.res = contracts.ReasonResult{ID: spec.ID, OpID: s.opID(ctx, key), Steps: []contracts.ReasonStep{}}
 	if len(spec.MCP) > 0 {
-		mcp, err := s.listTools(ctx, key, spec)
-		if err != nil {
+		if l.spec.mcpTools, err = s.listTools(ctx, key, spec); err != nil {
 			return contracts.ReasonResult{}, err
 		}
-		spec.mcpTools = mcp
 	}
-	msgs := append([]contracts.ModelMessage(nil), spec.Messages...)
-	seen := map[string]bool{}
-	for step := 0; ; step++ {
-		resp, err := s.modelPass(ctx, key, step, spec, res.OpID, msgs)
-		if err != nil {
-			return contracts.ReasonResult{}, err
+	l.msgs = append([]contracts.ModelMessage(nil), spec.Messages...)
+	if err := l.run(ctx); err != nil {
+		return contracts.ReasonResult{}, err
+	}
+	s.record(key, contracts.JournalEntry{Kind: "reason", Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
+	return l.res, nil
+}
+
+// loop is the state of one Reason call. Everything in it is derived deterministically from the
+// journal and history, so replays and node retries rebuild it exactly (budgets and correction
+// counters included).
+type loop struct {
+	s    *Scope
+	spec ReasonSpec
+	key  string
+	msgs []contracts.ModelMessage
+	res  contracts.ReasonResult
+	seen map[string]bool
+
+	passes        int // model passes of any kind, counted against MaxSteps
+	texts         []string
+	emissions     int
+	asked         int
+	schemaFixes   int // repair passes made
+	contractFixes int // multiple-return corrections waiting for a single return
+	missingFixes  int
+}
+
+// call kinds of a model turn
+const (
+	kindTool = iota
+	kindEmit
+	kindReturn
+	kindInterrupt
+)
+
+type turnCall struct {
+	call     contracts.ToolCall
+	kind     int
+	contract string
+	streamed bool
+}
+
+func (l *loop) hasOutputs() bool {
+	return len(l.spec.EmitContracts) > 0 || len(l.spec.ReturnContracts) > 0
+}
+
+func (l *loop) run(ctx workflow.Context) error {
+	returnsOnly := false // a missing-return correction pass offers only the return tools
+	for {
+		if l.passes >= l.spec.MaxSteps {
+			return l.budgetError()
 		}
-		merge(&res, resp)
-		st := contracts.ReasonStep{Index: step, Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage, FinishReason: resp.FinishReason}
+		in := l.passInput()
+		in.ControlTools = l.controlTools(returnsOnly)
+		if returnsOnly {
+			in.Tools, in.MCP, in.MCPTools = nil, nil, nil
+		}
+		resp, err := l.pass(ctx, "", in)
+		if err != nil {
+			return err
+		}
+		step := contracts.ReasonStep{Index: len(l.res.Steps), Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage, FinishReason: resp.FinishReason}
+		if resp.Text != "" {
+			l.texts = append(l.texts, resp.Text)
+		}
 		if len(resp.ToolCalls) == 0 {
-			res.Text, res.FinishReason = resp.Text, resp.FinishReason
-			res.Steps = append(res.Steps, st)
+			l.res.Steps = append(l.res.Steps, step)
+			done, err := l.finish(ctx, resp)
+			if err != nil || done {
+				return err
+			}
+			returnsOnly = true
+			continue
+		}
+		returnsOnly = false
+		calls, err := l.classify(resp.ToolCalls)
+		if err != nil {
+			return err
+		}
+		if !l.hasControl(calls) && l.passes >= l.spec.MaxSteps {
+			// Only business tools, and no pass is left to read their results: do not run them.
+			return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
+				Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+				Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
+		}
+		stepIdx := len(l.res.Steps)
+		l.res.Steps = append(l.res.Steps, step)
+		results, err := l.turn(ctx, resp, calls)
+		l.res.Steps[stepIdx].ToolResults = results
+		if err != nil {
+			return err
+		}
+		if l.res.Returned != nil {
+			l.res.Text = strings.Join(l.texts, "\n")
+			return nil
+		}
+	}
+}
+
+// budgetError is the error when no model pass is left at the top of the loop.
+func (l *loop) budgetError() error {
+	details := map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}
+	if l.contractFixes > 0 {
+		details["outputContractCorrections"] = l.contractFixes
+		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExh,
+			Message: fmt.Sprintf("hooks.Reason used its %d model passes before the model selected a single return contract; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+			Details: details}
+	}
+	return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
+		Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+		Details: details}
+}
+
+// finish handles a pass that answered without tool calls; it reports whether the call is done
+// (false: ask again, offering only the return tools).
+func (l *loop) finish(ctx workflow.Context, resp contracts.ModelResponse) (bool, error) {
+	l.res.FinishReason = resp.FinishReason
+	if len(l.spec.ReturnContracts) > 0 && l.res.Returned == nil {
+		if l.missingFixes < l.spec.MissingReturnCorrections && l.passes < l.spec.MaxSteps {
+			l.missingFixes++
+			l.msgs = append(l.msgs,
+				contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text},
+				contracts.ModelMessage{Role: contracts.RoleUser, Content: "You must finish by calling exactly one of these tools with the final result: " +
+					strings.Join(l.toolNames(l.spec.ReturnContracts, contracts.PrefixReturn, contracts.PrefixStreamReturn), ", ") + "."})
+			return false, nil
+		}
+		return true, &contracts.Error{Code: contracts.CodeReasonTerminalOutputMissing,
+			Message: "hooks.Reason outputs.return requires one terminal output contract call, but the model finished without one; allow ToolExecution.MissingReturnCorrections or adjust the prompt.",
+			Details: map[string]any{"missingReturnCorrections": l.missingFixes, "maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
+	}
+	if l.spec.InterruptMode == ModeRequired && len(l.spec.Interrupts) > 0 && l.asked == 0 {
+		return true, contracts.Errorf(contracts.CodeReasonInterruptRequired,
+			"hooks.Reason interrupts.mode is required, but the model returned a final answer without requesting human input.")
+	}
+	if l.hasOutputs() {
+		l.res.Text = strings.Join(l.texts, "\n")
+	} else {
+		l.res.Text = resp.Text
+	}
+	if l.spec.OutputSchema != nil {
+		out, err := l.validated(ctx, "output", "", nil, l.spec.OutputSchema, json.RawMessage(resp.Text), resp.FinishReason, nil)
+		if err != nil {
+			return true, err
+		}
+		l.res.Output = out
+	}
+	return true, nil
+}
+
+// classify checks the calls of a turn (ids non-empty and unique across the operation, names
+// offered) and orders them: requested order, every return moved after all other calls.
+func (l *loop) classify(calls []contracts.ToolCall) ([]turnCall, error) {
+	offered := l.spec.offered()
+	var rest, returns []turnCall
+	for _, c := range calls {
+		if c.ID == "" || l.seen[c.ID] {
+			return nil, &contracts.Error{Code: contracts.CodeInvalidToolCall, Message: "Model returned duplicate or empty tool call IDs.",
+				Details: map[string]any{"toolCallId": c.ID}}
+		}
+		l.seen[c.ID] = true
+		tc := turnCall{call: c, kind: -1}
+		switch {
+		case l.control(c.Name, contracts.PrefixEmit, l.spec.EmitContracts, false, &tc):
+			tc.kind = kindEmit
+		case l.control(c.Name, contracts.PrefixStreamEmit, l.spec.EmitContracts, true, &tc):
+			tc.kind = kindEmit
+		case l.control(c.Name, contracts.PrefixReturn, l.spec.ReturnContracts, false, &tc):
+			tc.kind = kindReturn
+		case l.control(c.Name, contracts.PrefixStreamReturn, l.spec.ReturnContracts, true, &tc):
+			tc.kind = kindReturn
+		case strings.HasPrefix(c.Name, contracts.PrefixRequestInput) && l.spec.Interrupts[strings.TrimPrefix(c.Name, contracts.PrefixRequestInput)] != nil:
+			tc.kind, tc.contract = kindInterrupt, strings.TrimPrefix(c.Name, contracts.PrefixRequestInput)
+		default:
+			for _, name := range offered {
+				if name == c.Name {
+					tc.kind = kindTool
+				}
+			}
+		}
+		if tc.kind < 0 {
+			return nil, &contracts.Error{Code: contracts.CodeUnknownTool, Message: fmt.Sprintf("Model requested unknown tool %q from hooks.Reason.", c.Name),
+				Details: map[string]any{"tool": c.Name}}
+		}
+		if tc.kind == kindReturn {
+			returns = append(returns, tc)
+		} else {
+			rest = append(rest, tc)
+		}
+	}
+	return append(rest, returns...), nil
+}
+
+// control matches a control tool name against contracts of one prefix.
+func (l *loop) control(name, prefix string, set map[string]*contracts.OutputContract, streamed bool, tc *turnCall) bool {
+	cname, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return false
+	}
+	c := set[cname]
+	if c == nil || c.Streamed() != streamed {
+		return false
+	}
+	tc.contract, tc.streamed = cname, streamed
+	return true
+}
+
+func (l *loop) hasControl(calls []turnCall) bool {
+	for _, c := range calls {
+		if c.kind != kindTool {
+			return true
+		}
+	}
+	return false
+}
+
+// outcome is what the journal keeps of one processed call of a turn.
+type outcome struct {
+	Result    contracts.ToolResult       `json:"result"`
+	Emission  *contracts.Emission        `json:"emission,omitempty"`
+	Returned  bool                       `json:"returned,omitempty"`
+	Interrupt *contracts.InterruptRecord `json:"interrupt,omitempty"`
+	Evidence  bool                       `json:"evidence,omitempty"`
+	Fix       bool                       `json:"fix,omitempty"` // a multiple-return correction
+}
+
+// turn processes the calls of one model turn in order; every call gets exactly one result.
+func (l *loop) turn(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall) ([]contracts.ToolResult, error) {
+	nReturns := 0
+	for _, c := range calls {
+		if c.kind == kindReturn {
+			nReturns++
+		}
+	}
+	done := map[string]contracts.ToolResult{}
+	evidence, fixed := false, false
+	var results []contracts.ToolResult
+	for _, tc := range calls {
+		out, err := l.process(ctx, resp, calls, tc, done, evidence, nReturns > 1)
+		if err != nil {
+			return results, err
+		}
+		evidence = evidence || out.Evidence
+		fixed = fixed || out.Fix
+		if out.Emission != nil {
+			if out.Returned {
+				em := *out.Emission
+				l.res.Returned = &em
+				l.contractFixes = 0
+			} else {
+				l.res.Emissions = append(l.res.Emissions, *out.Emission)
+				l.emissions++
+			}
+		}
+		if out.Interrupt != nil {
+			l.res.InterruptHistory = append(l.res.InterruptHistory, *out.Interrupt)
+			l.asked++
+		}
+		if tc.kind == kindTool {
+			l.res.ToolCalls = append(l.res.ToolCalls, tc.call)
+			l.res.ToolResults = append(l.res.ToolResults, out.Result)
+		}
+		done[tc.call.ID] = out.Result
+		results = append(results, out.Result)
+	}
+	if fixed {
+		l.contractFixes++ // one correction per turn that named several returns
+	}
+	l.msgs = append(l.msgs, l.turnMessages(resp, done)...)
+	return results, nil
+}
+
+// turnMessages is the assistant message of a turn and one tool message per call, in the
+// model's order; a call without a result yet is reported as not completed.
+func (l *loop) turnMessages(resp contracts.ModelResponse, done map[string]contracts.ToolResult) []contracts.ModelMessage {
+	msgs := []contracts.ModelMessage{{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation}}
+	for _, c := range resp.ToolCalls {
+		r, ok := done[c.ID]
+		content := "This call has not completed yet; its result will follow."
+		if ok {
+			content = r.Content
+			if max := l.spec.MaxResultChars; max > 0 && len(content) > max {
+				content = content[:max] + fmt.Sprintf("\n[truncated: %d more characters]", len(r.Content)-max)
+			}
+		}
+		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: content, IsError: ok && r.IsError})
+	}
+	return msgs
+}
+
+// process handles one call, reusing its journaled outcome when there is one.
+func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall, tc turnCall,
+	done map[string]contracts.ToolResult, evidence, multipleReturns bool) (outcome, error) {
+	okey := l.key + "/call/" + tc.call.ID
+	var out outcome
+	if l.s.recorded(okey, &out) {
+		return out, nil
+	}
+	var err error
+	switch tc.kind {
+	case kindTool:
+		out.Result, err = l.s.toolCall(ctx, l.key, l.spec, l.res.OpID, tc.call)
+		out.Evidence = true
+	case kindInterrupt:
+		out, err = l.ask(ctx, tc)
+	case kindEmit, kindReturn:
+		if tc.kind == kindReturn && multipleReturns {
+			out = outcome{Fix: true, Result: contracts.ToolResult{ToolCallID: tc.call.ID, Name: tc.call.Name, IsError: true,
+				Content: "MULTIPLE_TERMINAL_OUTPUTS: No terminal output was published. Select exactly one return contract and call it once."}}
 			break
 		}
-		if err := checkCalls(resp.ToolCalls, spec.offered(), seen); err != nil {
-			return contracts.ReasonResult{}, err
-		}
-		if step+1 >= spec.MaxSteps {
-			// No pass is left to read the results: do not run the tools at all.
-			return contracts.ReasonResult{}, &contracts.Error{Code: contracts.CodeReasonMaxSteps,
-				Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", spec.MaxSteps),
-				Details: map[string]any{"maxSteps": spec.MaxSteps, "modelPasses": step + 1}}
-		}
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation})
-		for _, call := range resp.ToolCalls {
-			tr, err := s.toolCall(ctx, key, spec, res.OpID, call)
-			if err != nil {
-				return contracts.ReasonResult{}, err
-			}
-			st.ToolResults = append(st.ToolResults, tr)
-			res.ToolCalls = append(res.ToolCalls, call)
-			res.ToolResults = append(res.ToolResults, tr)
-			content := tr.Content
-			if spec.MaxResultChars > 0 && len(content) > spec.MaxResultChars {
-				content = content[:spec.MaxResultChars] + fmt.Sprintf("\n[truncated: %d more characters]", len(tr.Content)-spec.MaxResultChars)
-			}
-			msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: content, IsError: tr.IsError})
-		}
-		res.Steps = append(res.Steps, st)
+		out, err = l.output(ctx, resp, calls, tc, done, evidence)
 	}
-	s.record(key, contracts.JournalEntry{Kind: "reason", Value: contracts.RawJSON(res), At: workflow.Now(ctx)})
-	return res, nil
+	if err != nil {
+		return out, err
+	}
+	l.s.record(okey, contracts.JournalEntry{Kind: "reason-call", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	return out, nil
+}
+
+// ask handles an interrupt contract call (F3.8): a malformed request goes back to the model as
+// an isError result (no human is asked, MaxRequests is not consumed); a valid one pauses the run
+// with a custom interrupt and the validated answer becomes the tool result.
+func (l *loop) ask(ctx workflow.Context, tc turnCall) (outcome, error) {
+	c := l.spec.Interrupts[tc.contract]
+	res := contracts.ToolResult{ToolCallID: tc.call.ID, Name: tc.call.Name}
+	if l.asked >= l.spec.MaxRequests {
+		return outcome{}, &contracts.Error{Code: contracts.CodeReasonMaxRequests,
+			Message: fmt.Sprintf("hooks.Reason reached interrupts.maxRequests (%d).", l.spec.MaxRequests),
+			Details: map[string]any{"maxRequests": l.spec.MaxRequests}}
+	}
+	if issues := c.RequestSchema.ValidateJSON(tc.call.Arguments); len(issues) > 0 {
+		e := &contracts.Error{Code: contracts.CodeSchemaValidation,
+			Message: fmt.Sprintf("The request for %q does not match its schema; fix the arguments and call %s again", tc.contract, tc.call.Name), Issues: issues}
+		f := e.Failure()
+		res.IsError, res.Content, res.Failure = true, e.Error(), &f
+		return outcome{Result: res}, nil
+	}
+	var q struct {
+		Question string `json:"question"`
+	}
+	_ = json.Unmarshal(tc.call.Arguments, &q)
+	reasonID := l.spec.ID
+	if reasonID == "" {
+		reasonID = "reason"
+	}
+	hookID := fmt.Sprintf("%s:%s:%d", reasonID, tc.contract, l.asked)
+	in := contracts.InterruptInput{Kind: contracts.InterruptCustom, Question: q.Question, ID: hookID, SchemaID: c.SchemaID,
+		SchemaVersion: c.SchemaVersion, Options: []contracts.Option{}, Contract: tc.contract, Request: tc.call.Arguments}
+	ans, err := l.s.interruptKeyed(ctx, l.key+"/ask/"+tc.call.ID, hookID, in, c.ResponseSchema)
+	if err != nil {
+		return outcome{}, err
+	}
+	res.Content = string(ans.Value)
+	res.StructuredContent = ans.Value
+	return outcome{Result: res, Evidence: true,
+		Interrupt: &contracts.InterruptRecord{Contract: tc.contract, Request: tc.call.Arguments, Response: ans.Value}}, nil
+}
+
+// output handles an emit or return call (F3.7, F3.9): the drafted arguments are the value,
+// unless the contract streams or the call follows completed results of the same turn — then
+// the value is generated in a separate pass. The value is validated (and repaired) before
+// anything is published.
+func (l *loop) output(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall, tc turnCall,
+	done map[string]contracts.ToolResult, evidence bool) (outcome, error) {
+	set, kind := l.spec.EmitContracts, "emit"
+	if tc.kind == kindReturn {
+		set, kind = l.spec.ReturnContracts, "return"
+	}
+	c := set[tc.contract]
+	if tc.kind == kindEmit && l.emissions >= l.spec.MaxEmissions {
+		return outcome{}, &contracts.Error{Code: contracts.CodeReasonMaxEmissions,
+			Message: fmt.Sprintf("hooks.Reason reached outputs.maxEmissions (%d).", l.spec.MaxEmissions),
+			Details: map[string]any{"maxEmissions": l.spec.MaxEmissions}}
+	}
+	index := "return"
+	if tc.kind == kindEmit {
+		index = strconv.Itoa(l.emissions)
+	}
+	streamID := fmt.Sprintf("%s:%s:%s:%s", l.res.OpID, kind, tc.contract, index)
+	value := tc.call.Arguments
+	var stream *contracts.StructuredStream
+	if tc.streamed || evidence {
+		if tc.streamed && !l.spec.Stream {
+			return outcome{}, contracts.Errorf(contracts.CodeInvalidRequest,
+				"hooks.Reason: streamed output contract %q needs a streaming call; remove Buffered or the contract's stream fields", tc.contract)
+		}
+		var instruction string
+		if tc.streamed {
+			var args struct {
+				Instruction string `json:"instruction"`
+			}
+			if json.Unmarshal(tc.call.Arguments, &args) != nil || strings.TrimSpace(args.Instruction) == "" {
+				// The control tool's schema requires an instruction: treat it as an invalid value.
+				return l.invalidCall(tc, "the streamed output tool needs a non-empty \"instruction\"")
+			}
+			instruction = args.Instruction
+			stream = &contracts.StructuredStream{StreamID: streamID, DataType: c.SchemaID, SchemaID: c.SchemaID, SchemaVersion: c.SchemaVersion, Fields: c.StreamFields}
+		} else {
+			instruction = "Draft: " + string(tc.call.Arguments)
+		}
+		msgs := append(append([]contracts.ModelMessage(nil), l.msgs...), l.turnMessages(resp, done)...)
+		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleUser, Content: fmt.Sprintf(
+			"Generate output contract %q: %s\nUse the results above as evidence.\n%s\nReply with only the JSON value.", tc.contract, c.Description, instruction)})
+		gen, err := l.generate(ctx, msgs, c.Schema, stream)
+		if err != nil {
+			return outcome{}, err
+		}
+		value = json.RawMessage(gen.Text)
+		v, err := l.validated(ctx, tc.contract, streamID, stream, c.Schema, value, gen.FinishReason, msgs)
+		if err != nil {
+			return outcome{}, err
+		}
+		value = v
+	} else {
+		v, err := l.validated(ctx, tc.contract, streamID, nil, c.Schema, value, contracts.FinishReason{Unified: contracts.FinishToolCalls},
+			append(append([]contracts.ModelMessage(nil), l.msgs...), l.turnMessages(resp, done)...))
+		if err != nil {
+			return outcome{}, err
+		}
+		value = v
+	}
+	l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal, StreamID: streamID,
+		DataType: c.SchemaID, SchemaID: c.SchemaID, SchemaVersion: c.SchemaVersion, Node: l.s.node, ID: l.spec.ID, Data: value})
+	em := &contracts.Emission{Contract: tc.contract, Data: value, StreamID: streamID}
+	if tc.kind == kindEmit {
+		em.Index = l.emissions
+	}
+	content, _ := json.Marshal(map[string]any{"emitted": true, "data": value})
+	return outcome{Emission: em, Returned: tc.kind == kindReturn,
+		Result: contracts.ToolResult{ToolCallID: tc.call.ID, Name: tc.call.Name, Content: string(content)}}, nil
+}
+
+// invalidCall reports a malformed control call back to the model.
+func (l *loop) invalidCall(tc turnCall, msg string) (outcome, error) {
+	e := contracts.Errorf(contracts.CodeSchemaValidation, "%s: %s", tc.call.Name, msg)
+	f := e.Failure()
+	return outcome{Result: contracts.ToolResult{ToolCallID: tc.call.ID, Name: tc.call.Name, IsError: true, Content: e.Error(), Failure: &f}}, nil
+}
+
+// validated parses and validates an output value, repairing it with output-only passes as long
+// as corrections and budget allow (seed 000). Truncated output is never repaired. A streamed
+// value whose provisional fields were published is invalidated before anything else.
+func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, schema *contracts.Schema,
+	value json.RawMessage, finish contracts.FinishReason, evidence []contracts.ModelMessage) (json.RawMessage, error) {
+	attempts := 0
+	for {
+		parsed, err := parseOutput(value, finish, schema)
+		if err == nil {
+			return parsed, nil
+		}
+		if stream != nil {
+			l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
+			stream = nil // repairs are buffered; the final value is published once valid
+		}
+		if contracts.CodeOf(err) == contracts.CodeOutputTruncated || l.spec.SchemaCorrections == 0 {
+			return nil, err
+		}
+		if attempts >= l.spec.SchemaCorrections {
+			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExh,
+				Message: fmt.Sprintf("hooks.Reason: the value of %q is still invalid after %d schema correction(s); raise SchemaCorrections or fix the prompt.", orOutput(contract), attempts),
+				Details: map[string]any{"contract": orOutput(contract), "attempts": attempts, "terminalReason": string(contracts.CodeOf(err))},
+				Issues:  contracts.FailureOf(err).Issues, Err: err}
+		}
+		attempts++
+		l.schemaFixes++
+		msgs := append(append([]contracts.ModelMessage(nil), evidence...), contracts.ModelMessage{Role: contracts.RoleUser, Content: repairPrompt(contract, schema, value, err)})
+		if evidence == nil {
+			msgs = append(append([]contracts.ModelMessage(nil), l.msgs...), msgs...)
+		}
+		gen, gerr := l.generate(ctx, msgs, schema, nil)
+		if gerr != nil {
+			return nil, gerr
+		}
+		value, finish = json.RawMessage(gen.Text), gen.FinishReason
+	}
+}
+
+func orOutput(contract string) string {
+	if contract == "" || contract == "output" {
+		return "output"
+	}
+	return contract
+}
+
+func repairPrompt(contract string, schema *contracts.Schema, value json.RawMessage, err error) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The value you produced for %q is invalid", orOutput(contract))
+	if f := contracts.FailureOf(err); len(f.Issues) > 0 {
+		b.WriteString(":\n")
+		for _, is := range f.Issues {
+			fmt.Fprintf(&b, "- %s\n", is.String())
+		}
+	} else {
+		fmt.Fprintf(&b, ": %s\n", contracts.FailureOf(err).Message)
+	}
+	fmt.Fprintf(&b, "Invalid value: %s\nSchema: %s\nReply with only a corrected JSON value that matches the schema.", value, schema.Raw())
+	return b.String()
+}
+
+// parseOutput reads a model's JSON value (bare or in a ```json fence) and validates it:
+// OUTPUT_TRUNCATED when the model ran out of tokens or the JSON stops midway, INVALID_MODEL_JSON
+// when it is not JSON, MODEL_OUTPUT_SCHEMA when it does not match the schema.
+func parseOutput(value json.RawMessage, finish contracts.FinishReason, schema *contracts.Schema) (json.RawMessage, error) {
+	text := strings.TrimSpace(string(value))
+	if i := strings.Index(text, "```"); i >= 0 {
+		rest := text[i+3:]
+		rest = strings.TrimPrefix(rest, "json")
+		if j := strings.Index(rest, "```"); j >= 0 {
+			rest = rest[:j]
+		}
+		text = strings.TrimSpace(rest)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		if finish.Unified == contracts.FinishLength || strings.Contains(err.Error(), "unexpected end of JSON input") {
+			return nil, contracts.Errorf(contracts.CodeOutputTruncated,
+				"the model's output was truncated before the JSON value ended; increase MaxOutputTokens (Options.MaxOutputTokens)")
+		}
+		return nil, &contracts.Error{Code: contracts.CodeInvalidModelJSON, Message: "the model's output is not a JSON value: " + err.Error(), Err: err}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(text)); err != nil {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidModelJSON, Message: err.Error(), Err: err}
+	}
+	if issues := schema.ValidateJSON(buf.Bytes()); len(issues) > 0 {
+		return nil, &contracts.Error{Code: contracts.CodeModelOutputSchema, Message: "the model's output does not match the schema", Issues: issues}
+	}
+	return buf.Bytes(), nil
+}
+
+// generate runs an output-only pass (no tools) constrained to schema; streamed when stream is
+// set. It counts against MaxSteps: with no pass left it fails with
+// REASON_OUTPUT_BUDGET_EXHAUSTED before anything is published.
+func (l *loop) generate(ctx workflow.Context, msgs []contracts.ModelMessage, schema *contracts.Schema, stream *contracts.StructuredStream) (contracts.ModelResponse, error) {
+	if l.passes >= l.spec.MaxSteps {
+		return contracts.ModelResponse{}, &contracts.Error{Code: contracts.CodeReasonOutputBudgetExhausted,
+			Message: fmt.Sprintf("hooks.Reason has no model pass left (maxSteps %d) to generate an output value; increase maxSteps (ToolExecution.MaxSteps).", l.spec.MaxSteps),
+			Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
+	}
+	in := l.passInput()
+	in.Messages = msgs
+	in.Tools, in.MCP, in.MCPTools = nil, nil, nil
+	in.Emit = false
+	in.Stream = stream != nil
+	in.Structured = stream
+	opts := in.Options
+	opts.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: schema.Raw(), Name: "output"}
+	in.Options = opts
+	resp, err := l.pass(ctx, "output", in)
+	if err != nil {
+		return resp, err
+	}
+	l.res.Steps = append(l.res.Steps, contracts.ReasonStep{Index: len(l.res.Steps), Kind: "output", Text: resp.Text, Usage: resp.Usage, FinishReason: resp.FinishReason})
+	return resp, nil
+}
+
+// passInput is the model pass input of the loop's current state.
+func (l *loop) passInput() contracts.ModelPassInput {
+	in := contracts.ModelPassInput{
+		RunID: l.s.run.ID, Node: l.s.node, HookID: l.spec.ID, OpID: l.res.OpID,
+		Model: l.spec.Model, Messages: l.msgs, Tools: l.spec.Tools, Options: l.spec.Options,
+		Stream: l.spec.Stream, Emit: l.spec.Emit && l.spec.OutputSchema == nil, MCP: l.spec.MCP,
+	}
+	for _, t := range l.spec.mcpTools {
+		in.MCPTools = append(in.MCPTools, t.Name)
+	}
+	return in
+}
+
+// pass runs one model pass (journaled under its index) and merges its usage.
+func (l *loop) pass(ctx workflow.Context, kind string, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+	n := l.passes
+	l.passes++
+	in.SegmentID = "step-" + strconv.Itoa(n)
+	resp, err := l.s.modelPass(ctx, l.key, n, in, l.spec.ModelOptions)
+	if err != nil {
+		return resp, err
+	}
+	merge(&l.res, resp)
+	return resp, nil
+}
+
+// controlTools are the tool definitions of the call's output and interrupt contracts.
+func (l *loop) controlTools(returnsOnly bool) []contracts.ToolDefinition {
+	var out []contracts.ToolDefinition
+	add := func(set map[string]*contracts.OutputContract, prefix, streamPrefix, verb string) {
+		for _, name := range workflow.DeterministicKeys(set) {
+			c := set[name]
+			if c.Streamed() {
+				out = append(out, contracts.ToolDefinition{Name: streamPrefix + name,
+					Description: fmt.Sprintf("%s %s: %s. Give an instruction; the value is generated and streamed separately.", verb, name, c.Description),
+					InputSchema: json.RawMessage(`{"type":"object","properties":{"instruction":{"type":"string","minLength":1}},"required":["instruction"],"additionalProperties":false}`)})
+				continue
+			}
+			out = append(out, contracts.ToolDefinition{Name: prefix + name, Description: fmt.Sprintf("%s %s: %s", verb, name, c.Description), InputSchema: c.Schema.Raw()})
+		}
+	}
+	if !returnsOnly {
+		add(l.spec.EmitContracts, contracts.PrefixEmit, contracts.PrefixStreamEmit, "Publish")
+		for _, name := range workflow.DeterministicKeys(l.spec.Interrupts) {
+			c := l.spec.Interrupts[name]
+			out = append(out, contracts.ToolDefinition{Name: contracts.PrefixRequestInput + name,
+				Description: c.Description + " Calling this pauses until a human answers; the answer is the tool result.",
+				InputSchema: c.RequestSchema.Raw()})
+		}
+	}
+	add(l.spec.ReturnContracts, contracts.PrefixReturn, contracts.PrefixStreamReturn, "Finish with")
+	return out
+}
+
+func (l *loop) toolNames(set map[string]*contracts.OutputContract, prefix, streamPrefix string) []string {
+	var out []string
+	for _, name := range workflow.DeterministicKeys(set) {
+		if set[name].Streamed() {
+			out = append(out, streamPrefix+name)
+		} else {
+			out = append(out, prefix+name)
+		}
+	}
+	return out
 }
 
 // recorded decodes the journal entry under key into v.
@@ -177,40 +762,28 @@ func merge(res *contracts.ReasonResult, resp contracts.ModelResponse) {
 	}
 }
 
-// checkCalls rejects empty or repeated tool call ids (across the whole operation) and tools
-// that were not offered, before any call of the turn runs.
-func checkCalls(calls []contracts.ToolCall, offered []string, seen map[string]bool) error {
-	for _, c := range calls {
-		if c.ID == "" || seen[c.ID] {
-			return &contracts.Error{Code: contracts.CodeInvalidToolCall, Message: "Model returned duplicate or empty tool call IDs.",
-				Details: map[string]any{"toolCallId": c.ID}}
-		}
-		seen[c.ID] = true
-		known := false
-		for _, name := range offered {
-			known = known || name == c.Name
-		}
-		if !known {
-			return &contracts.Error{Code: contracts.CodeUnknownTool, Message: fmt.Sprintf("Model requested unknown tool %q from hooks.Reason.", c.Name),
-				Details: map[string]any{"tool": c.Name}}
-		}
+// listTools reads the tool list of the call's MCP servers once (an activity, recorded in
+// history and in the journal) so that every pass, replay and retry sees the same tools.
+func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]contracts.OfferedTool, error) {
+	var out []contracts.OfferedTool
+	if s.recorded(key+"/tools", &out) {
+		return out, nil
 	}
-	return nil
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5}})
+	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
+		return nil, err
+	}
+	s.record(key+"/tools", contracts.JournalEntry{Kind: "tools", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	return out, nil
 }
 
-func (s *Scope) modelPass(ctx workflow.Context, key string, step int, spec ReasonSpec, opID string, msgs []contracts.ModelMessage) (contracts.ModelResponse, error) {
-	pkey := key + "/pass/" + strconv.Itoa(step)
+// modelPass runs the model activity for pass n of the call key (journaled).
+func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
+	pkey := key + "/pass/" + strconv.Itoa(n)
 	var resp contracts.ModelResponse
 	if s.recorded(pkey, &resp) {
 		return resp, nil
-	}
-	in := contracts.ModelPassInput{
-		RunID: s.run.ID, Node: s.node, HookID: spec.ID, OpID: opID, SegmentID: "step-" + strconv.Itoa(step),
-		Model: spec.Model, Messages: msgs, Tools: spec.Tools, Options: spec.Options, Stream: spec.Stream, Emit: spec.Emit,
-		MCP: spec.MCP,
-	}
-	for _, t := range spec.mcpTools {
-		in.MCPTools = append(in.MCPTools, t.Name)
 	}
 	if b, err := json.Marshal(in); err != nil {
 		return resp, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
@@ -220,7 +793,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, step int, spec Reaso
 			Details: map[string]any{"bytes": len(b), "limit": maxPayloadBytes}}
 	}
 	s.run.Flush(ctx)
-	actx := workflow.WithActivityOptions(ctx, spec.ModelOptions)
+	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
 		return resp, err
 	}
@@ -229,13 +802,9 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, step int, spec Reaso
 	return resp, nil
 }
 
-// toolCall runs one tool call, after approval when required; a recorded result is reused.
+// toolCall runs one business tool call, after approval when required.
 func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID string, call contracts.ToolCall) (contracts.ToolResult, error) {
-	tkey := key + "/tool/" + call.ID
 	var res contracts.ToolResult
-	if s.recorded(tkey, &res) {
-		return res, nil
-	}
 	emit := spec.EmitTool(call.Name)
 	attr := func(c contracts.Chunk) contracts.Chunk {
 		c.Node, c.ID, c.OpID, c.Tool, c.ToolCallID = s.node, spec.ID, opID, call.Name, call.ID
@@ -257,7 +826,6 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 				s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallStart, Input: call.Arguments}))
 				s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallResult, Content: res.Content, IsError: true}))
 			}
-			s.record(tkey, contracts.JournalEntry{Kind: "tool", Value: contracts.RawJSON(res), At: workflow.Now(ctx)})
 			return res, nil
 		}
 	}
@@ -279,6 +847,5 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 				StructuredContent: res.StructuredContent, IsError: res.IsError}))
 		}
 	}
-	s.record(tkey, contracts.JournalEntry{Kind: "tool", Value: contracts.RawJSON(res), At: workflow.Now(ctx)})
 	return res, nil
 }

@@ -104,3 +104,23 @@ func TestApprovalAnsweredBySignalAfterWorkerRestart(t *testing.T) {
 	require.Equal(t, []string{"tool-call-start", "tool-call-result", "text-start", "text-delta", "text-delta", "text-end", "done"}, types(tail))
 	recordHistory(t, tc, "approvalagent-restart", run.GetID())
 }
+
+func TestWorkerKilledDuringSchemaCorrections(t *testing.T) {
+	tq := taskQueue(t)
+	effects := filepath.Join(t.TempDir(), "effects.txt")
+	t.Setenv("KORTYX_TEST_SLOW_MODEL", "1") // the first repair pass hangs on the first worker
+	first := startWorkerProcess(t, srv.Address(), tq, effects)
+	run := startRun(t, tc, tq, testagents.CorrectionAgentWorkflow, "compute")
+	eventually(t, 20*time.Second, "the first repair pass to be scheduled", func() bool { return scheduled(t, run.GetID(), contracts.ModelActivityName) == 2 })
+	first.kill() // in the middle of the correction sequence
+
+	os.Unsetenv("KORTYX_TEST_SLOW_MODEL")
+	startWorkerProcess(t, srv.Address(), tq, effects)
+	res, err := result(t, run)
+	require.NoError(t, err, "MaxSteps 3 and SchemaCorrections 2 are exactly enough: nothing was double-counted or lost")
+	require.Equal(t, map[string]any{"value": float64(3)}, res.State.Data["result"])
+	require.Equal(t, float64(3), res.State.Data["passes"], "the pass, then two repairs")
+	require.Equal(t, 3, scheduled(t, run.GetID(), contracts.ModelActivityName), "the interrupted repair was retried, not scheduled again")
+	recordHistory(t, tc, "correctionagent-worker-killed", run.GetID())
+
+}

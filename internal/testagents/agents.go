@@ -4,8 +4,10 @@ package testagents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +29,10 @@ const EffectsWorkflow = "effects"
 // LoopWorkflow runs its "step" node in a loop, recording each step, as many times as its input
 // says ({"steps": n}).
 const LoopWorkflow = "loop"
+
+// CorrectionAgentWorkflow finishes with a return contract whose first two values are invalid:
+// it needs both of its schema corrections and all three of its model passes.
+const CorrectionAgentWorkflow = "correctionagent"
 
 // ToolAgentWorkflow and ApprovalAgentWorkflow call hooks.Reason with the record_step tool
 // (the second with approval); [Responder] plays their model.
@@ -128,11 +134,27 @@ func Register(reg *workflows.Registry) error {
 			return workflows.NodeResult{Data: map[string]any{"answer": res.Text, "passes": len(res.Steps)}}, nil
 		}
 	}
+	result, err := contracts.NewOutputContract("The result.", "result", "1",
+		contracts.MustCompileSchema(`{"type":"object","properties":{"value":{"type":"integer"}},"required":["value"]}`), nil)
+	if err != nil {
+		return err
+	}
+	correcting := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: contracts.Model("fake:test"), Input: in.Text(),
+			Outputs: &hooks.Outputs{Return: map[string]*contracts.OutputContract{"result": result}}, SchemaCorrections: hooks.Corrections(2),
+			ToolExecution: hooks.ToolExecution{MaxSteps: 3}, Timeout: 3 * time.Second})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		var v map[string]any
+		_ = json.Unmarshal(res.Returned.Data, &v)
+		return workflows.NodeResult{Data: map[string]any{"result": v, "passes": len(res.Steps)}}, nil
+	}
 	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
 		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"agent": {Run: fn}},
 			Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}
 	}
-	return reg.Add(one(ToolAgentWorkflow, agent(false)), one(ApprovalAgentWorkflow, agent(true)), &workflows.Definition{
+	return reg.Add(one(ToolAgentWorkflow, agent(false)), one(ApprovalAgentWorkflow, agent(true)), one(CorrectionAgentWorkflow, correcting), &workflows.Definition{
 		ID: EffectsWorkflow, Version: "1",
 		Nodes: map[string]workflows.Node{"intake": {Run: intake}},
 		Edges: []workflows.Edge{{From: contracts.StartNode, To: "intake"}},
@@ -161,11 +183,29 @@ func (r *Recorder) Tool() tools.Tool {
 	return t
 }
 
-// Responder plays the model of the tool agents: without a tool result it calls record_step,
-// with one it answers "recorded". slow makes that answer take a minute (to kill a worker while
-// the pass runs).
+// Responder plays the model of the test agents. For the tool agents: without a tool result it
+// calls record_step, with one it answers "recorded". For the correction agent: it returns an
+// invalid value, repairs it into another invalid value, then into a valid one. slow makes the
+// tool agents' answer, and the correction agent's first repair, take a minute (to kill a worker
+// while the pass runs).
 func Responder(slow bool) fake.Responder {
 	return func(req providers.Request) fake.Turn {
+		if last := req.Messages[len(req.Messages)-1]; strings.Contains(last.Content, "Invalid value: ") {
+			// A schema repair of the correction agent.
+			if strings.Contains(last.Content, `Invalid value: {"value":"x"}`) {
+				t := fake.Text(`{"value":"one"}`)
+				if slow {
+					t.Delay = time.Minute
+				}
+				return t
+			}
+			return fake.Text(`{"value":3}`)
+		}
+		for _, t := range req.Tools {
+			if t.Name == "kortyx_return__result" {
+				return fake.Calls(contracts.ToolCall{Name: "kortyx_return__result", Arguments: json.RawMessage(`{"value":"x"}`)})
+			}
+		}
 		for _, m := range req.Messages {
 			if m.Role == contracts.RoleTool {
 				t := fake.Text("recorded " + m.Content)
