@@ -97,10 +97,7 @@ func parseOffset(s string) (int64, error) {
 // writeError writes a JSON error response for err (a *contracts.Error, else an internal error).
 func writeError(w http.ResponseWriter, err error) {
 	f := contracts.FailureOf(err)
-	status := http.StatusInternalServerError
-	if f.Code == contracts.CodeInvalidRequest {
-		status = http.StatusBadRequest
-	}
+	status := contracts.HTTPStatus(f)
 	body, _ := json.Marshal(struct {
 		Error   string            `json:"error"`
 		Failure contracts.Failure `json:"failure"`
