@@ -7,8 +7,11 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 )
 
 func usage(in, out int) contracts.Usage {
@@ -312,4 +315,56 @@ func interruptContract(t *testing.T) *contracts.InterruptContract {
 		contracts.MustCompileSchema(`{"type":"object","properties":{"account":{"enum":["A","B"]}},"required":["account"]}`))
 	require.NoError(t, err)
 	return c
+}
+
+func TestFiveSequentialSuspensionsInOneNode(t *testing.T) {
+	review := interruptContract(t)
+	model := fake.New(
+		fake.Calls(call("refund", `{"orderId":"A-1"}`), call("kortyx_request_input__ask", `{"question":"Rollout?"}`), call("kortyx_request_input__ask", `{"question":"Notify?"}`)),
+		fake.Text("Checked."),
+	)
+	box := &toolbox{}
+	d := def("agent", map[string]workflows.NodeFunc{
+		"flow": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.AskText(ctx, "before", "Before?"); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			res, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "check", Tools: []string{"refund"},
+				ToolExecution: hooks.ToolExecution{Approval: hooks.All},
+				Interrupts:    &hooks.Interrupts{MaxRequests: 2, Contracts: map[string]*contracts.InterruptContract{"ask": review}}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			after, err := hooks.AskText(ctx, "after", "After?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"text": res.Text, "after": after}}, nil
+		},
+	}, "__start__>flow")
+	h := newHarness(t, d)
+	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, box.set(t)
+	var questions []string
+	for i := 1; i <= 5; i++ {
+		h.signalAt(time.Duration(i)*time.Minute, func(p contracts.PendingRequest) contracts.Response {
+			questions = append(questions, p.Input.Question)
+			r := contracts.Response{Token: p.Token, RequestID: p.RequestID}
+			switch p.Input.Kind {
+			case contracts.InterruptText:
+				r.Text = "ok"
+			case contracts.InterruptChoice:
+				r.Selected = []string{"approve"}
+			default:
+				r.Value = json.RawMessage(`{"account":"A"}`)
+			}
+			return r
+		})
+	}
+	h.run("agent", "x")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"Before?", "Approve refund?", "Rollout?", "Notify?", "After?"}, questions)
+	require.Equal(t, 2, model.Calls())
+	require.Equal(t, 1, box.n("refund"))
+	require.Equal(t, "Checked.", res.State.Data["text"])
 }
