@@ -118,7 +118,7 @@ func (c Code) Category() Category {
 		return CategoryWorkflow
 	case CodePersistenceError, CodeChatLifecycleHookFailed:
 		return CategoryPersistence
-	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse,
+	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
 		CodeUnknownWorkflow:
 		return CategoryRequest

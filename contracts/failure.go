@@ -119,6 +119,9 @@ func HTTPStatus(f Failure) int {
 		if f.Code == CodeNotFound || f.Code == CodeUnknownWorkflow {
 			return http.StatusNotFound
 		}
+		if f.Code == CodeSessionBusy {
+			return http.StatusConflict
+		}
 		return http.StatusBadRequest
 	case CategoryProvider:
 		return http.StatusBadGateway

@@ -41,6 +41,11 @@ type RunInput struct {
 	// ContinueAsNewAfterNodes, when > 0, continues the run as new after that many node
 	// executions even if Temporal does not suggest it yet (for tests and very long loops).
 	ContinueAsNewAfterNodes int `json:"continueAsNewAfterNodes,omitempty"`
+	// Session ties the run to a session: it reports a checkpoint at the end of each response.
+	Session *SessionBinding `json:"session,omitempty"`
+	// Prior, for a new turn of a session, is the head's state the turn continues from (data,
+	// conversation, usage, workflow state); Input is the new message.
+	Prior *RunSnapshot `json:"prior,omitempty"`
 }
 
 // Message is one chat message.

@@ -26,6 +26,7 @@ func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
 // Register registers the run workflow under its wire name.
 func (r *Runner) Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(r.Run, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
+	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: contracts.SessionWorkflowName})
 }
 
 // Run is the run workflow. It executes nodes in graph order, applies their results (spec
@@ -38,6 +39,7 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 		snap = *in.Snapshot
 	}
 	run := engine.NewRun(ctx, in.SessionID, snap)
+	run.Bind(in.Session)
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
@@ -47,6 +49,9 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 		if def, err = r.reg.Workflow(in.Workflow); err == nil {
 			run.Snap.State, err = initialState(in, def)
 			run.Snap.NextNode = def.StartNode()
+			if p := in.Prior; p != nil && p.Hooks.WorkflowState != nil {
+				run.Snap.Hooks.WorkflowState = engine.Clone(p.Hooks.WorkflowState)
+			}
 		}
 	} else {
 		def, err = r.reg.Workflow(run.Snap.State.CurrentWorkflow)
@@ -102,6 +107,16 @@ func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState,
 		if s, ok := st.Input.(string); ok {
 			st.Input = strings.TrimSpace(s)
 		}
+	}
+	if p := in.Prior; p != nil {
+		// A new turn of a session continues from the head's state (spec F5.3).
+		prior := engine.Clone(p.State)
+		if prior.Data != nil {
+			st.Data = prior.Data
+		}
+		st.ConversationHistory = append(st.ConversationHistory, prior.ConversationHistory...)
+		st.Runtime.TokenUsage = prior.Runtime.TokenUsage
+		st.UI = prior.UI
 	}
 	if len(in.Context) > 0 && string(in.Context) != "null" {
 		if err := json.Unmarshal(in.Context, &st.Config.Context); err != nil {
@@ -275,7 +290,10 @@ func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition
 				Message: "run data does not match the output schema of workflow " + def.ID, Issues: issues})
 		}
 	}
-	run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
+	if !run.Completed() {
+		run.Checkpoint(ctx, nil, true)
+		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
+	}
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusCompleted)
 	return contracts.RunResult{Status: contracts.StatusCompleted, State: *st}, nil
@@ -292,8 +310,11 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 		msg = ke.Error()
 	}
 	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
-	run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f})
-	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	if !run.Completed() {
+		run.EndTurn(ctx)
+		run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f})
+		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	}
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusFailed)
 	return contracts.RunResult{Status: contracts.StatusFailed, State: run.Snap.State},
@@ -304,6 +325,9 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	const reason = "Execution cancelled."
+	if !run.Completed() {
+		run.EndTurn(dctx)
+	}
 	run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
 	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	run.Flush(dctx)
@@ -323,5 +347,6 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contrac
 		SessionID:               in.SessionID,
 		Snapshot:                &snap,
 		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
+		Session:                 run.Binding(),
 	})
 }

@@ -32,6 +32,10 @@ type Run struct {
 	pending   *pending
 	answered  []*pending // recently answered requests, to recognise a repeated signal
 	cancelled bool       // a human cancelled the run through an answer
+
+	session   *contracts.SessionBinding // nil: the run belongs to no session
+	turn      turnEffects               // what the current response touched and published
+	completed bool                      // CompleteResponse ended the response: no more checkpoints
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
@@ -208,6 +212,9 @@ func (r *Run) Cancelled() bool { return r.cancelled }
 // Emit queues a workflow-side chunk; [Run.Flush] publishes queued chunks. Keys are "w:<seq>"
 // from a counter in durable state, so a replayed or retried publish is de-duplicated.
 func (r *Run) Emit(c contracts.Chunk) {
+	if c.Type == contracts.ChunkStructuredData || c.Type == contracts.ChunkStructuredInvalidated {
+		r.turn.stream(c.StreamID)
+	}
 	r.Snap.Seq++
 	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("w:%d", r.Snap.Seq), Chunk: c})
 }
@@ -311,6 +318,15 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 		Meta:          req.Input.Meta,
 		Input:         contracts.RawJSON(req.Input),
 	})
+	if r.session != nil && !r.completed {
+		if r.session.Restore {
+			// The question a rollback or fork re-exposes: its checkpoint exists already.
+			r.session.Restore = false
+			r.turn = turnEffects{}
+		} else {
+			r.Checkpoint(ctx, &req, false)
+		}
+	}
 	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	r.Flush(ctx)
 	r.SetStatus(ctx, contracts.StatusWaiting)
@@ -328,14 +344,131 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 	return *p.answer, nil
 }
 
+// NewToken returns a new resume token: 192 random bits. Call it only inside workflow.SideEffect.
+func NewToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
 // newRequestIDs returns an unguessable resume token (192 random bits) and a request id,
 // recorded once in history so that replay sees the same values.
 func newRequestIDs(ctx workflow.Context) (token, requestID string) {
 	var ids [2]string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		b := make([]byte, 24)
-		_, _ = rand.Read(b)
-		return [2]string{base64.RawURLEncoding.EncodeToString(b), "human-" + uuid.NewString()}
+		return [2]string{NewToken(), "human-" + uuid.NewString()}
 	}).Get(&ids)
 	return ids[0], ids[1]
+}
+
+// turnEffects collects what one response touched (nodes) and published (structured streams).
+type turnEffects struct {
+	nodes   []string
+	streams []string
+}
+
+func (t *turnEffects) touch(node string) {
+	for _, n := range t.nodes {
+		if n == node {
+			return
+		}
+	}
+	t.nodes = append(t.nodes, node)
+}
+
+func (t *turnEffects) stream(id string) {
+	if id == "" {
+		return
+	}
+	for _, s := range t.streams {
+		if s == id {
+			return
+		}
+	}
+	t.streams = append(t.streams, id)
+}
+
+// Bind ties the run to a session.
+func (r *Run) Bind(b *contracts.SessionBinding) {
+	if b != nil {
+		cp := *b
+		r.session = &cp
+	}
+}
+
+// Binding returns the run's session binding as it stands (for continue-as-new).
+func (r *Run) Binding() *contracts.SessionBinding {
+	if r.session == nil {
+		return nil
+	}
+	cp := *r.session
+	return &cp
+}
+
+// Checkpoint commits a session checkpoint of the run as it stands and queues the checkpoint
+// chunk: pending is the question the run waits for (nil at the end of a run), final marks the
+// run's end. The checkpoint is reported to the session (a durable signal) before the chunk is
+// queued, so a client that sees it can rely on it. It is a no-op for runs without a session
+// and after CompleteResponse.
+func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) string {
+	if r.session == nil || r.completed {
+		return ""
+	}
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return "cp-" + uuid.NewString() }).Get(&id)
+	snap := Clone(r.Snap)
+	if final {
+		snap.NextNode = ""
+		snap.Hooks = contracts.HookState{WorkflowState: snap.Hooks.WorkflowState}
+	}
+	cp := contracts.Checkpoint{
+		ID: id, SessionID: r.session.SessionID, RunID: r.ID, TurnIndex: r.session.TurnIndex, CreatedAt: workflow.Now(ctx),
+		Workflow: r.Snap.State.CurrentWorkflow, Nodes: append([]string{}, r.turn.nodes...),
+		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: append([]string{}, r.turn.streams...), InterruptTokens: []string{}},
+		ActivePendingRequests: []contracts.PendingRequest{},
+		ParentCheckpointID:    r.session.ParentCheckpointID,
+		Snapshot:              &snap,
+	}
+	if pending != nil {
+		cp.Effects.InterruptTokens = []string{pending.Token}
+		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
+	}
+	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
+	turn := cp.TurnIndex
+	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: id, SessionID: cp.SessionID, TurnIndex: &turn})
+	r.session.TurnIndex++
+	r.session.ParentCheckpointID = id
+	r.turn = turnEffects{}
+	return id
+}
+
+// EndTurn tells the session that the response ended without a checkpoint (failure, cancel).
+func (r *Run) EndTurn(ctx workflow.Context) {
+	if r.session == nil || r.completed {
+		return
+	}
+	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, TurnEnded: true})
+}
+
+// CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
+// checkpoint and done chunks; the run goes on, but later work no longer reaches the session.
+func (r *Run) CompleteResponse(ctx workflow.Context) string {
+	if r.completed {
+		return ""
+	}
+	id := r.Checkpoint(ctx, nil, false)
+	r.completed = true
+	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	r.Flush(ctx)
+	return id
+}
+
+// Completed reports whether CompleteResponse ended the response.
+func (r *Run) Completed() bool { return r.completed }
+
+func (r *Run) report(ctx workflow.Context, rep contracts.CheckpointReport) {
+	err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", r.session.SessionID, "error", err)
+	}
 }

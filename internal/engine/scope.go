@@ -23,6 +23,9 @@ type Scope struct {
 
 type scopeKey struct{}
 
+// pendingKind marks a journal entry of a question asked and not answered yet.
+const pendingKind = "pending"
+
 // errOutside is returned by hooks called with a context that carries no open node scope.
 func errOutside(hook string) error {
 	return contracts.Errorf(contracts.CodeHookOutsideNode,
@@ -53,6 +56,7 @@ func errClosed(hook, node string) error {
 // node runs again right after itself (retry, self-loop); A→B→A starts A fresh (spec F3.0).
 func (r *Run) BeginNode(node string) {
 	r.Node = node
+	r.turn.touch(node)
 	h := &r.Snap.Hooks
 	if h.NodeID != node {
 		h.NodeID = node
@@ -218,18 +222,29 @@ func (s *Scope) Interrupt(ctx workflow.Context, hookID string, in contracts.Inte
 
 // interruptKeyed is Interrupt under an explicit journal key.
 func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in contracts.InterruptInput, responseSchema *contracts.Schema) (contracts.Answer, error) {
-	if e, ok := s.journal(key); ok && e.Answer != nil {
+	e, ok := s.journal(key)
+	if ok && e.Answer != nil {
 		return *e.Answer, nil
 	}
-	token, requestID := newRequestIDs(ctx)
-	req := contracts.PendingRequest{
-		RequestID: requestID,
-		Token:     token,
-		Workflow:  s.workflow,
-		Node:      s.node,
-		HookID:    hookID,
-		Input:     in,
-		CreatedAt: workflow.Now(ctx),
+	var req contracts.PendingRequest
+	if ok && e.Kind == pendingKind && json.Unmarshal(e.Value, &req) == nil && req.Token != "" {
+		// A run restored from a checkpoint asks the same question again, with the token and
+		// request id the checkpoint holds (rollback keeps them, fork replaces them).
+		req.Input, req.Node, req.Workflow, req.HookID = in, s.node, s.workflow, hookID
+	} else {
+		token, requestID := newRequestIDs(ctx)
+		req = contracts.PendingRequest{
+			RequestID: requestID,
+			Token:     token,
+			Workflow:  s.workflow,
+			Node:      s.node,
+			HookID:    hookID,
+			Input:     in,
+			CreatedAt: workflow.Now(ctx),
+		}
+		// Recorded before waiting, so that a checkpoint taken while waiting lets a restored run
+		// ask this question again under the same token.
+		s.record(key, contracts.JournalEntry{Kind: pendingKind, Value: contracts.RawJSON(req), At: req.CreatedAt})
 	}
 	ans, err := s.run.Ask(ctx, req, responseSchema)
 	if err != nil {

@@ -1,0 +1,222 @@
+package contracts
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Wire names of sessions (spec F5.3–F5.5).
+const (
+	// SessionWorkflowName is the workflow type of a session: one execution per session id
+	// (workflow ID [SessionWorkflowID]), holding its checkpoints and serializing its turns.
+	SessionWorkflowName = "kortyx.Session"
+	// SessionStartTurnUpdate starts a prompt turn ([TurnRequest] → [TurnStarted]).
+	SessionStartTurnUpdate = "kortyx.Session.StartTurn"
+	// SessionResumeTurnUpdate claims an answer turn ([ResumeTurnRequest] → [TurnStarted]).
+	SessionResumeTurnUpdate = "kortyx.Session.ResumeTurn"
+	// SessionAbortTurnUpdate releases a claimed turn whose run could not continue (run id).
+	SessionAbortTurnUpdate = "kortyx.Session.AbortTurn"
+	// SessionStopUpdate cancels the session's active run (the Stop button).
+	SessionStopUpdate = "kortyx.Session.Stop"
+	// SessionRollbackUpdate restores a checkpoint (checkpoint id → [RollbackResult]).
+	SessionRollbackUpdate = "kortyx.Session.Rollback"
+	// SessionForkUpdate copies a checkpoint into a new session ([ForkRequest] → [ForkResult]).
+	SessionForkUpdate = "kortyx.Session.Fork"
+	// SessionCheckpointSignal is how a run reports a checkpoint and the end of a turn ([CheckpointReport]).
+	SessionCheckpointSignal = "kortyx.Session.Checkpoint"
+	// SessionQueryName returns a [SessionView].
+	SessionQueryName = "kortyx.Session.State"
+	// SessionCheckpointQueryName returns one [Checkpoint] (without its snapshot) by id.
+	SessionCheckpointQueryName = "kortyx.Session.Checkpoint"
+)
+
+// CodeSessionBusy: a turn is already active in the session.
+const CodeSessionBusy Code = "SESSION_BUSY"
+
+// DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
+const DefaultMaxCheckpoints = 50
+
+// SessionWorkflowID is the workflow ID of a session.
+func SessionWorkflowID(sessionID string) string { return "kortyx-session:" + sessionID }
+
+// CheckpointEffects are what a turn published that a rollback invalidates.
+type CheckpointEffects struct {
+	StructuredStreamIDs []string `json:"structuredStreamIds"`
+	InterruptTokens     []string `json:"interruptTokens"`
+}
+
+// Checkpoint is a session checkpoint (spec F5.3): the state after a turn, from which the next
+// turn starts and to which a session can be rolled back or forked.
+type Checkpoint struct {
+	ID                    string            `json:"id"`
+	SessionID             string            `json:"sessionId"`
+	RunID                 string            `json:"runId,omitempty"`
+	TurnIndex             int               `json:"turnIndex"`
+	CreatedAt             time.Time         `json:"createdAt"`
+	Workflow              string            `json:"workflow"`
+	Nodes                 []string          `json:"nodes"`
+	Effects               CheckpointEffects `json:"effects"`
+	ActivePendingRequests []PendingRequest  `json:"activePendingRequests"`
+	ParentCheckpointID    string            `json:"parentCheckpointId,omitempty"`
+	Label                 string            `json:"label,omitempty"`
+	ParentSessionID       string            `json:"parentSessionId,omitempty"`
+	ForkedFrom            string            `json:"forkedFrom,omitempty"`
+	// Snapshot is the run state to continue from; it is kept server-side only.
+	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
+}
+
+// CheckpointSummary is a checkpoint without its run id, state, effects and pending requests.
+type CheckpointSummary struct {
+	ID                 string    `json:"id"`
+	SessionID          string    `json:"sessionId"`
+	TurnIndex          int       `json:"turnIndex"`
+	CreatedAt          time.Time `json:"createdAt"`
+	Workflow           string    `json:"workflow"`
+	Nodes              []string  `json:"nodes"`
+	ParentCheckpointID string    `json:"parentCheckpointId,omitempty"`
+	Label              string    `json:"label,omitempty"`
+	ParentSessionID    string    `json:"parentSessionId,omitempty"`
+	ForkedFrom         string    `json:"forkedFrom,omitempty"`
+}
+
+// Summary returns the checkpoint's summary.
+func (c Checkpoint) Summary() CheckpointSummary {
+	return CheckpointSummary{ID: c.ID, SessionID: c.SessionID, TurnIndex: c.TurnIndex, CreatedAt: c.CreatedAt, Workflow: c.Workflow,
+		Nodes: c.Nodes, ParentCheckpointID: c.ParentCheckpointID, Label: c.Label, ParentSessionID: c.ParentSessionID, ForkedFrom: c.ForkedFrom}
+}
+
+// Public returns the checkpoint without its snapshot (what the checkpoint API returns).
+func (c Checkpoint) Public() Checkpoint {
+	c.Snapshot = nil
+	return c
+}
+
+// SessionBinding ties a run to its session.
+type SessionBinding struct {
+	// WorkflowID is the session workflow to report checkpoints to.
+	WorkflowID string `json:"workflowId"`
+	SessionID  string `json:"sessionId"`
+	// TurnIndex is the turn index of the run's first checkpoint.
+	TurnIndex          int    `json:"turnIndex"`
+	ParentCheckpointID string `json:"parentCheckpointId,omitempty"`
+	// Restore marks a run started to re-expose the question open at a checkpoint (rollback,
+	// fork): its first response repeats that checkpoint and records no new one.
+	Restore bool `json:"restore,omitempty"`
+}
+
+// TurnRequest starts a prompt turn.
+type TurnRequest struct {
+	ClientTurnID string          `json:"clientTurnId,omitempty"`
+	Workflow     string          `json:"workflow,omitempty"` // default: the head's workflow
+	Input        json.RawMessage `json:"input"`
+	Messages     []Message       `json:"messages,omitempty"`
+	Context      json.RawMessage `json:"context,omitempty"`
+}
+
+// ResumeTurnRequest claims a turn that answers a pending question of the session.
+type ResumeTurnRequest struct {
+	Token        string `json:"token"`
+	RequestID    string `json:"requestId"`
+	ClientTurnID string `json:"clientTurnId,omitempty"`
+}
+
+// TurnStarted says which run carries a turn.
+type TurnStarted struct {
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId"`
+	TurnIndex int    `json:"turnIndex"`
+	// Reattached is true when the same clientTurnId asked again while its turn was active: the
+	// caller gets the run of that turn instead of a second execution.
+	Reattached bool `json:"reattached,omitempty"`
+}
+
+// RollbackResult is the result of a rollback (spec F5.4).
+type RollbackResult struct {
+	SessionID                      string            `json:"sessionId"`
+	Head                           CheckpointSummary `json:"head"`
+	InvalidatedStructuredStreamIDs []string          `json:"invalidatedStructuredStreamIds"`
+	InvalidatedInterruptTokens     []string          `json:"invalidatedInterruptTokens"`
+	ActivePendingRequests          []PendingRequest  `json:"activePendingRequests"`
+	// RunID is the run that asks the head's open question again, if it had one.
+	RunID string `json:"runId,omitempty"`
+}
+
+// ForkRequest copies a checkpoint into a new session.
+type ForkRequest struct {
+	CheckpointID string `json:"checkpointId"`
+	NewSessionID string `json:"newSessionId,omitempty"`
+}
+
+// ForkResult is the result of a fork (spec F5.5).
+type ForkResult struct {
+	SessionID       string     `json:"sessionId"`
+	ParentSessionID string     `json:"parentSessionId"`
+	ForkedFrom      string     `json:"forkedFrom"`
+	Checkpoint      Checkpoint `json:"checkpoint"`
+	// RunID is the run of the new session that asks the checkpoint's open question, if any.
+	RunID string `json:"runId,omitempty"`
+}
+
+// ActiveTurn is the turn a session is running.
+type ActiveTurn struct {
+	RunID        string    `json:"runId"`
+	TurnIndex    int       `json:"turnIndex"`
+	ClientTurnID string    `json:"clientTurnId,omitempty"`
+	Kind         string    `json:"kind"` // "prompt" or "interrupt-response"
+	Since        time.Time `json:"since"`
+}
+
+// SessionView is the session query's answer.
+type SessionView struct {
+	SessionID       string              `json:"sessionId"`
+	Head            string              `json:"head,omitempty"`
+	Checkpoints     []CheckpointSummary `json:"checkpoints"`
+	Active          *ActiveTurn         `json:"active,omitempty"`
+	Pending         []PendingRequest    `json:"pending,omitempty"`
+	ParentSessionID string              `json:"parentSessionId,omitempty"`
+	ForkedFrom      string              `json:"forkedFrom,omitempty"`
+}
+
+// CheckpointReport is what a run tells its session at the end of a response.
+type CheckpointReport struct {
+	RunID string `json:"runId"`
+	// Checkpoint is committed as the new head (nil: the response ended without one).
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// TurnEnded frees the session for the next turn.
+	TurnEnded bool `json:"turnEnded"`
+}
+
+// SessionInput starts (or continues) a session workflow.
+type SessionInput struct {
+	SessionID      string `json:"sessionId"`
+	MaxCheckpoints int    `json:"maxCheckpoints,omitempty"`
+	// RunTaskQueue is where runs are started (default: the session's own task queue).
+	RunTaskQueue    string `json:"runTaskQueue,omitempty"`
+	ParentSessionID string `json:"parentSessionId,omitempty"`
+	ForkedFrom      string `json:"forkedFrom,omitempty"`
+	// Initial is the first checkpoint of a forked session; InitialRunID the id of the run that
+	// asks its open questions again (when it has any).
+	Initial      *Checkpoint `json:"initial,omitempty"`
+	InitialRunID string      `json:"initialRunId,omitempty"`
+	// State carries everything across continue-as-new.
+	State *SessionState `json:"state,omitempty"`
+	// ContinueAsNewAfter, when > 0, continues the session as new after that many events
+	// (turns, reports, rollbacks, forks) even if Temporal does not suggest it yet (for tests).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+}
+
+// SessionState is the durable state of a session workflow.
+type SessionState struct {
+	Checkpoints []Checkpoint           `json:"checkpoints"`
+	Head        string                 `json:"head,omitempty"`
+	Active      *ActiveTurn            `json:"active,omitempty"`
+	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
+	NextTurn    int                    `json:"nextTurn"`
+}
+
+// PendingTurn is an open question of the session: the run that waits for it.
+type PendingTurn struct {
+	Request      PendingRequest `json:"request"`
+	RunID        string         `json:"runId"`
+	CheckpointID string         `json:"checkpointId"`
+}

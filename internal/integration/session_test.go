@@ -1,0 +1,157 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+)
+
+func turn(t *testing.T, e *inproc, session, wf, input string) contracts.TurnStarted {
+	t.Helper()
+	b, _ := json.Marshal(input)
+	ts, err := workflows.StartTurn(context.Background(), e.c, session, contracts.TurnRequest{Workflow: wf, Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	return ts
+}
+
+func sessionView(t *testing.T, e *inproc, session string) contracts.SessionView {
+	t.Helper()
+	v, err := workflows.Session(context.Background(), e.c, session)
+	require.NoError(t, err)
+	return v
+}
+
+func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
+	e := startWorker(t, tc)
+	ctx := context.Background()
+	session := "s-" + taskQueue(t)
+
+	// Turn 1: the effects agent asks its first question: the response ends with a checkpoint.
+	t1 := turn(t, e, session, testagents.EffectsWorkflow, "hello")
+	resp, _ := nextResponse(t, e.follow, t1.RunID, 0)
+	require.Equal(t, []string{"structured-data", "interrupt", "checkpoint", "done"}, types(resp))
+	ask, _ := interruptOf(t, resp)
+	cp1 := resp[2]
+	require.Equal(t, 1, *cp1.TurnIndex)
+	v := sessionView(t, e, session)
+	require.Len(t, v.Checkpoints, 2, "session start + the interrupted turn")
+	require.Equal(t, "session start", v.Checkpoints[0].Label)
+	require.Equal(t, cp1.ID, v.Head)
+	require.Nil(t, v.Active)
+	require.Equal(t, ask.ResumeToken, v.Pending[0].Token)
+
+	// A prompt while a turn is active is refused.
+	b, _ := json.Marshal("x")
+	_, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err, "no turn is active while the run waits for an answer")
+	// ...that prompt superseded the question (its run was cancelled): roll back to cp1 to ask it again.
+	v = sessionView(t, e, session)
+	require.NotNil(t, v.Active)
+	_, err = workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err))
+	eventually(t, 10*time.Second, "the superseding turn to end", func() bool { return sessionView(t, e, session).Active == nil })
+
+	rb, err := workflows.Rollback(ctx, e.c, session, cp1.ID)
+	require.NoError(t, err)
+	require.Equal(t, cp1.ID, rb.Head.ID)
+	require.NotEmpty(t, rb.RunID)
+	require.Equal(t, ask.ResumeToken, rb.ActivePendingRequests[0].Token, "the question open at the checkpoint is answerable again, same token")
+	again, _ := nextResponse(t, e.follow, rb.RunID, 0)
+	require.Equal(t, []string{"interrupt", "done"}, types(again))
+	require.Equal(t, ask.ResumeToken, again[0].ResumeToken)
+	v = sessionView(t, e, session)
+	require.Len(t, v.Checkpoints, 2)
+
+	// Fork the interrupted checkpoint: the copy asks with a new token, in a new session.
+	fk, err := workflows.Fork(ctx, e.c, session, contracts.ForkRequest{CheckpointID: cp1.ID})
+	require.NoError(t, err)
+	require.Regexp(t, `^session-`, fk.SessionID)
+	require.Equal(t, cp1.ID, fk.ForkedFrom)
+	forkTok := fk.Checkpoint.ActivePendingRequests[0]
+	require.NotEqual(t, ask.ResumeToken, forkTok.Token)
+	require.NotEqual(t, ask.RequestID, forkTok.RequestID)
+
+	// The original token does not work in the fork (bound to its session).
+	_, err = workflows.ResumeTurn(ctx, e.c, fk.SessionID, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(err))
+
+	// Answer the source and the fork differently: they evolve independently.
+	answerIn := func(sess string, p contracts.PendingRequest, name string) contracts.TurnStarted {
+		ts, err := workflows.ResumeTurn(ctx, e.c, sess, contracts.ResumeTurnRequest{Token: p.Token, RequestID: p.RequestID})
+		require.NoError(t, err)
+		_, err = workflows.RespondAndWait(ctx, e.c, ts.RunID, "", contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: name})
+		require.NoError(t, err)
+		return ts
+	}
+	src := answerIn(session, rb.ActivePendingRequests[0], "Ada")
+	dst := answerIn(fk.SessionID, forkTok, "Grace")
+	srcResp, _ := nextResponse(t, e.follow, src.RunID, lastOffset(t, e, src.RunID, contracts.ChunkDone, 1))
+	dstResp, _ := nextResponse(t, e.follow, dst.RunID, lastOffset(t, e, dst.RunID, contracts.ChunkDone, 1))
+	require.Equal(t, []string{"interrupt", "checkpoint", "done"}, types(srcResp))
+	require.Equal(t, []string{"interrupt", "checkpoint", "done"}, types(dstResp))
+	// "before" ran in turn 1, in the superseding turn, and again when the rollback and the fork
+	// restored the waiting node: a restored node re-runs from the top against its journal, so
+	// side effects outside hooks run again (Kortyx's replay rule; hooks and tools do not).
+	readLinesSorted(t, e.effects, []string{"before", "before", "before", "before", "between Ada", "between Grace"})
+	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
+	require.Len(t, sessionView(t, e, fk.SessionID).Checkpoints, 2)
+}
+
+// lastOffset returns the offset of the n-th chunk of type typ in the run's stream.
+func lastOffset(t *testing.T, e *inproc, runID string, typ contracts.ChunkType, n int) int64 {
+	t.Helper()
+	entries, err := e.broker.Read(context.Background(), runID, 0, 0)
+	require.NoError(t, err)
+	seen := 0
+	for _, en := range entries {
+		if en.Chunk.Type == typ {
+			seen++
+			if seen == n {
+				return en.Offset
+			}
+		}
+	}
+	t.Fatalf("no %d-th %s chunk in %s", n, typ, runID)
+	return 0
+}
+
+// readLinesSorted returns the effect lines if they are a permutation of want (runs interleave).
+func readLinesSorted(t *testing.T, path string, want []string) []string {
+	got := readLines(t, path)
+	require.ElementsMatch(t, want, got)
+	return want
+}
+
+func TestConcurrentResumesWithOneTokenOneWins(t *testing.T) {
+	e := startWorker(t, tc)
+	session := "s-" + taskQueue(t)
+	t1 := turn(t, e, session, testagents.EffectsWorkflow, "hello")
+	resp, _ := nextResponse(t, e.follow, t1.RunID, 0)
+	ask, _ := interruptOf(t, resp)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = workflows.ResumeTurn(context.Background(), e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+		}()
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		if err == nil {
+			wins++
+			continue
+		}
+		require.Contains(t, []contracts.Code{contracts.CodeSessionBusy, contracts.CodeInvalidResume}, contracts.CodeOf(err), "err: %v", err)
+	}
+	require.Equal(t, 1, wins)
+}

@@ -1,0 +1,548 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/engine"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// maxSessionPayload bounds the state a session carries across continue-as-new; beyond it the
+// snapshots of the oldest checkpoints are dropped (they stay listed, but cannot be restored).
+const maxSessionPayload = 1536 << 10
+
+// Session is the session workflow ([contracts.SessionWorkflowName]): one execution per session
+// id that holds the session's checkpoints and head, serializes its turns (starting each run as
+// a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
+func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error {
+	s := &session{in: in}
+	if in.State != nil {
+		s.st = *in.State
+	}
+	if s.st.Pending == nil {
+		s.st.Pending = map[string]contracts.PendingTurn{}
+	}
+	if in.MaxCheckpoints <= 0 {
+		s.in.MaxCheckpoints = contracts.DefaultMaxCheckpoints
+	}
+	if s.in.RunTaskQueue == "" {
+		s.in.RunTaskQueue = workflow.GetInfo(ctx).TaskQueueName
+	}
+	if err := s.install(ctx); err != nil {
+		return err
+	}
+	if in.State == nil && in.Initial != nil {
+		// A forked session: its first checkpoint is the copy, and its open questions are asked
+		// again, with the new tokens, by a run restored from the copy.
+		cp := *in.Initial
+		s.st.Checkpoints = []contracts.Checkpoint{cp}
+		s.st.Head = cp.ID
+		s.st.NextTurn = cp.TurnIndex + 1
+		if len(cp.ActivePendingRequests) > 0 {
+			if _, err := s.restore(ctx, cp, in.InitialRunID); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if err := workflow.Await(ctx, func() bool { return s.changed }); err != nil {
+			return err
+		}
+		s.changed = false
+		s.events++
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || (s.in.ContinueAsNewAfter > 0 && s.events >= s.in.ContinueAsNewAfter) {
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return err
+			}
+			s.drain(ctx)
+			next := s.in
+			next.Initial, next.InitialRunID = nil, ""
+			st := s.compact()
+			next.State = &st
+			return workflow.NewContinueAsNewError(ctx, contracts.SessionWorkflowName, next)
+		}
+	}
+}
+
+type session struct {
+	in      contracts.SessionInput
+	st      contracts.SessionState
+	changed bool
+	events  int
+	resumed *contracts.PendingTurn // the question the active answer turn claimed
+	reports workflow.ReceiveChannel
+}
+
+func (s *session) install(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, contracts.SessionQueryName, func() (contracts.SessionView, error) { return s.view(), nil }); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, contracts.SessionCheckpointQueryName, func(id string) (contracts.Checkpoint, error) {
+		for _, cp := range s.st.Checkpoints {
+			if cp.ID == id {
+				return cp.Public(), nil
+			}
+		}
+		return contracts.Checkpoint{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", id)})
+	}); err != nil {
+		return err
+	}
+	updates := []struct {
+		name     string
+		handler  any
+		validate any
+	}{
+		{contracts.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req contracts.TurnRequest) error {
+			_, err := s.checkStart(req)
+			return contracts.ToTemporal(err)
+		}},
+		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
+			_, _, err := s.checkResume(req)
+			return contracts.ToTemporal(err)
+		}},
+		{contracts.SessionAbortTurnUpdate, s.abortTurn, nil},
+		{contracts.SessionStopUpdate, s.stop, nil},
+		{contracts.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
+			_, err := s.checkTarget(id)
+			return contracts.ToTemporal(err)
+		}},
+		{contracts.SessionForkUpdate, s.fork, func(ctx workflow.Context, req contracts.ForkRequest) error {
+			return contracts.ToTemporal(s.checkFork(req))
+		}},
+	}
+	for _, u := range updates {
+		opts := workflow.UpdateHandlerOptions{}
+		if u.validate != nil {
+			opts.Validator = u.validate
+		}
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler, opts); err != nil {
+			return err
+		}
+	}
+	s.reports = workflow.GetSignalChannel(ctx, contracts.SessionCheckpointSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var rep contracts.CheckpointReport
+			if !s.reports.Receive(ctx, &rep) {
+				return
+			}
+			s.apply(ctx, rep)
+		}
+	})
+	return nil
+}
+
+// drain applies the reports that arrived but were not processed yet (before continue-as-new).
+func (s *session) drain(ctx workflow.Context) {
+	for {
+		var rep contracts.CheckpointReport
+		if !s.reports.ReceiveAsync(&rep) {
+			return
+		}
+		s.apply(ctx, rep)
+	}
+}
+
+func (s *session) view() contracts.SessionView {
+	v := contracts.SessionView{SessionID: s.in.SessionID, Head: s.st.Head, Active: s.st.Active,
+		ParentSessionID: s.in.ParentSessionID, ForkedFrom: s.in.ForkedFrom, Checkpoints: []contracts.CheckpointSummary{}}
+	for _, cp := range s.st.Checkpoints {
+		v.Checkpoints = append(v.Checkpoints, cp.Summary())
+	}
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		v.Pending = append(v.Pending, s.st.Pending[tok].Request)
+	}
+	return v
+}
+
+func (s *session) busy() error {
+	a := s.st.Active
+	return &contracts.Error{Code: contracts.CodeSessionBusy,
+		Message: fmt.Sprintf("A turn is already running in session %q (run %s); wait for it to finish, or stop it.", s.in.SessionID, a.RunID),
+		Details: map[string]any{"runId": a.RunID}}
+}
+
+// checkStart reports whether a prompt turn can start (true: it re-attaches to the active turn
+// of the same clientTurnId).
+func (s *session) checkStart(req contracts.TurnRequest) (bool, error) {
+	if a := s.st.Active; a != nil {
+		if req.ClientTurnID != "" && a.ClientTurnID == req.ClientTurnID && a.Kind == "prompt" {
+			return true, nil
+		}
+		return false, s.busy()
+	}
+	if strings.TrimSpace(req.Workflow) == "" && s.headCheckpoint() == nil {
+		return false, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", s.in.SessionID)
+	}
+	return false, nil
+}
+
+func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
+	reattach, err := s.checkStart(req)
+	if err != nil {
+		return contracts.TurnStarted{}, contracts.ToTemporal(err)
+	}
+	if reattach {
+		return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: s.st.Active.RunID, TurnIndex: s.st.Active.TurnIndex, Reattached: true}, nil
+	}
+	defer func() { s.changed = true }()
+	head := s.headCheckpoint()
+	if head == nil {
+		// The first turn of a session starts with a "session start" checkpoint (spec F5.3).
+		cp := contracts.Checkpoint{ID: newID(ctx, "cp-"), SessionID: s.in.SessionID, TurnIndex: 0, CreatedAt: workflow.Now(ctx),
+			Workflow: req.Workflow, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
+			Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}
+		s.append(cp)
+		head = s.headCheckpoint()
+	}
+	// A new prompt supersedes the questions still open: their runs stop waiting (the questions
+	// stay in their checkpoints, where a rollback can ask them again).
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		s.cancelRun(ctx, s.st.Pending[tok].RunID)
+	}
+	s.st.Pending = map[string]contracts.PendingTurn{}
+	wf := req.Workflow
+	if strings.TrimSpace(wf) == "" {
+		wf = head.Workflow
+	}
+	runID := newID(ctx, "run-")
+	turn := head.TurnIndex + 1
+	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages,
+		Prior:   head.Snapshot,
+		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
+	if err := s.startRun(ctx, runID, wf, in); err != nil {
+		return contracts.TurnStarted{}, err
+	}
+	s.st.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "prompt", Since: workflow.Now(ctx)}
+	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: runID, TurnIndex: turn}, nil
+}
+
+// checkResume finds the open question an answer turn claims (true: re-attach).
+func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, bool, error) {
+	if a := s.st.Active; a != nil {
+		if req.ClientTurnID != "" && a.ClientTurnID == req.ClientTurnID && a.Kind == "interrupt-response" {
+			return contracts.PendingTurn{RunID: a.RunID}, true, nil
+		}
+		return contracts.PendingTurn{}, false, s.busy()
+	}
+	p, ok := s.st.Pending[req.Token]
+	if !ok || strings.TrimSpace(req.Token) == "" {
+		return p, false, contracts.Errorf(contracts.CodeInvalidResume,
+			"Interrupt is expired, already consumed, or does not belong to session %q.", s.in.SessionID)
+	}
+	if p.Request.RequestID != req.RequestID {
+		return p, false, &contracts.Error{Code: contracts.CodeResumeMismatch,
+			Message: fmt.Sprintf("Answer names request %q but the token belongs to %q.", req.RequestID, p.Request.RequestID)}
+	}
+	return p, false, nil
+}
+
+func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+	p, reattach, err := s.checkResume(req)
+	if err != nil {
+		return contracts.TurnStarted{}, contracts.ToTemporal(err)
+	}
+	if reattach {
+		return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: s.st.Active.TurnIndex, Reattached: true}, nil
+	}
+	defer func() { s.changed = true }()
+	delete(s.st.Pending, req.Token)
+	claimed := p
+	s.resumed = &claimed
+	turn := 0
+	if head := s.headCheckpoint(); head != nil {
+		turn = head.TurnIndex + 1
+	}
+	s.st.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "interrupt-response", Since: workflow.Now(ctx)}
+	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: turn}, nil
+}
+
+// abortTurn releases the active turn of run runID that did not start (its answer was
+// rejected): the question it claimed is open again.
+func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
+	a := s.st.Active
+	if a == nil || a.RunID != runID {
+		return false, nil
+	}
+	s.st.Active = nil
+	if s.resumed != nil && s.resumed.RunID == runID {
+		s.st.Pending[s.resumed.Request.Token] = *s.resumed
+	}
+	s.resumed = nil
+	s.changed = true
+	return true, nil
+}
+
+// stop cancels the active run (the Stop button) and frees the session.
+func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
+	a := s.st.Active
+	if a == nil {
+		return "", nil
+	}
+	s.cancelRun(ctx, a.RunID)
+	s.st.Active, s.resumed, s.changed = nil, nil, true
+	return a.RunID, nil
+}
+
+// apply commits what a run reports.
+func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
+	if a := s.st.Active; a != nil && a.RunID != rep.RunID {
+		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID, "active", a.RunID)
+		return
+	}
+	if cp := rep.Checkpoint; cp != nil {
+		s.append(*cp)
+		for _, p := range cp.ActivePendingRequests {
+			s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
+		}
+	}
+	if rep.TurnEnded {
+		s.st.Active, s.resumed = nil, nil
+	}
+	s.changed = true
+}
+
+func (s *session) append(cp contracts.Checkpoint) {
+	s.st.Checkpoints = append(s.st.Checkpoints, cp)
+	s.st.Head = cp.ID
+	s.st.NextTurn = cp.TurnIndex + 1
+	if n := len(s.st.Checkpoints); n > s.in.MaxCheckpoints {
+		s.st.Checkpoints = append([]contracts.Checkpoint(nil), s.st.Checkpoints[n-s.in.MaxCheckpoints:]...)
+	}
+}
+
+func (s *session) headCheckpoint() *contracts.Checkpoint {
+	for i := range s.st.Checkpoints {
+		if s.st.Checkpoints[i].ID == s.st.Head {
+			return &s.st.Checkpoints[i]
+		}
+	}
+	return nil
+}
+
+func (s *session) checkTarget(id string) (int, error) {
+	if s.st.Active != nil {
+		return -1, s.busy()
+	}
+	for i, cp := range s.st.Checkpoints {
+		if cp.ID == id {
+			return i, nil
+		}
+	}
+	return -1, &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", id), Details: map[string]any{"checkpointId": id}}
+}
+
+// rollback makes a checkpoint the head (spec F5.4): later checkpoints are deleted, their runs
+// cancelled, their effects reported as invalidated, and the question open at the checkpoint is
+// asked again under its own token by a run restored from it.
+func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackResult, error) {
+	idx, err := s.checkTarget(id)
+	if err != nil {
+		return contracts.RollbackResult{}, contracts.ToTemporal(err)
+	}
+	defer func() { s.changed = true }()
+	target := s.st.Checkpoints[idx]
+	res := contracts.RollbackResult{SessionID: s.in.SessionID, Head: target.Summary(),
+		InvalidatedStructuredStreamIDs: []string{}, InvalidatedInterruptTokens: []string{}, ActivePendingRequests: []contracts.PendingRequest{}}
+	removed := s.st.Checkpoints[idx+1:]
+	if len(removed) == 0 {
+		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+			res.ActivePendingRequests = append(res.ActivePendingRequests, s.st.Pending[tok].Request)
+		}
+		return res, nil
+	}
+	cancelled := map[string]bool{}
+	for _, cp := range removed {
+		res.InvalidatedStructuredStreamIDs = appendNew(res.InvalidatedStructuredStreamIDs, cp.Effects.StructuredStreamIDs...)
+		res.InvalidatedInterruptTokens = appendNew(res.InvalidatedInterruptTokens, cp.Effects.InterruptTokens...)
+		for _, p := range cp.ActivePendingRequests {
+			res.InvalidatedInterruptTokens = appendNew(res.InvalidatedInterruptTokens, p.Token)
+		}
+		if cp.RunID != "" && !cancelled[cp.RunID] {
+			cancelled[cp.RunID] = true
+			s.cancelRun(ctx, cp.RunID)
+		}
+	}
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		if p := s.st.Pending[tok]; !cancelled[p.RunID] {
+			cancelled[p.RunID] = true
+			s.cancelRun(ctx, p.RunID)
+		}
+	}
+	s.st.Pending = map[string]contracts.PendingTurn{}
+	s.st.Checkpoints = append([]contracts.Checkpoint(nil), s.st.Checkpoints[:idx+1]...)
+	s.st.Head, s.st.NextTurn = target.ID, target.TurnIndex+1
+	if len(target.ActivePendingRequests) > 0 {
+		runID, err := s.restore(ctx, target, "")
+		if err != nil {
+			return contracts.RollbackResult{}, err
+		}
+		res.RunID = runID
+		res.ActivePendingRequests = target.ActivePendingRequests
+	}
+	return res, nil
+}
+
+// restore starts a run from a checkpoint taken while a question was open: it asks the question
+// again (with the tokens the checkpoint holds) and waits.
+func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID string) (string, error) {
+	if cp.Snapshot == nil {
+		return "", contracts.Errorf(contracts.CodeResumeFailed, "Checkpoint %q no longer holds the state to restore its open question.", cp.ID)
+	}
+	if runID == "" {
+		runID = newID(ctx, "run-")
+	}
+	in := contracts.RunInput{Workflow: cp.Workflow, SessionID: s.in.SessionID, Snapshot: cp.Snapshot,
+		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID,
+			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true}}
+	if err := s.startRun(ctx, runID, cp.Workflow, in); err != nil {
+		return "", err
+	}
+	for _, p := range cp.ActivePendingRequests {
+		s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: runID, CheckpointID: cp.ID}
+	}
+	return runID, nil
+}
+
+func (s *session) checkFork(req contracts.ForkRequest) error {
+	if _, err := s.checkTarget(req.CheckpointID); err != nil && contracts.CodeOf(err) == contracts.CodeNotFound {
+		return err
+	}
+	if req.NewSessionID != "" && (strings.TrimSpace(req.NewSessionID) != req.NewSessionID || req.NewSessionID == s.in.SessionID) {
+		return contracts.Errorf(contracts.CodeInvalidSession, "newSessionId %q cannot be used: give another id, or none", req.NewSessionID)
+	}
+	return nil
+}
+
+// fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
+// and request id, and is asked again in the new session by a run restored from the copy.
+func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contracts.ForkResult, error) {
+	if err := s.checkFork(req); err != nil {
+		return contracts.ForkResult{}, contracts.ToTemporal(err)
+	}
+	var src contracts.Checkpoint
+	for _, cp := range s.st.Checkpoints {
+		if cp.ID == req.CheckpointID {
+			src = cp
+		}
+	}
+	newSession := req.NewSessionID
+	if newSession == "" {
+		newSession = newID(ctx, "session-")
+	}
+	cp := engine.Clone(src)
+	cp.ID, cp.SessionID, cp.ParentCheckpointID = newID(ctx, "cp-"), newSession, ""
+	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = s.in.SessionID, src.ID, workflow.Now(ctx)
+	cp.Effects.InterruptTokens = []string{}
+	for i, p := range cp.ActivePendingRequests {
+		var ids [2]string
+		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+			return [2]string{engine.NewToken(), "human-" + uuid.NewString()}
+		}).Get(&ids)
+		old := p.Token
+		p.Token, p.RequestID = ids[0], ids[1]
+		cp.ActivePendingRequests[i] = p
+		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
+		if cp.Snapshot != nil {
+			rewritePending(cp.Snapshot, old, p)
+		}
+	}
+	var runID string
+	if len(cp.ActivePendingRequests) > 0 {
+		runID = newID(ctx, "run-")
+	}
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            contracts.SessionWorkflowID(newSession),
+		TaskQueue:             workflow.GetInfo(ctx).TaskQueueName,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(newSession)),
+	})
+	f := workflow.ExecuteChildWorkflow(child, contracts.SessionWorkflowName, contracts.SessionInput{
+		SessionID: newSession, MaxCheckpoints: s.in.MaxCheckpoints, RunTaskQueue: s.in.RunTaskQueue,
+		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID})
+	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
+			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", newSession, err), Err: err})
+	}
+	s.changed = true
+	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID}, nil
+}
+
+// rewritePending replaces a question's token in a snapshot's journal.
+func rewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.PendingRequest) {
+	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
+		e := snap.Hooks.Journal[key]
+		var req contracts.PendingRequest
+		if e.Kind == "pending" && json.Unmarshal(e.Value, &req) == nil && req.Token == oldToken {
+			req.Token, req.RequestID = p.Token, p.RequestID
+			e.Value = contracts.RawJSON(req)
+			snap.Hooks.Journal[key] = e
+		}
+	}
+}
+
+func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            runID,
+		TaskQueue:             s.in.RunTaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			contracts.SessionKey.ValueSet(s.in.SessionID),
+			contracts.WorkflowKey.ValueSet(wf),
+			contracts.StatusKey.ValueSet(string(contracts.StatusRunning))),
+	})
+	f := workflow.ExecuteChildWorkflow(child, contracts.RunWorkflowName, in)
+	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})
+	}
+	return nil
+}
+
+func (s *session) cancelRun(ctx workflow.Context, runID string) {
+	if err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Info("kortyx: cancelling a run of the session failed (it may have ended)", "run", runID, "error", err)
+	}
+}
+
+// compact keeps the carried state under the payload limit by dropping the oldest snapshots.
+func (s *session) compact() contracts.SessionState {
+	st := engine.Clone(s.st)
+	for i := 0; i < len(st.Checkpoints); i++ {
+		b, _ := json.Marshal(st)
+		if len(b) <= maxSessionPayload {
+			break
+		}
+		if st.Checkpoints[i].ID != st.Head {
+			st.Checkpoints[i].Snapshot = nil
+		}
+	}
+	return st
+}
+
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		dup := false
+		for _, have := range list {
+			dup = dup || have == it
+		}
+		if !dup {
+			list = append(list, it)
+		}
+	}
+	return list
+}
+
+func newID(ctx workflow.Context, prefix string) string {
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return prefix + uuid.NewString() }).Get(&id)
+	return id
+}

@@ -1,0 +1,144 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// SessionOptions are the Temporal options of a session workflow; the zero value works.
+type SessionOptions struct {
+	// TaskQueue of the session workflow and its runs (default [contracts.DefaultTaskQueue]).
+	TaskQueue string
+	// MaxCheckpoints kept per session (default 50); set when the session is created.
+	MaxCheckpoints int
+}
+
+func (o SessionOptions) queue() string {
+	if o.TaskQueue == "" {
+		return contracts.DefaultTaskQueue
+	}
+	return o.TaskQueue
+}
+
+func checkSession(sessionID string) error {
+	if strings.TrimSpace(sessionID) == "" || strings.TrimSpace(sessionID) != sessionID {
+		return contracts.Errorf(contracts.CodeInvalidSession, "sessionId %q is empty or has surrounding spaces", sessionID)
+	}
+	return nil
+}
+
+// StartTurn starts a prompt turn of a session, creating the session workflow on its first turn
+// (update-with-start). The turn runs as a new run from the session's head state; a turn already
+// active fails with SESSION_BUSY — unless it has the same ClientTurnID, in which case its run is
+// returned (Reattached) rather than started twice.
+func StartTurn(ctx context.Context, c client.Client, sessionID string, req contracts.TurnRequest, opts SessionOptions) (contracts.TurnStarted, error) {
+	var out contracts.TurnStarted
+	if err := checkSession(sessionID); err != nil {
+		return out, err
+	}
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       contracts.SessionWorkflowID(sessionID),
+		TaskQueue:                opts.queue(),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(sessionID)),
+	}, contracts.SessionWorkflowName, contracts.SessionInput{SessionID: sessionID, MaxCheckpoints: opts.MaxCheckpoints})
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID: contracts.SessionWorkflowID(sessionID), UpdateName: contracts.SessionStartTurnUpdate,
+			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, h.Get(ctx, &out)
+}
+
+// sessionUpdate sends an update to an existing session.
+func sessionUpdate(ctx context.Context, c client.Client, sessionID, name string, arg, out any) error {
+	if err := checkSession(sessionID); err != nil {
+		return err
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: contracts.SessionWorkflowID(sessionID),
+		UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return sessionNotFound(sessionID, err)
+	}
+	return h.Get(ctx, out)
+}
+
+func sessionNotFound(sessionID string, err error) error {
+	if contracts.CodeOf(notFound("", err)) == contracts.CodeNotFound {
+		return &contracts.Error{Code: contracts.CodeInvalidSession, Message: fmt.Sprintf("Session %q does not exist (or has ended).", sessionID), Err: err}
+	}
+	return err
+}
+
+// ResumeTurn claims an answer turn: the token must belong to an open question of this session
+// (INVALID_RESUME otherwise; a token of another session is rejected) and no other turn may be
+// active. Send the answer to the returned run with [RespondAndWait]; if the run rejects it,
+// release the turn with [AbortTurn].
+func ResumeTurn(ctx context.Context, c client.Client, sessionID string, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+	var out contracts.TurnStarted
+	return out, sessionUpdate(ctx, c, sessionID, contracts.SessionResumeTurnUpdate, req, &out)
+}
+
+// AbortTurn releases the active turn of runID whose answer was rejected: its question is open
+// again.
+func AbortTurn(ctx context.Context, c client.Client, sessionID, runID string) error {
+	var ok bool
+	return sessionUpdate(ctx, c, sessionID, contracts.SessionAbortTurnUpdate, runID, &ok)
+}
+
+// StopSession cancels the session's active run (a Stop button) and returns its id ("" when
+// no turn was active).
+func StopSession(ctx context.Context, c client.Client, sessionID string) (string, error) {
+	var runID string
+	return runID, sessionUpdate(ctx, c, sessionID, contracts.SessionStopUpdate, "", &runID)
+}
+
+// Rollback makes a checkpoint the session's head (spec F5.4).
+func Rollback(ctx context.Context, c client.Client, sessionID, checkpointID string) (contracts.RollbackResult, error) {
+	var out contracts.RollbackResult
+	return out, sessionUpdate(ctx, c, sessionID, contracts.SessionRollbackUpdate, checkpointID, &out)
+}
+
+// Fork copies a checkpoint into a new session (spec F5.5).
+func Fork(ctx context.Context, c client.Client, sessionID string, req contracts.ForkRequest) (contracts.ForkResult, error) {
+	var out contracts.ForkResult
+	return out, sessionUpdate(ctx, c, sessionID, contracts.SessionForkUpdate, req, &out)
+}
+
+// Session returns a session's checkpoints (summaries, oldest first), head, active turn and open
+// questions (it needs a running worker).
+func Session(ctx context.Context, c client.Client, sessionID string) (contracts.SessionView, error) {
+	var v contracts.SessionView
+	if err := checkSession(sessionID); err != nil {
+		return v, err
+	}
+	res, err := c.QueryWorkflow(ctx, contracts.SessionWorkflowID(sessionID), "", contracts.SessionQueryName)
+	if err != nil {
+		return v, sessionNotFound(sessionID, err)
+	}
+	return v, res.Get(&v)
+}
+
+// GetCheckpoint returns one checkpoint of a session without its state, or NOT_FOUND.
+func GetCheckpoint(ctx context.Context, c client.Client, sessionID, checkpointID string) (contracts.Checkpoint, error) {
+	var cp contracts.Checkpoint
+	if err := checkSession(sessionID); err != nil {
+		return cp, err
+	}
+	res, err := c.QueryWorkflow(ctx, contracts.SessionWorkflowID(sessionID), "", contracts.SessionCheckpointQueryName, checkpointID)
+	if err != nil {
+		return cp, sessionNotFound(sessionID, err)
+	}
+	return cp, res.Get(&cp)
+}
