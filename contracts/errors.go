@@ -119,6 +119,7 @@ func (c Code) Category() Category {
 	case CodePersistenceError, CodeChatLifecycleHookFailed:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
+		CodeUnauthorized, CodeForbidden,
 		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
 		CodeUnknownWorkflow:
 		return CategoryRequest

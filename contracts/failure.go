@@ -119,8 +119,13 @@ func HTTPStatus(f Failure) int {
 		if f.Code == CodeNotFound || f.Code == CodeUnknownWorkflow {
 			return http.StatusNotFound
 		}
-		if f.Code == CodeSessionBusy {
+		switch f.Code {
+		case CodeSessionBusy:
 			return http.StatusConflict
+		case CodeUnauthorized:
+			return http.StatusUnauthorized
+		case CodeForbidden:
+			return http.StatusForbidden
 		}
 		return http.StatusBadRequest
 	case CategoryProvider:

@@ -30,8 +30,15 @@ const (
 	SessionCheckpointQueryName = "kortyx.Session.Checkpoint"
 )
 
-// CodeSessionBusy: a turn is already active in the session.
-const CodeSessionBusy Code = "SESSION_BUSY"
+// Codes of the chat and checkpoint routes.
+const (
+	// CodeSessionBusy: a turn is already active in the session (HTTP 409).
+	CodeSessionBusy Code = "SESSION_BUSY"
+	// CodeUnauthorized: the request carries no valid credentials (HTTP 401).
+	CodeUnauthorized Code = "UNAUTHORIZED"
+	// CodeForbidden: the caller may not act on this session (HTTP 403).
+	CodeForbidden Code = "FORBIDDEN"
+)
 
 // DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
 const DefaultMaxCheckpoints = 50

@@ -8,7 +8,7 @@
 //	starter cancel <runID>                    cancel a run
 //
 // It reaches Temporal at TEMPORAL_ADDRESS (default 127.0.0.1:7233, the worker's dev server) and
-// run streams at KORTYX_STREAM_URL (default http://127.0.0.1:8787, the worker's HTTP API).
+// run streams at KORTYX_STREAM_URL (default http://127.0.0.1:8080, the worker's HTTP API).
 package main
 
 import (
@@ -36,7 +36,7 @@ commands:
   cancel <runID>                 cancel a run
 
 environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, KORTYX_TASK_QUEUE,
-KORTYX_STREAM_URL (default http://127.0.0.1:8787)
+KORTYX_STREAM_URL (default http://127.0.0.1:8080)
 `
 
 func main() {

@@ -71,7 +71,7 @@ func run() error {
 		return err
 	}
 	defer st.Stop()
-	fmt.Printf("kortyx worker: polling task queue %q; streams at http://%s/v1/runs/{runID}/stream\n", cfg.TaskQueue, st.HTTPAddr)
+	fmt.Printf("kortyx worker: polling task queue %q; HTTP API at http://%s (chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream; no authentication: development only)\n", cfg.TaskQueue, st.HTTPAddr)
 	<-ctx.Done()
 	fmt.Println("kortyx worker: stopping")
 	return nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples/hello"
@@ -36,7 +37,8 @@ type Config struct {
 	Namespace string
 	// TaskQueue is KORTYX_TASK_QUEUE (default "kortyx").
 	TaskQueue string
-	// HTTPAddr is KORTYX_HTTP_ADDR (default 127.0.0.1:8787): the worker's HTTP API (streams).
+	// HTTPAddr is KORTYX_HTTP_ADDR (default 127.0.0.1:8080): the worker's HTTP API (chat and
+	// checkpoint routes, run streams).
 	HTTPAddr string
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
@@ -54,7 +56,7 @@ func ConfigFromEnv() Config {
 		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"),
 		Namespace:       envOr("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:       envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
-		HTTPAddr:        envOr("KORTYX_HTTP_ADDR", "127.0.0.1:8787"),
+		HTTPAddr:        envOr("KORTYX_HTTP_ADDR", "127.0.0.1:8080"),
 		DevPort:         envInt("KORTYX_DEV_PORT", 7233),
 		DevUIPort:       envInt("KORTYX_DEV_UI_PORT", 8233),
 		DevDB:           "temporal.db",
@@ -208,7 +210,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
 	}
-	_, addr, err := ServeHTTP(ctx, httpAddr, broker)
+	_, addr, err := ServeHTTP(ctx, httpAddr, broker, c, cfg.TaskQueue)
 	if err != nil {
 		w.Stop()
 		return nil, err
@@ -219,13 +221,30 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows
 // Stop stops the worker.
 func (s *Stack) Stop() { s.Worker.Stop() }
 
-// ServeHTTP serves the HTTP API (run streams) on addr until ctx ends.
-func ServeHTTP(ctx context.Context, addr string, broker stream.Broker) (*http.Server, string, error) {
+// ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
+// /api/chat/stop), the checkpoint route at /api/checkpoints, and run streams at
+// /v1/runs/{runID}/stream. The routes have no authentication: this is the development API;
+// put the chat package's handlers behind your own authentication in production.
+func ServeHTTP(ctx context.Context, addr string, broker stream.Broker, c client.Client, taskQueue string) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
+	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: taskQueue, DefaultWorkflow: support.WorkflowID,
+		AllowUnauthenticated: true})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
+	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
 	mux := http.NewServeMux()
+	mux.Handle("/api/chat", chatRoute)
+	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
+	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle("/v1/runs/", stream.Handler(broker))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

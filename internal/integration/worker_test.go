@@ -45,7 +45,7 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the worker did not start")
 	}
-	addr := line[strings.Index(line, "http://")+len("http://") : strings.Index(line, "/v1/runs")]
+	addr := strings.Fields(line[strings.Index(line, "http://")+len("http://"):])[0]
 
 	run := startRun(t, tc, tq, "desk", "Where is my order A-1002?")
 	resp, _ := nextResponse(t, httpFollower(addr), run.GetID(), 0)

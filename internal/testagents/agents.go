@@ -30,6 +30,21 @@ const EffectsWorkflow = "effects"
 // says ({"steps": n}).
 const LoopWorkflow = "loop"
 
+// Chat test workflows.
+const (
+	// EchoWorkflow counts the session's turns (workflow state carried by the head) and answers
+	// "Turn <n>: <input>".
+	EchoWorkflow = "echo"
+	// SpeakerWorkflow calls the model twice: "Hello" and "world" in two text segments.
+	SpeakerWorkflow = "speaker"
+	// MultiWorkflow asks a multi-choice question and returns the picks.
+	MultiWorkflow = "multi"
+	// BackgroundWorkflow completes the response early, then asks a question in a later node.
+	BackgroundWorkflow = "background"
+	// BoomWorkflow fails in its node.
+	BoomWorkflow = "boom"
+)
+
 // CorrectionAgentWorkflow finishes with a return contract whose first two values are invalid:
 // it needs both of its schema corrections and all three of its model passes.
 const CorrectionAgentWorkflow = "correctionagent"
@@ -154,6 +169,58 @@ func Register(reg *workflows.Registry) error {
 		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"agent": {Run: fn}},
 			Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}
 	}
+	echo := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		n, err := hooks.WorkflowState(ctx, "turns", 0)
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := n.Set(n.Get() + 1); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"turns": n.Get(), "last": in.Text()},
+			UI: &workflows.UI{Message: fmt.Sprintf("Turn %d: %s", n.Get(), in.Text())}}, nil
+	}
+	speaker := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		for _, word := range []string{"Hello", "world"} {
+			if _, err := hooks.Reason(ctx, hooks.ReasonOptions{Model: contracts.Model("fake:test"), Input: "say:" + word}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+		}
+		return workflows.NodeResult{}, nil
+	}
+	multi := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		a, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "toppings", Question: "Toppings?", Multiple: true,
+			Options: []contracts.Option{{ID: "cheese"}, {ID: "olives"}, {ID: "basil"}}})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"picked": a.Selected}}, nil
+	}
+	background := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		if _, err := hooks.CompleteResponse(ctx, hooks.CompleteResponseOptions{Message: "Your report is on its way."}); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{}, nil
+	}
+	later := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		if err := record(ctx, "background work"); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		ok, err := hooks.Choose(ctx, "publish", "Publish the report?", contracts.Option{ID: "yes"}, contracts.Option{ID: "no"})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"publish": ok}}, nil
+	}
+	boom := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		return workflows.NodeResult{}, fmt.Errorf("the database is down")
+	}
+	if err := reg.Add(one(EchoWorkflow, echo), one(SpeakerWorkflow, speaker), one(MultiWorkflow, multi), one(BoomWorkflow, boom),
+		&workflows.Definition{ID: BackgroundWorkflow, Version: "1",
+			Nodes: map[string]workflows.Node{"respond": {Run: background}, "later": {Run: later}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "respond"}, {From: "respond", To: "later"}}}); err != nil {
+		return err
+	}
 	return reg.Add(one(ToolAgentWorkflow, agent(false)), one(ApprovalAgentWorkflow, agent(true)), one(CorrectionAgentWorkflow, correcting), &workflows.Definition{
 		ID: EffectsWorkflow, Version: "1",
 		Nodes: map[string]workflows.Node{"intake": {Run: intake}},
@@ -190,6 +257,9 @@ func (r *Recorder) Tool() tools.Tool {
 // while the pass runs).
 func Responder(slow bool) fake.Responder {
 	return func(req providers.Request) fake.Turn {
+		if word, ok := strings.CutPrefix(req.Messages[len(req.Messages)-1].Content, "say:"); ok {
+			return fake.Text(word)
+		}
 		if last := req.Messages[len(req.Messages)-1]; strings.Contains(last.Content, "Invalid value: ") {
 			// A schema repair of the correction agent.
 			if strings.Contains(last.Content, `Invalid value: {"value":"x"}`) {

@@ -1,0 +1,467 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/client"
+)
+
+// Disconnect says what a client disconnect does to the turn.
+type Disconnect string
+
+// Disconnect modes.
+const (
+	// DisconnectCancel (default) cancels the run when the reader leaves.
+	DisconnectCancel Disconnect = "cancel"
+	// DisconnectContinue lets the run finish and be finalized after the reader leaves; it
+	// needs Options.OnExecution to keep the host alive until then.
+	DisconnectContinue Disconnect = "continue"
+)
+
+// Phase names the lifecycle hook that failed.
+type Phase string
+
+// Lifecycle phases.
+const (
+	PhaseTurnAccepted      Phase = "turn-accepted"
+	PhaseResponseFinalized Phase = "response-finalized"
+	PhaseForked            Phase = "forked"
+	PhaseRolledBack        Phase = "rolled-back"
+)
+
+// TurnAccepted is passed to Options.OnTurnAccepted before a turn runs.
+type TurnAccepted struct {
+	Request      *http.Request
+	SessionID    string
+	ClientTurnID string
+	UserMessage  Message
+	Kind         string // "prompt" or "interrupt-response"
+}
+
+// ResponseFinalized is passed to Options.OnResponseFinalized after a response ended.
+type ResponseFinalized struct {
+	Request      *http.Request
+	SessionID    string
+	RunID        string
+	ClientTurnID string
+	Status       stream.Status
+	// CheckpointID is set when a session checkpoint was committed for the response.
+	CheckpointID string
+	Message      stream.FinalizedMessage
+}
+
+// LifecycleError is passed to Options.OnLifecycleError when a lifecycle hook failed.
+type LifecycleError struct {
+	Phase        Phase
+	ClientTurnID string
+	// Err is a *contracts.Error with code CHAT_LIFECYCLE_HOOK_FAILED; its cause is the hook's
+	// error.
+	Err error
+}
+
+// HookError wraps a lifecycle hook's failure (the spec's ChatLifecycleHookError).
+func HookError(phase Phase, cause error) *contracts.Error {
+	return &contracts.Error{Code: contracts.CodeChatLifecycleHookFailed, Message: "Chat state could not be saved.",
+		Details: map[string]any{"phase": string(phase)}, Err: cause}
+}
+
+// Options configure [NewHandler].
+type Options struct {
+	// Client reaches Temporal (required).
+	Client client.Client
+	// Broker is where the runs' streams are read (required): the workers' broker.
+	Broker stream.Broker
+	// TaskQueue of sessions and runs (default contracts.DefaultTaskQueue).
+	TaskQueue string
+	// DefaultWorkflow runs the first turn of a session whose request names no workflow.
+	DefaultWorkflow string
+	// MaxCheckpoints per new session (default 50).
+	MaxCheckpoints int
+	// Authorize runs before any work: return a *contracts.Error with CodeUnauthorized or
+	// CodeForbidden (any other error is 403) to refuse. Required unless AllowUnauthenticated.
+	// Client-supplied ids and context are not proof of ownership: check the session against
+	// the authenticated caller.
+	Authorize func(r *http.Request, req *Request) error
+	// AllowUnauthenticated accepts requests without Authorize (development only).
+	AllowUnauthenticated bool
+	// OnTurnAccepted runs before a turn starts; its failure refuses the turn (503).
+	OnTurnAccepted func(ctx context.Context, ev TurnAccepted) error
+	// OnResponseFinalized runs after each response's checkpoint decision.
+	OnResponseFinalized func(ctx context.Context, ev ResponseFinalized) error
+	// OnLifecycleError receives hook failures; default: they are logged.
+	OnLifecycleError func(ev LifecycleError)
+	// Disconnect is DisconnectCancel (default) or DisconnectContinue.
+	Disconnect Disconnect
+	// OnExecution receives, for each turn, a channel closed when the turn's execution and its
+	// finalization are over (required with DisconnectContinue).
+	OnExecution func(done <-chan struct{})
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// FinalizeTimeout bounds how long a turn is followed after its reader left (default 10 min).
+	FinalizeTimeout time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
+// server-sent events (or buffered JSON with "stream": false).
+type Handler struct {
+	o Options
+}
+
+// NewHandler checks the options and returns the chat route.
+func NewHandler(o Options) (*Handler, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("kortyx chat: Options.Client is required")
+	case o.Broker == nil:
+		return nil, errors.New("kortyx chat: Options.Broker is required (the stream broker the workers publish to)")
+	case o.Authorize == nil && !o.AllowUnauthenticated:
+		return nil, errors.New("kortyx chat: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case o.Disconnect == DisconnectContinue && o.OnExecution == nil:
+		return nil, errors.New(`kortyx chat: disconnect: "continue" requires onExecution to retain host lifetime (Options.OnExecution)`)
+	case o.Disconnect != "" && o.Disconnect != DisconnectCancel && o.Disconnect != DisconnectContinue:
+		return nil, fmt.Errorf("kortyx chat: Options.Disconnect must be %q or %q", DisconnectCancel, DisconnectContinue)
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = contracts.DefaultTaskQueue
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 1 << 20
+	}
+	if o.FinalizeTimeout <= 0 {
+		o.FinalizeTimeout = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Handler{o: o}, nil
+}
+
+func (h *Handler) hooked() bool { return h.o.OnTurnAccepted != nil || h.o.OnResponseFinalized != nil }
+
+func (h *Handler) lifecycleError(ev LifecycleError) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.o.Logger.Error("kortyx chat: OnLifecycleError panicked", "panic", p)
+		}
+	}()
+	if h.o.OnLifecycleError != nil {
+		h.o.OnLifecycleError(ev)
+		return
+	}
+	h.o.Logger.Error("kortyx chat: lifecycle hook failed", "phase", ev.Phase, "clientTurnId", ev.ClientTurnID, "error", ev.Err)
+}
+
+// WriteError writes an error as JSON {error, failure} with the failure's HTTP status.
+func WriteError(w http.ResponseWriter, err error) {
+	f := contracts.FailureOf(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(contracts.HTTPStatus(f))
+	_ = json.NewEncoder(w).Encode(struct {
+		Error   string            `json:"error"`
+		Failure contracts.Failure `json:"failure"`
+	}{f.Message, f})
+}
+
+func authError(err error) error {
+	var ke *contracts.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	return &contracts.Error{Code: contracts.CodeForbidden, Message: "Forbidden.", Err: err}
+}
+
+// ServeHTTP serves one chat turn.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		WriteError(w, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Use POST.", Status: http.StatusMethodNotAllowed})
+		return
+	}
+	req, err := parseRequest(r, h.o.MaxBodyBytes)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if h.o.Authorize != nil {
+		if err := h.o.Authorize(r, req); err != nil {
+			WriteError(w, authError(err))
+			return
+		}
+	}
+	last := req.Last()
+	resume := req.ResumeOf()
+	if h.hooked() {
+		if req.SessionID == "" || req.ClientTurnID == "" || last.Role != "user" {
+			WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest,
+				"Lifecycle hooks need a non-empty sessionId and clientTurnId, and the last message must be from the user."))
+			return
+		}
+	}
+	if req.SessionID == "" {
+		req.SessionID = "session-" + uuid.NewString()
+	}
+	kind := "prompt"
+	if resume != nil {
+		kind = "interrupt-response"
+	} else if req.Input() == "" {
+		WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
+		return
+	}
+	if h.o.OnTurnAccepted != nil {
+		if err := h.o.OnTurnAccepted(r.Context(), TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}); err != nil {
+			herr := HookError(PhaseTurnAccepted, err)
+			h.lifecycleError(LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: herr})
+			WriteError(w, herr)
+			return
+		}
+	}
+	ts, from, err := h.start(r, req, resume)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	h.respond(w, r, req, ts, from)
+}
+
+// start starts (or re-attaches to) the turn and returns the stream offset its response
+// follows.
+func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contracts.TurnStarted, int64, error) {
+	ctx := r.Context()
+	after := lastEventID(r)
+	if resume == nil {
+		prior := make([]contracts.Message, 0, len(req.Messages))
+		for _, m := range req.Messages[:len(req.Messages)-1] {
+			prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
+		}
+		input, _ := json.Marshal(req.Input())
+		wf := req.WorkflowID
+		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: wf,
+			Input: input, Messages: prior, Context: req.Context}, workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints})
+		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && wf == "" && h.o.DefaultWorkflow != "" {
+			ts, err = workflows.StartTurn(ctx, h.o.Client, req.SessionID, contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: h.o.DefaultWorkflow,
+				Input: input, Messages: prior, Context: req.Context}, workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints})
+		}
+		return ts, max(after, 0), err
+	}
+	answer := resume.Response(req.Last().Content)
+	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: req.ClientTurnID})
+	if err != nil {
+		return ts, 0, err
+	}
+	if ts.Reattached {
+		if after < 0 {
+			after = 0
+		}
+		return ts, after, nil
+	}
+	// The run is waiting, so its stream is still: what comes next belongs to this response.
+	from, err := h.o.Broker.Last(ctx, ts.RunID)
+	if err != nil {
+		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
+		return ts, 0, err
+	}
+	updateID := ""
+	if req.ClientTurnID != "" {
+		updateID = "turn-" + req.ClientTurnID
+	}
+	if _, err := workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
+		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
+		return ts, 0, err
+	}
+	return ts, from, nil
+}
+
+func lastEventID(r *http.Request) int64 {
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
+}
+
+// respond streams (or buffers) the turn's response, then finalizes it.
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, ts contracts.TurnStarted, from int64) {
+	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
+	chunks := []contracts.Chunk{session}
+	buffered := req.Stream != nil && !*req.Stream
+	done := make(chan struct{})
+	if h.o.OnExecution != nil {
+		h.o.OnExecution(done)
+	}
+	finalize := func(collected []contracts.Chunk) {
+		defer close(done)
+		h.finalize(r, req, ts, collected)
+	}
+	var sse *sseWriter
+	if !buffered {
+		sse = newSSE(w)
+		if err := sse.event(-1, session); err != nil {
+			go h.afterDisconnect(r, req, ts, from, chunks, finalize)
+			return
+		}
+	}
+	readerGone := false
+	err := stream.Follow(r.Context(), h.o.Broker, ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
+		chunks = append(chunks, e.Chunk)
+		from = e.Offset
+		if sse != nil {
+			if err := sse.event(e.Offset, e.Chunk); err != nil {
+				readerGone = true
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && (readerGone || r.Context().Err() != nil) {
+		go h.afterDisconnect(r, req, ts, from, chunks, finalize)
+		return
+	}
+	if err != nil {
+		fail := contracts.Chunk{Type: contracts.ChunkError, Message: contracts.FailureOf(err).Message}
+		f := contracts.FailureOf(err)
+		fail.Failure = &f
+		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
+		if sse != nil {
+			_ = sse.event(-1, fail)
+			_ = sse.event(-1, contracts.Chunk{Type: contracts.ChunkDone})
+		}
+	}
+	if sse != nil {
+		sse.done()
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(stream.Buffer(chunks))
+	}
+	finalize(chunks)
+}
+
+// afterDisconnect handles a reader that left: cancel the run (default) or let it finish,
+// then finalize the response either way.
+func (h *Handler) afterDisconnect(r *http.Request, req *Request, ts contracts.TurnStarted, from int64, chunks []contracts.Chunk, finalize func([]contracts.Chunk)) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
+	defer cancel()
+	if h.o.Disconnect != DisconnectContinue {
+		if _, err := workflows.StopSession(ctx, h.o.Client, req.SessionID); err != nil {
+			h.o.Logger.Warn("kortyx chat: cancelling the run of a disconnected reader failed", "run", ts.RunID, "error", err)
+		}
+	}
+	_ = stream.Follow(ctx, h.o.Broker, ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
+		chunks = append(chunks, e.Chunk)
+		return nil
+	})
+	finalize(chunks)
+}
+
+// finalize runs OnResponseFinalized with the normalized assistant message; its failure goes to
+// OnLifecycleError and changes nothing else.
+func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStarted, chunks []contracts.Chunk) {
+	if h.o.OnResponseFinalized == nil {
+		return
+	}
+	msg, status := stream.Finalize(req.ClientTurnID, chunks)
+	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
+		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("OnResponseFinalized panicked: %v", p)
+			}
+		}()
+		return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev)
+	}()
+	if err != nil {
+		h.lifecycleError(LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: HookError(PhaseResponseFinalized, err)})
+	}
+}
+
+// sseWriter writes server-sent events (spec F6.4).
+type sseWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sseWriter{w: w, f: f}
+}
+
+// event writes one chunk, with its offset as the event id when it has one (offset >= 0).
+func (s *sseWriter) event(offset int64, c contracts.Chunk) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	if offset >= 0 {
+		out = fmt.Appendf(out, "id: %d\n", offset)
+	}
+	out = fmt.Appendf(out, "data: %s\n\n", b)
+	if _, err := s.w.Write(out); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+func (s *sseWriter) done() {
+	_, _ = s.w.Write([]byte("data: [DONE]\n\n"))
+	if s.f != nil {
+		s.f.Flush()
+	}
+}
+
+// StopHandler serves the Stop button: POST {"sessionId": "..."} cancels the session's active run
+// (authorized like chat requests) and answers {"runId": "..."} ("" when nothing was running).
+func (h *Handler) StopHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			WriteError(w, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Use POST.", Status: http.StatusMethodNotAllowed})
+			return
+		}
+		var body struct {
+			SessionID string `json:"sessionId"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil || strings.TrimSpace(body.SessionID) == "" {
+			WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "Send {\"sessionId\": \"...\"}."))
+			return
+		}
+		req := &Request{SessionID: strings.TrimSpace(body.SessionID)}
+		if h.o.Authorize != nil {
+			if err := h.o.Authorize(r, req); err != nil {
+				WriteError(w, authError(err))
+				return
+			}
+		}
+		runID, err := workflows.StopSession(r.Context(), h.o.Client, req.SessionID)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"runId": runID})
+	})
+}

@@ -1,0 +1,213 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/client"
+)
+
+// CheckpointRequest is a checkpoint route request (spec F6.10), discriminated by Action:
+// list {sessionId}, get {sessionId, checkpointId}, rollback {sessionId, checkpointId},
+// fork {sessionId, checkpointId, newSessionId?}. (Kortyx's route takes no sessionId for get,
+// rollback and fork; here every action names its session, so that it can be authorized.)
+type CheckpointRequest struct {
+	Action       string `json:"action"`
+	SessionID    string `json:"sessionId"`
+	CheckpointID string `json:"checkpointId,omitempty"`
+	NewSessionID string `json:"newSessionId,omitempty"`
+}
+
+// Forked is passed to CheckpointOptions.OnForked after a successful fork.
+type Forked struct {
+	Request            *http.Request
+	SourceSessionID    string
+	NewSessionID       string
+	SourceCheckpointID string
+	NewCheckpointID    string
+}
+
+// RolledBack is passed to CheckpointOptions.OnRolledBack after a successful rollback.
+type RolledBack struct {
+	Request                        *http.Request
+	SessionID                      string
+	HeadCheckpointID               string
+	InvalidatedStructuredStreamIDs []string
+}
+
+// CheckpointOptions configure [NewCheckpointHandler].
+type CheckpointOptions struct {
+	Client client.Client
+	// Authorize runs before any work (required unless AllowUnauthenticated).
+	Authorize            func(r *http.Request, req *CheckpointRequest) error
+	AllowUnauthenticated bool
+	OnForked             func(ctx context.Context, ev Forked) error
+	OnRolledBack         func(ctx context.Context, ev RolledBack) error
+	OnLifecycleError     func(ev LifecycleError)
+	MaxBodyBytes         int64
+	Logger               *slog.Logger
+}
+
+// CheckpointHandler is the checkpoint route.
+type CheckpointHandler struct {
+	o CheckpointOptions
+}
+
+// NewCheckpointHandler checks the options and returns the checkpoint route.
+func NewCheckpointHandler(o CheckpointOptions) (*CheckpointHandler, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("kortyx checkpoints: CheckpointOptions.Client is required")
+	case o.Authorize == nil && !o.AllowUnauthenticated:
+		return nil, errors.New("kortyx checkpoints: CheckpointOptions.Authorize is required (or set AllowUnauthenticated for development)")
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 64 << 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &CheckpointHandler{o: o}, nil
+}
+
+func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.o.MaxBodyBytes))
+	if err != nil {
+		return nil, invalid("Request body is too large or could not be read.")
+	}
+	if !json.Valid(body) {
+		return nil, invalid("Request body is not valid JSON.")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req CheckpointRequest
+	if err := dec.Decode(&req); err != nil {
+		return nil, invalid("Request body is invalid: %v", err)
+	}
+	req.SessionID, req.CheckpointID, req.NewSessionID = strings.TrimSpace(req.SessionID), strings.TrimSpace(req.CheckpointID), strings.TrimSpace(req.NewSessionID)
+	var issues []contracts.Issue
+	need := func(field, v string) {
+		if v == "" {
+			issues = append(issues, contracts.Issue{Path: []any{field}, Code: "required", Message: field + " is required for " + req.Action})
+		}
+	}
+	switch req.Action {
+	case "list":
+	case "get", "rollback":
+		need("checkpointId", req.CheckpointID)
+	case "fork":
+		need("checkpointId", req.CheckpointID)
+	default:
+		issues = append(issues, contracts.Issue{Path: []any{"action"}, Code: "invalid_enum", Message: "action must be list, get, rollback or fork"})
+	}
+	need("sessionId", req.SessionID)
+	if req.Action != "fork" && req.NewSessionID != "" {
+		issues = append(issues, contracts.Issue{Path: []any{"newSessionId"}, Code: "unrecognized_keys", Message: "newSessionId is only for fork"})
+	}
+	if len(issues) > 0 {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: issues}
+	}
+	return &req, nil
+}
+
+// ServeHTTP serves one checkpoint request.
+func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
+		return
+	}
+	req, err := h.parse(r)
+	if err != nil {
+		WriteError(w, err)
+		return
+	}
+	if h.o.Authorize != nil {
+		if err := h.o.Authorize(r, req); err != nil {
+			WriteError(w, authError(err))
+			return
+		}
+	}
+	ctx := r.Context()
+	var out any
+	switch req.Action {
+	case "list":
+		v, err := workflows.Session(ctx, h.o.Client, req.SessionID)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		out = v.Checkpoints
+	case "get":
+		cp, err := workflows.GetCheckpoint(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		switch {
+		case contracts.CodeOf(err) == contracts.CodeNotFound:
+			out = nil
+		case err != nil:
+			WriteError(w, err)
+			return
+		default:
+			out = cp
+		}
+	case "rollback":
+		res, err := workflows.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		out = res
+		if h.o.OnRolledBack != nil {
+			h.hook(r, PhaseRolledBack, func() error {
+				return h.o.OnRolledBack(context.WithoutCancel(ctx), RolledBack{Request: r, SessionID: req.SessionID,
+					HeadCheckpointID: res.Head.ID, InvalidatedStructuredStreamIDs: res.InvalidatedStructuredStreamIDs})
+			})
+		}
+	case "fork":
+		res, err := workflows.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		out = res
+		if h.o.OnForked != nil {
+			h.hook(r, PhaseForked, func() error {
+				return h.o.OnForked(context.WithoutCancel(ctx), Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
+					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID})
+			})
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// hook runs a lifecycle hook; its failure reaches OnLifecycleError and never the response.
+func (h *CheckpointHandler) hook(r *http.Request, phase Phase, fn func() error) {
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%s hook panicked: %v", phase, p)
+			}
+		}()
+		return fn()
+	}()
+	if err == nil {
+		return
+	}
+	ev := LifecycleError{Phase: phase, Err: HookError(phase, err)}
+	if h.o.OnLifecycleError != nil {
+		func() {
+			defer func() { _ = recover() }()
+			h.o.OnLifecycleError(ev)
+		}()
+		return
+	}
+	h.o.Logger.Error("kortyx checkpoints: lifecycle hook failed", "phase", phase, "error", ev.Err)
+}
