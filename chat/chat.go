@@ -239,24 +239,33 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // start starts (or re-attaches to) the turn and returns the stream offset its response
-// follows.
+// follows: where the turn's response begins, or the client's Last-Event-ID when it re-attaches
+// to a turn it was reading.
 func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contracts.TurnStarted, int64, error) {
 	ctx := r.Context()
-	after := lastEventID(r)
+	reattach := func(begin int64) int64 {
+		if after := lastEventID(r); after >= begin {
+			return after
+		}
+		return begin
+	}
 	if resume == nil {
 		prior := make([]contracts.Message, 0, len(req.Messages))
 		for _, m := range req.Messages[:len(req.Messages)-1] {
 			prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
 		}
 		input, _ := json.Marshal(req.Input())
-		wf := req.WorkflowID
-		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: wf,
-			Input: input, Messages: prior, Context: req.Context}, workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints})
-		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && wf == "" && h.o.DefaultWorkflow != "" {
-			ts, err = workflows.StartTurn(ctx, h.o.Client, req.SessionID, contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: h.o.DefaultWorkflow,
-				Input: input, Messages: prior, Context: req.Context}, workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints})
+		turn := contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context}
+		opts := workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
+		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
+		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {
+			turn.Workflow = h.o.DefaultWorkflow
+			ts, err = workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		}
-		return ts, max(after, 0), err
+		if err != nil || !ts.Reattached {
+			return ts, 0, err
+		}
+		return ts, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
 	answer := resume.Response(req.Last().Content)
 	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: req.ClientTurnID})
@@ -264,10 +273,8 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		return ts, 0, err
 	}
 	if ts.Reattached {
-		if after < 0 {
-			after = 0
-		}
-		return ts, after, nil
+		begin, err := h.answeredAt(ctx, ts.RunID, answer.Token)
+		return ts, reattach(begin), err
 	}
 	// The run is waiting, so its stream is still: what comes next belongs to this response.
 	from, err := h.o.Broker.Last(ctx, ts.RunID)
@@ -284,6 +291,29 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		return ts, 0, err
 	}
 	return ts, from, nil
+}
+
+// answeredAt returns the offset after which the response to the question of token begins in the
+// run's stream: the done that follows the question's (last) interrupt chunk.
+func (h *Handler) answeredAt(ctx context.Context, runID, token string) (int64, error) {
+	entries, err := h.o.Broker.Read(ctx, runID, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	asked := false
+	var at int64
+	for _, e := range entries {
+		switch {
+		case e.Chunk.Type == contracts.ChunkInterrupt && e.Chunk.ResumeToken == token:
+			asked = true
+		case asked && e.Chunk.Type == contracts.ChunkDone:
+			at, asked = e.Offset, false
+		}
+	}
+	if at == 0 {
+		return 0, &contracts.Error{Code: contracts.CodeNotFound, Message: "The response to this answer is no longer in the stream."}
+	}
+	return at, nil
 }
 
 func lastEventID(r *http.Request) int64 {
@@ -375,6 +405,10 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 		return
 	}
 	msg, status := stream.Finalize(req.ClientTurnID, chunks)
+	if res := req.ResumeOf(); res != nil && res.Cancel && status == stream.StatusCompleted {
+		// A cancelling answer ends the run with done only (spec F5.1).
+		status = stream.StatusCancelled
+	}
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
 	err := func() (err error) {

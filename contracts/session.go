@@ -132,9 +132,11 @@ type TurnStarted struct {
 	SessionID string `json:"sessionId"`
 	RunID     string `json:"runId"`
 	TurnIndex int    `json:"turnIndex"`
-	// Reattached is true when the same clientTurnId asked again while its turn was active: the
-	// caller gets the run of that turn instead of a second execution.
+	// Reattached is true when the same clientTurnId asked again, while its turn was active or
+	// after it ended: the caller gets the run of that turn instead of a second execution.
 	Reattached bool `json:"reattached,omitempty"`
+	// Ended is true when the reattached turn is over (its response can be read in full).
+	Ended bool `json:"ended,omitempty"`
 }
 
 // RollbackResult is the result of a rollback (spec F5.4).
@@ -171,6 +173,8 @@ type ActiveTurn struct {
 	ClientTurnID string    `json:"clientTurnId,omitempty"`
 	Kind         string    `json:"kind"` // "prompt" or "interrupt-response"
 	Since        time.Time `json:"since"`
+	// Token is the answered question's resume token (answer turns).
+	Token string `json:"token,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -219,7 +223,13 @@ type SessionState struct {
 	Active      *ActiveTurn            `json:"active,omitempty"`
 	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
 	NextTurn    int                    `json:"nextTurn"`
+	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
+	// clientTurnId asking again reattaches to its turn instead of running it twice.
+	Recent []ActiveTurn `json:"recent,omitempty"`
 }
+
+// MaxRecentTurns is how many ended turns a session remembers by clientTurnId.
+const MaxRecentTurns = 32
 
 // PendingTurn is an open question of the session: the run that waits for it.
 type PendingTurn struct {

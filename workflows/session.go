@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -21,7 +22,7 @@ const maxSessionPayload = 1536 << 10
 // id that holds the session's checkpoints and head, serializes its turns (starting each run as
 // a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
 func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error {
-	s := &session{in: in}
+	s := &session{in: in, reg: r.reg}
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -51,7 +52,22 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 		}
 	}
 	for {
-		if err := workflow.Await(ctx, func() bool { return s.changed }); err != nil {
+		if s.empty() {
+			// A session whose first turn was refused ends when nothing else comes: a rejected
+			// request leaves no workflow behind (the next request starts the session again).
+			ok, err := workflow.AwaitWithTimeout(ctx, emptySessionIdle, func() bool { return s.changed })
+			if err != nil {
+				return err
+			}
+			if !ok && s.empty() {
+				if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+					return err
+				}
+				if s.empty() {
+					return nil
+				}
+			}
+		} else if err := workflow.Await(ctx, func() bool { return s.changed }); err != nil {
 			return err
 		}
 		s.changed = false
@@ -72,6 +88,7 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 }
 
 type session struct {
+	reg     *Registry
 	in      contracts.SessionInput
 	st      contracts.SessionState
 	changed bool
@@ -90,7 +107,8 @@ func (s *session) install(ctx workflow.Context) error {
 				return cp.Public(), nil
 			}
 		}
-		return contracts.Checkpoint{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", id)})
+		// Query errors reach the client as text only: "not found" is the zero checkpoint.
+		return contracts.Checkpoint{}, nil
 	}); err != nil {
 		return err
 	}
@@ -100,7 +118,10 @@ func (s *session) install(ctx workflow.Context) error {
 		validate any
 	}{
 		{contracts.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req contracts.TurnRequest) error {
-			_, err := s.checkStart(req)
+			again, err := s.checkStart(req)
+			if err == nil && again == nil {
+				err = s.checkWorkflow(req)
+			}
 			return contracts.ToTemporal(err)
 		}},
 		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
@@ -150,6 +171,14 @@ func (s *session) drain(ctx workflow.Context) {
 	}
 }
 
+// emptySessionIdle is how long a session that never started a turn waits for one.
+const emptySessionIdle = time.Minute
+
+// empty reports whether the session never started a turn.
+func (s *session) empty() bool {
+	return len(s.st.Checkpoints) == 0 && s.st.Active == nil && len(s.st.Pending) == 0
+}
+
 func (s *session) view() contracts.SessionView {
 	v := contracts.SessionView{SessionID: s.in.SessionID, Head: s.st.Head, Active: s.st.Active,
 		ParentSessionID: s.in.ParentSessionID, ForkedFrom: s.in.ForkedFrom, Checkpoints: []contracts.CheckpointSummary{}}
@@ -169,28 +198,78 @@ func (s *session) busy() error {
 		Details: map[string]any{"runId": a.RunID}}
 }
 
-// checkStart reports whether a prompt turn can start (true: it re-attaches to the active turn
-// of the same clientTurnId).
-func (s *session) checkStart(req contracts.TurnRequest) (bool, error) {
-	if a := s.st.Active; a != nil {
-		if req.ClientTurnID != "" && a.ClientTurnID == req.ClientTurnID && a.Kind == "prompt" {
-			return true, nil
+// again returns the turn a request with this clientTurnId and kind already made: the active
+// one, or one that ended (nil: none). token, for answers, must match too.
+func (s *session) again(clientTurnID, kind, token string) (*contracts.ActiveTurn, bool) {
+	if clientTurnID == "" {
+		return nil, false
+	}
+	if a := s.st.Active; a != nil && a.ClientTurnID == clientTurnID && a.Kind == kind && a.Token == token {
+		return a, false
+	}
+	for i := len(s.st.Recent) - 1; i >= 0; i-- {
+		if t := s.st.Recent[i]; t.ClientTurnID == clientTurnID && t.Kind == kind && t.Token == token {
+			return &s.st.Recent[i], true
 		}
-		return false, s.busy()
+	}
+	return nil, false
+}
+
+// reattached is the answer to a request whose turn exists already.
+func (s *session) reattached(t *contracts.ActiveTurn, ended bool) contracts.TurnStarted {
+	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: t.RunID, TurnIndex: t.TurnIndex, Reattached: true, Ended: ended}
+}
+
+// remember keeps an ended turn that had a clientTurnId.
+func (s *session) remember(t *contracts.ActiveTurn) {
+	if t == nil || t.ClientTurnID == "" {
+		return
+	}
+	s.st.Recent = append(s.st.Recent, *t)
+	if n := len(s.st.Recent); n > contracts.MaxRecentTurns {
+		s.st.Recent = append([]contracts.ActiveTurn(nil), s.st.Recent[n-contracts.MaxRecentTurns:]...)
+	}
+}
+
+// checkStart checks that a prompt turn can start; it returns the turn to re-attach to when the
+// same clientTurnId started one already.
+func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
+	if t, ended := s.again(req.ClientTurnID, "prompt", ""); t != nil {
+		ts := s.reattached(t, ended)
+		return &ts, nil
+	}
+	if s.st.Active != nil {
+		return nil, s.busy()
 	}
 	if strings.TrimSpace(req.Workflow) == "" && s.headCheckpoint() == nil {
-		return false, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", s.in.SessionID)
+		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", s.in.SessionID)
 	}
-	return false, nil
+	return nil, nil
+}
+
+// checkWorkflow checks, in the update validator only (it reads the registry, which may change
+// between deployments), that the turn's workflow is registered.
+func (s *session) checkWorkflow(req contracts.TurnRequest) error {
+	wf := strings.TrimSpace(req.Workflow)
+	if wf == "" {
+		if head := s.headCheckpoint(); head != nil {
+			wf = head.Workflow
+		}
+	}
+	if s.reg == nil {
+		return nil
+	}
+	_, err := s.reg.Workflow(wf)
+	return err
 }
 
 func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
-	reattach, err := s.checkStart(req)
+	again, err := s.checkStart(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
 	}
-	if reattach {
-		return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: s.st.Active.RunID, TurnIndex: s.st.Active.TurnIndex, Reattached: true}, nil
+	if again != nil {
+		return *again, nil
 	}
 	defer func() { s.changed = true }()
 	head := s.headCheckpoint()
@@ -224,33 +303,35 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: runID, TurnIndex: turn}, nil
 }
 
-// checkResume finds the open question an answer turn claims (true: re-attach).
-func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, bool, error) {
-	if a := s.st.Active; a != nil {
-		if req.ClientTurnID != "" && a.ClientTurnID == req.ClientTurnID && a.Kind == "interrupt-response" {
-			return contracts.PendingTurn{RunID: a.RunID}, true, nil
-		}
-		return contracts.PendingTurn{}, false, s.busy()
+// checkResume finds the open question an answer turn claims; it returns the turn to re-attach
+// to when the same clientTurnId answered the same question already.
+func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, *contracts.TurnStarted, error) {
+	if t, ended := s.again(req.ClientTurnID, "interrupt-response", req.Token); t != nil {
+		ts := s.reattached(t, ended)
+		return contracts.PendingTurn{}, &ts, nil
+	}
+	if s.st.Active != nil {
+		return contracts.PendingTurn{}, nil, s.busy()
 	}
 	p, ok := s.st.Pending[req.Token]
 	if !ok || strings.TrimSpace(req.Token) == "" {
-		return p, false, contracts.Errorf(contracts.CodeInvalidResume,
+		return p, nil, contracts.Errorf(contracts.CodeInvalidResume,
 			"Interrupt is expired, already consumed, or does not belong to session %q.", s.in.SessionID)
 	}
 	if p.Request.RequestID != req.RequestID {
-		return p, false, &contracts.Error{Code: contracts.CodeResumeMismatch,
+		return p, nil, &contracts.Error{Code: contracts.CodeResumeMismatch,
 			Message: fmt.Sprintf("Answer names request %q but the token belongs to %q.", req.RequestID, p.Request.RequestID)}
 	}
-	return p, false, nil
+	return p, nil, nil
 }
 
 func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
-	p, reattach, err := s.checkResume(req)
+	p, again, err := s.checkResume(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
 	}
-	if reattach {
-		return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: s.st.Active.TurnIndex, Reattached: true}, nil
+	if again != nil {
+		return *again, nil
 	}
 	defer func() { s.changed = true }()
 	delete(s.st.Pending, req.Token)
@@ -260,7 +341,8 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 	if head := s.headCheckpoint(); head != nil {
 		turn = head.TurnIndex + 1
 	}
-	s.st.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "interrupt-response", Since: workflow.Now(ctx)}
+	s.st.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "interrupt-response",
+		Since: workflow.Now(ctx), Token: req.Token}
 	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: turn}, nil
 }
 
@@ -287,6 +369,7 @@ func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
 		return "", nil
 	}
 	s.cancelRun(ctx, a.RunID)
+	s.remember(a)
 	s.st.Active, s.resumed, s.changed = nil, nil, true
 	return a.RunID, nil
 }
@@ -304,6 +387,7 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		}
 	}
 	if rep.TurnEnded {
+		s.remember(s.st.Active)
 		s.st.Active, s.resumed = nil, nil
 	}
 	s.changed = true
@@ -379,6 +463,14 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 	s.st.Pending = map[string]contracts.PendingTurn{}
 	s.st.Checkpoints = append([]contracts.Checkpoint(nil), s.st.Checkpoints[:idx+1]...)
 	s.st.Head, s.st.NextTurn = target.ID, target.TurnIndex+1
+	// The discarded turns are forgotten: their clientTurnIds may run again.
+	kept := s.st.Recent[:0]
+	for _, t := range s.st.Recent {
+		if t.TurnIndex <= target.TurnIndex {
+			kept = append(kept, t)
+		}
+	}
+	s.st.Recent = kept
 	if len(target.ActivePendingRequests) > 0 {
 		runID, err := s.restore(ctx, target, "")
 		if err != nil {

@@ -140,5 +140,11 @@ func GetCheckpoint(ctx context.Context, c client.Client, sessionID, checkpointID
 	if err != nil {
 		return cp, sessionNotFound(sessionID, err)
 	}
-	return cp, res.Get(&cp)
+	if err := res.Get(&cp); err != nil {
+		return cp, err
+	}
+	if cp.ID == "" {
+		return cp, &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found in session %q.", checkpointID, sessionID)}
+	}
+	return cp, nil
 }

@@ -102,6 +102,8 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 	readLinesSorted(t, e.effects, []string{"before", "before", "before", "before", "between Ada", "between Grace"})
 	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
 	require.Len(t, sessionView(t, e, fk.SessionID).Checkpoints, 2)
+	recordHistory(t, tc, "session-rollback-fork", contracts.SessionWorkflowID(session))
+	recordHistory(t, tc, "session-forked", contracts.SessionWorkflowID(fk.SessionID))
 }
 
 // lastOffset returns the offset of the n-th chunk of type typ in the run's stream.

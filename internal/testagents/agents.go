@@ -43,7 +43,12 @@ const (
 	BackgroundWorkflow = "background"
 	// BoomWorkflow fails in its node.
 	BoomWorkflow = "boom"
+	// SlowWorkflow publishes a progress chunk, works for SlowFor, then answers "Finished.".
+	SlowWorkflow = "slow"
 )
+
+// SlowFor is how long the slow workflow works between its progress chunk and its answer.
+const SlowFor = 2 * time.Second
 
 // CorrectionAgentWorkflow finishes with a return contract whose first two values are invalid:
 // it needs both of its schema corrections and all three of its model passes.
@@ -194,7 +199,7 @@ func Register(reg *workflows.Registry) error {
 		if err != nil {
 			return workflows.NodeResult{}, err
 		}
-		return workflows.NodeResult{Data: map[string]any{"picked": a.Selected}}, nil
+		return workflows.NodeResult{Data: map[string]any{"picked": a.Selected}, UI: &workflows.UI{Message: "Picked " + strings.Join(a.Selected, ", ") + "."}}, nil
 	}
 	background := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		if _, err := hooks.CompleteResponse(ctx, hooks.CompleteResponseOptions{Message: "Your report is on its way."}); err != nil {
@@ -212,10 +217,25 @@ func Register(reg *workflows.Registry) error {
 		}
 		return workflows.NodeResult{Data: map[string]any{"publish": ok}}, nil
 	}
+	slow := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{DataType: "progress", Data: map[string]any{"step": "working"}}); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := hooks.Flush(ctx); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := workflow.Sleep(ctx, SlowFor); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, "slow done"); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{UI: &workflows.UI{Message: "Finished."}}, nil
+	}
 	boom := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		return workflows.NodeResult{}, fmt.Errorf("the database is down")
 	}
-	if err := reg.Add(one(EchoWorkflow, echo), one(SpeakerWorkflow, speaker), one(MultiWorkflow, multi), one(BoomWorkflow, boom),
+	if err := reg.Add(one(EchoWorkflow, echo), one(SpeakerWorkflow, speaker), one(MultiWorkflow, multi), one(BoomWorkflow, boom), one(SlowWorkflow, slow),
 		&workflows.Definition{ID: BackgroundWorkflow, Version: "1",
 			Nodes: map[string]workflows.Node{"respond": {Run: background}, "later": {Run: later}},
 			Edges: []workflows.Edge{{From: contracts.StartNode, To: "respond"}, {From: "respond", To: "later"}}}); err != nil {
