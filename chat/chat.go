@@ -167,10 +167,24 @@ func (h *Handler) lifecycleError(ev LifecycleError) {
 
 // WriteError writes an error as JSON {error, failure} with the failure's HTTP status.
 func WriteError(w http.ResponseWriter, err error) {
+	writeError(w, 0, err)
+}
+
+// methodNotAllowed answers a request that is not a POST.
+func methodNotAllowed(w http.ResponseWriter) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeError(w, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
+}
+
+// writeError writes err with the given status (0: the failure's).
+func writeError(w http.ResponseWriter, status int, err error) {
 	f := contracts.FailureOf(err)
+	if status == 0 {
+		status = contracts.HTTPStatus(f)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(contracts.HTTPStatus(f))
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
 		Error   string            `json:"error"`
 		Failure contracts.Failure `json:"failure"`
@@ -188,8 +202,7 @@ func authError(err error) error {
 // ServeHTTP serves one chat turn.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		WriteError(w, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Use POST.", Status: http.StatusMethodNotAllowed})
+		methodNotAllowed(w)
 		return
 	}
 	req, err := parseRequest(r, h.o.MaxBodyBytes)
@@ -473,7 +486,7 @@ func (s *sseWriter) done() {
 func (h *Handler) StopHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
-			WriteError(w, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Use POST.", Status: http.StatusMethodNotAllowed})
+			methodNotAllowed(w)
 			return
 		}
 		var body struct {

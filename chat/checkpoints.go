@@ -122,7 +122,7 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 // ServeHTTP serves one checkpoint request.
 func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
+		methodNotAllowed(w)
 		return
 	}
 	req, err := h.parse(r)
