@@ -1,0 +1,110 @@
+// Command chatserver serves the chatserver example: the chat, checkpoint and transcript routes
+// behind bearer-token authentication, with a worker for the example agents in the same process.
+//
+// Without TEMPORAL_ADDRESS it starts the Temporal dev server (as the worker does). Tokens come
+// from KORTYX_CHAT_TOKENS ("token=user,token=user"); without it a random token for user "dev"
+// is printed. The address is KORTYX_HTTP_ADDR (default 127.0.0.1:8080).
+//
+//	go run ./examples/chatserver/cmd/chatserver
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kortyx-go/kortyx/examples/chatserver"
+	"github.com/kortyx-go/kortyx/examples/support"
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg := app.ConfigFromEnv()
+	tokens := map[string]string{}
+	if v := os.Getenv("KORTYX_CHAT_TOKENS"); v != "" {
+		var err error
+		if tokens, err = chatserver.ParseTokens(v); err != nil {
+			return err
+		}
+	} else {
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		tokens[hex.EncodeToString(b)] = "dev"
+	}
+	if cfg.TemporalAddress == "" {
+		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		cfg.TemporalAddress = srv.Address()
+	}
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+		return err
+	}
+	reg, err := app.Registry()
+	if err != nil {
+		return err
+	}
+	backend, err := app.NewBackend(ctx)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	broker := stream.NewMemory()
+	w := app.NewWorker(c, cfg, reg, backend.Activities(broker))
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	server, err := chatserver.New(chatserver.Options{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
+		DefaultWorkflow: support.WorkflowID, Tokens: tokens})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("chatserver: cannot listen on %s (set KORTYX_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	hs := &http.Server{Handler: server, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("chatserver: http://%s (POST /api/chat, /api/chat/stop, /api/checkpoints; GET /api/transcript)\n", ln.Addr())
+	if os.Getenv("KORTYX_CHAT_TOKENS") == "" {
+		for token := range tokens {
+			fmt.Printf("chatserver: no KORTYX_CHAT_TOKENS: user \"dev\" has token %s\n", token)
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
