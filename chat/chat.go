@@ -418,10 +418,6 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 		return
 	}
 	msg, status := stream.Finalize(req.ClientTurnID, chunks)
-	if res := req.ResumeOf(); res != nil && res.Cancel && status == stream.StatusCompleted {
-		// A cancelling answer ends the run with done only (spec F5.1).
-		status = stream.StatusCancelled
-	}
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
 	err := func() (err error) {

@@ -321,17 +321,14 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 		temporal.NewNonRetryableApplicationError(msg, string(f.Code), nil, f)
 }
 
-// cancel ends the run cancelled: cancelled and done chunks (only done when the person asked
-// cancelled through their answer, spec F5.1), then a Temporal cancellation.
+// cancel ends the run cancelled: cancelled and done chunks, then a Temporal cancellation.
 func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	const reason = "Execution cancelled."
 	if !run.Completed() {
 		run.EndTurn(dctx)
 	}
-	if !run.Cancelled() {
-		run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
-	}
+	run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
 	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	run.Flush(dctx)
 	run.SetStatus(dctx, contracts.StatusCancelled)

@@ -530,7 +530,10 @@ func TestCancelAnswerEndsRunCancelled(t *testing.T) {
 	require.True(t, temporal.IsCanceledError(err), "err: %v", err)
 	require.Equal(t, contracts.CodeExecutionCancelled, contracts.CodeOf(err))
 	require.False(t, after)
-	require.Equal(t, []string{"interrupt", "done", "done"}, h.types(), "a cancelling answer ends the stream with done only")
+	require.Equal(t, []string{"interrupt", "done", "cancelled", "done"}, h.types())
+	c := h.chunks()[2]
+	require.Equal(t, testRunID, c.RunID)
+	require.Equal(t, "Execution cancelled.", c.Reason)
 }
 
 func TestCancelEvenWhenNodeSwallowsIt(t *testing.T) {
@@ -548,7 +551,7 @@ func TestCancelEvenWhenNodeSwallowsIt(t *testing.T) {
 	h.run("w", "x")
 	_, err := h.result()
 	require.True(t, temporal.IsCanceledError(err))
-	require.Equal(t, []string{"interrupt", "done", "done"}, h.types())
+	require.Equal(t, []string{"interrupt", "done", "cancelled", "done"}, h.types())
 }
 
 func TestTemporalCancelWhileWaiting(t *testing.T) {
@@ -564,9 +567,6 @@ func TestTemporalCancelWhileWaiting(t *testing.T) {
 	_, err := h.result()
 	require.True(t, temporal.IsCanceledError(err))
 	require.Equal(t, []string{"interrupt", "done", "cancelled", "done"}, h.types())
-	c := h.chunks()[2]
-	require.Equal(t, testRunID, c.RunID)
-	require.Equal(t, "Execution cancelled.", c.Reason)
 }
 
 func TestStructuredData(t *testing.T) {

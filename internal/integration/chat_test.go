@@ -337,17 +337,19 @@ func TestChatMultiChoiceResume(t *testing.T) {
 	require.Equal(t, "Picked cheese, basil.", stream.Buffer(r.Chunks(t)).Text)
 }
 
-// Scenario 13: cancel:true ends the run: the response is only done (after the session chunk),
-// and the token is gone.
+// Scenario 13: cancel:true ends the run: the response is cancelled, done (issue 2's rule, where
+// Kortyx sends done alone: see docs/architecture.md), the token is gone, and the response is
+// finalized cancelled.
 func TestChatResumeCancel(t *testing.T) {
-	c := startChat(t, chat.Options{}, chat.CheckpointOptions{})
+	f := newFinalized()
+	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
 	session := "s-" + taskQueue(t)
-	ask := chunkOf(t, c.send(t, prompt(session, "", testagents.EffectsWorkflow, "hello")).Chunks(t), contracts.ChunkInterrupt)
-	r := c.send(t, resumeBody(session, "", ask, "", map[string]any{"cancel": true}))
+	ask := chunkOf(t, c.send(t, prompt(session, "t1", testagents.EffectsWorkflow, "hello")).Chunks(t), contracts.ChunkInterrupt)
+	r := c.send(t, resumeBody(session, "t2", ask, "", map[string]any{"cancel": true}))
 	require.Equal(t, http.StatusOK, r.Status, r.Body)
-	t.Logf("cancel: %v", types(r.Chunks(t)))
-	require.Equal(t, []string{"session", "done"}, types(r.Chunks(t)), "a cancelling answer yields only done")
-	r = c.send(t, resumeBody(session, "", ask, "Ada", nil))
+	require.Equal(t, []string{"session", "cancelled", "done"}, types(r.Chunks(t)))
+	require.Equal(t, stream.StatusCancelled, f.finals(t, 2)[1].Status)
+	r = c.send(t, resumeBody(session, "t3", ask, "Ada", nil))
 	require.Equal(t, contracts.CodeInvalidResume, decodeError(t, r).Failure.Code)
 	require.Empty(t, sessionView(t, c.inproc, session).Pending)
 }
