@@ -296,10 +296,13 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages,
 		Prior:   head.Snapshot,
 		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
+	// The turn is active before its run starts: a fast run can report its end in the same
+	// workflow task that sees it started, and that report must find its turn.
+	s.st.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "prompt", Since: workflow.Now(ctx)}
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
+		s.st.Active = nil
 		return contracts.TurnStarted{}, err
 	}
-	s.st.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "prompt", Since: workflow.Now(ctx)}
 	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: runID, TurnIndex: turn}, nil
 }
 
@@ -376,8 +379,10 @@ func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
 
 // apply commits what a run reports.
 func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
-	if a := s.st.Active; a != nil && a.RunID != rep.RunID {
-		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID, "active", a.RunID)
+	// Only the active turn's run moves the session: a late report of a run the session has
+	// moved past (stopped, superseded, rolled back) changes nothing.
+	if a := s.st.Active; a == nil || a.RunID != rep.RunID {
+		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID)
 		return
 	}
 	if cp := rep.Checkpoint; cp != nil {

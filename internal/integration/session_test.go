@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
 func turn(t *testing.T, e *inproc, session, wf, input string) contracts.TurnStarted {
@@ -156,4 +158,50 @@ func TestConcurrentResumesWithOneTokenOneWins(t *testing.T) {
 		require.Contains(t, []contracts.Code{contracts.CodeSessionBusy, contracts.CodeInvalidResume}, contracts.CodeOf(err), "err: %v", err)
 	}
 	require.Equal(t, 1, wins)
+}
+
+// A session continues as new (here after every 3 events) keeping its checkpoints, head,
+// workflow state, open question and recent turns, and keeps at most MaxCheckpoints.
+func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
+	e := startWorker(t, tc)
+	ctx := context.Background()
+	session := "s-" + taskQueue(t)
+	first, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contracts.SessionWorkflowID(session), TaskQueue: e.tq},
+		contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, MaxCheckpoints: 3, ContinueAsNewAfter: 3})
+	require.NoError(t, err)
+
+	var last contracts.Chunk
+	for i := 1; i <= 4; i++ {
+		b, _ := json.Marshal(fmt.Sprintf("m%d", i))
+		ts, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: fmt.Sprintf("t%d", i), Workflow: testagents.EchoWorkflow, Input: b},
+			workflows.SessionOptions{TaskQueue: e.tq})
+		require.NoError(t, err)
+		resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
+		require.Equal(t, fmt.Sprintf("Turn %d: m%d", i, i), resp[0].Content, "workflow state carried from the head")
+		last = resp[1]
+		eventually(t, 10*time.Second, fmt.Sprintf("turn %d to end", i), func() bool { return sessionView(t, e, session).Active == nil })
+	}
+	v := sessionView(t, e, session)
+	require.Len(t, v.Checkpoints, 3, "session start and turn 1 were pruned")
+	require.Equal(t, []int{2, 3, 4}, []int{v.Checkpoints[0].TurnIndex, v.Checkpoints[1].TurnIndex, v.Checkpoints[2].TurnIndex})
+	require.Equal(t, last.ID, v.Head)
+
+	// A question left open across continue-as-new is still answerable; a repeated clientTurnId
+	// still reattaches.
+	ts := turn(t, e, session, testagents.EffectsWorkflow, "hello")
+	resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
+	ask, _ := interruptOf(t, resp)
+	eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
+	b, _ := json.Marshal("m2")
+	again, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: "t4", Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	require.True(t, again.Reattached)
+	require.True(t, again.Ended)
+	_, err = workflows.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+	require.NoError(t, err)
+
+	desc, err := tc.DescribeWorkflowExecution(ctx, contracts.SessionWorkflowID(session), "")
+	require.NoError(t, err)
+	require.NotEqual(t, first.GetRunID(), desc.WorkflowExecutionInfo.Execution.RunId, "the session continued as new")
+	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
 }
