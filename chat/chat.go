@@ -268,7 +268,8 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 			prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
 		}
 		input, _ := json.Marshal(req.Input())
-		turn := contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context}
+		turn := contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
+			Reconnect: lastEventID(r) >= 0}
 		opts := workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
 		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {
@@ -281,7 +282,8 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		return ts, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
 	answer := resume.Response(req.Last().Content)
-	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: req.ClientTurnID})
+	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: req.ClientTurnID,
+		Reconnect: lastEventID(r) >= 0})
 	if err != nil {
 		return ts, 0, err
 	}

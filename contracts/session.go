@@ -118,6 +118,9 @@ type TurnRequest struct {
 	Input        json.RawMessage `json:"input"`
 	Messages     []Message       `json:"messages,omitempty"`
 	Context      json.RawMessage `json:"context,omitempty"`
+	// Reconnect marks a reader coming back for its turn (an SSE Last-Event-ID): it reattaches
+	// also to a turn that failed or was stopped, which a plain retry runs again.
+	Reconnect bool `json:"reconnect,omitempty"`
 }
 
 // ResumeTurnRequest claims a turn that answers a pending question of the session.
@@ -125,6 +128,8 @@ type ResumeTurnRequest struct {
 	Token        string `json:"token"`
 	RequestID    string `json:"requestId"`
 	ClientTurnID string `json:"clientTurnId,omitempty"`
+	// Reconnect: see [TurnRequest].
+	Reconnect bool `json:"reconnect,omitempty"`
 }
 
 // TurnStarted says which run carries a turn.
@@ -175,6 +180,8 @@ type ActiveTurn struct {
 	Since        time.Time `json:"since"`
 	// Token is the answered question's resume token (answer turns).
 	Token string `json:"token,omitempty"`
+	// Committed is set when the turn ended with a checkpoint (completed or interrupted).
+	Committed bool `json:"committed,omitempty"`
 }
 
 // SessionView is the session query's answer.
@@ -224,7 +231,8 @@ type SessionState struct {
 	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
 	NextTurn    int                    `json:"nextTurn"`
 	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
-	// clientTurnId asking again reattaches to its turn instead of running it twice.
+	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
+	// failed or was stopped only for a reconnecting reader: a retry runs it again).
 	Recent []ActiveTurn `json:"recent,omitempty"`
 }
 

@@ -199,8 +199,9 @@ func (s *session) busy() error {
 }
 
 // again returns the turn a request with this clientTurnId and kind already made: the active
-// one, or one that ended (nil: none). token, for answers, must match too.
-func (s *session) again(clientTurnID, kind, token string) (*contracts.ActiveTurn, bool) {
+// one, or one that ended (nil: none) — one that failed or was stopped only for a reconnecting
+// reader. token, for answers, must match too.
+func (s *session) again(clientTurnID, kind, token string, reconnect bool) (*contracts.ActiveTurn, bool) {
 	if clientTurnID == "" {
 		return nil, false
 	}
@@ -209,6 +210,9 @@ func (s *session) again(clientTurnID, kind, token string) (*contracts.ActiveTurn
 	}
 	for i := len(s.st.Recent) - 1; i >= 0; i-- {
 		if t := s.st.Recent[i]; t.ClientTurnID == clientTurnID && t.Kind == kind && t.Token == token {
+			if !t.Committed && !reconnect {
+				return nil, false
+			}
 			return &s.st.Recent[i], true
 		}
 	}
@@ -234,7 +238,7 @@ func (s *session) remember(t *contracts.ActiveTurn) {
 // checkStart checks that a prompt turn can start; it returns the turn to re-attach to when the
 // same clientTurnId started one already.
 func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
-	if t, ended := s.again(req.ClientTurnID, "prompt", ""); t != nil {
+	if t, ended := s.again(req.ClientTurnID, "prompt", "", req.Reconnect); t != nil {
 		ts := s.reattached(t, ended)
 		return &ts, nil
 	}
@@ -309,7 +313,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 // checkResume finds the open question an answer turn claims; it returns the turn to re-attach
 // to when the same clientTurnId answered the same question already.
 func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, *contracts.TurnStarted, error) {
-	if t, ended := s.again(req.ClientTurnID, "interrupt-response", req.Token); t != nil {
+	if t, ended := s.again(req.ClientTurnID, "interrupt-response", req.Token, req.Reconnect); t != nil {
 		ts := s.reattached(t, ended)
 		return contracts.PendingTurn{}, &ts, nil
 	}
@@ -381,11 +385,13 @@ func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
 func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 	// Only the active turn's run moves the session: a late report of a run the session has
 	// moved past (stopped, superseded, rolled back) changes nothing.
-	if a := s.st.Active; a == nil || a.RunID != rep.RunID {
+	a := s.st.Active
+	if a == nil || a.RunID != rep.RunID {
 		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID)
 		return
 	}
 	if cp := rep.Checkpoint; cp != nil {
+		a.Committed = true
 		s.append(*cp)
 		for _, p := range cp.ActivePendingRequests {
 			s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}

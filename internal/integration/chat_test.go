@@ -958,3 +958,22 @@ func TestChatAuthorization(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// A turn that failed runs again when retried with its clientTurnId (the Kortyx client's retry
+// keeps it), but a reconnecting reader (Last-Event-ID) gets the failed response back.
+func TestChatRetryOfFailedTurnRunsAgain(t *testing.T) {
+	f := newFinalized()
+	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
+	session := "s-" + taskQueue(t)
+	body := prompt(session, "t1", testagents.BoomWorkflow, "go")
+	require.Equal(t, []string{"session", "error", "done"}, types(c.send(t, body).Chunks(t)))
+	first := f.finals(t, 1)[0]
+	require.Equal(t, stream.StatusFailed, first.Status)
+
+	r := c.send(t, body, "Last-Event-ID: 0")
+	require.Equal(t, []string{"session", "error", "done"}, types(r.Chunks(t)))
+	require.Equal(t, first.RunID, f.finals(t, 2)[1].RunID, "the reconnecting reader reads the same run")
+
+	require.Equal(t, []string{"session", "error", "done"}, types(c.send(t, body).Chunks(t)))
+	require.NotEqual(t, first.RunID, f.finals(t, 3)[2].RunID, "the retry ran the turn again")
+}
