@@ -282,13 +282,23 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		return ts, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
 	answer := resume.Response(req.Last().Content)
-	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: req.ClientTurnID,
-		Reconnect: lastEventID(r) >= 0})
+	reconnect := lastEventID(r) >= 0
+	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
+		ClientTurnID: req.ClientTurnID, Reconnect: reconnect})
 	if err != nil {
 		return ts, 0, err
 	}
+	updateID := ""
+	if req.ClientTurnID != "" {
+		updateID = "turn-" + req.ClientTurnID
+	}
 	if ts.Reattached {
 		begin, err := h.answeredAt(ctx, ts.RunID, answer.Token)
+		if !ts.Ended {
+			// The first request may have left before its answer reached the run: deliver it again
+			// under the same update id (Temporal runs an update id once).
+			_, _ = workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer)
+		}
 		return ts, reattach(begin), err
 	}
 	// The run is waiting, so its stream is still: what comes next belongs to this response.
@@ -297,12 +307,19 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
 		return ts, 0, err
 	}
-	updateID := ""
-	if req.ClientTurnID != "" {
-		updateID = "turn-" + req.ClientTurnID
-	}
 	if _, err := workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
-		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
+		bg := context.WithoutCancel(ctx)
+		switch {
+		case contracts.FailureOf(err).Category == contracts.CategoryRequest:
+			// The run refused the answer (or is gone): the question is open again.
+			_ = workflows.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
+		case ctx.Err() != nil && h.o.Disconnect != DisconnectContinue:
+			// The reader left while the answer was on its way: cancel, as for any disconnect.
+			_, _ = workflows.StopSession(bg, h.o.Client, req.SessionID)
+		default:
+			// The answer may have reached the run: keep the turn. A reconnect with the same
+			// clientTurnId delivers it again; Stop frees the session.
+		}
 		return ts, 0, err
 	}
 	return ts, from, nil

@@ -312,9 +312,19 @@ func TestChatResumeThroughMetadata(t *testing.T) {
 	require.NotEqual(t, name.ResumeToken, plan.ResumeToken)
 	require.Equal(t, 2, *chunkOf(t, chunks, contracts.ChunkCheckpoint).TurnIndex)
 
-	// The consumed token is refused.
+	// The consumed token is refused; the same answer turn asked again gets its response back,
+	// and nothing runs twice.
 	r = c.send(t, resumeBody(session, "", name, "Bob", nil))
 	require.Equal(t, contracts.CodeInvalidResume, decodeError(t, r).Failure.Code)
+	r = c.send(t, resumeBody(session, "t2", name, "", map[string]any{"selected": "Ada"}))
+	require.Equal(t, []string{"session", "interrupt", "checkpoint", "done"}, types(r.Chunks(t)))
+	require.Equal(t, plan.ResumeToken, chunkOf(t, r.Chunks(t), contracts.ChunkInterrupt).ResumeToken)
+
+	// An invalid answer is refused by the run; the question stays open.
+	r = c.send(t, resumeBody(session, "t3x", plan, "", map[string]any{"selected": "gold"}))
+	require.Equal(t, http.StatusBadRequest, r.Status, r.Body)
+	require.Equal(t, contracts.CodeInvalidResponse, decodeError(t, r).Failure.Code)
+	require.Nil(t, sessionView(t, c.inproc, session).Active)
 
 	// The choice as {choice: {id}}: the node completes with both answers.
 	r = c.send(t, resumeBody(session, "t3", plan, "", map[string]any{"choice": map[string]any{"id": "pro"}}))
