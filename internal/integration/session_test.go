@@ -51,7 +51,7 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 
 	// A prompt while a turn is active is refused.
 	b, _ := json.Marshal("x")
-	_, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	_, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b, Workflow: testagents.SlowWorkflow}, workflows.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err, "no turn is active while the run waits for an answer")
 	// ...that prompt superseded the question (its run was cancelled): roll back to cp1 to ask it again.
 	v = sessionView(t, e, session)
@@ -98,10 +98,10 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 	dstResp, _ := nextResponse(t, e.follow, dst.RunID, lastOffset(t, e, dst.RunID, contracts.ChunkDone, 1))
 	require.Equal(t, []string{"interrupt", "checkpoint", "done"}, types(srcResp))
 	require.Equal(t, []string{"interrupt", "checkpoint", "done"}, types(dstResp))
-	// "before" ran in turn 1, in the superseding turn, and again when the rollback and the fork
+	// "before" ran in turn 1, and again when the rollback and the fork
 	// restored the waiting node: a restored node re-runs from the top against its journal, so
 	// side effects outside hooks run again (Kortyx's replay rule; hooks and tools do not).
-	readLinesSorted(t, e.effects, []string{"before", "before", "before", "before", "between Ada", "between Grace"})
+	readLinesSorted(t, e.effects, []string{"before", "slow done", "before", "before", "between Ada", "between Grace"})
 	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
 	require.Len(t, sessionView(t, e, fk.SessionID).Checkpoints, 2)
 	recordHistory(t, tc, "session-rollback-fork", contracts.SessionWorkflowID(session))
