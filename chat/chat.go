@@ -152,19 +152,6 @@ func NewHandler(o Options) (*Handler, error) {
 
 func (h *Handler) hooked() bool { return h.o.OnTurnAccepted != nil || h.o.OnResponseFinalized != nil }
 
-func (h *Handler) lifecycleError(ev LifecycleError) {
-	defer func() {
-		if p := recover(); p != nil {
-			h.o.Logger.Error("kortyx chat: OnLifecycleError panicked", "panic", p)
-		}
-	}()
-	if h.o.OnLifecycleError != nil {
-		h.o.OnLifecycleError(ev)
-		return
-	}
-	h.o.Logger.Error("kortyx chat: lifecycle hook failed", "phase", ev.Phase, "clientTurnId", ev.ClientTurnID, "error", ev.Err)
-}
-
 // WriteError writes an error as JSON {error, failure} with the failure's HTTP status.
 func WriteError(w http.ResponseWriter, err error) {
 	writeError(w, 0, err)
@@ -236,10 +223,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.o.OnTurnAccepted != nil {
-		if err := h.o.OnTurnAccepted(r.Context(), TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}); err != nil {
-			herr := HookError(PhaseTurnAccepted, err)
-			h.lifecycleError(LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: herr})
-			WriteError(w, herr)
+		ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
+		if err := runHook(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) }); err != nil {
+			reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
+			WriteError(w, err)
 			return
 		}
 	}
@@ -439,16 +426,9 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 	msg, status := stream.Finalize(req.ClientTurnID, chunks)
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("OnResponseFinalized panicked: %v", p)
-			}
-		}()
-		return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev)
-	}()
+	err := runHook(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
 	if err != nil {
-		h.lifecycleError(LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: HookError(PhaseResponseFinalized, err)})
+		reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
 	}
 }
 

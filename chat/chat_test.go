@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -210,4 +211,17 @@ func TestCheckpointRequestRefusals(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/checkpoints", nil))
 	require.Equal(t, http.StatusMethodNotAllowed, w.Code)
+}
+
+func TestHookFailuresAreContained(t *testing.T) {
+	err := runHook(PhaseForked, func() error { panic("boom") })
+	require.Equal(t, contracts.CodeChatLifecycleHookFailed, contracts.CodeOf(err))
+	require.ErrorContains(t, errors.Unwrap(err), "forked hook panicked: boom")
+	require.Equal(t, "forked", contracts.FailureOf(err).Details["phase"])
+	require.NoError(t, runHook(PhaseForked, func() error { return nil }))
+
+	var got []LifecycleError
+	reportHookError(func(ev LifecycleError) { got = append(got, ev); panic("the reporter fails too") }, slog.Default(),
+		LifecycleError{Phase: PhaseForked, Err: err})
+	require.Len(t, got, 1, "a panicking OnLifecycleError is swallowed")
 }

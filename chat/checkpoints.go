@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -165,7 +164,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out = res
 		if h.o.OnRolledBack != nil {
-			h.hook(r, PhaseRolledBack, func() error {
+			h.hook(PhaseRolledBack, func() error {
 				return h.o.OnRolledBack(context.WithoutCancel(ctx), RolledBack{Request: r, SessionID: req.SessionID,
 					HeadCheckpointID: res.Head.ID, InvalidatedStructuredStreamIDs: res.InvalidatedStructuredStreamIDs})
 			})
@@ -178,7 +177,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		out = res
 		if h.o.OnForked != nil {
-			h.hook(r, PhaseForked, func() error {
+			h.hook(PhaseForked, func() error {
 				return h.o.OnForked(context.WithoutCancel(ctx), Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
 					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID})
 			})
@@ -189,25 +188,8 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // hook runs a lifecycle hook; its failure reaches OnLifecycleError and never the response.
-func (h *CheckpointHandler) hook(r *http.Request, phase Phase, fn func() error) {
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%s hook panicked: %v", phase, p)
-			}
-		}()
-		return fn()
-	}()
-	if err == nil {
-		return
+func (h *CheckpointHandler) hook(phase Phase, fn func() error) {
+	if err := runHook(phase, fn); err != nil {
+		reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phase, Err: err})
 	}
-	ev := LifecycleError{Phase: phase, Err: HookError(phase, err)}
-	if h.o.OnLifecycleError != nil {
-		func() {
-			defer func() { _ = recover() }()
-			h.o.OnLifecycleError(ev)
-		}()
-		return
-	}
-	h.o.Logger.Error("kortyx checkpoints: lifecycle hook failed", "phase", phase, "error", ev.Err)
 }
