@@ -17,7 +17,6 @@ import (
 	"syscall"
 
 	"github.com/kortyx-go/kortyx/internal/app"
-	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -31,30 +30,21 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := app.ConfigFromEnv()
-	devMode := cfg.TemporalAddress == ""
-	if devMode {
+	if cfg.TemporalAddress == "" {
 		fmt.Printf("kortyx worker: dev mode (TEMPORAL_ADDRESS is not set): starting the Temporal dev server...\n")
-		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
-		ui := "disabled"
-		if srv.UIAddress() != "" {
-			ui = "http://" + srv.UIAddress()
-		}
-		fmt.Printf("kortyx worker: Temporal dev server at %s (UI %s), data in .kortyx/\n", srv.Address(), ui)
 	}
-	c, err := app.Dial(cfg)
+	t, err := app.Connect(ctx, &cfg, os.Stdout)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if !devMode {
-		if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
-			return err
+	defer t.Close()
+	c := t.Client
+	if t.Dev != nil {
+		ui := "disabled"
+		if t.Dev.UIAddress() != "" {
+			ui = "http://" + t.Dev.UIAddress()
 		}
+		fmt.Printf("kortyx worker: Temporal dev server at %s (UI %s), data in .kortyx/\n", t.Dev.Address(), ui)
 	}
 	reg, err := app.Registry()
 	if err != nil {

@@ -161,6 +161,50 @@ func Dial(cfg Config) (client.Client, error) {
 	return c, nil
 }
 
+// Temporal is a program's connection to Temporal, with the dev server it started, if any.
+type Temporal struct {
+	Client client.Client
+	Dev    *devserver.Server // nil with TEMPORAL_ADDRESS
+}
+
+// Close closes the client and stops the dev server.
+func (t *Temporal) Close() {
+	t.Client.Close()
+	if t.Dev != nil {
+		t.Dev.Stop()
+	}
+}
+
+// Connect reaches Temporal for a program that hosts workers: without TEMPORAL_ADDRESS it starts
+// the dev server (progress to out; cfg.TemporalAddress is set to its address), otherwise it
+// registers the search attributes the namespace lacks.
+func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
+	t := &Temporal{}
+	if cfg.TemporalAddress == "" {
+		srv, err := StartDevServer(ctx, *cfg, out)
+		if err != nil {
+			return nil, err
+		}
+		t.Dev = srv
+		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+	}
+	c, err := Dial(*cfg)
+	if err != nil {
+		if t.Dev != nil {
+			t.Dev.Stop()
+		}
+		return nil, err
+	}
+	t.Client = c
+	if t.Dev == nil {
+		if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+			t.Close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // Registry returns a registry with the example agents, plus the workflow files of the
 // directory KORTYX_WORKFLOWS (*.workflow.yaml, *.workflow.yml, *.workflow.json) when it is set.
 func Registry() (*workflows.Registry, error) {

@@ -25,7 +25,6 @@ import (
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -50,22 +49,12 @@ func run() error {
 		_, _ = rand.Read(b)
 		tokens[hex.EncodeToString(b)] = "dev"
 	}
-	if cfg.TemporalAddress == "" {
-		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		cfg.TemporalAddress = srv.Address()
-	}
-	c, err := app.Dial(cfg)
+	t, err := app.Connect(ctx, &cfg, os.Stdout)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
-		return err
-	}
+	defer t.Close()
+	c := t.Client
 	reg, err := app.Registry()
 	if err != nil {
 		return err
