@@ -46,6 +46,8 @@ type RunInput struct {
 	// Prior, for a new turn of a session, is the head's state the turn continues from (data,
 	// conversation, usage, workflow state); Input is the new message.
 	Prior *RunSnapshot `json:"prior,omitempty"`
+	// Child makes the run a child workflow call of another run (hooks.Workflow).
+	Child *ChildBinding `json:"child,omitempty"`
 }
 
 // Message is one chat message.
@@ -140,6 +142,9 @@ type RunSnapshot struct {
 	Seq int64 `json:"seq"`
 	// NodeExecutions counts node executions of the run so far.
 	NodeExecutions int `json:"nodeExecutions"`
+	// Activations counts node activations (a node run with its retries); child workflow ids
+	// include it, so that a node running again calls new children.
+	Activations int `json:"activations,omitempty"`
 	// Rejections keeps the most recent rejected answers.
 	Rejections []Rejection `json:"rejections,omitempty"`
 }

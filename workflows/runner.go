@@ -40,6 +40,8 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 	}
 	run := engine.NewRun(ctx, in.SessionID, snap)
 	run.Bind(in.Session)
+	run.BindChild(in.Child)
+	run.Resolve = r.resolve
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
@@ -88,6 +90,16 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 		}
 	}
 	return r.complete(ctx, run, def)
+}
+
+// resolve finds a workflow a node calls as a child (spec F3.13): registered under exactly that
+// id (no fallback).
+func (r *Runner) resolve(id string) (engine.ChildTarget, error) {
+	def, ok := r.reg.Lookup(strings.TrimSpace(id))
+	if !ok {
+		return engine.ChildTarget{}, contracts.Errorf(contracts.CodeUnknownWorkflow, "no workflow %q is registered on this worker", id)
+	}
+	return engine.ChildTarget{ID: def.ID, Version: def.Version, InputSchema: def.InputSchema, OutputSchema: def.OutputSchema}, nil
 }
 
 // initialState builds the state of a fresh run (spec F2.1).
@@ -184,6 +196,10 @@ func isCancel(ctx workflow.Context, run *engine.Run, err error) bool {
 // apply applies a node result in the order of spec F1.3 and chooses the next node; it returns
 // the definition to continue with (another one after a transition).
 func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, id string, res NodeResult) (*Definition, error) {
+	if res.TransitionTo != "" && run.Child != nil {
+		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed,
+			"Transition to '%s' rejected: a workflow called as a child cannot hand off (transitionTo).", res.TransitionTo)
+	}
 	st := &run.Snap.State
 	st.LastNode = id
 	if res.UI != nil && strings.TrimSpace(res.UI.Message) != "" {
@@ -290,7 +306,7 @@ func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition
 				Message: "run data does not match the output schema of workflow " + def.ID, Issues: issues})
 		}
 	}
-	if !run.Completed() {
+	if !run.Completed() && run.Child == nil {
 		run.Checkpoint(ctx, nil, true)
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
 	}
@@ -310,7 +326,7 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 		msg = ke.Error()
 	}
 	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
-	if !run.Completed() {
+	if !run.Completed() && run.Child == nil { // a child's failure is its caller's to report
 		run.EndTurn(ctx)
 		run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f})
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
@@ -328,8 +344,10 @@ func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunRes
 	if !run.Completed() {
 		run.EndTurn(dctx)
 	}
-	run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
-	run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	if run.Child == nil {
+		run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
+		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
+	}
 	run.Flush(dctx)
 	run.SetStatus(dctx, contracts.StatusCancelled)
 	return contracts.RunResult{Status: contracts.StatusCancelled, State: run.Snap.State}, temporal.NewCanceledError(reason)

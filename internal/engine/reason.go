@@ -662,7 +662,7 @@ func (l *loop) generate(ctx workflow.Context, msgs []contracts.ModelMessage, sch
 // passInput is the model pass input of the loop's current state.
 func (l *loop) passInput() contracts.ModelPassInput {
 	in := contracts.ModelPassInput{
-		RunID: l.s.run.ID, Node: l.s.node, HookID: l.spec.ID, OpID: l.res.OpID,
+		RunID: l.s.run.stream, Node: l.s.node, HookID: l.spec.ID, OpID: l.res.OpID,
 		Model: l.spec.Model, Messages: l.msgs, Tools: l.spec.Tools, Options: l.spec.Options,
 		Stream: l.spec.Stream, Emit: l.spec.Emit && l.spec.OutputSchema == nil, MCP: l.spec.MCP,
 	}

@@ -39,6 +39,18 @@ type Run struct {
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
+
+	// Child is set when the run is a child workflow call: it publishes to the root's stream
+	// (keys prefixed with its id) and asks its questions through its parent.
+	Child     *contracts.ChildBinding
+	stream    string
+	keyPrefix string
+	// Resolve finds the workflows the run's nodes call as children.
+	Resolve func(id string) (ChildTarget, error)
+	// children are the run's child calls in flight, by child workflow ID; questions the
+	// questions they asked and the run has not presented yet.
+	children  map[string]*liveChild
+	questions map[string]*contracts.ChildQuestion
 }
 
 type pending struct {
@@ -53,8 +65,24 @@ func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) 
 	if snap.Hooks.WorkflowState == nil {
 		snap.Hooks.WorkflowState = map[string]json.RawMessage{}
 	}
-	return &Run{ID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning}
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
+		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}}
 }
+
+// BindChild makes the run a child call: it publishes to the root's stream.
+func (r *Run) BindChild(c *contracts.ChildBinding) {
+	if c == nil {
+		return
+	}
+	cp := *c
+	r.Child = &cp
+	r.stream = c.Stream
+	r.keyPrefix = r.ID + "/"
+}
+
+// Stream is the id of the stream the run publishes to (its own id, or its root's).
+func (r *Run) Stream() string { return r.stream }
 
 // Install registers the state query, the answer update and the answer signal. Call it first
 // thing in the workflow so that no answer is ever dropped.
@@ -80,6 +108,16 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
+	questions := workflow.GetSignalChannel(ctx, contracts.ChildQuestionSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var q contracts.ChildQuestion
+			if !questions.Receive(ctx, &q) {
+				return
+			}
+			r.questions[q.Child] = &q
+		}
+	})
 	ch := workflow.GetSignalChannel(ctx, contracts.RespondName)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -216,7 +254,7 @@ func (r *Run) Emit(c contracts.Chunk) {
 		r.turn.stream(c.StreamID)
 	}
 	r.Snap.Seq++
-	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("w:%d", r.Snap.Seq), Chunk: c})
+	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("%sw:%d", r.keyPrefix, r.Snap.Seq), Chunk: c})
 }
 
 // Flush publishes queued chunks through the publish local activity, in order. Concurrent
@@ -245,7 +283,7 @@ func (r *Run) Flush(ctx workflow.Context) {
 		},
 	})
 	err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
-		contracts.PublishInput{RunID: r.ID, Chunks: batch}).Get(lctx, nil)
+		contracts.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
 	if err != nil && ctx.Err() != nil {
 		// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
 		// context) so that the stream still shows them before cancelled and done.
@@ -261,6 +299,10 @@ func (r *Run) Flush(ctx workflow.Context) {
 // SetStatus records the run status and mirrors it into the KortyxStatus search attribute.
 func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 	r.Status = s
+	if r.Child != nil && s == contracts.StatusWaiting {
+		// A child's question is its root's: only the root is listed as waiting.
+		s = contracts.StatusRunning
+	}
 	if r.saStatus == s {
 		return
 	}
@@ -306,6 +348,14 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 	p := &pending{req: req, schema: schema}
 	r.pending = p
 	r.Snap.State.AwaitingHumanInput = true
+	if r.Child != nil {
+		if err := r.askParent(ctx, req, schema); err != nil {
+			r.pending = nil
+			r.Snap.State.AwaitingHumanInput = false
+			return contracts.Answer{}, err
+		}
+		return r.await(ctx, p)
+	}
 	r.Emit(contracts.Chunk{
 		Type:          contracts.ChunkInterrupt,
 		RequestID:     req.RequestID,
@@ -329,6 +379,22 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 	}
 	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	r.Flush(ctx)
+	return r.await(ctx, p)
+}
+
+// askParent hands a question of this child run to its parent, which presents it (the root as
+// its interrupt) and sends the answer back as a Respond signal with the same token.
+func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) error {
+	r.Flush(ctx)
+	q := contracts.ChildQuestion{Child: r.ID, Request: req}
+	if schema != nil {
+		q.Schema = schema.Raw()
+	}
+	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", contracts.ChildQuestionSignal, q).Get(ctx, nil)
+}
+
+// await waits for the answer of the pending request p.
+func (r *Run) await(ctx workflow.Context, p *pending) (contracts.Answer, error) {
 	r.SetStatus(ctx, contracts.StatusWaiting)
 	err := workflow.Await(ctx, func() bool { return p.answer != nil || p.cancel })
 	r.pending = nil

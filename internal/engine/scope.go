@@ -19,6 +19,8 @@ type Scope struct {
 	used     map[string]bool
 	slot     int
 	closed   bool
+	calls    int  // workflow calls made by this attempt
+	joining  bool // a workflow call or parallel group is being awaited
 }
 
 type scopeKey struct{}
@@ -57,6 +59,7 @@ func errClosed(hook, node string) error {
 func (r *Run) BeginNode(node string) {
 	r.Node = node
 	r.turn.touch(node)
+	r.Snap.Activations++
 	h := &r.Snap.Hooks
 	if h.NodeID != node {
 		h.NodeID = node

@@ -1,0 +1,272 @@
+package workflows_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+)
+
+var (
+	topicSchema    = contracts.MustCompileSchema(`{"type":"object","properties":{"topic":{"type":"string"}},"required":["topic"]}`)
+	childOutSchema = contracts.MustCompileSchema(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"]}`)
+)
+
+// child returns a child workflow definition with the topic/summary schemas.
+func child(id string, nodes map[string]workflows.NodeFunc, edges ...string) *workflows.Definition {
+	d := def(id, nodes, edges...)
+	d.InputSchema, d.OutputSchema = topicSchema, childOutSchema
+	return d
+}
+
+func upper(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+	var args struct {
+		Topic string `json:"topic"`
+	}
+	if err := in.Decode(&args); err != nil {
+		return workflows.NodeResult{}, err
+	}
+	return workflows.NodeResult{Data: map[string]any{"summary": strings.ToUpper(args.Topic)}}, nil
+}
+
+func TestWorkflowCallReturnsChildData(t *testing.T) {
+	var seen any
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "research", Workflow: "upper", Input: map[string]any{"topic": "test"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": res.Data["summary"]}}, nil
+		},
+		"after": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			seen = in.Input.(map[string]any)["summary"]
+			return workflows.NodeResult{}, nil
+		},
+	}, "__start__>call", "call>after")
+	h := newHarness(t, parent, child("upper", map[string]workflows.NodeFunc{"up": upper}, "__start__>up"))
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "TEST", seen)
+	require.Equal(t, "TEST", res.State.Data["summary"])
+	require.Equal(t, []string{"done"}, h.types(), "the child publishes no done of its own")
+}
+
+func TestChildInterruptIsAskedByTheRoot(t *testing.T) {
+	asked := 0
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "ask", Workflow: "asker", Input: map[string]any{"topic": "x"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: res.Data}, nil
+		},
+	}, "__start__>call")
+	asker := child("asker", map[string]workflows.NodeFunc{
+		"first": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			asked++
+			a, err := hooks.AskText(ctx, "q1", "First?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			b, err := hooks.AskText(ctx, "q2", "Second?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": a + "+" + b}}, nil
+		},
+	}, "__start__>first")
+	h := newHarness(t, parent, asker)
+	h.signalAt(time.Minute, text("A"))
+	h.signalAt(2*time.Minute, text("B"))
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "A+B", res.State.Data["summary"])
+	require.Equal(t, 1, asked, "the child's node ran once")
+	require.Equal(t, []string{"interrupt", "done", "interrupt", "done", "done"}, h.types())
+	c := h.chunks()[0]
+	require.Equal(t, "asker", c.Workflow)
+	require.Equal(t, "first", c.Node)
+}
+
+// asks returns a child node that asks question q and returns the answer as its summary.
+func asks(q string, runs *int) workflows.NodeFunc {
+	return func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		*runs++
+		a, err := hooks.AskText(ctx, "q", q)
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"summary": q + a}}, nil
+	}
+}
+
+func TestParallelAsksOneQuestionAtATimeInCallOrder(t *testing.T) {
+	var aRuns, bRuns, cRuns int
+	var got []string
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"fan": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Parallel(ctx,
+				hooks.WorkflowCall{ID: "a", Workflow: "a", Input: map[string]any{"topic": "a"}},
+				hooks.WorkflowCall{ID: "b", Workflow: "b", Input: map[string]any{"topic": "b"}},
+				hooks.WorkflowCall{ID: "c", Workflow: "c", Input: map[string]any{"topic": "c"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			for _, r := range res {
+				got = append(got, r.Data["summary"].(string))
+			}
+			return workflows.NodeResult{}, nil
+		},
+	}, "__start__>fan")
+	h := newHarness(t, parent,
+		child("a", map[string]workflows.NodeFunc{"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			aRuns++
+			return workflows.NodeResult{Data: map[string]any{"summary": "A"}}, nil
+		}}, "__start__>n"),
+		child("b", map[string]workflows.NodeFunc{"n": asks("B?", &bRuns)}, "__start__>n"),
+		child("c", map[string]workflows.NodeFunc{"n": asks("C?", &cRuns)}, "__start__>n"))
+	var questions []string
+	answer := func(p contracts.PendingRequest) contracts.Response {
+		questions = append(questions, p.Input.Question)
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: "!"}
+	}
+	h.signalAt(time.Minute, answer)
+	h.signalAt(2*time.Minute, answer)
+	h.run("parent", "go")
+	_, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"B?", "C?"}, questions)
+	require.Equal(t, []string{"A", "B?!", "C?!"}, got)
+	require.Equal(t, []int{1, 1, 1}, []int{aRuns, bRuns, cRuns})
+	require.Equal(t, []string{"interrupt", "done", "interrupt", "done", "done"}, h.types())
+}
+
+func TestParallelFailureAfterWaitingSiblingIsAnswered(t *testing.T) {
+	var perr *hooks.ParallelError
+	var bRuns int
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"fan": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Parallel(ctx,
+				hooks.WorkflowCall{ID: "a", Workflow: "fails", Input: map[string]any{"topic": "a"}},
+				hooks.WorkflowCall{ID: "b", Workflow: "b", Input: map[string]any{"topic": "b"}})
+			if !errors.As(err, &perr) {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"caught": true}}, nil
+		},
+	}, "__start__>fan")
+	h := newHarness(t, parent,
+		child("fails", map[string]workflows.NodeFunc{"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			return workflows.NodeResult{}, &contracts.Error{Code: contracts.CodeDomainError, Message: "no sources"}
+		}}, "__start__>n"),
+		child("b", map[string]workflows.NodeFunc{"n": asks("B?", &bRuns)}, "__start__>n"))
+	h.signalAt(time.Minute, text("yes"))
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, true, res.State.Data["caught"])
+	require.Len(t, perr.Results, 2)
+	require.Equal(t, []string{hooks.Rejected, hooks.Fulfilled}, []string{perr.Results[0].Status, perr.Results[1].Status})
+	require.Equal(t, "B?yes", perr.Results[1].Value.Data["summary"])
+	require.Equal(t, contracts.CodeWorkflowCallFailed, contracts.CodeOf(perr.Results[0].Err))
+	require.ErrorContains(t, perr.Results[0].Err, "Workflow 'fails': no sources")
+	f := contracts.FailureOf(perr)
+	require.Equal(t, contracts.CodeParallelFailed, f.Code)
+	require.Equal(t, []string{"rejected", "fulfilled"}, []string{f.Results[0].Status, f.Results[1].Status})
+	require.Equal(t, []string{"interrupt", "done", "done"}, h.types(), "the question came before the failure")
+}
+
+func TestWorkflowCallFailures(t *testing.T) {
+	for name, tc := range map[string]struct {
+		call hooks.WorkflowCall
+		want string
+	}{
+		"invalid input":    {hooks.WorkflowCall{ID: "x", Workflow: "upper", Input: map[string]any{"topic": 7}}, "Workflow 'upper': input does not match its input schema"},
+		"unknown workflow": {hooks.WorkflowCall{ID: "x", Workflow: "nope", Input: map[string]any{"topic": "t"}}, "Workflow 'nope': "},
+		"no schemas":       {hooks.WorkflowCall{ID: "x", Workflow: "plain", Input: map[string]any{"topic": "t"}}, "must declare inputSchema and outputSchema"},
+		"invalid output":   {hooks.WorkflowCall{ID: "x", Workflow: "badout", Input: map[string]any{"topic": "t"}}, "Workflow 'badout': run data does not match the output schema"},
+		"transition":       {hooks.WorkflowCall{ID: "x", Workflow: "handoff", Input: map[string]any{"topic": "t"}}, "cannot hand off"},
+		"blank id":         {hooks.WorkflowCall{ID: " ", Workflow: "upper", Input: map[string]any{"topic": "t"}}, "needs a non-blank, stable id"},
+		"not plain JSON":   {hooks.WorkflowCall{ID: "x", Workflow: "upper", Input: map[string]any{"topic": func() {}}}, "input is not plain JSON"},
+		"child node fails": {hooks.WorkflowCall{ID: "x", Workflow: "fails", Input: map[string]any{"topic": "t"}}, "Workflow 'fails': no sources"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent := def("parent", map[string]workflows.NodeFunc{
+				"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+					_, err := hooks.Workflow(ctx, tc.call)
+					return workflows.NodeResult{}, err
+				},
+			}, "__start__>call")
+			h := newHarness(t, parent,
+				child("upper", map[string]workflows.NodeFunc{"up": upper}, "__start__>up"),
+				def("plain", map[string]workflows.NodeFunc{"up": upper}, "__start__>up"),
+				child("badout", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{Data: map[string]any{"summary": 1}})}, "__start__>n"),
+				child("handoff", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{TransitionTo: "upper"})}, "__start__>n"),
+				child("fails", map[string]workflows.NodeFunc{"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+					return workflows.NodeResult{}, &contracts.Error{Code: contracts.CodeDomainError, Message: "no sources"}
+				}}, "__start__>n"))
+			h.run("parent", "go")
+			_, err := h.result()
+			require.Error(t, err)
+			t.Logf("%v", err)
+			require.Equal(t, contracts.CodeWorkflowCallFailed, contracts.CodeOf(err), "err: %v", err)
+			require.ErrorContains(t, err, tc.want)
+			require.Equal(t, []string{"error", "done"}, h.types())
+		})
+	}
+}
+
+// A node retry reuses a completed call; a retry whose call changed fails with
+// WorkflowCallError; a failed call stays failed for the activation.
+func TestWorkflowCallReplay(t *testing.T) {
+	childRuns, attempts := 0, 0
+	upperCounting := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		childRuns++
+		return upper(ctx, in)
+	}
+	mk := func(changeInput bool) *harness {
+		childRuns, attempts = 0, 0
+		parent := def("parent", map[string]workflows.NodeFunc{
+			"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+				attempts++
+				topic := "a"
+				if changeInput && attempts > 1 {
+					topic = "b"
+				}
+				res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "c1", Workflow: "upper", Input: map[string]any{"topic": topic}})
+				if err != nil {
+					return workflows.NodeResult{}, err
+				}
+				if attempts == 1 {
+					return workflows.NodeResult{}, errors.New("flaky after the call")
+				}
+				return workflows.NodeResult{Data: res.Data}, nil
+			},
+		}, "__start__>call")
+		parent.Nodes["call"] = workflows.Node{Run: parent.Nodes["call"].Run, Retry: &workflows.Retry{MaxAttempts: 2}}
+		return newHarness(t, parent, child("upper", map[string]workflows.NodeFunc{"up": upperCounting}, "__start__>up"))
+	}
+	h := mk(false)
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "A", res.State.Data["summary"])
+	require.Equal(t, 1, childRuns, "the retry reused the child's result")
+
+	h = mk(true)
+	h.run("parent", "go")
+	_, err = h.result()
+	require.Equal(t, contracts.CodeWorkflowCallFailed, contracts.CodeOf(err))
+	require.ErrorContains(t, err, "call input or target changed during replay")
+	require.Equal(t, 1, childRuns)
+}
