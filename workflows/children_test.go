@@ -270,3 +270,110 @@ func TestWorkflowCallReplay(t *testing.T) {
 	require.ErrorContains(t, err, "call input or target changed during replay")
 	require.Equal(t, 1, childRuns)
 }
+
+// A child runs a parallel group of its own; the grandchildren's questions reach the root one
+// at a time and their answers go back down two levels.
+func TestNestedParallelGroups(t *testing.T) {
+	var x, y, z int
+	fan := func(ids ...string) workflows.NodeFunc {
+		return func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			calls := make([]hooks.WorkflowCall, len(ids))
+			for i, id := range ids {
+				calls[i] = hooks.WorkflowCall{ID: id, Workflow: id, Input: map[string]any{"topic": id}}
+			}
+			res, err := hooks.Parallel(ctx, calls...)
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			var parts []string
+			for _, r := range res {
+				parts = append(parts, r.Data["summary"].(string))
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": strings.Join(parts, ",")}}, nil
+		}
+	}
+	h := newHarness(t,
+		def("root", map[string]workflows.NodeFunc{"fan": fan("mid", "z")}, "__start__>fan"),
+		child("mid", map[string]workflows.NodeFunc{"fan": fan("x", "y")}, "__start__>fan"),
+		child("x", map[string]workflows.NodeFunc{"n": asks("X?", &x)}, "__start__>n"),
+		child("y", map[string]workflows.NodeFunc{"n": asks("Y?", &y)}, "__start__>n"),
+		child("z", map[string]workflows.NodeFunc{"n": asks("Z?", &z)}, "__start__>n"))
+	var questions []string
+	answer := func(p contracts.PendingRequest) contracts.Response {
+		questions = append(questions, p.Input.Question)
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: "1"}
+	}
+	for i := 1; i <= 3; i++ {
+		h.signalAt(time.Duration(i)*time.Minute, answer)
+	}
+	h.run("root", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"X?", "Y?", "Z?"}, questions, "group order, depth first")
+	require.Equal(t, "X?1,Y?1,Z?1", res.State.Data["summary"])
+	require.Equal(t, []int{1, 1, 1}, []int{x, y, z})
+}
+
+// Cancelling through a child's question cancels every child; the parent's continuation never
+// runs.
+func TestCancelThroughChildQuestionCancelsAllChildren(t *testing.T) {
+	var b, c int
+	after := false
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"fan": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Parallel(ctx,
+				hooks.WorkflowCall{ID: "b", Workflow: "b", Input: map[string]any{"topic": "b"}},
+				hooks.WorkflowCall{ID: "c", Workflow: "c", Input: map[string]any{"topic": "c"}})
+			return workflows.NodeResult{}, err
+		},
+		"after": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			after = true
+			return workflows.NodeResult{}, nil
+		},
+	}, "__start__>fan", "fan>after")
+	h := newHarness(t, parent,
+		child("b", map[string]workflows.NodeFunc{"n": asks("B?", &b)}, "__start__>n"),
+		child("c", map[string]workflows.NodeFunc{"n": asks("C?", &c)}, "__start__>n"))
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Cancel: true}
+	})
+	h.run("parent", "go")
+	_, err := h.result()
+	require.Equal(t, contracts.CodeExecutionCancelled, contracts.CodeOf(err), "err: %v", err)
+	require.False(t, after)
+	require.Equal(t, []string{"interrupt", "done", "cancelled", "done"}, h.types())
+}
+
+// A custom question of a child is validated by the root against the child's schema.
+func TestChildCustomQuestionValidatedByRoot(t *testing.T) {
+	schema := contracts.MustCompileSchema(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "k", Workflow: "custom", Input: map[string]any{"topic": "t"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: res.Data}, nil
+		},
+	}, "__start__>call")
+	h := newHarness(t, parent, child("custom", map[string]workflows.NodeFunc{
+		"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			a, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "amount", Kind: contracts.InterruptCustom, Question: "How many?", Request: map[string]any{"unit": "boxes"}, ResponseSchema: schema})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": string(a.Value)}}, nil
+		}}, "__start__>n"))
+	var rejected error
+	h.updateAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Value: []byte(`{"n":"many"}`)}
+	}, func(_ contracts.RespondResult, err error) { rejected = err })
+	h.signalAt(2*time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Value: []byte(`{"n":3}`)}
+	})
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, contracts.CodeInvalidResponse, contracts.CodeOf(rejected))
+	require.JSONEq(t, `{"n":3}`, res.State.Data["summary"].(string))
+}
