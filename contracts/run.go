@@ -48,6 +48,8 @@ type RunInput struct {
 	Prior *RunSnapshot `json:"prior,omitempty"`
 	// Child makes the run a child workflow call of another run (hooks.Workflow).
 	Child *ChildBinding `json:"child,omitempty"`
+	// Limits override the worker's default execution limits for this run and its children.
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // Message is one chat message.
@@ -145,6 +147,8 @@ type RunSnapshot struct {
 	// Activations counts node activations (a node run with its retries); child workflow ids
 	// include it, so that a node running again calls new children.
 	Activations int `json:"activations,omitempty"`
+	// Budget is the root run's execution limits and what was consumed of them.
+	Budget *Budget `json:"budget,omitempty"`
 	// Rejections keeps the most recent rejected answers.
 	Rejections []Rejection `json:"rejections,omitempty"`
 }

@@ -24,6 +24,7 @@ type Registry struct {
 	binders  map[string]Binder            // node kinds that bind their params at Add
 	defs     map[string]*Definition
 	fallback string
+	limits   contracts.Limits
 }
 
 // NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
@@ -249,6 +250,25 @@ func (r *Registry) AddDir(dir string) error {
 		r.defs[d.ID] = d
 	}
 	return nil
+}
+
+// SetLimits sets the default execution limits of the runs of this registry's workflows
+// (spec F5.7; RunInput.Limits overrides them per run). Zero fields mean no limit.
+func (r *Registry) SetLimits(l contracts.Limits) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.limits = l
+	return nil
+}
+
+// Limits returns the default execution limits.
+func (r *Registry) Limits() contracts.Limits {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.limits
 }
 
 // SetFallback sets the id of the workflow [Registry.Workflow] returns for unknown ids (default

@@ -42,6 +42,13 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 	run.Bind(in.Session)
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
+	var limitsErr error
+	if in.Child == nil {
+		if in.Limits != nil {
+			limitsErr = in.Limits.Check()
+		}
+		run.SetLimits(r.reg.Limits().Over(in.Limits))
+	}
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
@@ -64,6 +71,9 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 		run.Snap.State.CurrentWorkflow = strings.TrimSpace(in.Workflow)
 	}
 	run.InitSearchAttributes(ctx)
+	if err == nil {
+		err = limitsErr
+	}
 	if err != nil {
 		return r.fail(ctx, run, err)
 	}
@@ -159,6 +169,9 @@ func (r *Runner) execNode(ctx workflow.Context, run *engine.Run, def *Definition
 	}
 	run.BeginNode(id)
 	for attempt := 1; ; attempt++ {
+		if err := run.Reserve(ctx, contracts.LimitNodeExecutions); err != nil {
+			return NodeResult{}, err
+		}
 		run.Snap.NodeExecutions++
 		nctx, scope := run.Enter(ctx, id, def.ID)
 		params := engine.Clone(node.Params)

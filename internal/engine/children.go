@@ -179,6 +179,14 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			sl.live = lc // started by an earlier attempt of this activation, still known
 			continue
 		}
+		if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
+			for _, o := range slots {
+				if o.live != nil && !o.live.done {
+					o.live.cancel()
+				}
+			}
+			return nil, err
+		}
 		sl.live = r.startChild(ctx, s.node, sl.call, sl.state.Child, depth)
 	}
 	cancelAll := func() {
@@ -209,6 +217,9 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 	}
 	for {
 		err := workflow.Await(ctx, func() bool {
+			if _, blocked := r.limitBlocked(); blocked {
+				return true
+			}
 			for _, sl := range slots {
 				if sl.live != nil && !sl.live.done && r.questions[sl.state.Child] == nil {
 					return false
@@ -219,6 +230,15 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if err != nil {
 			cancelAll()
 			return nil, err
+		}
+		if kind, blocked := r.limitBlocked(); blocked {
+			// A child waits for a unit of a used-up limit: pause the whole tree here.
+			if err := r.pauseForLimit(ctx, kind); err != nil {
+				cancelAll()
+				return nil, err
+			}
+			r.serveReservations(ctx)
+			continue
 		}
 		for _, sl := range slots {
 			settle(sl)
@@ -293,7 +313,8 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	}
 	input, _ := c.Input.(json.RawMessage)
 	in := contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx,
-		Child: &contracts.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID}}
+		Child: &contracts.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
+			Limits: r.limits()}}
 	lc := &liveChild{id: childID, call: c.ID, target: c.Workflow, cancel: cancel}
 	r.children[childID] = lc
 	fut := workflow.ExecuteChildWorkflow(cctx, contracts.RunWorkflowName, in)

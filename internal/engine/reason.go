@@ -792,6 +792,9 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 			Message: fmt.Sprintf("hooks.Reason: the model call is %d bytes, over Temporal's %d-byte payload limit; shorten the history or bound tool results (ToolExecution.MaxResultChars)", len(b), maxPayloadBytes),
 			Details: map[string]any{"bytes": len(b), "limit": maxPayloadBytes}}
 	}
+	if err := s.run.Reserve(ctx, contracts.LimitModelPasses); err != nil {
+		return resp, err
+	}
 	s.run.Flush(ctx)
 	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
@@ -828,6 +831,9 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 			}
 			return res, nil
 		}
+	}
+	if err := s.run.Reserve(ctx, contracts.LimitToolCalls); err != nil {
+		return res, err
 	}
 	if emit {
 		s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallStart, Input: call.Arguments}))

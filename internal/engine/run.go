@@ -51,6 +51,11 @@ type Run struct {
 	// questions they asked and the run has not presented yet.
 	children  map[string]*liveChild
 	questions map[string]*contracts.ChildQuestion
+	// reservations are the children's reservations the root could not grant yet; grants the
+	// grants a child received.
+	reservations []contracts.Reservation
+	grants       map[string]bool
+	label        string // the label of the next checkpoint
 }
 
 type pending struct {
@@ -67,7 +72,7 @@ func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) 
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
-		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}}
+		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}, grants: map[string]bool{}}
 }
 
 // BindChild makes the run a child call: it publishes to the root's stream.
@@ -116,6 +121,27 @@ func (r *Run) Install(ctx workflow.Context) error {
 				return
 			}
 			r.questions[q.Child] = &q
+		}
+	})
+	reserves := workflow.GetSignalChannel(ctx, contracts.BudgetReserveSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var q contracts.Reservation
+			if !reserves.Receive(ctx, &q) {
+				return
+			}
+			r.reservations = append(r.reservations, q)
+			r.serveReservations(ctx)
+		}
+	})
+	grants := workflow.GetSignalChannel(ctx, contracts.BudgetGrantSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var g contracts.Grant
+			if !grants.Receive(ctx, &g) {
+				return
+			}
+			r.grants[g.ID] = true
 		}
 	})
 	ch := workflow.GetSignalChannel(ctx, contracts.RespondName)
@@ -494,7 +520,9 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 		ActivePendingRequests: []contracts.PendingRequest{},
 		ParentCheckpointID:    r.session.ParentCheckpointID,
 		Snapshot:              &snap,
+		Label:                 r.label,
 	}
+	r.label = ""
 	if pending != nil {
 		cp.Effects.InterruptTokens = []string{pending.Token}
 		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}

@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/workflow"
+)
+
+// SetLimits gives a root run its execution limits (none when all are 0). A run continued as
+// new keeps the budget it carries.
+func (r *Run) SetLimits(l contracts.Limits) {
+	if r.Snap.Budget != nil || l == (contracts.Limits{}) {
+		return
+	}
+	r.Snap.Budget = &contracts.Budget{Limits: l}
+}
+
+// limits returns the limits that bind the run (a child is bound by its root's).
+func (r *Run) limits() contracts.Limits {
+	if r.Child != nil {
+		return r.Child.Limits
+	}
+	if r.Snap.Budget == nil {
+		return contracts.Limits{}
+	}
+	return r.Snap.Budget.Limits
+}
+
+// Reserve takes one unit of a limit before the work is dispatched (spec F5.7). The budget is the
+// root run's, shared by all its children: a child asks the root. When the limit is used up, the
+// root pauses with a "Limit reached — Continue?" question; Continue gives a fresh allowance and
+// Reserve returns once the unit is granted. It returns an error only when the run is cancelled.
+func (r *Run) Reserve(ctx workflow.Context, kind string) error {
+	if r.limits().Max(kind) <= 0 {
+		return nil
+	}
+	if r.Child != nil {
+		return r.reserveAtRoot(ctx, kind)
+	}
+	for !r.tryReserve(kind) {
+		if err := r.pauseForLimit(ctx, kind); err != nil {
+			return err
+		}
+		r.serveReservations(ctx)
+	}
+	return nil
+}
+
+// tryReserve takes one unit if the root's budget has one.
+func (r *Run) tryReserve(kind string) bool {
+	b := r.Snap.Budget
+	if b == nil || b.Limits.Max(kind) <= 0 {
+		return true
+	}
+	if b.Consumed[kind] >= b.Limits.Max(kind) {
+		return false
+	}
+	if b.Consumed == nil {
+		b.Consumed = map[string]int{}
+	}
+	b.Consumed[kind]++
+	return true
+}
+
+// reserveAtRoot asks the root for a unit and waits for the grant.
+func (r *Run) reserveAtRoot(ctx workflow.Context, kind string) error {
+	if r.Snap.Budget == nil {
+		r.Snap.Budget = &contracts.Budget{}
+	}
+	r.Snap.Budget.Seq++
+	id := fmt.Sprintf("%s:%d", r.ID, r.Snap.Budget.Seq)
+	if err := workflow.SignalExternalWorkflow(ctx, r.Child.RootID, "", contracts.BudgetReserveSignal,
+		contracts.Reservation{ID: id, From: r.ID, Kind: kind}).Get(ctx, nil); err != nil {
+		return err
+	}
+	if err := workflow.Await(ctx, func() bool { return r.grants[id] }); err != nil {
+		return err
+	}
+	delete(r.grants, id)
+	return nil
+}
+
+// serveReservations grants the children's queued reservations, in arrival order, while the
+// budget lasts; what is left waits for a Continue.
+func (r *Run) serveReservations(ctx workflow.Context) {
+	for len(r.reservations) > 0 {
+		q := r.reservations[0]
+		if !r.tryReserve(q.Kind) {
+			return
+		}
+		r.reservations = r.reservations[1:]
+		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", contracts.BudgetGrantSignal, contracts.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Info("kortyx: granting a reservation failed (the child may have ended)", "child", q.From, "error", err)
+		}
+	}
+}
+
+// limitBlocked reports the limit a child waits for when the root's budget is used up.
+func (r *Run) limitBlocked() (string, bool) {
+	if r.Child != nil || len(r.reservations) == 0 {
+		return "", false
+	}
+	return r.reservations[0].Kind, true
+}
+
+// pauseForLimit pauses the root run at a used-up limit: a limit-reached chunk, the question
+// "Limit reached — Continue?", a checkpoint labelled "Execution limit reached", then done.
+// Continue resets the consumed counts (a fresh allowance; completed work is kept).
+func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
+	b := r.Snap.Budget
+	r.Emit(contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Maximum: b.Limits.Max(kind), Consumed: b.Consumed[kind]})
+	token, requestID := newRequestIDs(ctx)
+	req := contracts.PendingRequest{RequestID: requestID, Token: token, Workflow: r.Snap.State.CurrentWorkflow, Node: r.Node,
+		HookID: "execution-limit", CreatedAt: workflow.Now(ctx), Input: contracts.InterruptInput{
+			Kind: contracts.InterruptChoice, Question: contracts.LimitQuestion, ID: "execution-limit",
+			Options: []contracts.Option{{ID: contracts.LimitContinue, Label: "Continue"}}}}
+	r.label = contracts.LimitCheckpoint
+	workflow.GetLogger(ctx).Info("kortyx: execution limit reached; asking to continue", "limit", kind, "maximum", b.Limits.Max(kind))
+	if _, err := r.Ask(ctx, req, nil); err != nil {
+		return err
+	}
+	b.Consumed = nil
+	return nil
+}
