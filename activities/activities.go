@@ -121,6 +121,7 @@ func SegmentID(segment string, attempt int32) string {
 // "m:<opId>:<segment>:<n>", segment per attempt). A retried pass first publishes
 // text-invalidated for the previous attempt's segment, so no client shows its text twice.
 func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+	defer keepAlive(ctx)()
 	ref := in.Model
 	if ref.Provider == "" {
 		ref.Provider = a.DefaultProvider
@@ -268,9 +269,38 @@ func (p *textPublisher) end(ctx context.Context) error {
 	return p.publish(ctx, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
 }
 
+// KeepAliveInterval is how often the model and tool activities heartbeat while they run.
+const KeepAliveInterval = time.Second
+
+// keepAlive heartbeats every KeepAliveInterval until the returned stop is called, whatever the
+// provider or the tool is doing: the activity learns of a cancellation (and Temporal of a dead
+// worker) within its heartbeat timeout. Outside an activity it does nothing.
+func keepAlive(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(KeepAliveInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+	defer keepAlive(ctx)()
 	if in.MCP != nil {
 		pool, err := a.mcpPool()
 		if err != nil {

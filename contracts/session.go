@@ -202,6 +202,8 @@ type CheckpointReport struct {
 	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
 	// TurnEnded frees the session for the next turn.
 	TurnEnded bool `json:"turnEnded"`
+	// Closed says the run ended (failed or cancelled): its questions can no longer be answered.
+	Closed bool `json:"closed,omitempty"`
 }
 
 // SessionInput starts (or continues) a session workflow.

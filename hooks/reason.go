@@ -58,6 +58,10 @@ type ReasonOptions struct {
 }
 
 // Corrections returns a SchemaCorrections value.
+
+// heartbeatTimeout is the heartbeat timeout of model and tool activities.
+const heartbeatTimeout = 10 * time.Second
+
 func Corrections(n int) *int { return &n }
 
 // Outputs are the output contracts of a Reason call, by name (names match
@@ -208,10 +212,9 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	if toolTimeout <= 0 {
 		toolTimeout = 2 * time.Minute
 	}
-	mo := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: modelRetry}
-	if stream {
-		mo.HeartbeatTimeout = time.Minute
-	}
+	// The activities heartbeat every second (activities.KeepAliveInterval): a cancellation
+	// reaches a running model pass or tool within about 8 s (80% of the heartbeat timeout).
+	mo := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: modelRetry, HeartbeatTimeout: heartbeatTimeout}
 	corrections := 1
 	if opts.SchemaCorrections != nil {
 		corrections = *opts.SchemaCorrections
@@ -227,7 +230,7 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
 		ModelOptions:      mo,
-		ToolOptions:       workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry},
+		ToolOptions:       workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry, HeartbeatTimeout: heartbeatTimeout},
 		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
 		OutputSchema: opts.OutputSchema, InterruptMode: engine.ModeOptional,
 	}

@@ -339,8 +339,8 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 		msg = ke.Error()
 	}
 	run.Snap.State.LastError = &contracts.ErrorInfo{Message: msg, Code: f.Code}
+	run.EndTurn(ctx)
 	if !run.Completed() && run.Child == nil { // a child's failure is its caller's to report
-		run.EndTurn(ctx)
 		run.Emit(contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f})
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	}
@@ -354,9 +354,7 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	const reason = "Execution cancelled."
-	if !run.Completed() {
-		run.EndTurn(dctx)
-	}
+	run.EndTurn(dctx)
 	if run.Child == nil {
 		run.Emit(contracts.Chunk{Type: contracts.ChunkCancelled, RunID: run.ID, Reason: reason})
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})

@@ -385,6 +385,14 @@ func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
 func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 	// Only the active turn's run moves the session: a late report of a run the session has
 	// moved past (stopped, superseded, rolled back) changes nothing.
+	if rep.Closed {
+		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+			if s.st.Pending[tok].RunID == rep.RunID {
+				delete(s.st.Pending, tok)
+				s.changed = true
+			}
+		}
+	}
 	a := s.st.Active
 	if a == nil || a.RunID != rep.RunID {
 		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID)

@@ -536,12 +536,13 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	return id
 }
 
-// EndTurn tells the session that the response ended without a checkpoint (failure, cancel).
+// EndTurn tells the session that the run ended without a checkpoint (failure, cancel): its
+// turn is over and its open questions are gone.
 func (r *Run) EndTurn(ctx workflow.Context) {
-	if r.session == nil || r.completed {
+	if r.session == nil {
 		return
 	}
-	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, TurnEnded: true})
+	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, TurnEnded: !r.completed, Closed: true})
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
