@@ -17,8 +17,9 @@ import (
 
 // demoMessages are the default inputs of the demo workflows.
 var demoMessages = map[string]string{
-	"support": "Please refund order A-1001, it arrived broken.",
-	"triage":  "I was charged twice on my last invoice",
+	"support":  "Please refund order A-1001, it arrived broken.",
+	"triage":   "I was charged twice on my last invoice",
+	"research": "AI agents",
 }
 
 // cmdDemo brings up everything in one process — the Temporal dev server (unless
@@ -27,14 +28,14 @@ var demoMessages = map[string]string{
 func cmdDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	auto := fs.Bool("auto", false, "answer questions automatically (first option) and exit")
-	wf := fs.String("workflow", "support", "the example to run: support or triage")
+	wf := fs.String("workflow", "support", "the example to run: support, triage or research")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	message, ok := demoMessages[*wf]
 	if !ok {
-		return usagef("demo --workflow must be support or triage, not %q", *wf)
+		return usagef("demo --workflow must be support, triage or research, not %q", *wf)
 	}
 	if len(pos) > 0 {
 		message = strings.Join(pos, " ")
@@ -95,10 +96,17 @@ func cmdDemo(ctx context.Context, args []string) error {
 	switch *wf {
 	case "support":
 		fmt.Printf("· demo finished: %d refund(s) made; tokens used: %d\n", backend.Store.Refunds(), tokens(res))
+	case "research":
+		fmt.Printf("· demo finished: %d findings from three child workflows\n", len(asList(res.State.Data["findings"])))
 	default:
 		fmt.Printf("· demo finished: ticket %v (%v)\n", res.State.Data["ticketId"], res.State.Data["topic"])
 	}
 	return nil
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 func tokens(res contracts.RunResult) int {

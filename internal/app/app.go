@@ -20,6 +20,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples/hello"
+	"github.com/kortyx-go/kortyx/examples/research"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/stream"
@@ -216,6 +217,9 @@ func Registry() (*workflows.Registry, error) {
 		return nil, err
 	}
 	if err := hello.Register(reg); err != nil {
+		return nil, err
+	}
+	if err := research.Register(reg); err != nil {
 		return nil, err
 	}
 	if dir := os.Getenv("KORTYX_WORKFLOWS"); dir != "" {
