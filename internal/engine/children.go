@@ -168,6 +168,26 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		slots[i] = sl
 	}
 
+	cancelAll := func() {
+		// Cancel the children still running and wait until they have stopped: a cancelled
+		// run ends after its whole tree.
+		var running []*liveChild
+		for _, sl := range slots {
+			if sl.live != nil && !sl.live.done {
+				sl.live.cancel()
+				running = append(running, sl.live)
+			}
+		}
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		_ = workflow.Await(dctx, func() bool {
+			for _, lc := range running {
+				if !lc.done {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	s.joining = true
 	defer func() { s.joining = false }()
 	r.Flush(ctx) // what the node published so far comes before the children's chunks
@@ -180,21 +200,10 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			continue
 		}
 		if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
-			for _, o := range slots {
-				if o.live != nil && !o.live.done {
-					o.live.cancel()
-				}
-			}
+			cancelAll()
 			return nil, err
 		}
 		sl.live = r.startChild(ctx, s.node, sl.call, sl.state.Child, depth)
-	}
-	cancelAll := func() {
-		for _, sl := range slots {
-			if sl.live != nil && !sl.live.done {
-				sl.live.cancel()
-			}
-		}
 	}
 	settle := func(sl *slot) {
 		if sl.state.Outcome != nil || sl.live == nil || !sl.live.done {

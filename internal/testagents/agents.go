@@ -45,6 +45,17 @@ const (
 	BoomWorkflow = "boom"
 	// SlowWorkflow publishes a progress chunk, works for SlowFor, then answers "Finished.".
 	SlowWorkflow = "slow"
+	// FanoutWorkflow calls PartWorkflow three times in parallel (topics "a", "slow" and "ask")
+	// in node "fan", then records "after" in node "after".
+	FanoutWorkflow = "fanout"
+	// PartWorkflow records "part <topic> start", sleeps SlowFor when the topic is "slow", asks
+	// "Which <topic>?" when it is "ask", records "part <topic> done" and returns a summary.
+	PartWorkflow = "part"
+)
+
+var (
+	partInput  = contracts.MustCompileSchema(`{"type":"object","properties":{"topic":{"type":"string"}},"required":["topic"]}`)
+	partOutput = contracts.MustCompileSchema(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"]}`)
 )
 
 // SlowFor is how long the slow workflow works between its progress chunk and its answer.
@@ -232,10 +243,61 @@ func Register(reg *workflows.Registry) error {
 		}
 		return workflows.NodeResult{UI: &workflows.UI{Message: "Finished."}}, nil
 	}
+	part := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		var args struct {
+			Topic string `json:"topic"`
+		}
+		if err := in.Decode(&args); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		if err := record(ctx, "part "+args.Topic+" start"); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		summary := args.Topic
+		switch args.Topic {
+		case "slow":
+			if err := workflow.Sleep(ctx, SlowFor); err != nil {
+				return workflows.NodeResult{}, err
+			}
+		case "ask":
+			a, err := hooks.AskText(ctx, "which", "Which ask?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			summary += ":" + a
+		}
+		if err := record(ctx, "part "+args.Topic+" done"); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"summary": summary}}, nil
+	}
+	fan := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		var calls []hooks.WorkflowCall
+		for _, topic := range []string{"a", "slow", "ask"} {
+			calls = append(calls, hooks.WorkflowCall{ID: topic, Workflow: PartWorkflow, Input: map[string]any{"topic": topic}})
+		}
+		res, err := hooks.Parallel(ctx, calls...)
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		var summaries []string
+		for _, r := range res {
+			summaries = append(summaries, r.Data["summary"].(string))
+		}
+		return workflows.NodeResult{Data: map[string]any{"summaries": strings.Join(summaries, ",")}}, nil
+	}
+	after := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		return workflows.NodeResult{}, record(ctx, "after")
+	}
 	boom := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		return workflows.NodeResult{}, fmt.Errorf("the database is down")
 	}
 	if err := reg.Add(one(EchoWorkflow, echo), one(SpeakerWorkflow, speaker), one(MultiWorkflow, multi), one(BoomWorkflow, boom), one(SlowWorkflow, slow),
+		&workflows.Definition{ID: PartWorkflow, Version: "1", InputSchema: partInput, OutputSchema: partOutput,
+			Nodes: map[string]workflows.Node{"part": {Run: part}}, Edges: []workflows.Edge{{From: contracts.StartNode, To: "part"}}},
+		&workflows.Definition{ID: FanoutWorkflow, Version: "1",
+			Nodes: map[string]workflows.Node{"fan": {Run: fan}, "after": {Run: after}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "fan"}, {From: "fan", To: "after"}}},
 		&workflows.Definition{ID: BackgroundWorkflow, Version: "1",
 			Nodes: map[string]workflows.Node{"respond": {Run: background}, "later": {Run: later}},
 			Edges: []workflows.Edge{{From: contracts.StartNode, To: "respond"}, {From: "respond", To: "later"}}}); err != nil {
