@@ -309,6 +309,11 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		}
 		return ts, 0, err
 	}
+	// A run restored by a rollback or fork may have asked its question again between the
+	// offset read above and the answer: the response starts after that question's done.
+	if at, err := h.answeredAt(ctx, ts.RunID, answer.Token); err == nil && at > from {
+		from = at
+	}
 	return ts, from, nil
 }
 

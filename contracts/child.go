@@ -40,6 +40,9 @@ type ChildQuestion struct {
 	Request PendingRequest `json:"request"`
 	// Schema is the response schema of a custom question, if any.
 	Schema json.RawMessage `json:"schema,omitempty"`
+	// Snapshot is the child's state while it asks: the parent keeps it in its journal, so that
+	// a run restored from a checkpoint (rollback, fork) restores the child too.
+	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
 }
 
 // ChildOutcome is the outcome of one child call as a node sees it.

@@ -109,6 +109,9 @@ type SessionBinding struct {
 	// Restore marks a run started to re-expose the question open at a checkpoint (rollback,
 	// fork): its first response repeats that checkpoint and records no new one.
 	Restore bool `json:"restore,omitempty"`
+	// Expect are the questions a restored run asks again: it accepts their answers even before
+	// it has asked.
+	Expect []PendingRequest `json:"expect,omitempty"`
 }
 
 // TurnRequest starts a prompt turn.

@@ -512,7 +512,7 @@ func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID s
 	}
 	in := contracts.RunInput{Workflow: cp.Workflow, SessionID: s.in.SessionID, Snapshot: cp.Snapshot,
 		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID,
-			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true}}
+			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests}}
 	if err := s.startRun(ctx, runID, cp.Workflow, in); err != nil {
 		return "", err
 	}
@@ -562,7 +562,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
 		if cp.Snapshot != nil {
-			rewritePending(cp.Snapshot, old, p)
+			engine.RewritePending(cp.Snapshot, old, p)
 		}
 	}
 	var runID string
@@ -587,18 +587,6 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID}, nil
 }
 
-// rewritePending replaces a question's token in a snapshot's journal.
-func rewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.PendingRequest) {
-	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
-		e := snap.Hooks.Journal[key]
-		var req contracts.PendingRequest
-		if e.Kind == "pending" && json.Unmarshal(e.Value, &req) == nil && req.Token == oldToken {
-			req.Token, req.RequestID = p.Token, p.RequestID
-			e.Value = contracts.RawJSON(req)
-			snap.Hooks.Journal[key] = e
-		}
-	}
-}
 
 func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{

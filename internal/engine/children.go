@@ -44,6 +44,13 @@ type callState struct {
 	Fingerprint string                  `json:"fingerprint"`
 	Child       string                  `json:"child"`
 	Outcome     *contracts.ChildOutcome `json:"outcome,omitempty"` // set once the call settled
+	// Snapshot is the child's state while it waits for an answer (cleared when it settles).
+	Snapshot *contracts.RunSnapshot `json:"snapshot,omitempty"`
+}
+
+// childID is the workflow ID of a call of this run: "<run>/<node>#<activation>/<call id>".
+func (r *Run) childID(node, call string) string {
+	return fmt.Sprintf("%s/%s#%d/%s", r.ID, node, r.Snap.Activations, call)
 }
 
 // errWorkflowCall is a WorkflowCallError: "Workflow '<id>': <msg>".
@@ -161,7 +168,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 				return nil, &contracts.Error{Code: contracts.CodeWorkflowCallFailed,
 					Message: fmt.Sprintf("Workflow '%s': input does not match its input schema", c.Workflow), Issues: issues}
 			}
-			sl.state = callState{Fingerprint: fp, Child: fmt.Sprintf("%s/%s#%d/%s", r.ID, s.node, r.Snap.Activations, c.ID)}
+			sl.state = callState{Fingerprint: fp, Child: r.childID(s.node, c.ID)}
 			s.record(key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		}
 		sl.call.Input = input
@@ -199,11 +206,17 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			sl.live = lc // started by an earlier attempt of this activation, still known
 			continue
 		}
-		if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
+		var from *contracts.RunSnapshot
+		if !strings.HasPrefix(sl.state.Child, r.ID+"/") {
+			// Recorded by the run this one was restored from (rollback, fork): the call gets a
+			// child of this run, restored from the state the old child had while it waited.
+			sl.state.Child, from = r.childID(s.node, sl.call.ID), sl.state.Snapshot
+			s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+		} else if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
 			cancelAll()
 			return nil, err
 		}
-		sl.live = r.startChild(ctx, s.node, sl.call, sl.state.Child, depth)
+		sl.live = r.startChild(ctx, s.node, sl.call, sl.state.Child, depth, from)
 	}
 	settle := func(sl *slot) {
 		if sl.state.Outcome != nil || sl.live == nil || !sl.live.done {
@@ -220,7 +233,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			}
 			r.addTokenUsage(sl.live.res.State.Runtime.TokenUsage)
 		}
-		sl.state.Outcome = &out
+		sl.state.Outcome, sl.state.Snapshot = &out, nil
 		s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		delete(r.children, sl.state.Child)
 	}
@@ -251,6 +264,12 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		}
 		for _, sl := range slots {
 			settle(sl)
+			// Keep the state of every waiting child in the journal before any question is asked:
+			// the checkpoint taken then lets a restored run restore them all.
+			if q := r.questions[sl.state.Child]; q != nil && q.Snapshot != nil && sl.state.Snapshot != q.Snapshot {
+				sl.state.Snapshot = q.Snapshot
+				s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			}
 		}
 		var asking *slot
 		for _, sl := range slots {
@@ -298,7 +317,7 @@ func (r *Run) relay(ctx workflow.Context, child string, q *contracts.ChildQuesti
 }
 
 // startChild starts one child call as a Temporal child workflow.
-func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID string, depth int) *liveChild {
+func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID string, depth int, from *contracts.RunSnapshot) *liveChild {
 	cctx, cancel := workflow.WithCancel(ctx)
 	root, stream := r.ID, r.stream
 	if r.Child != nil {
@@ -321,7 +340,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 		runtimeCtx = contracts.RawJSON(r.Snap.State.Config.Context)
 	}
 	input, _ := c.Input.(json.RawMessage)
-	in := contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx,
+	in := contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx, Snapshot: from,
 		Child: &contracts.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
 			Limits: r.limits()}}
 	lc := &liveChild{id: childID, call: c.ID, target: c.Workflow, cancel: cancel}
@@ -347,4 +366,27 @@ func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
 	t.Input += u.Input
 	t.Output += u.Output
 	t.Total += u.Total
+}
+
+// RewritePending gives a question waiting in a snapshot — in the run's journal, or in a child's
+// snapshot kept there, at any depth — a new token and request id (a fork).
+func RewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.PendingRequest) {
+	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
+		e := snap.Hooks.Journal[key]
+		switch e.Kind {
+		case pendingKind:
+			var req contracts.PendingRequest
+			if json.Unmarshal(e.Value, &req) == nil && req.Token == oldToken {
+				req.Token, req.RequestID = p.Token, p.RequestID
+				e.Value = contracts.RawJSON(req)
+			}
+		case "workflow":
+			var st callState
+			if json.Unmarshal(e.Value, &st) == nil && st.Snapshot != nil {
+				RewritePending(st.Snapshot, oldToken, p)
+				e.Value = contracts.RawJSON(st)
+			}
+		}
+		snap.Hooks.Journal[key] = e
+	}
 }

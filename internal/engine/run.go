@@ -56,6 +56,10 @@ type Run struct {
 	reservations []contracts.Reservation
 	grants       map[string]bool
 	label        string // the label of the next checkpoint
+	// expect are the questions a restored run will ask again (by token): answers to them are
+	// accepted early and kept in early until the run asks.
+	expect map[string]contracts.PendingRequest
+	early  map[string]*pending
 }
 
 type pending struct {
@@ -72,7 +76,8 @@ func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) 
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
-		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}, grants: map[string]bool{}}
+		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}, grants: map[string]bool{},
+		expect: map[string]contracts.PendingRequest{}, early: map[string]*pending{}}
 }
 
 // BindChild makes the run a child call: it publishes to the root's stream.
@@ -103,7 +108,7 @@ func (r *Run) Install(ctx workflow.Context) error {
 			if err != nil {
 				return contracts.RespondResult{}, contracts.ToTemporal(err)
 			}
-			r.deliver(ans, cancel)
+			r.deliver(resp.Token, ans, cancel)
 			return contracts.RespondResult{RequestID: resp.RequestID, Cancelled: cancel}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, resp contracts.Response) error {
@@ -160,7 +165,7 @@ func (r *Run) Install(ctx workflow.Context) error {
 				r.reject(ctx, resp, err)
 				continue
 			}
-			r.deliver(ans, cancel)
+			r.deliver(resp.Token, ans, cancel)
 		}
 	})
 	return nil
@@ -198,6 +203,11 @@ func (r *Run) accept(resp contracts.Response) (contracts.Answer, bool, error) {
 	if p != nil {
 		req = &p.req
 	}
+	if exp, ok := r.expect[resp.Token]; ok && (p == nil || p.req.Token != resp.Token) {
+		// A restored run answered before it asked again: checked against the question it
+		// will ask (its response schema is applied when it asks).
+		p, req = &pending{req: exp}, &exp
+	}
 	if err := contracts.CheckResponse(req, resp); err != nil {
 		return contracts.Answer{}, false, err
 	}
@@ -212,13 +222,19 @@ func (r *Run) accept(resp contracts.Response) (contracts.Answer, bool, error) {
 	return ans, false, nil
 }
 
-func (r *Run) deliver(ans contracts.Answer, cancel bool) {
-	if cancel {
-		r.pending.cancel = true
-	} else {
-		r.pending.answer = &ans
+func (r *Run) deliver(token string, ans contracts.Answer, cancel bool) {
+	p := r.pending
+	if exp, ok := r.expect[token]; ok && (p == nil || p.req.Token != token) {
+		p = &pending{req: exp}
+		delete(r.expect, token)
+		r.early[token] = p
 	}
-	r.answered = append(r.answered, r.pending)
+	if cancel {
+		p.cancel = true
+	} else {
+		p.answer = &ans
+	}
+	r.answered = append(r.answered, p)
 	if len(r.answered) > 16 {
 		r.answered = r.answered[1:]
 	}
@@ -371,6 +387,10 @@ func (r *Run) InitSearchAttributes(ctx workflow.Context) {
 // Ask publishes an interrupt, closes the current response, and waits for a valid answer (by
 // signal or update) or a cancellation. No node code runs while it waits.
 func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) (contracts.Answer, error) {
+	if ans, ok, err := r.answeredEarly(ctx, req, schema); ok {
+		return ans, err
+	}
+	delete(r.expect, req.Token)
 	p := &pending{req: req, schema: schema}
 	r.pending = p
 	r.Snap.State.AwaitingHumanInput = true
@@ -408,11 +428,38 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 	return r.await(ctx, p)
 }
 
+// answeredEarly returns the answer a restored run received before it asked the question again
+// (ok false: none, or it no longer fits the question: the run asks).
+func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) (contracts.Answer, bool, error) {
+	e := r.early[req.Token]
+	if e == nil {
+		return contracts.Answer{}, false, nil
+	}
+	delete(r.early, req.Token)
+	if r.session != nil && r.session.Restore {
+		r.session.Restore = false
+		r.turn = turnEffects{}
+	}
+	if e.cancel {
+		r.cancelled = true
+		return contracts.Answer{}, true, contracts.Errorf(contracts.CodeExecutionCancelled, "The run was cancelled by the person it asked.")
+	}
+	if schema != nil {
+		if issues := schema.ValidateJSON(e.answer.Value); len(issues) > 0 {
+			r.reject(ctx, contracts.Response{Token: req.Token, RequestID: req.RequestID}, &contracts.Error{Code: contracts.CodeInvalidResponse,
+				Message: "The answer does not match the question's response schema.", Issues: issues})
+			return contracts.Answer{}, false, nil
+		}
+	}
+	return *e.answer, true, nil
+}
+
 // askParent hands a question of this child run to its parent, which presents it (the root as
 // its interrupt) and sends the answer back as a Respond signal with the same token.
 func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) error {
 	r.Flush(ctx)
-	q := contracts.ChildQuestion{Child: r.ID, Request: req}
+	snap := Clone(r.Snap)
+	q := contracts.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
 	if schema != nil {
 		q.Schema = schema.Raw()
 	}
@@ -485,6 +532,9 @@ func (r *Run) Bind(b *contracts.SessionBinding) {
 	if b != nil {
 		cp := *b
 		r.session = &cp
+		for _, p := range b.Expect {
+			r.expect[p.Token] = p
+		}
 	}
 }
 

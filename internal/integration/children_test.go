@@ -145,3 +145,47 @@ func TestLimitPauseWithParallelChildren(t *testing.T) {
 	require.ElementsMatch(t, []string{"part a start", "part a done", "part slow start", "part slow done", "part ask start", "part ask done", "after"},
 		readLines(t, e.effects), "every child ran once")
 }
+
+// Rollback and fork of a checkpoint taken while a child asked: the restored root restores the
+// waiting child from the state it had (same token after a rollback, a new one in a fork), the
+// completed siblings are reused, and each branch completes with its own answer.
+func TestRollbackAndForkOfWaitingChild(t *testing.T) {
+	c := startChat(t, chat.Options{}, chat.CheckpointOptions{})
+	session := "s-" + taskQueue(t)
+	chunks := c.send(t, prompt(session, "t1", testagents.FanoutWorkflow, "go")).Chunks(t)
+	ask := chunkOf(t, chunks, contracts.ChunkInterrupt)
+	cp1 := chunkOf(t, chunks, contracts.ChunkCheckpoint)
+	require.Equal(t, testagents.PartWorkflow, ask.Workflow)
+	r := c.send(t, resumeBody(session, "t2", ask, "x", nil))
+	require.Equal(t, []string{"session", "checkpoint", "done"}, types(r.Chunks(t)))
+
+	var rb contracts.RollbackResult
+	require.Equal(t, 200, c.checkpoints(t, map[string]any{"action": "rollback", "sessionId": session, "checkpointId": cp1.ID}, &rb))
+	require.Equal(t, ask.ResumeToken, rb.ActivePendingRequests[0].Token)
+	var fk contracts.ForkResult
+	require.Equal(t, 200, c.checkpoints(t, map[string]any{"action": "fork", "sessionId": session, "checkpointId": cp1.ID}, &fk))
+	forkAsk := fk.Checkpoint.ActivePendingRequests[0]
+	require.NotEqual(t, ask.ResumeToken, forkAsk.Token)
+
+	r = c.send(t, resumeBody(session, "t3", ask, "r", nil))
+	require.Equal(t, 200, r.Status, r.Body)
+	require.Equal(t, "done", types(r.Chunks(t))[len(r.Chunks(t))-1])
+	r = c.send(t, resumeBody(fk.SessionID, "f1", contracts.Chunk{ResumeToken: forkAsk.Token, RequestID: forkAsk.RequestID}, "f", nil))
+	require.Equal(t, 200, r.Status, r.Body)
+
+	eventually(t, 10*time.Second, "both branches to finish", func() bool {
+		n := 0
+		for _, l := range readLines(t, c.effects) {
+			if l == "after" {
+				n++
+			}
+		}
+		return n == 3
+	})
+	require.ElementsMatch(t, []string{
+		"part a start", "part a done", "part slow start", "part slow done", // once: reused by the restored runs
+		"part ask start", "part ask done", "after", // the original answer
+		"part ask start", "part ask done", "after", // rollback: the waiting child's node re-runs from its top
+		"part ask start", "part ask done", "after", // fork
+	}, readLines(t, c.effects))
+}
