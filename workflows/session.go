@@ -587,7 +587,6 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID}, nil
 }
 
-
 func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            runID,
