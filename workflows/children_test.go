@@ -8,6 +8,8 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
@@ -376,4 +378,40 @@ func TestChildCustomQuestionValidatedByRoot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, contracts.CodeInvalidResponse, contracts.CodeOf(rejected))
 	require.JSONEq(t, `{"n":3}`, res.State.Data["summary"].(string))
+}
+
+// A child's model usage is added to the root's once, after the child's question was answered.
+func TestChildUsageCountedOnce(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "hi", Usage: contracts.Usage{Input: 7, Output: 3, Total: 10}})
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "t", Workflow: "talker", Input: map[string]any{"topic": "x"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: res.Data}, nil
+		},
+	}, "__start__>call")
+	h := newHarness(t, parent, child("talker", map[string]workflows.NodeFunc{
+		"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			r, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello"})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			a, err := hooks.AskText(ctx, "q", "More?")
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": r.Text + a}}, nil
+		}}, "__start__>n"))
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	h.signalAt(time.Minute, text("!"))
+	h.run("parent", "go")
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "hi!", res.State.Data["summary"])
+	require.Equal(t, &contracts.TokenUsage{Input: 7, Output: 3, Total: 10}, res.State.Runtime.TokenUsage)
+	types := h.types()
+	require.Equal(t, []string{"text-start", "text-delta", "text-end", "interrupt", "done", "done"}, types,
+		"the child's text streams on the root's stream")
 }
