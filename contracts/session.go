@@ -124,6 +124,8 @@ type TurnRequest struct {
 	// Reconnect marks a reader coming back for its turn (an SSE Last-Event-ID): it reattaches
 	// also to a turn that failed or was stopped, which a plain retry runs again.
 	Reconnect bool `json:"reconnect,omitempty"`
+	// Limits override the worker's execution limits for this turn's run.
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // ResumeTurnRequest claims a turn that answers a pending question of the session.

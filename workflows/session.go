@@ -297,7 +297,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	}
 	runID := newID(ctx, "run-")
 	turn := head.TurnIndex + 1
-	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages,
+	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits,
 		Prior:   head.Snapshot,
 		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
 	// The turn is active before its run starts: a fast run can report its end in the same

@@ -189,3 +189,26 @@ func TestRollbackAndForkOfWaitingChild(t *testing.T) {
 		"part ask start", "part ask done", "after", // fork
 	}, readLines(t, c.effects))
 }
+
+// In a session, a limit pause commits a checkpoint labelled "Execution limit reached".
+func TestLimitPauseCheckpointInSession(t *testing.T) {
+	e := startWorker(t, tc)
+	session := "s-" + taskQueue(t)
+	ts, err := workflows.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow,
+		Input: []byte(`"hi"`), Limits: &contracts.Limits{MaxNodeExecutions: 1}}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	// The echo node is the only node: one execution fits. Turn 2 has its own allowance.
+	resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
+	require.Equal(t, []string{"message", "checkpoint", "done"}, types(resp))
+	eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
+
+	ts, err = workflows.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.FanoutWorkflow,
+		Input: []byte(`"go"`), Limits: &contracts.Limits{MaxChildInvocations: 1}}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	resp, _ = nextResponse(t, e.follow, ts.RunID, 0)
+	require.Equal(t, []string{"limit-reached", "interrupt", "checkpoint", "done"}, types(resp))
+	require.Equal(t, contracts.LimitChildInvocations, resp[0].Limit)
+	v := sessionView(t, e, session)
+	require.Equal(t, contracts.LimitCheckpoint, v.Checkpoints[len(v.Checkpoints)-1].Label)
+	require.Equal(t, contracts.LimitQuestion, v.Pending[0].Input.Question)
+}
