@@ -377,5 +377,6 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contrac
 		Snapshot:                &snap,
 		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
 		Session:                 run.Binding(),
+		Child:                   in.Child, // a child stays its parent's (Temporal follows the chain)
 	})
 }
