@@ -415,3 +415,51 @@ func TestChildUsageCountedOnce(t *testing.T) {
 	require.Equal(t, []string{"text-start", "text-delta", "text-end", "interrupt", "done", "done"}, types,
 		"the child's text streams on the root's stream")
 }
+
+// A failed call stays failed for the node activation: a retry gets the recorded failure and
+// does not run the child again; a new call id calls again.
+func TestFailedCallStaysFailedForTheActivation(t *testing.T) {
+	childRuns, attempts := 0, 0
+	var errs []string
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			attempts++
+			_, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "c1", Workflow: "fails", Input: map[string]any{"topic": "a"}})
+			errs = append(errs, err.Error())
+			if attempts < 2 {
+				return workflows.NodeResult{}, err
+			}
+			_, err = hooks.Workflow(ctx, hooks.WorkflowCall{ID: "c2", Workflow: "fails", Input: map[string]any{"topic": "a"}})
+			return workflows.NodeResult{}, err
+		},
+	}, "__start__>call")
+	parent.Nodes["call"] = workflows.Node{Run: parent.Nodes["call"].Run, Retry: &workflows.Retry{MaxAttempts: 2}}
+	h := newHarness(t, parent, child("fails", map[string]workflows.NodeFunc{"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		childRuns++
+		return workflows.NodeResult{}, &contracts.Error{Code: contracts.CodeDomainError, Message: "no sources"}
+	}}, "__start__>n"))
+	h.run("parent", "go")
+	_, err := h.result()
+	require.Equal(t, contracts.CodeWorkflowCallFailed, contracts.CodeOf(err))
+	require.Equal(t, 2, childRuns, "c1 once (its failure reused by the retry), c2 once")
+	require.Equal(t, errs[0], errs[1])
+}
+
+// A second group while one is awaited in the same node is refused.
+func TestOneParallelGroupAtATime(t *testing.T) {
+	var second error
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"fan": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			workflow.Go(ctx, func(gctx workflow.Context) {
+				_, second = hooks.Parallel(ctx, hooks.WorkflowCall{ID: "x", Workflow: "upper", Input: map[string]any{"topic": "x"}})
+			})
+			_, err := hooks.Parallel(ctx, hooks.WorkflowCall{ID: "a", Workflow: "upper", Input: map[string]any{"topic": "a"}})
+			return workflows.NodeResult{}, err
+		},
+	}, "__start__>fan")
+	h := newHarness(t, parent, child("upper", map[string]workflows.NodeFunc{"up": upper}, "__start__>up"))
+	h.run("parent", "go")
+	_, err := h.result()
+	require.NoError(t, err)
+	require.ErrorContains(t, second, "Await each parallel group before starting another in the same node")
+}
