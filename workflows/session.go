@@ -95,9 +95,14 @@ type session struct {
 	events  int
 	resumed *contracts.PendingTurn // the question the active answer turn claimed
 	reports workflow.ReceiveChannel
+	// validating is set while an update validator runs: "a turn is active" is not decided there.
+	validating bool
 }
 
 func (s *session) install(ctx workflow.Context) error {
+	// First: an update buffered before its handler exists runs as soon as it is registered,
+	// and the handlers read reports.
+	s.reports = workflow.GetSignalChannel(ctx, contracts.SessionCheckpointSignal)
 	if err := workflow.SetQueryHandler(ctx, contracts.SessionQueryName, func() (contracts.SessionView, error) { return s.view(), nil }); err != nil {
 		return err
 	}
@@ -112,30 +117,38 @@ func (s *session) install(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Validators refuse what is wrong whatever the session's state. Whether a turn is active is
+	// decided by the handlers, after applying the reports that arrived before the request: a
+	// validator runs before those are applied.
+	validate := func(check func() error) error {
+		s.validating = true
+		defer func() { s.validating = false }()
+		return contracts.ToTemporal(check())
+	}
 	updates := []struct {
 		name     string
 		handler  any
 		validate any
 	}{
 		{contracts.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req contracts.TurnRequest) error {
-			again, err := s.checkStart(req)
-			if err == nil && again == nil {
-				err = s.checkWorkflow(req)
-			}
-			return contracts.ToTemporal(err)
+			return validate(func() error {
+				again, err := s.checkStart(req)
+				if err == nil && again == nil {
+					err = s.checkWorkflow(req)
+				}
+				return err
+			})
 		}},
 		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
-			_, _, err := s.checkResume(req)
-			return contracts.ToTemporal(err)
+			return validate(func() error { _, _, err := s.checkResume(req); return err })
 		}},
 		{contracts.SessionAbortTurnUpdate, s.abortTurn, nil},
 		{contracts.SessionStopUpdate, s.stop, nil},
 		{contracts.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
-			_, err := s.checkTarget(id)
-			return contracts.ToTemporal(err)
+			return validate(func() error { _, err := s.checkTarget(id); return err })
 		}},
 		{contracts.SessionForkUpdate, s.fork, func(ctx workflow.Context, req contracts.ForkRequest) error {
-			return contracts.ToTemporal(s.checkFork(req))
+			return validate(func() error { return s.checkFork(req) })
 		}},
 	}
 	for _, u := range updates {
@@ -147,7 +160,6 @@ func (s *session) install(ctx workflow.Context) error {
 			return err
 		}
 	}
-	s.reports = workflow.GetSignalChannel(ctx, contracts.SessionCheckpointSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var rep contracts.CheckpointReport
@@ -190,6 +202,9 @@ func (s *session) view() contracts.SessionView {
 	}
 	return v
 }
+
+// busyNow reports whether a turn is active (never while validating: see install).
+func (s *session) busyNow() bool { return s.st.Active != nil && !s.validating }
 
 func (s *session) busy() error {
 	a := s.st.Active
@@ -242,7 +257,7 @@ func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted,
 		ts := s.reattached(t, ended)
 		return &ts, nil
 	}
-	if s.st.Active != nil {
+	if s.busyNow() {
 		return nil, s.busy()
 	}
 	if strings.TrimSpace(req.Workflow) == "" && s.headCheckpoint() == nil {
@@ -268,6 +283,7 @@ func (s *session) checkWorkflow(req contracts.TurnRequest) error {
 }
 
 func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
+	s.drain(ctx)
 	again, err := s.checkStart(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
@@ -317,7 +333,7 @@ func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.Pendin
 		ts := s.reattached(t, ended)
 		return contracts.PendingTurn{}, &ts, nil
 	}
-	if s.st.Active != nil {
+	if s.busyNow() {
 		return contracts.PendingTurn{}, nil, s.busy()
 	}
 	p, ok := s.st.Pending[req.Token]
@@ -333,6 +349,7 @@ func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.Pendin
 }
 
 func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+	s.drain(ctx)
 	p, again, err := s.checkResume(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
@@ -371,6 +388,7 @@ func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
 
 // stop cancels the active run (the Stop button) and frees the session.
 func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
+	s.drain(ctx)
 	a := s.st.Active
 	if a == nil {
 		return "", nil
@@ -431,7 +449,7 @@ func (s *session) headCheckpoint() *contracts.Checkpoint {
 }
 
 func (s *session) checkTarget(id string) (int, error) {
-	if s.st.Active != nil {
+	if s.busyNow() {
 		return -1, s.busy()
 	}
 	for i, cp := range s.st.Checkpoints {
@@ -446,6 +464,7 @@ func (s *session) checkTarget(id string) (int, error) {
 // cancelled, their effects reported as invalidated, and the question open at the checkpoint is
 // asked again under its own token by a run restored from it.
 func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackResult, error) {
+	s.drain(ctx)
 	idx, err := s.checkTarget(id)
 	if err != nil {
 		return contracts.RollbackResult{}, contracts.ToTemporal(err)
@@ -535,6 +554,7 @@ func (s *session) checkFork(req contracts.ForkRequest) error {
 // fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
 // and request id, and is asked again in the new session by a run restored from the copy.
 func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contracts.ForkResult, error) {
+	s.drain(ctx)
 	if err := s.checkFork(req); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)
 	}
@@ -602,7 +622,33 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})
 	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		_ = f.Get(ctx, nil)
+		s.runEnded(ctx, runID)
+	})
 	return nil
+}
+
+// runEnded is the fallback for a run that ended without its report reaching the session (it
+// reports before it ends): its turn is over and its questions are gone.
+func (s *session) runEnded(ctx workflow.Context, runID string) {
+	s.drain(ctx) // a report the run sent is applied first
+	changed := false
+	if a := s.st.Active; a != nil && a.RunID == runID {
+		workflow.GetLogger(ctx).Warn("kortyx: a run ended without reporting the end of its turn", "run", runID)
+		s.remember(a)
+		s.st.Active, s.resumed = nil, nil
+		changed = true
+	}
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		if s.st.Pending[tok].RunID == runID {
+			delete(s.st.Pending, tok)
+			changed = true
+		}
+	}
+	if changed {
+		s.changed = true
+	}
 }
 
 func (s *session) cancelRun(ctx workflow.Context, runID string) {

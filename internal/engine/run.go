@@ -612,8 +612,15 @@ func (r *Run) CompleteResponse(ctx workflow.Context) string {
 func (r *Run) Completed() bool { return r.completed }
 
 func (r *Run) report(ctx workflow.Context, rep contracts.CheckpointReport) {
-	err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", r.session.SessionID, "error", err)
+	for attempt := 1; ; attempt++ {
+		err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
+		if err == nil {
+			return
+		}
+		if attempt == 5 || ctx.Err() != nil {
+			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", r.session.SessionID, "error", err)
+			return
+		}
+		_ = workflow.Sleep(ctx, time.Duration(attempt)*time.Second)
 	}
 }
