@@ -59,7 +59,7 @@ var (
 )
 
 // SlowFor is how long the slow workflow works between its progress chunk and its answer.
-const SlowFor = 2 * time.Second
+const SlowFor = 3 * time.Second
 
 // CorrectionAgentWorkflow finishes with a return contract whose first two values are invalid:
 // it needs both of its schema corrections and all three of its model passes.
