@@ -71,8 +71,6 @@ const (
 	LimitQuestion   = "Limit reached — Continue?"
 	LimitContinue   = "continue"
 	LimitCheckpoint = "Execution limit reached"
-	// LimitMetaKey marks the interrupt of a limit pause in its (internal) meta.
-	LimitMetaKey = "__kortyxExecutionLimit"
 )
 
 // Limits bound the work of a run and all its children together (spec F5.7); 0 means no limit.
@@ -144,8 +142,7 @@ type Reservation struct {
 	Kind string `json:"kind"`
 }
 
-// Grant answers a reservation: OK, or Cancelled when the run was cancelled at the pause.
+// Grant answers a reservation (a run cancelled at a pause cancels its children instead).
 type Grant struct {
-	ID        string `json:"id"`
-	Cancelled bool   `json:"cancelled,omitempty"`
+	ID string `json:"id"`
 }

@@ -30,9 +30,6 @@ type ChildCall struct {
 
 // liveChild is a child call in flight.
 type liveChild struct {
-	id     string // child workflow ID
-	call   string // call id
-	target string
 	cancel workflow.CancelFunc
 	done   bool
 	res    contracts.RunResult
@@ -343,7 +340,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	in := contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx, Snapshot: from,
 		Child: &contracts.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
 			Limits: r.limits()}}
-	lc := &liveChild{id: childID, call: c.ID, target: c.Workflow, cancel: cancel}
+	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
 	fut := workflow.ExecuteChildWorkflow(cctx, contracts.RunWorkflowName, in)
 	workflow.Go(ctx, func(gctx workflow.Context) {
