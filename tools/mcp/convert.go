@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -67,9 +68,9 @@ func (e *endpoint) call(ctx context.Context, name string, call tools.Call) (tool
 		params.Meta = sdk.Meta{IdempotencyKeyMeta: call.IdempotencyKey}
 	}
 	var res *sdk.CallToolResult
-	// A call is repeated on a new session only when the server said it does not know the
-	// session: then it did not run the tool.
-	again := func(err error) bool { return errors.Is(err, sdk.ErrSessionMissing) }
+	// A call is repeated on a new session only when it surely did not run the tool: the server
+	// said it does not know the session, or the request never reached it.
+	again := func(err error) bool { return errors.Is(err, sdk.ErrSessionMissing) || notSent(err) }
 	err := e.do(ctx, again, func(cs *sdk.ClientSession) error {
 		var err error
 		res, err = cs.CallTool(ctx, params)
@@ -169,4 +170,15 @@ func rpcError(err error) *jsonrpc.Error {
 	}
 	walk(err)
 	return found
+}
+
+// notSent reports a transport error that means the request never reached the server: the
+// connection could not be made, or the server had closed the idle connection it was written to
+// (Go's HTTP client does not retry a POST itself).
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return strings.Contains(err.Error(), "http: server closed idle connection")
 }

@@ -413,3 +413,10 @@ func TestDefinitions(t *testing.T) {
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 	require.True(t, strings.Contains(err.Error(), `"add"`) && strings.Contains(err.Error(), two.URL), err.Error())
 }
+
+func TestNotSentErrors(t *testing.T) {
+	require.True(t, notSent(fmt.Errorf("calling: %w", &net.OpError{Op: "dial", Err: errors.New("connection refused")})))
+	require.True(t, notSent(errors.New(`rejected by transport: Post "http://127.0.0.1:1": http: server closed idle connection`)))
+	require.False(t, notSent(fmt.Errorf("calling: %w", &net.OpError{Op: "read", Err: errors.New("connection reset")})), "a reset after sending may have run the tool")
+	require.False(t, notSent(errors.New("timeout")))
+}
