@@ -41,8 +41,9 @@ func hasLines(t *testing.T, path string, want ...string) bool {
 func TestCancelDuringParallelJoin(t *testing.T) {
 	e := startWorker(t, tc)
 	run := startRun(t, tc, e.tq, testagents.FanoutWorkflow, "go")
-	eventually(t, 10*time.Second, "the children to start", func() bool {
-		return hasLines(t, e.effects, "part a done", "part slow start", "part ask start")
+	eventually(t, 10*time.Second, "the children to start and a to complete", func() bool {
+		return hasLines(t, e.effects, "part a done", "part slow start", "part ask start") &&
+			childStatus(t, run.GetID(), "a") == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 	})
 	require.NoError(t, tc.CancelWorkflow(context.Background(), run.GetID(), ""))
 	_, err := result(t, run)
