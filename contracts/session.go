@@ -241,6 +241,9 @@ type SessionState struct {
 	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
 	// failed or was stopped only for a reconnecting reader: a retry runs it again).
 	Recent []ActiveTurn `json:"recent,omitempty"`
+	// Early are reports of runs that were not the active turn's when they arrived: a workflow
+	// task can see a run's report before the start of its turn (events delivered together).
+	Early []CheckpointReport `json:"early,omitempty"`
 }
 
 // MaxRecentTurns is how many ended turns a session remembers by clientTurnId.

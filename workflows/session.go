@@ -73,7 +73,11 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 		s.changed = false
 		s.events++
 		info := workflow.GetInfo(ctx)
-		if info.GetContinueAsNewSuggested() || (s.in.ContinueAsNewAfter > 0 && s.events >= s.in.ContinueAsNewAfter) {
+		// Continue as new only at a quiet point, with no turn running: the active run's report
+		// must reach this execution (the SDK can hand a workflow task's later events to the
+		// code after it has decided to continue as new, and they would be lost).
+		due := info.GetContinueAsNewSuggested() || (s.in.ContinueAsNewAfter > 0 && s.events >= s.in.ContinueAsNewAfter)
+		if due && s.st.Active == nil {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
@@ -323,6 +327,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		s.st.Active = nil
 		return contracts.TurnStarted{}, err
 	}
+	s.applyEarly(ctx, runID)
 	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: runID, TurnIndex: turn}, nil
 }
 
@@ -367,6 +372,7 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 	}
 	s.st.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "interrupt-response",
 		Since: workflow.Now(ctx), Token: req.Token}
+	s.applyEarly(ctx, p.RunID)
 	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: turn}, nil
 }
 
@@ -413,7 +419,12 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 	}
 	a := s.st.Active
 	if a == nil || a.RunID != rep.RunID {
-		workflow.GetLogger(ctx).Info("kortyx: session ignores a report of a run that is not its active one", "run", rep.RunID)
+		// Kept until that run's turn starts (the report and the start of its turn can arrive
+		// in the same workflow task); a stale run's report is never applied.
+		s.st.Early = append(s.st.Early, rep)
+		if n := len(s.st.Early); n > maxEarlyReports {
+			s.st.Early = append([]contracts.CheckpointReport(nil), s.st.Early[n-maxEarlyReports:]...)
+		}
 		return
 	}
 	if cp := rep.Checkpoint; cp != nil {
@@ -428,6 +439,26 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		s.st.Active, s.resumed = nil, nil
 	}
 	s.changed = true
+}
+
+// maxEarlyReports bounds the reports kept for turns that have not started.
+const maxEarlyReports = 16
+
+// applyEarly applies the reports of run that arrived before its turn was active.
+func (s *session) applyEarly(ctx workflow.Context, run string) {
+	var mine []contracts.CheckpointReport
+	kept := s.st.Early[:0]
+	for _, rep := range s.st.Early {
+		if rep.RunID == run {
+			mine = append(mine, rep)
+		} else {
+			kept = append(kept, rep)
+		}
+	}
+	s.st.Early = kept
+	for _, rep := range mine {
+		s.apply(ctx, rep)
+	}
 }
 
 func (s *session) append(cp contracts.Checkpoint) {
@@ -622,34 +653,9 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})
 	}
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		_ = f.Get(ctx, nil)
-		s.runEnded(ctx, runID)
-	})
 	return nil
 }
 
-// runEnded is the fallback for a run that ended without its report reaching the session (it
-// reports before it ends): its turn is over and its questions are gone.
-func (s *session) runEnded(ctx workflow.Context, runID string) {
-	s.drain(ctx) // a report the run sent is applied first
-	changed := false
-	if a := s.st.Active; a != nil && a.RunID == runID {
-		workflow.GetLogger(ctx).Warn("kortyx: a run ended without reporting the end of its turn", "run", runID)
-		s.remember(a)
-		s.st.Active, s.resumed = nil, nil
-		changed = true
-	}
-	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-		if s.st.Pending[tok].RunID == runID {
-			delete(s.st.Pending, tok)
-			changed = true
-		}
-	}
-	if changed {
-		s.changed = true
-	}
-}
 
 func (s *session) cancelRun(ctx workflow.Context, runID string) {
 	if err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {

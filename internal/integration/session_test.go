@@ -177,9 +177,20 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 			workflows.SessionOptions{TaskQueue: e.tq})
 		require.NoError(t, err)
 		resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
+		if resp[0].Content != fmt.Sprintf("Turn %d: m%d", i, i) {
+			dumpSession(t, session, ts.RunID)
+		}
 		require.Equal(t, fmt.Sprintf("Turn %d: m%d", i, i), resp[0].Content, "workflow state carried from the head")
 		last = resp[1]
-		eventually(t, 10*time.Second, fmt.Sprintf("turn %d to end", i), func() bool { return sessionView(t, e, session).Active == nil })
+		ended := func() bool { return sessionView(t, e, session).Active == nil }
+		deadline := time.Now().Add(10 * time.Second)
+		for !ended() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if !ended() {
+			dumpSession(t, session, ts.RunID)
+			t.Fatalf("turn %d did not end", i)
+		}
 	}
 	v := sessionView(t, e, session)
 	require.Len(t, v.Checkpoints, 3, "session start and turn 1 were pruned")
@@ -204,4 +215,46 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, first.GetRunID(), desc.WorkflowExecutionInfo.Execution.RunId, "the session continued as new")
 	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
+}
+
+// dumpSession logs a session's histories and a run's status (to diagnose a stuck session).
+func dumpSession(t *testing.T, session, runID string) {
+	t.Helper()
+	ctx := context.Background()
+	if d, err := tc.DescribeWorkflowExecution(ctx, runID, ""); err == nil {
+		t.Logf("run %s: %s", runID, d.GetWorkflowExecutionInfo().GetStatus())
+	}
+	v := sessionView(t, &inproc{c: tc}, session)
+	t.Logf("view: active=%+v checkpoints=%d", v.Active, len(v.Checkpoints))
+	runs := []string{""}
+	for i := 0; i < len(runs) && i < 5; i++ {
+		it := tc.GetWorkflowHistory(ctx, contracts.SessionWorkflowID(session), runs[i], false, 0)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Logf("history: %v", err)
+				break
+			}
+			if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil && a.GetContinuedExecutionRunId() != "" {
+				runs = append(runs, a.GetContinuedExecutionRunId())
+			}
+			detail := ""
+			if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+				detail = string(a.GetInput().GetPayloads()[0].GetData())
+			}
+			if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
+				detail = a.GetCause().String() + " " + a.GetFailure().GetMessage()
+			}
+			if a := ev.GetChildWorkflowExecutionCompletedEventAttributes(); a != nil {
+				detail = a.GetWorkflowExecution().GetWorkflowId()
+			}
+			if a := ev.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+				detail = a.GetWorkflowExecution().GetWorkflowId()
+			}
+			if len(detail) > 300 {
+				detail = detail[:300]
+			}
+			t.Logf("session run %q event %d %s %s", runs[i], ev.GetEventId(), ev.GetEventType(), detail)
+		}
+	}
 }
