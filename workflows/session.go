@@ -656,7 +656,6 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.
 	return nil
 }
 
-
 func (s *session) cancelRun(ctx workflow.Context, runID string) {
 	if err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Info("kortyx: cancelling a run of the session failed (it may have ended)", "run", runID, "error", err)
