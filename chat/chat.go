@@ -96,6 +96,13 @@ type Options struct {
 	Authorize func(r *http.Request, req *Request) error
 	// AllowUnauthenticated accepts requests without Authorize (development only).
 	AllowUnauthenticated bool
+	// Owner, when set, names the authenticated caller of a request (an application user id,
+	// never a secret). A session's first accepted turn makes its caller the session's owner,
+	// kept by the session workflow (memo [contracts.SessionOwnerMemo]); a prompt of another
+	// owner is refused with FORBIDDEN by the session itself, so two callers racing for a new
+	// session id cannot share it. Check the owner of existing sessions in Authorize with
+	// [workflows.SessionOwner].
+	Owner func(r *http.Request) string
 	// OnTurnAccepted runs before a turn starts; its failure refuses the turn (503).
 	OnTurnAccepted func(ctx context.Context, ev TurnAccepted) error
 	// OnResponseFinalized runs after each response's checkpoint decision.
@@ -257,6 +264,9 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		input, _ := json.Marshal(req.Input())
 		turn := contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
 			Reconnect: lastEventID(r) >= 0}
+		if h.o.Owner != nil {
+			turn.Owner = h.o.Owner(r)
+		}
 		opts := workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
 		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {

@@ -33,6 +33,9 @@ type Forked struct {
 	NewSessionID       string
 	SourceCheckpointID string
 	NewCheckpointID    string
+	// Reissued are the source checkpoint's open questions with the tokens and request ids they
+	// have in the new session: rewrite copied transcript rows with them.
+	Reissued []contracts.ReissuedRequest
 }
 
 // RolledBack is passed to CheckpointOptions.OnRolledBack after a successful rollback.
@@ -179,7 +182,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if h.o.OnForked != nil {
 			h.hook(PhaseForked, func() error {
 				return h.o.OnForked(context.WithoutCancel(ctx), Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
-					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID})
+					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID, Reissued: res.Reissued})
 			})
 		}
 	}

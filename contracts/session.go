@@ -43,6 +43,12 @@ const (
 // DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
 const DefaultMaxCheckpoints = 50
 
+// SessionOwnerMemo is the memo field of a session workflow that names its owner (see
+// [TurnRequest].Owner). It is set when the session's first turn is accepted (or when a fork
+// creates the session) and never changes; read it without a worker through the workflow's
+// description. It holds an application's user id, never a token or user content.
+const SessionOwnerMemo = "kortyxOwner"
+
 // SessionWorkflowID is the workflow ID of a session.
 func SessionWorkflowID(sessionID string) string { return "kortyx-session:" + sessionID }
 
@@ -126,6 +132,10 @@ type TurnRequest struct {
 	Reconnect bool `json:"reconnect,omitempty"`
 	// Limits override the worker's execution limits for this turn's run.
 	Limits *Limits `json:"limits,omitempty"`
+	// Owner is the application's id of the caller. The first accepted turn of a session makes
+	// it the session's owner; a later turn with another owner is refused with FORBIDDEN. Empty
+	// means no owner (development): such a session refuses turns that name one.
+	Owner string `json:"owner,omitempty"`
 }
 
 // ResumeTurnRequest claims a turn that answers a pending question of the session.
@@ -174,6 +184,17 @@ type ForkResult struct {
 	Checkpoint      Checkpoint `json:"checkpoint"`
 	// RunID is the run of the new session that asks the checkpoint's open question, if any.
 	RunID string `json:"runId,omitempty"`
+	// Reissued maps each open question of the source checkpoint to the new token and request
+	// id it has in the fork, in the checkpoint's order.
+	Reissued []ReissuedRequest `json:"reissued,omitempty"`
+}
+
+// ReissuedRequest is an open question that a fork asks again under new ids.
+type ReissuedRequest struct {
+	FromToken     string `json:"fromToken"`
+	FromRequestID string `json:"fromRequestId"`
+	Token         string `json:"token"`
+	RequestID     string `json:"requestId"`
 }
 
 // ActiveTurn is the turn a session is running.
@@ -198,6 +219,8 @@ type SessionView struct {
 	Pending         []PendingRequest    `json:"pending,omitempty"`
 	ParentSessionID string              `json:"parentSessionId,omitempty"`
 	ForkedFrom      string              `json:"forkedFrom,omitempty"`
+	// Owner is the session's owner ("" when it has none), see [TurnRequest].Owner.
+	Owner string `json:"owner,omitempty"`
 }
 
 // CheckpointReport is what a run tells its session at the end of a response.
@@ -223,6 +246,8 @@ type SessionInput struct {
 	// asks its open questions again (when it has any).
 	Initial      *Checkpoint `json:"initial,omitempty"`
 	InitialRunID string      `json:"initialRunId,omitempty"`
+	// Owner is the owner of a forked session (the source session's).
+	Owner string `json:"owner,omitempty"`
 	// State carries everything across continue-as-new.
 	State *SessionState `json:"state,omitempty"`
 	// ContinueAsNewAfter, when > 0, continues the session as new after that many events
@@ -237,6 +262,8 @@ type SessionState struct {
 	Active      *ActiveTurn            `json:"active,omitempty"`
 	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
 	NextTurn    int                    `json:"nextTurn"`
+	// Owner is the session's owner, set by its first accepted turn (see [TurnRequest].Owner).
+	Owner string `json:"owner,omitempty"`
 	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
 	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
 	// failed or was stopped only for a reconnecting reader: a retry runs it again).

@@ -25,6 +25,8 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 	s := &session{in: in, reg: r.reg}
 	if in.State != nil {
 		s.st = *in.State
+	} else {
+		s.st.Owner = in.Owner // a fork belongs to its source's owner
 	}
 	if s.st.Pending == nil {
 		s.st.Pending = map[string]contracts.PendingTurn{}
@@ -37,6 +39,12 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 	}
 	if err := s.install(ctx); err != nil {
 		return err
+	}
+	if s.st.Owner != "" && workflow.GetInfo(ctx).Memo.GetFields()[contracts.SessionOwnerMemo] == nil {
+		// A fork or a continued session that does not carry its owner's memo yet.
+		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: s.st.Owner}); err != nil {
+			return err
+		}
 	}
 	if in.State == nil && in.Initial != nil {
 		// A forked session: its first checkpoint is the copy, and its open questions are asked
@@ -197,7 +205,7 @@ func (s *session) empty() bool {
 
 func (s *session) view() contracts.SessionView {
 	v := contracts.SessionView{SessionID: s.in.SessionID, Head: s.st.Head, Active: s.st.Active,
-		ParentSessionID: s.in.ParentSessionID, ForkedFrom: s.in.ForkedFrom, Checkpoints: []contracts.CheckpointSummary{}}
+		ParentSessionID: s.in.ParentSessionID, ForkedFrom: s.in.ForkedFrom, Owner: s.st.Owner, Checkpoints: []contracts.CheckpointSummary{}}
 	for _, cp := range s.st.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, cp.Summary())
 	}
@@ -257,6 +265,9 @@ func (s *session) remember(t *contracts.ActiveTurn) {
 // checkStart checks that a prompt turn can start; it returns the turn to re-attach to when the
 // same clientTurnId started one already.
 func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
+	if err := s.checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
 	if t, ended := s.again(req.ClientTurnID, "prompt", "", req.Reconnect); t != nil {
 		ts := s.reattached(t, ended)
 		return &ts, nil
@@ -268,6 +279,25 @@ func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted,
 		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", s.in.SessionID)
 	}
 	return nil, nil
+}
+
+// checkOwner refuses a turn of another owner than the session's. A session that never
+// committed a checkpoint and has no owner yet is claimed by its first accepted turn.
+func (s *session) checkOwner(owner string) error {
+	if owner == s.st.Owner || (s.st.Owner == "" && s.empty()) {
+		return nil
+	}
+	return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session belongs to another user."}
+}
+
+// claim makes the turn's owner the owner of a session that has none, and records it in the
+// session's memo (contracts.SessionOwnerMemo), where it can be read without a worker.
+func (s *session) claim(ctx workflow.Context, owner string) error {
+	if owner == "" || s.st.Owner != "" {
+		return nil
+	}
+	s.st.Owner = owner
+	return workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: owner})
 }
 
 // checkWorkflow checks, in the update validator only (it reads the registry, which may change
@@ -296,6 +326,9 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		return *again, nil
 	}
 	defer func() { s.changed = true }()
+	if err := s.claim(ctx, req.Owner); err != nil {
+		return contracts.TurnStarted{}, err
+	}
 	head := s.headCheckpoint()
 	if head == nil {
 		// The first turn of a session starts with a "session start" checkpoint (spec F5.3).
@@ -603,12 +636,14 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	cp.ID, cp.SessionID, cp.ParentCheckpointID = newID(ctx, "cp-"), newSession, ""
 	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = s.in.SessionID, src.ID, workflow.Now(ctx)
 	cp.Effects.InterruptTokens = []string{}
+	var reissued []contracts.ReissuedRequest
 	for i, p := range cp.ActivePendingRequests {
 		var ids [2]string
 		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 			return [2]string{engine.NewToken(), "human-" + uuid.NewString()}
 		}).Get(&ids)
 		old := p.Token
+		reissued = append(reissued, contracts.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: ids[0], RequestID: ids[1]})
 		p.Token, p.RequestID = ids[0], ids[1]
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
@@ -620,22 +655,26 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	if len(cp.ActivePendingRequests) > 0 {
 		runID = newID(ctx, "run-")
 	}
-	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            contracts.SessionWorkflowID(newSession),
 		TaskQueue:             workflow.GetInfo(ctx).TaskQueueName,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(newSession)),
-	})
-	f := workflow.ExecuteChildWorkflow(child, contracts.SessionWorkflowName, contracts.SessionInput{
+	}
+	if s.st.Owner != "" {
+		opts.Memo = map[string]any{contracts.SessionOwnerMemo: s.st.Owner}
+	}
+	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, contracts.SessionInput{
 		SessionID: newSession, MaxCheckpoints: s.in.MaxCheckpoints, RunTaskQueue: s.in.RunTaskQueue,
-		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID})
+		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID, Owner: s.st.Owner})
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
 			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", newSession, err), Err: err})
 	}
 	s.changed = true
-	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID}, nil
+	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID,
+		Reissued: reissued}, nil
 }
 
 func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {

@@ -8,6 +8,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -128,6 +129,30 @@ func Session(ctx context.Context, c client.Client, sessionID string) (contracts.
 		return v, sessionNotFound(sessionID, err)
 	}
 	return v, res.Get(&v)
+}
+
+// SessionOwner returns the owner of a session ([contracts.TurnRequest].Owner) from its
+// workflow's memo, without a worker: "" when the session does not exist, has not accepted a
+// turn yet, or has no owner. The owner never changes once set, so checking it before acting on
+// a session is free of races; a prompt to an unclaimed session is checked by the session itself.
+func SessionOwner(ctx context.Context, c client.Client, sessionID string) (string, error) {
+	if err := checkSession(sessionID); err != nil {
+		return "", err
+	}
+	d, err := c.DescribeWorkflow(ctx, contracts.SessionWorkflowID(sessionID), "")
+	if err != nil {
+		if contracts.CodeOf(notFound("", err)) == contracts.CodeNotFound {
+			return "", nil
+		}
+		return "", err
+	}
+	var owner string
+	if p := d.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[contracts.SessionOwnerMemo]; p != nil {
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &owner); err != nil {
+			return "", fmt.Errorf("kortyx: the owner memo of session %q cannot be read: %w", sessionID, err)
+		}
+	}
+	return owner, nil
 }
 
 // GetCheckpoint returns one checkpoint of a session without its state, or NOT_FOUND.

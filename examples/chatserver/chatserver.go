@@ -3,14 +3,16 @@
 // lifecycle hooks.
 //
 // Every request carries "Authorization: Bearer <token>"; a token names a user. A session
-// belongs to the user who first used it (a fork to the user who forked it), and every route
-// checks that ownership before any work — client-supplied ids are not proof of ownership. The
-// transcript (one user message and one assistant message per turn) is stored by the hooks:
+// belongs to the user whose first turn it accepted (a fork to its source's owner), and every
+// route checks that ownership before any work — client-supplied ids are not proof of
+// ownership. Ownership is kept by the session workflow itself (chat.Options.Owner; read back
+// with workflows.SessionOwner), so it survives a restart of this server, and a refused request
+// claims nothing. The transcript (one user message and one assistant message per turn) is stored by the hooks:
 // OnTurnAccepted saves the user's message before the turn runs (if that fails, the turn is
 // refused with 503 and nothing runs), OnResponseFinalized saves the finalized assistant
 // message, OnRolledBack cuts the transcript back to the restored checkpoint, and OnForked copies
-// it into the new session. The store here is in memory; a real application writes to its
-// database in the same places.
+// it into the new session with the fork's tokens. The transcript store here is in memory; a
+// real application writes to its database in the same places.
 package chatserver
 
 import (
@@ -25,6 +27,7 @@ import (
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -50,48 +53,38 @@ type Entry struct {
 	Content string `json:"content"`
 	// TurnIndex is the turn's checkpoint turn index (0 until the turn has a checkpoint).
 	TurnIndex int `json:"turnIndex"`
+	// User wrote the turn (only the session owner's entries are shown).
+	User string `json:"user"`
 	// Status and Message are the finalized assistant message (assistant entries).
 	Status  stream.Status            `json:"status,omitempty"`
 	Message *stream.FinalizedMessage `json:"message,omitempty"`
 }
 
-// Store holds session owners and transcripts, in memory.
+// Store holds transcripts, in memory.
 type Store struct {
 	mu          sync.Mutex
-	owners      map[string]string  // session → user
 	transcripts map[string][]Entry // session → entries
 	turns       map[string]int     // checkpoint id → turn index
 }
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{owners: map[string]string{}, transcripts: map[string][]Entry{}, turns: map[string]int{}}
+	return &Store{transcripts: map[string][]Entry{}, turns: map[string]int{}}
 }
 
-// claim makes user the owner of session if it has none; it reports whether user owns it.
-func (s *Store) claim(session, user string) bool {
+// Transcript returns a copy of the entries of a session written by user (its owner: a
+// request that raced the owner's first turn and was refused by the session may have left a
+// user entry of its own).
+func (s *Store) Transcript(session, user string) []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	owner, ok := s.owners[session]
-	if !ok {
-		s.owners[session] = user
-		return true
+	out := []Entry{}
+	for _, e := range s.transcripts[session] {
+		if e.User == user {
+			out = append(out, e)
+		}
 	}
-	return owner == user
-}
-
-// owns reports whether user owns session.
-func (s *Store) owns(session, user string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.owners[session] == user
-}
-
-// Transcript returns a copy of a session's transcript.
-func (s *Store) Transcript(session string) []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Entry{}, s.transcripts[session]...)
+	return out
 }
 
 // put adds an entry, or replaces the entry with the same id (a retried turn is stored once).
@@ -109,13 +102,13 @@ func (s *Store) put(session string, e Entry) {
 }
 
 // finalized stores an assistant message and dates the turn's user message with its turn index.
-func (s *Store) finalized(session string, ev chat.ResponseFinalized) {
+func (s *Store) finalized(session, user string, ev chat.ResponseFinalized) {
 	turn := 0
 	if ev.Message.CheckpointTurnIndex != nil {
 		turn = *ev.Message.CheckpointTurnIndex
 	}
 	msg := ev.Message
-	s.put(session, Entry{ID: msg.ID, Role: "assistant", Content: msg.Content, TurnIndex: turn, Status: ev.Status, Message: &msg})
+	s.put(session, Entry{ID: msg.ID, Role: "assistant", Content: msg.Content, TurnIndex: turn, User: user, Status: ev.Status, Message: &msg})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ev.CheckpointID != "" {
@@ -144,6 +137,31 @@ func (s *Store) cut(session, checkpointID string) []Entry {
 	return kept
 }
 
+// fork copies the entries of the source session up to the checkpoint into the new session,
+// with the tokens and request ids its open questions have there.
+func (s *Store) fork(ev chat.Forked) {
+	kept := s.cut(ev.SourceSessionID, ev.SourceCheckpointID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range kept {
+		if kept[i].Message == nil {
+			continue
+		}
+		msg := *kept[i].Message
+		msg.ContentPieces = append([]stream.ContentPiece(nil), msg.ContentPieces...)
+		for j, p := range msg.ContentPieces {
+			for _, r := range ev.Reissued {
+				if p.ResumeToken == r.FromToken {
+					msg.ContentPieces[j].ResumeToken, msg.ContentPieces[j].RequestID = r.Token, r.RequestID
+				}
+			}
+		}
+		kept[i].Message = &msg
+	}
+	s.transcripts[ev.NewSessionID] = kept
+	s.turns[ev.NewCheckpointID] = s.turns[ev.SourceCheckpointID]
+}
+
 type userKey struct{}
 
 // UserOf returns the authenticated user of a request ("" when none).
@@ -167,25 +185,38 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{Store: NewStore(), mux: http.NewServeMux(), o: o}
 	store := s.Store
-	authorize := func(r *http.Request, session string) error {
+	// owned checks that the caller owns session; unclaimed, when true, also lets a caller use a
+	// session that has no owner yet (a prompt: the session itself refuses it if another
+	// caller's first turn gets there first).
+	owned := func(r *http.Request, session string, unclaimed bool) error {
 		user := UserOf(r)
 		if user == "" {
 			return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."}
 		}
-		if session == "" || !store.claim(session, user) {
+		if session == "" {
+			return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."}
+		}
+		owner, err := workflows.SessionOwner(r.Context(), o.Client, session)
+		if err != nil {
+			return err
+		}
+		if owner != user && (owner != "" || !unclaimed) {
 			return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."}
 		}
 		return nil
 	}
 	chatRoute, err := chat.NewHandler(chat.Options{
 		Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Logger: o.Logger,
-		Authorize: func(r *http.Request, req *chat.Request) error { return authorize(r, req.SessionID) },
+		Owner: UserOf,
+		Authorize: func(r *http.Request, req *chat.Request) error {
+			return owned(r, req.SessionID, req.ResumeOf() == nil)
+		},
 		OnTurnAccepted: func(ctx context.Context, ev chat.TurnAccepted) error {
-			store.put(ev.SessionID, Entry{ID: ev.ClientTurnID + ":user", Role: "user", Content: ev.UserMessage.Content})
+			store.put(ev.SessionID, Entry{ID: ev.ClientTurnID + ":user", Role: "user", Content: ev.UserMessage.Content, User: UserOf(ev.Request)})
 			return nil
 		},
 		OnResponseFinalized: func(ctx context.Context, ev chat.ResponseFinalized) error {
-			store.finalized(ev.SessionID, ev)
+			store.finalized(ev.SessionID, UserOf(ev.Request), ev)
 			return nil
 		},
 		OnLifecycleError: func(ev chat.LifecycleError) {
@@ -200,12 +231,11 @@ func New(o Options) (*Server, error) {
 		// Only the owner may list, restore or fork a session's checkpoints; a fork's new session
 		// id, when the client picks it, must not belong to someone else.
 		Authorize: func(r *http.Request, req *chat.CheckpointRequest) error {
-			user := UserOf(r)
-			if user == "" {
-				return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."}
+			if err := owned(r, req.SessionID, false); err != nil {
+				return err
 			}
-			if !store.owns(req.SessionID, user) || (req.NewSessionID != "" && !store.claim(req.NewSessionID, user)) {
-				return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."}
+			if req.NewSessionID != "" {
+				return owned(r, req.NewSessionID, true)
 			}
 			return nil
 		},
@@ -217,12 +247,7 @@ func New(o Options) (*Server, error) {
 			return nil
 		},
 		OnForked: func(ctx context.Context, ev chat.Forked) error {
-			kept := store.cut(ev.SourceSessionID, ev.SourceCheckpointID)
-			store.mu.Lock()
-			defer store.mu.Unlock()
-			store.owners[ev.NewSessionID] = UserOf(ev.Request)
-			store.transcripts[ev.NewSessionID] = kept
-			store.turns[ev.NewCheckpointID] = store.turns[ev.SourceCheckpointID]
+			store.fork(ev)
 			return nil
 		},
 		OnLifecycleError: func(ev chat.LifecycleError) {
@@ -237,12 +262,12 @@ func New(o Options) (*Server, error) {
 	s.mux.Handle("POST /api/checkpoints", checkpoints)
 	s.mux.HandleFunc("GET /api/transcript", func(w http.ResponseWriter, r *http.Request) {
 		session := r.URL.Query().Get("sessionId")
-		if !store.owns(session, UserOf(r)) {
-			chat.WriteError(w, &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."})
+		if err := owned(r, session, false); err != nil {
+			chat.WriteError(w, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(store.Transcript(session))
+		_ = json.NewEncoder(w).Encode(store.Transcript(session, UserOf(r)))
 	})
 	return s, nil
 }

@@ -796,7 +796,7 @@ func TestChatCheckpointRouteRollbackFork(t *testing.T) {
 	require.NotEqual(t, name.ResumeToken, forkAsk.Token)
 	require.Len(t, f.forked, 1)
 	require.Equal(t, chat.Forked{Request: f.forked[0].Request, SourceSessionID: session, NewSessionID: fk.SessionID,
-		SourceCheckpointID: cp1.ID, NewCheckpointID: fk.Checkpoint.ID}, f.forked[0])
+		SourceCheckpointID: cp1.ID, NewCheckpointID: fk.Checkpoint.ID, Reissued: fk.Reissued}, f.forked[0])
 	errs := f.lifecycleErrors()
 	require.Len(t, errs, 1)
 	require.Equal(t, chat.PhaseForked, errs[0].Phase)
