@@ -143,29 +143,65 @@ func notFound(runID string, err error) error {
 	return err
 }
 
-// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
-// all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
-// server registers them at start; call this for any other server (it needs operator rights), or
-// run: temporal operator search-attribute create --name KortyxStatus --type Keyword (and
-// KortyxSession, KortyxWorkflow).
-func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+// MissingSearchAttributes returns the Kortyx search attributes ([contracts.SearchAttributes])
+// that the namespace lacks, in that order.
+func MissingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
-		return fmt.Errorf("kortyx: listing search attributes of namespace %q: %w", namespace, err)
+		return nil, fmt.Errorf("kortyx: listing the search attributes of namespace %q: %w", namespace, err)
 	}
-	missing := map[string]enumspb.IndexedValueType{}
+	var missing []string
 	for _, name := range contracts.SearchAttributes {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
-			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+			missing = append(missing, name)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
+	return missing, nil
+}
+
+// CheckSearchAttributes fails when the namespace lacks a Kortyx search attribute, naming each
+// missing one and how to create it. Call it when a worker starts: every run upserts these
+// attributes, and on a namespace without them each of its workflow tasks fails and is retried
+// without end.
+func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	missing, err := MissingSearchAttributes(ctx, c, namespace)
+	if err != nil || len(missing) == 0 {
+		return err
 	}
-	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	return missingError(namespace, missing, nil)
+}
+
+func missingError(namespace string, missing []string, cause error) error {
+	cmd := "temporal operator search-attribute create --namespace " + namespace
+	for _, name := range missing {
+		cmd += " --name " + name + " --type Keyword"
+	}
+	msg := fmt.Sprintf("kortyx: namespace %q lacks the search attributes %s; create them (operator rights needed) with: %s",
+		namespace, strings.Join(missing, ", "), cmd)
+	if cause != nil {
+		return fmt.Errorf("%s (or workflows.RegisterSearchAttributes): %w", msg, cause)
+	}
+	return errors.New(msg + " (or call workflows.RegisterSearchAttributes)")
+}
+
+// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
+// all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
+// server registers them at start; call this for any other server (it needs operator rights:
+// AddSearchAttributes on the namespace), or create them with the command that
+// [CheckSearchAttributes]'s error names.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	missing, err := MissingSearchAttributes(ctx, c, namespace)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	attrs := map[string]enumspb.IndexedValueType{}
+	for _, name := range missing {
+		attrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: attrs})
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("kortyx: registering search attributes %v on namespace %q: %w", contracts.SearchAttributes, namespace, err)
+		return missingError(namespace, missing, err)
 	}
 	return nil
 }

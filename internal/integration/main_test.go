@@ -289,7 +289,7 @@ func binary(t *testing.T, pkg string) string {
 		if buildErr != nil {
 			return
 		}
-		for _, p := range []string{"./internal/testworker", "./starter", "./worker"} {
+		for _, p := range []string{"./internal/testworker", "./starter", "./worker", "./examples/ownworker"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, filepath.Base(p)), p)
 			cmd.Dir = root
 			out, err := cmd.CombinedOutput()

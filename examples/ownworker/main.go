@@ -1,0 +1,88 @@
+// Command ownworker is the "Your own worker" program of docs/running.md: a worker of your own
+// with the support agent, the OpenAI-compatible provider, the run streams and the chat route
+// behind an authorization check. It needs a Temporal server at TEMPORAL_ADDRESS (default
+// 127.0.0.1:7233) whose namespace has the Kortyx search attributes.
+package main
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"os"
+
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/chat"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/examples/support"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/openai"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/tools/mcp"
+	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+)
+
+func main() {
+	addr := os.Getenv("TEMPORAL_ADDRESS")
+	if addr == "" {
+		addr = "127.0.0.1:7233"
+	}
+	c, err := client.Dial(client.Options{HostPort: addr})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// Fail at start, naming what is missing, rather than in every run's first workflow task.
+	if err := workflows.CheckSearchAttributes(context.Background(), c, "default"); err != nil {
+		log.Fatal(err)
+	}
+
+	reg := workflows.NewRegistry()
+	if err := support.Register(reg); err != nil {
+		log.Fatal(err) // INVALID_DEFINITION, listing every problem
+	}
+	myTools, err := support.Tools(support.NewStore()) // []tools.Tool
+	if err != nil {
+		log.Fatal(err)
+	}
+	toolSet, err := tools.NewSet(myTools...)
+	if err != nil {
+		log.Fatal(err) // bad, duplicate or reserved tool names
+	}
+
+	broker := stream.NewMemory()
+	w := worker.New(c, contracts.DefaultTaskQueue, worker.Options{})
+	workflows.NewRunner(reg).Register(w) // workflows "kortyx.Run" and "kortyx.Session"
+	(&activities.Activities{
+		Stream:          broker,                                         // local activity "kortyx.Publish"
+		Providers:       providers.NewSet(openai.New(openai.Options{})), // OPENAI_API_KEY / OPENAI_BASE_URL
+		DefaultProvider: "openai", DefaultModel: "gpt-4.1-mini",
+		Tools: toolSet,       // activity "kortyx.Tool"
+		MCP:   mcp.NewPool(), // MCP servers named by runs
+	}).Register(w)
+
+	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker,
+		Authorize: authorize}) // your authorization: docs/chat.md
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/runs/{runID}/stream", &stream.Server{Broker: broker})
+	mux.Handle("POST /api/chat", chatRoute)
+	go func() { log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux)) }()
+
+	if err := w.Run(worker.InterruptCh()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// authorize lets a request through only with the application's credentials; a real one also
+// checks that the caller owns req.SessionID (docs/chat.md).
+func authorize(r *http.Request, req *chat.Request) error {
+	if r.Header.Get("Authorization") != "Bearer "+os.Getenv("APP_TOKEN") || os.Getenv("APP_TOKEN") == "" {
+		return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."}
+	}
+	return nil
+}

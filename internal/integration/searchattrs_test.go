@@ -1,0 +1,66 @@
+package integration_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+)
+
+// The command that creates the search attributes (docs/running.md and the error of
+// workflows.CheckSearchAttributes): one --type per --name.
+const createSearchAttributes = "temporal operator search-attribute create --namespace default" +
+	" --name KortyxSession --type Keyword --name KortyxWorkflow --type Keyword --name KortyxStatus --type Keyword"
+
+// A worker started on a namespace without the search attributes stops at once with an error
+// that names them and the command that creates them; that command, run as the docs show it,
+// creates all three.
+func TestMissingSearchAttributesFailFast(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bare, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bare.Kill() })
+	c, err := dial(bare.Address())
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	err = workflows.CheckSearchAttributes(ctx, c, "default")
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `namespace "default" lacks the search attributes KortyxSession, KortyxWorkflow, KortyxStatus`)
+	require.Contains(t, err.Error(), createSearchAttributes)
+
+	// The "Your own worker" program of docs/running.md exits with that error.
+	cmd := exec.CommandContext(ctx, binary(t, "ownworker"))
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+bare.Address())
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), createSearchAttributes)
+
+	docs, err := os.ReadFile(filepath.Join(root, "docs", "running.md"))
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(strings.Fields(strings.ReplaceAll(string(docs), "\\\n", " ")), " "), createSearchAttributes,
+		"docs/running.md shows the command")
+
+	args := append(strings.Fields(createSearchAttributes)[1:], "--address", bare.Address())
+	out, err = exec.CommandContext(ctx, tcliPath, args...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, workflows.CheckSearchAttributes(ctx, c, "default"))
+}
+
+// The "Your own worker" snippet of docs/running.md is examples/ownworker/main.go, which builds.
+func TestOwnWorkerSnippetIsTheProgram(t *testing.T) {
+	docs, err := os.ReadFile(filepath.Join(root, "docs", "running.md"))
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(root, "examples", "ownworker", "main.go"))
+	require.NoError(t, err)
+	require.Contains(t, string(docs), "```go\n"+string(src)+"```\n")
+	binary(t, "ownworker")
+}
