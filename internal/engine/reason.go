@@ -182,11 +182,14 @@ func (l *loop) run(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		if !l.hasControl(calls) && l.passes >= l.spec.MaxSteps {
-			// Only business tools, and no pass is left to read their results: do not run them.
-			return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
-				Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
-				Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
+		if l.passes >= l.spec.MaxSteps && returnCount(calls) != 1 {
+			// No pass is left, and nothing in this turn can finish the call: the results of its
+			// calls would never be read. Run none of them (no tool, emission or question).
+			// Runs recorded before this rule processed turns with control calls: they keep
+			// doing so on replay.
+			if !l.hasControl(calls) || workflow.GetVersion(ctx, versionLastPassCalls, workflow.DefaultVersion, 1) >= 1 {
+				return l.lastPassError(calls)
+			}
 		}
 		stepIdx := len(l.res.Steps)
 		l.res.Steps = append(l.res.Steps, step)
@@ -200,6 +203,33 @@ func (l *loop) run(ctx workflow.Context) error {
 			return nil
 		}
 	}
+}
+
+// versionLastPassCalls marks runs in which a last pass that cannot finish runs none of its
+// calls (before it, only a turn of business tools alone was refused).
+const versionLastPassCalls = "kortyx.reason.last-pass-calls"
+
+func returnCount(calls []turnCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.kind == kindReturn {
+			n++
+		}
+	}
+	return n
+}
+
+// lastPassError is the error of a last pass whose calls cannot finish the call: several returns
+// need a correction pass, anything else a pass that reads the results.
+func (l *loop) lastPassError(calls []turnCall) error {
+	if returnCount(calls) > 1 {
+		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExh,
+			Message: fmt.Sprintf("hooks.Reason used its %d model passes before the model selected a single return contract; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+			Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes, "outputContractCorrections": l.contractFixes + 1}}
+	}
+	return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
+		Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+		Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
 }
 
 // budgetError is the error when no model pass is left at the top of the loop.
@@ -330,12 +360,7 @@ type outcome struct {
 
 // turn processes the calls of one model turn in order; every call gets exactly one result.
 func (l *loop) turn(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall) ([]contracts.ToolResult, error) {
-	nReturns := 0
-	for _, c := range calls {
-		if c.kind == kindReturn {
-			nReturns++
-		}
-	}
+	nReturns := returnCount(calls)
 	done := map[string]contracts.ToolResult{}
 	evidence, fixed := false, false
 	var results []contracts.ToolResult
