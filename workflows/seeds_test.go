@@ -1,6 +1,8 @@
 package workflows_test
 
 import (
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/workflows"
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -51,5 +53,72 @@ func TestLastPassWithControlCallsRunsNoTools(t *testing.T) {
 		require.EqualValues(t, 1, contracts.FailureOf(err).Details["outputContractCorrections"])
 		require.Equal(t, 0, box.n("lookup_order"), "no pass is left for the correction: the tool does not run")
 		require.Equal(t, []string{"error", "done"}, h.types())
+	})
+}
+
+// SchemaCorrections is one allowance per Reason call, shared by all its output values, and what
+// is left of it survives a node retry (seed: "retains … the remaining repair allowance").
+func TestSchemaCorrectionsAreOnePoolPerCall(t *testing.T) {
+	accounts := output(t, "Account list.", "accounts", `{"type":"object","properties":{"accounts":{"type":"array"}},"required":["accounts"]}`, nil)
+	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": accounts}}
+	t.Run("two invalid values in one turn", func(t *testing.T) {
+		model := fake.New(
+			fake.Calls(call("kortyx_emit__accounts", `{"accounts":3}`), call("kortyx_emit__accounts", `{"accounts":4}`)),
+			fake.Text(`{"accounts":["a"]}`), // the repair of the first value
+		)
+		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs, ToolExecution: hooks.ToolExecution{MaxSteps: 5}}, nil)
+		h.run("agent", "x")
+		_, err := h.result()
+		require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err), "err: %v", err)
+		f := contracts.FailureOf(err)
+		require.Equal(t, "accounts", f.Details["contract"])
+		require.EqualValues(t, 1, f.Details["attempts"])
+		require.Equal(t, string(contracts.CodeModelOutputSchema), f.Details["terminalReason"])
+		require.Equal(t, 2, model.Calls(), "one pass and one repair: the second value finds the allowance used")
+		require.Equal(t, []string{"final"}, structuredKinds(h), "the repaired first value only")
+	})
+
+	retried := func(t *testing.T, model *fake.Model, out *contracts.ReasonResult) *harness {
+		d := def("agent", map[string]workflows.NodeFunc{
+			"chat": reasonNode(hooks.ReasonOptions{ID: "r", Outputs: outs, ToolExecution: hooks.ToolExecution{MaxSteps: 5}}, out),
+		}, "__start__>chat")
+		d.Nodes["chat"] = workflows.Node{Run: d.Nodes["chat"].Run, Retry: &workflows.Retry{MaxAttempts: 2}}
+		h := newHarness(t, d)
+		h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+		return h
+	}
+	t.Run("the rest of the allowance survives a node retry", func(t *testing.T) {
+		model := fake.New(
+			fake.Calls(call("kortyx_emit__accounts", `{"accounts":3}`)),
+			fake.Text(`{"accounts":["a"]}`),
+			fake.Fail(contracts.CodeProviderHTTPError, false, "bad request"), // fails the node: it is retried
+			fake.Calls(call("kortyx_emit__accounts", `{"accounts":5}`)),
+		)
+		h := retried(t, model, nil)
+		h.run("agent", "x")
+		_, err := h.result()
+		require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err), "err: %v", err)
+		require.EqualValues(t, 1, contracts.FailureOf(err).Details["attempts"])
+		require.Equal(t, 4, model.Calls())
+		require.Equal(t, []string{"final"}, structuredKinds(h), "the first value is published once")
+	})
+	t.Run("a node retry counts the passes of recorded values", func(t *testing.T) {
+		model := fake.New(
+			fake.Calls(call("kortyx_emit__accounts", `{"accounts":3}`)),
+			fake.Text(`{"accounts":["a"]}`),
+			fake.Fail(contracts.CodeProviderHTTPError, false, "bad request"),
+			fake.Text("Listed."),
+		)
+		var res contracts.ReasonResult
+		h := retried(t, model, &res)
+		h.run("agent", "x")
+		_, err := h.result()
+		require.NoError(t, err)
+		require.Equal(t, "Listed.", res.Text, "pass 2 is asked again, not read from the repair's record")
+		require.Equal(t, 4, model.Calls())
+		require.Equal(t, []string{"", "output", ""}, []string{res.Steps[0].Kind, res.Steps[1].Kind, res.Steps[2].Kind})
+		require.Equal(t, []int{0, 1, 2}, []int{res.Steps[0].Index, res.Steps[1].Index, res.Steps[2].Index})
+		require.Len(t, res.Emissions, 1)
+		require.Equal(t, 10+11+11, res.Usage.Total, "the usage of the reused repair pass is included; the failed pass has none")
 	})
 }

@@ -125,7 +125,7 @@ type loop struct {
 	texts         []string
 	emissions     int
 	asked         int
-	schemaFixes   int // repair passes made
+	schemaFixes   int // repair passes made, against SchemaCorrections (one allowance per call)
 	contractFixes int // multiple-return corrections waiting for a single return
 	missingFixes  int
 }
@@ -356,6 +356,12 @@ type outcome struct {
 	Interrupt *contracts.InterruptRecord `json:"interrupt,omitempty"`
 	Evidence  bool                       `json:"evidence,omitempty"`
 	Fix       bool                       `json:"fix,omitempty"` // a multiple-return correction
+	// What the call spent, so that reusing the outcome keeps the loop's counters: its model
+	// passes (generation and repair, journaled under their indexes), the steps they added and
+	// the schema corrections among them.
+	Passes int                    `json:"passes,omitempty"`
+	Steps  []contracts.ReasonStep `json:"steps,omitempty"`
+	Fixes  int                    `json:"fixes,omitempty"`
 }
 
 // turn processes the calls of one model turn in order; every call gets exactly one result.
@@ -423,8 +429,18 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 	okey := l.key + "/call/" + tc.call.ID
 	var out outcome
 	if l.s.recorded(okey, &out) {
+		for i := 0; i < out.Passes; i++ {
+			var resp contracts.ModelResponse
+			if l.s.recorded(passKey(l.key, l.passes), &resp) {
+				merge(&l.res, resp)
+			}
+			l.passes++
+		}
+		l.res.Steps = append(l.res.Steps, out.Steps...)
+		l.schemaFixes += out.Fixes
 		return out, nil
 	}
+	passes, steps, fixes := l.passes, len(l.res.Steps), l.schemaFixes
 	var err error
 	switch tc.kind {
 	case kindTool:
@@ -443,6 +459,7 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 	if err != nil {
 		return out, err
 	}
+	out.Passes, out.Steps, out.Fixes = l.passes-passes, append([]contracts.ReasonStep(nil), l.res.Steps[steps:]...), l.schemaFixes-fixes
 	l.s.record(okey, contracts.JournalEntry{Kind: "reason-call", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
@@ -568,11 +585,11 @@ func (l *loop) invalidCall(tc turnCall, msg string) (outcome, error) {
 }
 
 // validated parses and validates an output value, repairing it with output-only passes as long
-// as corrections and budget allow (seed 000). Truncated output is never repaired. A streamed
-// value whose provisional fields were published is invalidated before anything else.
+// as corrections and budget allow (seed 000). SchemaCorrections is one allowance for the whole
+// call, shared by all its values. Truncated output is never repaired. A streamed value whose
+// provisional fields were published is invalidated before anything else.
 func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, schema *contracts.Schema,
 	value json.RawMessage, finish contracts.FinishReason, evidence []contracts.ModelMessage) (json.RawMessage, error) {
-	attempts := 0
 	for {
 		parsed, err := parseOutput(value, finish, schema)
 		if err == nil {
@@ -585,13 +602,12 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 		if contracts.CodeOf(err) == contracts.CodeOutputTruncated || l.spec.SchemaCorrections == 0 {
 			return nil, err
 		}
-		if attempts >= l.spec.SchemaCorrections {
+		if l.schemaFixes >= l.spec.SchemaCorrections {
 			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExh,
-				Message: fmt.Sprintf("hooks.Reason: the value of %q is still invalid after %d schema correction(s); raise SchemaCorrections or fix the prompt.", orOutput(contract), attempts),
-				Details: map[string]any{"contract": orOutput(contract), "attempts": attempts, "terminalReason": string(contracts.CodeOf(err))},
+				Message: fmt.Sprintf("hooks.Reason: the value of %q is invalid and the call's %d schema correction(s) are used up; raise SchemaCorrections or fix the prompt.", orOutput(contract), l.schemaFixes),
+				Details: map[string]any{"contract": orOutput(contract), "attempts": l.schemaFixes, "terminalReason": string(contracts.CodeOf(err))},
 				Issues:  contracts.FailureOf(err).Issues, Err: err}
 		}
-		attempts++
 		l.schemaFixes++
 		msgs := append(append([]contracts.ModelMessage(nil), evidence...), contracts.ModelMessage{Role: contracts.RoleUser, Content: repairPrompt(contract, schema, value, err)})
 		if evidence == nil {
@@ -803,9 +819,12 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	return out, nil
 }
 
+// passKey is the journal key of pass n of the Reason call key.
+func passKey(key string, n int) string { return key + "/pass/" + strconv.Itoa(n) }
+
 // modelPass runs the model activity for pass n of the call key (journaled).
 func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
-	pkey := key + "/pass/" + strconv.Itoa(n)
+	pkey := passKey(key, n)
 	var resp contracts.ModelResponse
 	if s.recorded(pkey, &resp) {
 		return resp, nil
