@@ -122,3 +122,70 @@ func TestSchemaCorrectionsAreOnePoolPerCall(t *testing.T) {
 		require.Equal(t, 10+11+11, res.Usage.Total, "the usage of the reused repair pass is included; the failed pass has none")
 	})
 }
+
+// A retried pass invalidates only text that an earlier attempt published, and renames its
+// segment only when an earlier attempt used the name.
+func TestRetriedPassInvalidatesOnlyPublishedText(t *testing.T) {
+	rateLimited := fake.Turn{Err: &contracts.Error{Code: contracts.CodeProviderHTTPError, Retryable: true, Message: "429 too many requests"}}
+	segments := func(h *harness) []string {
+		var out []string
+		for _, c := range h.chunks() {
+			if c.SegmentID != "" {
+				out = append(out, string(c.Type)+" "+c.SegmentID)
+			}
+		}
+		return out
+	}
+	t.Run("failed before any text", func(t *testing.T) {
+		model := fake.New(rateLimited, fake.Text("Hello brave world"))
+		h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{"chat": reasonNode(hooks.ReasonOptions{}, nil)}, "__start__>chat")
+		h.run("agent", "x")
+		_, err := h.result()
+		require.NoError(t, err)
+		require.Equal(t, 2, model.Calls())
+		require.Equal(t, []string{"text-start step-0", "text-delta step-0", "text-delta step-0", "text-delta step-0", "text-end step-0"}, segments(h))
+		require.Equal(t, []string{"text-start", "text-delta", "text-delta", "text-delta", "text-end", "done"}, h.types())
+	})
+	t.Run("text, then a failure before any text", func(t *testing.T) {
+		model := fake.New(
+			fake.Turn{Text: "Hello brave world", FailAfter: 2, Err: &contracts.Error{Code: contracts.CodeProviderTransportError, Retryable: true, Message: "connection reset"}},
+			rateLimited,
+			fake.Text("Hello brave world"),
+		)
+		h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{"chat": reasonNode(hooks.ReasonOptions{}, nil)}, "__start__>chat")
+		h.run("agent", "x")
+		_, err := h.result()
+		require.NoError(t, err)
+		require.Equal(t, 3, model.Calls())
+		require.Equal(t, []string{"text-start step-0", "text-delta step-0", "text-delta step-0", "text-invalidated step-0",
+			"text-start step-0~3", "text-delta step-0~3", "text-delta step-0~3", "text-delta step-0~3", "text-end step-0~3"}, segments(h),
+			"the first attempt's text is invalidated once; the third attempt does not reuse its name")
+	})
+}
+
+// The same for the provisional fields of a streamed output pass.
+func TestRetriedOutputPassInvalidatesOnlyPublishedFields(t *testing.T) {
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}
+	full := fake.Turn{Deltas: []string{`{"subject":"Hi",`, `"body":"Hello",`, `"bullets":[]}`}}
+	for _, tc := range []struct {
+		name   string
+		failed fake.Turn
+		kinds  []string
+	}{
+		{"failed before any field", fake.Turn{Err: &contracts.Error{Code: contracts.CodeProviderHTTPError, Retryable: true, Message: "429"}},
+			[]string{"set", "text-delta", "final"}},
+		{"failed after a field", fake.Turn{Deltas: full.Deltas, FailAfter: 2, Err: &contracts.Error{Code: contracts.CodeProviderTransportError, Retryable: true, Message: "reset"}},
+			[]string{"set", "text-delta", "invalidated", "set", "text-delta", "final"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := fake.New(fake.Calls(call("kortyx_stream_emit__letter", `{"instruction":"write"}`)), tc.failed, full, fake.Text("Done."))
+			h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs}, nil)
+			h.run("agent", "x")
+			_, err := h.result()
+			require.NoError(t, err)
+			require.Equal(t, 4, model.Calls())
+			require.Equal(t, tc.kinds, structuredKinds(h))
+		})
+	}
+}
