@@ -3,6 +3,8 @@ package workflows_test
 import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/workflows"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -188,4 +190,93 @@ func TestRetriedOutputPassInvalidatesOnlyPublishedFields(t *testing.T) {
 			require.Equal(t, tc.kinds, structuredKinds(h))
 		})
 	}
+}
+
+// issueList renders the issues of a definition error as "path code".
+func issueList(t *testing.T, err error) []string {
+	t.Helper()
+	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err), "err: %v", err)
+	var out []string
+	for _, is := range contracts.FailureOf(err).Issues {
+		out = append(out, contracts.PathString(is.Path)+" "+is.Code)
+	}
+	return out
+}
+
+const reasonProblems = `
+id: bad
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      maxSteps: 0
+      tools: [lookup_order, no_such_tool, kortyx_emit__x]
+      stream: false
+      outputSchema: {type: object}
+      outputs:
+        emit:
+          letter: {description: d, schemaId: l, schemaVersion: "1", schema: {type: object}, stream: {fields: {body: text-delta}}}
+edges:
+  - [__start__, agent]
+`
+
+// A kortyx.reason node that would fail every run is refused when its workflow is added, with
+// every problem at once: a params range error does not hide the semantic ones.
+func TestReasonNodeProblemsAreReportedAtLoad(t *testing.T) {
+	def, err := workflows.Load([]byte(reasonProblems))
+	require.NoError(t, err)
+	common := []string{
+		"nodes.agent.params.maxSteps minimum",
+		"nodes.agent.params.outputSchema invalid_value",
+		"nodes.agent.params.outputs.emit.letter.stream invalid_value",
+		"nodes.agent.params.tools[2] invalid_value",
+	}
+	t.Run("tool names unknown to the registry", func(t *testing.T) {
+		require.Equal(t, common, issueList(t, workflows.NewRegistry().Add(def)))
+	})
+	t.Run("tool names known", func(t *testing.T) {
+		r := workflows.NewRegistry()
+		r.SetToolNames("lookup_order", "refund")
+		err := r.Add(def)
+		want := append(append(append([]string(nil), common[:3]...), "nodes.agent.params.tools[1] unknown_tool"), common[3:]...)
+		require.Equal(t, want, issueList(t, err))
+		var msgs []string
+		for _, is := range contracts.FailureOf(err).Issues {
+			msgs = append(msgs, is.Message)
+		}
+		require.Contains(t, msgs, `tool "no_such_tool" is not one of the worker's tools (lookup_order, refund): register it on the worker or fix the name`)
+		require.Contains(t, msgs, "outputSchema cannot be combined with outputs: return the final value through a return contract (outputs.return), or drop outputs")
+		require.Empty(t, r.Workflows())
+	})
+	t.Run("outputs without a contract", func(t *testing.T) {
+		def, err := workflows.Load([]byte("id: x\nversion: \"1\"\nnodes: {agent: {run: kortyx.reason, params: {outputs: {maxEmissions: 2}}}}\nedges: [[__start__, agent]]\n"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"nodes.agent.params.outputs invalid_value"}, issueList(t, workflows.NewRegistry().Add(def)))
+	})
+	t.Run("a file: format and params problems together", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "bad.workflow.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(reasonProblems+"colour: blue\n"), 0o600))
+		r := workflows.NewRegistry()
+		r.SetToolNames("lookup_order")
+		for _, add := range []func() error{func() error { return r.AddFile(path) }, func() error { return r.AddDir(filepath.Dir(path)) }} {
+			err := add()
+			want := append(append(append([]string{"colour unrecognized_keys"}, common[:3]...), "nodes.agent.params.tools[1] unknown_tool"), common[3:]...)
+			require.Equal(t, want, issueList(t, err))
+			require.Contains(t, err.Error(), path+": ")
+			require.Equal(t, path, contracts.FailureOf(err).Details["file"])
+		}
+		require.Empty(t, r.Workflows())
+	})
+	t.Run("a file with params problems only", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "desk.workflow.yaml")
+		require.NoError(t, os.WriteFile(path, []byte("id: desk\nversion: \"1\"\nnodes: {agent: {run: kortyx.reason, params: {tools: [refund]}}}\nedges: [[__start__, agent]]\n"), 0o600))
+		r := workflows.NewRegistry()
+		r.SetToolNames("lookup_order")
+		err := r.AddFile(path)
+		require.Equal(t, []string{"nodes.agent.params.tools[0] unknown_tool"}, issueList(t, err))
+		require.Equal(t, path, contracts.FailureOf(err).Details["file"])
+		r.SetToolNames("lookup_order", "refund")
+		require.NoError(t, r.AddFile(path))
+	})
 }
