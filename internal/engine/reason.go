@@ -205,9 +205,18 @@ func (l *loop) run(ctx workflow.Context) error {
 	}
 }
 
-// versionLastPassCalls marks runs in which a last pass that cannot finish runs none of its
-// calls (before it, only a turn of business tools alone was refused).
-const versionLastPassCalls = "kortyx.reason.last-pass-calls"
+// Change ids of workflow.GetVersion (persisted in histories: they never change).
+const (
+	// versionLastPassCalls: a last pass that cannot finish runs none of its calls (before, only
+	// a turn of business tools alone was refused).
+	versionLastPassCalls = "kortyx.reason.last-pass-calls"
+	// versionReusedOutcomes: a reused call outcome restores the passes, steps and corrections
+	// it spent.
+	versionReusedOutcomes = "kortyx.reason.reused-outcomes"
+	// versionSharedCorrections: SchemaCorrections is one allowance for the whole call (before,
+	// one per value).
+	versionSharedCorrections = "kortyx.reason.shared-corrections"
+)
 
 func returnCount(calls []turnCall) int {
 	n := 0
@@ -429,15 +438,19 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 	okey := l.key + "/call/" + tc.call.ID
 	var out outcome
 	if l.s.recorded(okey, &out) {
-		for i := 0; i < out.Passes; i++ {
-			var resp contracts.ModelResponse
-			if l.s.recorded(passKey(l.key, l.passes), &resp) {
-				merge(&l.res, resp)
+		// Runs recorded before outcomes kept their passes went on without them: so they do on
+		// replay (the version is only asked where the two differ).
+		if (out.Passes > 0 || out.Fixes > 0) && workflow.GetVersion(ctx, versionReusedOutcomes, workflow.DefaultVersion, 1) >= 1 {
+			for i := 0; i < out.Passes; i++ {
+				var resp contracts.ModelResponse
+				if l.s.recorded(passKey(l.key, l.passes), &resp) {
+					merge(&l.res, resp)
+				}
+				l.passes++
 			}
-			l.passes++
+			l.res.Steps = append(l.res.Steps, out.Steps...)
+			l.schemaFixes += out.Fixes
 		}
-		l.res.Steps = append(l.res.Steps, out.Steps...)
-		l.schemaFixes += out.Fixes
 		return out, nil
 	}
 	passes, steps, fixes := l.passes, len(l.res.Steps), l.schemaFixes
@@ -590,6 +603,7 @@ func (l *loop) invalidCall(tc turnCall, msg string) (outcome, error) {
 // provisional fields were published is invalidated before anything else.
 func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, schema *contracts.Schema,
 	value json.RawMessage, finish contracts.FinishReason, evidence []contracts.ModelMessage) (json.RawMessage, error) {
+	attempts := 0 // repairs of this value
 	for {
 		parsed, err := parseOutput(value, finish, schema)
 		if err == nil {
@@ -602,12 +616,16 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 		if contracts.CodeOf(err) == contracts.CodeOutputTruncated || l.spec.SchemaCorrections == 0 {
 			return nil, err
 		}
-		if l.schemaFixes >= l.spec.SchemaCorrections {
+		// Runs recorded before the allowance was shared gave each value its own: so they do on
+		// replay (the version is only asked where the two differ).
+		if l.schemaFixes >= l.spec.SchemaCorrections &&
+			(attempts >= l.spec.SchemaCorrections || workflow.GetVersion(ctx, versionSharedCorrections, workflow.DefaultVersion, 1) >= 1) {
 			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExh,
 				Message: fmt.Sprintf("hooks.Reason: the value of %q is invalid and the call's %d schema correction(s) are used up; raise SchemaCorrections or fix the prompt.", orOutput(contract), l.schemaFixes),
 				Details: map[string]any{"contract": orOutput(contract), "attempts": l.schemaFixes, "terminalReason": string(contracts.CodeOf(err))},
 				Issues:  contracts.FailureOf(err).Issues, Err: err}
 		}
+		attempts++
 		l.schemaFixes++
 		msgs := append(append([]contracts.ModelMessage(nil), evidence...), contracts.ModelMessage{Role: contracts.RoleUser, Content: repairPrompt(contract, schema, value, err)})
 		if evidence == nil {

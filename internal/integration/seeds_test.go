@@ -2,15 +2,32 @@ package integration_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 const deskAgent = `id: desk
@@ -68,4 +85,137 @@ func TestWorkerRefusesAWorkflowFileWithAnUnknownTool(t *testing.T) {
 		}
 		require.True(t, polling, "the worker starts with a file naming its tools; stderr: %s", stderr.String())
 	})
+}
+
+// Seed scenarios whose recorded histories guard the workflow.GetVersion changes of the Reason
+// loop: testdata/replay-seeds holds, for each, a history recorded before the change
+// ("-before") and one recorded after; both must replay with the current code.
+var seedAccounts = mustOutput("Account list.", "accounts", `{"type":"object","properties":{"accounts":{"type":"array"}},"required":["accounts"]}`)
+var seedCard = mustOutput("A card.", "card", `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
+
+func mustOutput(desc, id, schema string) *contracts.OutputContract {
+	c, err := contracts.NewOutputContract(desc, id, "1", contracts.MustCompileSchema(schema), nil)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+type seedScenario struct {
+	name  string
+	opts  hooks.ReasonOptions
+	retry int // node attempts (0: 1)
+	turns []fake.Turn
+	check func(t *testing.T, res contracts.RunResult, err error, counted int)
+}
+
+func seedScenarios() []seedScenario {
+	invalid := func(n int) contracts.ToolCall {
+		return contracts.ToolCall{Name: "kortyx_emit__accounts", Arguments: json.RawMessage(fmt.Sprintf(`{"accounts":%d}`, n))}
+	}
+	return []seedScenario{
+		{name: "seeds-shared-corrections",
+			opts:  hooks.ReasonOptions{Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": seedAccounts}}, ToolExecution: hooks.ToolExecution{MaxSteps: 5}},
+			turns: []fake.Turn{fake.Calls(invalid(3), invalid(4)), fake.Text(`{"accounts":["a"]}`), fake.Text(`{"accounts":["b"]}`), fake.Text("Listed.")},
+			check: func(t *testing.T, _ contracts.RunResult, err error, _ int) {
+				require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err), "err: %v", err)
+			}},
+		{name: "seeds-last-pass",
+			opts: hooks.ReasonOptions{Tools: []string{"seed_count"}, ToolExecution: hooks.ToolExecution{MaxSteps: 1},
+				Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"card": seedCard}}},
+			turns: []fake.Turn{fake.Calls(contracts.ToolCall{Name: "kortyx_emit__card", Arguments: json.RawMessage(`{"title":"one"}`)},
+				contracts.ToolCall{Name: "seed_count", Arguments: json.RawMessage(`{}`)})},
+			check: func(t *testing.T, _ contracts.RunResult, err error, counted int) {
+				require.Equal(t, contracts.CodeReasonMaxSteps, contracts.CodeOf(err), "err: %v", err)
+				require.Equal(t, 0, counted, "the tool of the last pass does not run")
+			}},
+		{name: "seeds-reused-outcome", retry: 2,
+			opts:  hooks.ReasonOptions{ID: "r", Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": seedAccounts}}, ToolExecution: hooks.ToolExecution{MaxSteps: 5}},
+			turns: []fake.Turn{fake.Calls(invalid(3)), fake.Text(`{"accounts":["a"]}`), fake.Fail(contracts.CodeProviderHTTPError, false, "bad request"), fake.Text("Listed.")},
+			check: func(t *testing.T, res contracts.RunResult, err error, _ int) {
+				require.NoError(t, err)
+				require.Equal(t, "Listed.", res.State.Data["answer"])
+			}},
+	}
+}
+
+// seedRegistry registers one workflow per scenario (id = scenario name).
+func seedRegistry(t *testing.T) *workflows.Registry {
+	reg := workflows.NewRegistry()
+	for _, sc := range seedScenarios() {
+		opts := sc.opts
+		run := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			call := opts
+			call.Input = in.Text()
+			res, err := hooks.Reason(ctx, call)
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answer": res.Text}}, nil
+		}
+		node := workflows.Node{Run: run}
+		if sc.retry > 0 {
+			node.Retry = &workflows.Retry{MaxAttempts: sc.retry}
+		}
+		require.NoError(t, reg.Add(&workflows.Definition{ID: sc.name, Version: "1", Nodes: map[string]workflows.Node{"agent": node},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}))
+	}
+	return reg
+}
+
+// The seed scenarios on the dev server; KORTYX_RECORD_HISTORIES=1 records their histories.
+func TestSeedScenarios(t *testing.T) {
+	reg := seedRegistry(t)
+	for _, sc := range seedScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			var counted atomic.Int32
+			count, err := tools.Func("seed_count", "Counts.", `{"type":"object"}`, func(context.Context, tools.Call, map[string]any) (string, error) {
+				counted.Add(1)
+				return "counted", nil
+			})
+			require.NoError(t, err)
+			set, err := tools.NewSet(count)
+			require.NoError(t, err)
+			tq := taskQueue(t)
+			w := app.NewWorker(tc, app.Config{TaskQueue: tq}, reg, &activities.Activities{Stream: stream.NewMemory(),
+				Providers: providers.NewSet(fake.New(sc.turns...)), DefaultProvider: fake.ID, Tools: set})
+			require.NoError(t, w.Start())
+			t.Cleanup(w.Stop)
+			run := startRun(t, tc, tq, sc.name, "go")
+			res, err := result(t, run)
+			if os.Getenv("KORTYX_RECORD_HISTORIES") == "1" {
+				raw, merr := protojson.Marshal(history(t, tc, run.GetID()))
+				require.NoError(t, merr)
+				b, merr := json.MarshalIndent(recorded{WorkflowID: run.GetID(), History: raw}, "", " ")
+				require.NoError(t, merr)
+				require.NoError(t, os.MkdirAll(filepath.Join("testdata", "replay-seeds"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay-seeds", sc.name+".json"), b, 0o644))
+			}
+			sc.check(t, res, err, int(counted.Load()))
+		})
+	}
+}
+
+// Histories recorded before and after the Reason loop changes replay with the current code.
+func TestReplaySeedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "replay-seeds", "*.json"))
+	require.NoError(t, err)
+	require.Len(t, files, 2*len(seedScenarios()), "a history before and after the change for each scenario")
+	reg := seedRegistry(t)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			var rec recorded
+			require.NoError(t, json.Unmarshal(b, &rec))
+			h, err := client.HistoryFromJSON(bytes.NewReader(rec.History), client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
+			require.NoError(t, err)
+			workflows.NewRunner(reg).Register(replayer)
+			require.NoError(t, replayer.ReplayWorkflowHistoryWithOptions(quietLogger(), h, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: rec.WorkflowID, RunID: "replay"},
+			}))
+		})
+	}
 }
