@@ -158,7 +158,11 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	prog := &progress{}
 	attempt := activity.GetInfo(ctx).Attempt
 	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &prog.v)
+		if err := activity.GetHeartbeatDetails(ctx, &prog.v); err != nil {
+			// Details of an older worker (a count of deltas): assume the previous attempt
+			// published under its segment, as that worker would have.
+			prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true}
+		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
 	ref := in.Model

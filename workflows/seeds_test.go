@@ -1,8 +1,13 @@
 package workflows_test
 
 import (
+	"context"
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"os"
 	"path/filepath"
 	"testing"
@@ -279,4 +284,41 @@ func TestReasonNodeProblemsAreReportedAtLoad(t *testing.T) {
 		r.SetToolNames("lookup_order", "refund")
 		require.NoError(t, r.AddFile(path))
 	})
+}
+
+// A retry of a pass whose failed attempt ran on an older worker (whose heartbeats carried a
+// count of deltas) assumes that attempt published, as the older worker would have.
+func TestRetryAfterAnOlderWorkerInvalidatesItsSegment(t *testing.T) {
+	broker := stream.NewMemory()
+	model := fake.New(fake.Text("Hello world"))
+	acts := &activities.Activities{Stream: broker, Providers: providers.NewSet(model), DefaultProvider: fake.ID}
+	env := newEnv()
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(def("agent", map[string]workflows.NodeFunc{"chat": reasonNode(hooks.ReasonOptions{}, nil)}, "__start__>chat")))
+	workflows.NewRunner(reg).Register(env)
+	env.RegisterActivityWithOptions(acts.Publish, activity.RegisterOptions{Name: contracts.PublishActivityName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+		if activity.GetInfo(ctx).Attempt == 1 { // the older worker: one delta, then a reset
+			err := broker.Publish(ctx, in.RunID,
+				stream.Keyed{Key: "m:" + in.OpID + ":step-0:start", Chunk: contracts.Chunk{Type: contracts.ChunkTextStart, OpID: in.OpID, SegmentID: "step-0"}},
+				stream.Keyed{Key: "m:" + in.OpID + ":step-0:1", Chunk: contracts.Chunk{Type: contracts.ChunkTextDelta, OpID: in.OpID, SegmentID: "step-0", Delta: "Hel"}})
+			require.NoError(t, err)
+			activity.RecordHeartbeat(ctx, 1)
+			return contracts.ModelResponse{}, temporal.NewApplicationError("connection reset", string(contracts.CodeProviderTransportError))
+		}
+		return acts.Model(ctx, in)
+	}, activity.RegisterOptions{Name: contracts.ModelActivityName})
+	env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "agent", Input: []byte(`"x"`), SessionID: "s-1"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	entries, err := broker.Read(context.Background(), testRunID, 0, 0)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range entries {
+		if e.Chunk.SegmentID != "" {
+			got = append(got, string(e.Chunk.Type)+" "+e.Chunk.SegmentID)
+		}
+	}
+	require.Equal(t, []string{"text-start step-0", "text-delta step-0", "text-invalidated step-0",
+		"text-start step-0~2", "text-delta step-0~2", "text-delta step-0~2", "text-end step-0~2"}, got)
 }
