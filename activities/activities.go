@@ -249,6 +249,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 		if err := fields.close(ctx); err != nil {
 			return contracts.ModelResponse{}, err
 		}
+		resp.FieldsPublished = prog.get().(passProgress).Fields
 	}
 	if in.Emit {
 		if !in.Stream && resp.Text != "" {

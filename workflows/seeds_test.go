@@ -322,3 +322,26 @@ func TestRetryAfterAnOlderWorkerInvalidatesItsSegment(t *testing.T) {
 	require.Equal(t, []string{"text-start step-0", "text-delta step-0", "text-invalidated step-0",
 		"text-start step-0~2", "text-delta step-0~2", "text-delta step-0~2", "text-end step-0~2"}, got)
 }
+
+// A streamed output whose pass published no field is not invalidated: there is nothing to void.
+func TestInvalidStreamedOutputWithoutFieldsIsNotInvalidated(t *testing.T) {
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}
+	emit := fake.Calls(call("kortyx_stream_emit__letter", `{"instruction":"x"}`))
+	t.Run("no corrections", func(t *testing.T) {
+		model := fake.New(emit, fake.Text("Sorry, no letter."))
+		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs, SchemaCorrections: hooks.Corrections(0)}, nil)
+		h.run("agent", "x")
+		_, err := h.result()
+		require.Equal(t, contracts.CodeInvalidModelJSON, contracts.CodeOf(err), "err: %v", err)
+		require.Empty(t, structuredKinds(h))
+	})
+	t.Run("repaired", func(t *testing.T) {
+		model := fake.New(emit, fake.Text("Sorry, no letter."), fake.Text(`{"subject":"Hi","body":"Hello","bullets":[]}`), fake.Text("Sent."))
+		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs, ToolExecution: hooks.ToolExecution{MaxSteps: 4}}, nil)
+		h.run("agent", "x")
+		_, err := h.result()
+		require.NoError(t, err)
+		require.Equal(t, []string{"final"}, structuredKinds(h))
+	})
+}

@@ -216,6 +216,9 @@ const (
 	// versionSharedCorrections: SchemaCorrections is one allowance for the whole call (before,
 	// one per value).
 	versionSharedCorrections = "kortyx.reason.shared-corrections"
+	// versionInvalidatePublished: an invalid streamed value is invalidated only if its pass
+	// published fields.
+	versionInvalidatePublished = "kortyx.reason.invalidate-published"
 )
 
 func returnCount(calls []turnCall) int {
@@ -282,7 +285,7 @@ func (l *loop) finish(ctx workflow.Context, resp contracts.ModelResponse) (bool,
 		l.res.Text = resp.Text
 	}
 	if l.spec.OutputSchema != nil {
-		out, err := l.validated(ctx, "output", "", nil, l.spec.OutputSchema, json.RawMessage(resp.Text), resp.FinishReason, nil)
+		out, err := l.validated(ctx, "output", "", nil, false, l.spec.OutputSchema, json.RawMessage(resp.Text), resp.FinishReason, nil)
 		if err != nil {
 			return true, err
 		}
@@ -566,13 +569,13 @@ func (l *loop) output(ctx workflow.Context, resp contracts.ModelResponse, calls 
 			return outcome{}, err
 		}
 		value = json.RawMessage(gen.Text)
-		v, err := l.validated(ctx, tc.contract, streamID, stream, c.Schema, value, gen.FinishReason, msgs)
+		v, err := l.validated(ctx, tc.contract, streamID, stream, gen.FieldsPublished, c.Schema, value, gen.FinishReason, msgs)
 		if err != nil {
 			return outcome{}, err
 		}
 		value = v
 	} else {
-		v, err := l.validated(ctx, tc.contract, streamID, nil, c.Schema, value, contracts.FinishReason{Unified: contracts.FinishToolCalls},
+		v, err := l.validated(ctx, tc.contract, streamID, nil, false, c.Schema, value, contracts.FinishReason{Unified: contracts.FinishToolCalls},
 			append(append([]contracts.ModelMessage(nil), l.msgs...), l.turnMessages(resp, done)...))
 		if err != nil {
 			return outcome{}, err
@@ -600,8 +603,8 @@ func (l *loop) invalidCall(tc turnCall, msg string) (outcome, error) {
 // validated parses and validates an output value, repairing it with output-only passes as long
 // as corrections and budget allow (seed 000). SchemaCorrections is one allowance for the whole
 // call, shared by all its values. Truncated output is never repaired. A streamed value whose
-// provisional fields were published is invalidated before anything else.
-func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, schema *contracts.Schema,
+// provisional fields were published (published) is invalidated before anything else.
+func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, published bool, schema *contracts.Schema,
 	value json.RawMessage, finish contracts.FinishReason, evidence []contracts.ModelMessage) (json.RawMessage, error) {
 	attempts := 0 // repairs of this value
 	for {
@@ -610,7 +613,11 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 			return parsed, nil
 		}
 		if stream != nil {
-			l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
+			// Runs recorded before passes reported their fields invalidated every streamed value
+			// that failed: so they do on replay (the version is only asked where the two differ).
+			if published || workflow.GetVersion(ctx, versionInvalidatePublished, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
+			}
 			stream = nil // repairs are buffered; the final value is published once valid
 		}
 		if contracts.CodeOf(err) == contracts.CodeOutputTruncated || l.spec.SchemaCorrections == 0 {

@@ -93,6 +93,16 @@ func TestWorkerRefusesAWorkflowFileWithAnUnknownTool(t *testing.T) {
 var seedAccounts = mustOutput("Account list.", "accounts", `{"type":"object","properties":{"accounts":{"type":"array"}},"required":["accounts"]}`)
 var seedCard = mustOutput("A card.", "card", `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
 
+var seedLetter = func() *contracts.OutputContract {
+	c, err := contracts.NewOutputContract("A letter.", "letter", "1",
+		contracts.MustCompileSchema(`{"type":"object","properties":{"subject":{"type":"string"},"body":{"type":"string"}},"required":["subject","body"]}`),
+		map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
 func mustOutput(desc, id, schema string) *contracts.OutputContract {
 	c, err := contracts.NewOutputContract(desc, id, "1", contracts.MustCompileSchema(schema), nil)
 	if err != nil {
@@ -106,7 +116,7 @@ type seedScenario struct {
 	opts  hooks.ReasonOptions
 	retry int // node attempts (0: 1)
 	turns []fake.Turn
-	check func(t *testing.T, res contracts.RunResult, err error, counted int)
+	check func(t *testing.T, res contracts.RunResult, err error, counted int, chunks []string)
 }
 
 func seedScenarios() []seedScenario {
@@ -117,7 +127,7 @@ func seedScenarios() []seedScenario {
 		{name: "seeds-shared-corrections",
 			opts:  hooks.ReasonOptions{Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": seedAccounts}}, ToolExecution: hooks.ToolExecution{MaxSteps: 5}},
 			turns: []fake.Turn{fake.Calls(invalid(3), invalid(4)), fake.Text(`{"accounts":["a"]}`), fake.Text(`{"accounts":["b"]}`), fake.Text("Listed.")},
-			check: func(t *testing.T, _ contracts.RunResult, err error, _ int) {
+			check: func(t *testing.T, _ contracts.RunResult, err error, _ int, _ []string) {
 				require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err), "err: %v", err)
 			}},
 		{name: "seeds-last-pass",
@@ -125,14 +135,24 @@ func seedScenarios() []seedScenario {
 				Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"card": seedCard}}},
 			turns: []fake.Turn{fake.Calls(contracts.ToolCall{Name: "kortyx_emit__card", Arguments: json.RawMessage(`{"title":"one"}`)},
 				contracts.ToolCall{Name: "seed_count", Arguments: json.RawMessage(`{}`)})},
-			check: func(t *testing.T, _ contracts.RunResult, err error, counted int) {
+			check: func(t *testing.T, _ contracts.RunResult, err error, counted int, _ []string) {
 				require.Equal(t, contracts.CodeReasonMaxSteps, contracts.CodeOf(err), "err: %v", err)
 				require.Equal(t, 0, counted, "the tool of the last pass does not run")
+			}},
+		{name: "seeds-invalidate-published",
+			opts: hooks.ReasonOptions{Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": seedLetter}}, ToolExecution: hooks.ToolExecution{MaxSteps: 4}},
+			turns: []fake.Turn{fake.Calls(contracts.ToolCall{Name: "kortyx_stream_emit__letter", Arguments: json.RawMessage(`{"instruction":"write"}`)}),
+				fake.Text("Sorry, no letter."), fake.Text(`{"subject":"Hi","body":"Hello"}`), fake.Text("Sent.")},
+			check: func(t *testing.T, res contracts.RunResult, err error, _ int, chunks []string) {
+				require.NoError(t, err)
+				require.Equal(t, "Sent.", res.State.Data["answer"])
+				require.NotContains(t, chunks, string(contracts.ChunkStructuredInvalidated), "the failed pass published no field")
+				require.Contains(t, chunks, string(contracts.ChunkStructuredData))
 			}},
 		{name: "seeds-reused-outcome", retry: 2,
 			opts:  hooks.ReasonOptions{ID: "r", Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": seedAccounts}}, ToolExecution: hooks.ToolExecution{MaxSteps: 5}},
 			turns: []fake.Turn{fake.Calls(invalid(3)), fake.Text(`{"accounts":["a"]}`), fake.Fail(contracts.CodeProviderHTTPError, false, "bad request"), fake.Text("Listed.")},
-			check: func(t *testing.T, res contracts.RunResult, err error, _ int) {
+			check: func(t *testing.T, res contracts.RunResult, err error, _ int, _ []string) {
 				require.NoError(t, err)
 				require.Equal(t, "Listed.", res.State.Data["answer"])
 			}},
@@ -177,7 +197,8 @@ func TestSeedScenarios(t *testing.T) {
 			set, err := tools.NewSet(count)
 			require.NoError(t, err)
 			tq := taskQueue(t)
-			w := app.NewWorker(tc, app.Config{TaskQueue: tq}, reg, &activities.Activities{Stream: stream.NewMemory(),
+			broker := stream.NewMemory()
+			w := app.NewWorker(tc, app.Config{TaskQueue: tq}, reg, &activities.Activities{Stream: broker,
 				Providers: providers.NewSet(fake.New(sc.turns...)), DefaultProvider: fake.ID, Tools: set})
 			require.NoError(t, w.Start())
 			t.Cleanup(w.Stop)
@@ -191,7 +212,13 @@ func TestSeedScenarios(t *testing.T) {
 				require.NoError(t, os.MkdirAll(filepath.Join("testdata", "replay-seeds"), 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join("testdata", "replay-seeds", sc.name+".json"), b, 0o644))
 			}
-			sc.check(t, res, err, int(counted.Load()))
+			entries, rerr := broker.Read(context.Background(), run.GetID(), 0, 0)
+			require.NoError(t, rerr)
+			var chunks []string
+			for _, e := range entries {
+				chunks = append(chunks, string(e.Chunk.Type))
+			}
+			sc.check(t, res, err, int(counted.Load()), chunks)
 		})
 	}
 }
