@@ -160,8 +160,8 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
 		if err := activity.GetHeartbeatDetails(ctx, &prog.v); err != nil {
 			// Details of an older worker (a count of deltas): assume the previous attempt
-			// published under its segment, as that worker would have.
-			prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true}
+			// published under its segment (and fields), as that worker would have.
+			prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true, Fields: in.Structured != nil}
 		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
