@@ -130,7 +130,7 @@ func (r *Registry) Add(defs ...*Definition) error {
 }
 
 // SetToolNames tells the registry the names of the worker's tools (for example
-// [tools.Set.Names], MCP tools listed at start included), so that [Registry.Add] refuses a
+// tools.Set.Names, MCP tools listed at start included), so that [Registry.Add] refuses a
 // [ReasonNode] whose tools param names another one (issue code unknown_tool at
 // ["nodes", id, "params", "tools", i]). Without it, tool names are not checked when a workflow
 // is added. Call it before adding definitions: those already added are not checked again.
