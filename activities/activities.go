@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -107,8 +108,9 @@ func (a *Activities) Publish(ctx context.Context, in contracts.PublishInput) err
 	return a.Stream.Publish(ctx, in.RunID, chunks...)
 }
 
-// SegmentID is the text segment a model pass publishes under in the given attempt: the
-// segment it was given on the first attempt, "<segment>~<attempt>" on retries.
+// SegmentID is "<segment>~<attempt>", the text segment a retried model pass publishes under
+// when an earlier attempt published text (attempt 1, or a retry after attempts that published
+// nothing, keeps the segment it was given).
 func SegmentID(segment string, attempt int32) string {
 	if attempt <= 1 {
 		return segment
@@ -116,12 +118,53 @@ func SegmentID(segment string, attempt int32) string {
 	return fmt.Sprintf("%s~%d", segment, attempt)
 }
 
+// passProgress is what the heartbeats of a model pass carry, so that a retried attempt knows
+// what the earlier ones published.
+type passProgress struct {
+	// Segment is the text segment whose chunks were published and not invalidated yet.
+	Segment string `json:"segment,omitempty"`
+	// Used: some attempt published text, so later attempts publish under new segment names
+	// (the broker ignores keys it already has).
+	Used bool `json:"used,omitempty"`
+	// Fields: structured fields were published and not invalidated yet.
+	Fields bool `json:"fields,omitempty"`
+}
+
+// progress is the passProgress of the running attempt, shared with its keep-alive heartbeats.
+type progress struct {
+	mu sync.Mutex
+	v  passProgress
+}
+
+func (p *progress) set(f func(*passProgress)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f(&p.v)
+}
+
+func (p *progress) get() any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.v
+}
+
 // Model runs one model pass. When the pass streams and emits, it publishes text-start,
 // text-delta and text-end chunks as the provider produces text (keys
-// "m:<opId>:<segment>:<n>", segment per attempt). A retried pass first publishes
-// text-invalidated for the previous attempt's segment, so no client shows its text twice.
+// "m:<opId>:<segment>:<n>"). A retried pass whose earlier attempts published text first
+// publishes text-invalidated for that segment, so no client shows the text twice, and streams
+// under [SegmentID]; a retry after attempts that published nothing (a 429 before the first
+// token) publishes no invalidation and keeps the segment.
 func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
-	defer keepAlive(ctx)()
+	prog := &progress{}
+	attempt := activity.GetInfo(ctx).Attempt
+	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &prog.v); err != nil {
+			// Details of an older worker (a count of deltas): assume the previous attempt
+			// published under its segment (and fields), as that worker would have.
+			prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true, Fields: in.Structured != nil}
+		}
+	}
+	defer keepAliveWith(ctx, prog.get)()
 	ref := in.Model
 	if ref.Provider == "" {
 		ref.Provider = a.DefaultProvider
@@ -157,26 +200,29 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 		}
 	}
 	defs = append(defs, in.ControlTools...)
-	attempt := activity.GetInfo(ctx).Attempt
-	seg := SegmentID(in.SegmentID, attempt)
-	pub := &textPublisher{a: a, in: in, seg: seg}
-	if in.Emit && attempt > 1 {
-		prev := SegmentID(in.SegmentID, attempt-1)
-		if err := pub.publish(ctx, "inv", contracts.Chunk{Type: contracts.ChunkTextInvalidated, OpID: in.OpID, SegmentID: prev}); err != nil {
+	seg := in.SegmentID
+	if prog.v.Used {
+		seg = SegmentID(in.SegmentID, attempt)
+	}
+	pub := &textPublisher{a: a, in: in, seg: seg, prog: prog}
+	if prev := prog.v.Segment; prev != "" {
+		if err := pub.invalidate(ctx, prev); err != nil {
 			return contracts.ModelResponse{}, err
 		}
+		prog.set(func(p *passProgress) { p.Segment = "" })
+		activity.RecordHeartbeat(ctx, prog.get())
 	}
 	var onDelta func(string) error
 	var fields *fieldPublisher
 	if in.Structured != nil && in.Stream {
-		if fields, err = newFieldPublisher(ctx, a, in, attempt); err != nil {
+		if fields, err = newFieldPublisher(ctx, a, in, attempt, prog); err != nil {
 			return contracts.ModelResponse{}, err
 		}
 		onDelta = func(d string) error {
 			if err := fields.write(ctx, d); err != nil {
 				return err
 			}
-			activity.RecordHeartbeat(ctx, fields.n)
+			activity.RecordHeartbeat(ctx, prog.get())
 			return nil
 		}
 	} else if in.Stream {
@@ -188,7 +234,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 			}
 			// After publishing: an attempt's first heartbeat is a blocking round trip to the
 			// server, which must not delay the first token.
-			activity.RecordHeartbeat(ctx, pub.n)
+			activity.RecordHeartbeat(ctx, prog.get())
 			return nil
 		}
 	}
@@ -203,6 +249,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 		if err := fields.close(ctx); err != nil {
 			return contracts.ModelResponse{}, err
 		}
+		resp.FieldsPublished = prog.get().(passProgress).Fields
 	}
 	if in.Emit {
 		if !in.Stream && resp.Text != "" {
@@ -239,34 +286,40 @@ type textPublisher struct {
 	a       *Activities
 	in      contracts.ModelPassInput
 	seg     string
+	prog    *progress
 	n       int
 	started bool
 }
 
-func (p *textPublisher) publish(ctx context.Context, suffix string, c contracts.Chunk) error {
-	c.Node, c.ID, c.OpID = p.in.Node, p.in.HookID, p.in.OpID
-	if c.Type != contracts.ChunkTextInvalidated {
-		c.SegmentID = p.seg
-	}
-	return p.a.Stream.Publish(ctx, p.in.RunID, stream.Keyed{Key: fmt.Sprintf("m:%s:%s:%s", p.in.OpID, p.seg, suffix), Chunk: c})
+func (p *textPublisher) publish(ctx context.Context, seg, suffix string, c contracts.Chunk) error {
+	c.Node, c.ID, c.OpID, c.SegmentID = p.in.Node, p.in.HookID, p.in.OpID, seg
+	return p.a.Stream.Publish(ctx, p.in.RunID, stream.Keyed{Key: fmt.Sprintf("m:%s:%s:%s", p.in.OpID, seg, suffix), Chunk: c})
+}
+
+// invalidate voids the text an earlier attempt published under seg (keyed by that segment, so
+// an attempt that repeats it adds nothing).
+func (p *textPublisher) invalidate(ctx context.Context, seg string) error {
+	return p.publish(ctx, seg, "inv", contracts.Chunk{Type: contracts.ChunkTextInvalidated})
 }
 
 func (p *textPublisher) delta(ctx context.Context, d string) error {
 	if !p.started {
 		p.started = true
-		if err := p.publish(ctx, "start", contracts.Chunk{Type: contracts.ChunkTextStart}); err != nil {
+		// Recorded before the first chunk: a failure after it must invalidate the segment.
+		p.prog.set(func(pp *passProgress) { pp.Segment, pp.Used = p.seg, true })
+		if err := p.publish(ctx, p.seg, "start", contracts.Chunk{Type: contracts.ChunkTextStart}); err != nil {
 			return err
 		}
 	}
 	p.n++
-	return p.publish(ctx, fmt.Sprint(p.n), contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: d})
+	return p.publish(ctx, p.seg, fmt.Sprint(p.n), contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: d})
 }
 
 func (p *textPublisher) end(ctx context.Context) error {
 	if !p.started {
 		return nil
 	}
-	return p.publish(ctx, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
+	return p.publish(ctx, p.seg, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
 }
 
 // KeepAliveInterval is how often the model and tool activities heartbeat while they run.
@@ -275,7 +328,11 @@ const KeepAliveInterval = time.Second
 // keepAlive heartbeats every KeepAliveInterval until the returned stop is called, whatever the
 // provider or the tool is doing: the activity learns of a cancellation (and Temporal of a dead
 // worker) within its heartbeat timeout. Outside an activity it does nothing.
-func keepAlive(ctx context.Context) (stop func()) {
+func keepAlive(ctx context.Context) (stop func()) { return keepAliveWith(ctx, nil) }
+
+// keepAliveWith is keepAlive whose heartbeats carry details() (a heartbeat replaces the
+// details of the previous one).
+func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
@@ -290,7 +347,11 @@ func keepAlive(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				if details != nil {
+					activity.RecordHeartbeat(ctx, details())
+				} else {
+					activity.RecordHeartbeat(ctx)
+				}
 			}
 		}
 	}()
@@ -336,12 +397,13 @@ type fieldPublisher struct {
 	a      *Activities
 	in     contracts.ModelPassInput
 	ex     *jsonstream.Extractor
+	prog   *progress
 	prefix string
 	n      int
 	broken bool // the output stopped being JSON: stop extracting (the run validates the value)
 }
 
-func newFieldPublisher(ctx context.Context, a *Activities, in contracts.ModelPassInput, attempt int32) (*fieldPublisher, error) {
+func newFieldPublisher(ctx context.Context, a *Activities, in contracts.ModelPassInput, attempt int32, prog *progress) (*fieldPublisher, error) {
 	modes := make(map[string]jsonstream.Mode, len(in.Structured.Fields))
 	for path, mode := range in.Structured.Fields {
 		modes[path] = jsonstream.Mode(mode)
@@ -350,12 +412,14 @@ func newFieldPublisher(ctx context.Context, a *Activities, in contracts.ModelPas
 	if err != nil {
 		return nil, contracts.ToTemporal(contracts.Errorf(contracts.CodeInvalidDefinition, "stream fields: %v", err))
 	}
-	p := &fieldPublisher{a: a, in: in, ex: ex, prefix: fmt.Sprintf("s:%s:%d", in.Structured.StreamID, attempt)}
-	if attempt > 1 {
-		// The failed attempt's provisional fields are void.
+	p := &fieldPublisher{a: a, in: in, ex: ex, prog: prog, prefix: fmt.Sprintf("s:%s:%d", in.Structured.StreamID, attempt)}
+	if prog.v.Fields {
+		// The provisional fields of the failed attempts are void.
 		if err := p.publish(ctx, contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: in.Structured.StreamID}); err != nil {
 			return nil, err
 		}
+		prog.set(func(pp *passProgress) { pp.Fields = false })
+		activity.RecordHeartbeat(ctx, prog.get())
 	}
 	return p, nil
 }
@@ -393,6 +457,7 @@ func (p *fieldPublisher) events(ctx context.Context, evs []jsonstream.Event) err
 		case jsonstream.TextDelta:
 			c.Delta = ev.Delta
 		}
+		p.prog.set(func(pp *passProgress) { pp.Fields = true })
 		if err := p.publish(ctx, c); err != nil {
 			return err
 		}

@@ -166,6 +166,9 @@ type ModelResponse struct {
 	Warnings         []Warning       `json:"warnings,omitempty"`
 	ProviderMetadata map[string]any  `json:"providerMetadata,omitempty"`
 	Continuation     json.RawMessage `json:"continuation,omitempty"`
+	// FieldsPublished: a streamed output pass published provisional fields of its value (so a
+	// value that fails validation must be invalidated).
+	FieldsPublished bool `json:"fieldsPublished,omitempty"`
 }
 
 // ModelPassInput is the input of the model activity ([ModelActivityName]).

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // Schema is a compiled JSON Schema (draft 2020-12 unless the document says otherwise). Compile
@@ -99,12 +100,12 @@ func (s *Schema) validate(v any) []Issue {
 		return []Issue{{Path: []any{}, Code: "schema", Message: err.Error()}}
 	}
 	var issues []Issue
-	collectIssues(ve.BasicOutput(), &issues)
+	collectIssues(ve.DetailedOutput(), &issues)
 	if len(issues) == 0 {
-		issues = append(issues, Issue{Path: []any{}, Code: "schema", Message: ve.Error()})
+		issues = append(issues, Issue{Path: []any{}, Code: "schema", Message: "the value does not match the schema"})
 	}
-	// The validator walks maps, so the order it reports issues in varies: sort them, so that the
-	// same value always yields the same issues (workflow code depends on it).
+	// The validator walks the value's maps, so the order it reports issues in varies: sort them,
+	// so that the same value always yields the same issues (workflow code depends on it).
 	sort.SliceStable(issues, func(i, j int) bool {
 		a, b := issues[i], issues[j]
 		if pa, pb := PathString(a.Path), PathString(b.Path); pa != pb {
@@ -123,8 +124,14 @@ func collectIssues(u *jsonschema.OutputUnit, out *[]Issue) {
 		return
 	}
 	if u.Error != nil {
+		// The validator lists additional properties in map order: sort them, so that the
+		// message of the same value is always the same text.
+		if k, ok := u.Error.Kind.(*kind.AdditionalProperties); ok {
+			sort.Strings(k.Properties)
+		}
 		msg := u.Error.String()
-		// Skip the summary units ("validation failed") that only group their children.
+		// The detailed output sets Error only on leaves; summary units ("validation failed")
+		// only group their children.
 		if len(u.Errors) == 0 {
 			kw := u.KeywordLocation
 			if i := strings.LastIndexByte(kw, '/'); i >= 0 {

@@ -60,15 +60,15 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	reg, err := app.Registry()
-	if err != nil {
-		return err
-	}
 	backend, err := app.NewBackend(ctx)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
+	reg, err := app.Registry(backend.Tools.Names()...)
+	if err != nil {
+		return err
+	}
 	p.note("model: %s", backend.Model)
 	st, err := app.StartStack(ctx, c, cfg, reg, backend, "127.0.0.1:0", nil)
 	if err != nil {

@@ -46,15 +46,15 @@ func run() error {
 		}
 		fmt.Printf("kortyx worker: Temporal dev server at %s (UI %s), data in .kortyx/\n", t.Dev.Address(), ui)
 	}
-	reg, err := app.Registry()
-	if err != nil {
-		return err
-	}
 	backend, err := app.NewBackend(ctx)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
+	reg, err := app.Registry(backend.Tools.Names()...)
+	if err != nil {
+		return err
+	}
 	fmt.Printf("kortyx worker: models: %s\n", backend.Model)
 	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, nil)
 	if err != nil {

@@ -22,6 +22,7 @@ const (
 	IssueDuplicateEdge       = "duplicate_edge"        // an edge identical to an earlier one
 	IssueUnknownNodeFunction = "unknown_node_function" // a "run" name not registered on the Registry
 	IssueInvalidSchema       = "invalid_schema"        // an inputSchema or outputSchema that does not compile
+	IssueUnknownTool         = "unknown_tool"          // a kortyx.reason tool the worker does not have (Registry.SetToolNames)
 )
 
 // nodeIDPattern is what a node id must look like: letters, digits and "_", then also ".", ":"

@@ -70,22 +70,53 @@ func Load(data []byte) (*Definition, error) {
 // LoadFile reads and loads one workflow file (see [Load]); the error message starts with the
 // file's path, which is also in the error's Details under "file".
 func LoadFile(path string) (*Definition, error) {
+	data, err := readWorkflowFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Load(data)
+	if err != nil {
+		return nil, inFile(path, err)
+	}
+	return d, nil
+}
+
+func readWorkflowFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition,
 			Message: fmt.Sprintf("cannot read workflow file: %v", err),
 			Details: map[string]any{"file": path}, Err: err}
 	}
-	d, err := Load(data)
-	if err != nil {
-		var ke *contracts.Error
-		if errors.As(err, &ke) {
-			ke.Message = path + ": " + ke.Message
-			ke.Details = map[string]any{"file": path}
-		}
-		return nil, err
+	return data, nil
+}
+
+// inFile makes a definition error name its file: the message starts with the path, which is
+// also in Details under "file".
+func inFile(path string, err error) error {
+	var ke *contracts.Error
+	if errors.As(err, &ke) {
+		ke.Message = path + ": " + ke.Message
+		ke.Details = map[string]any{"file": path}
 	}
-	return d, nil
+	return err
+}
+
+// workflowFiles lists the workflow files of dir (see [LoadDir]) in name order.
+func workflowFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition,
+			Message: fmt.Sprintf("cannot read workflow directory: %v", err),
+			Details: map[string]any{"dir": dir}, Err: err}
+	}
+	var out []string
+	for _, e := range entries { // os.ReadDir sorts by name
+		if !e.IsDir() && isWorkflowFile(e.Name()) {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
 }
 
 // LoadDir loads the files of dir (not its subdirectories) whose names end in ".workflow.json",
@@ -93,19 +124,14 @@ func LoadFile(path string) (*Definition, error) {
 // the errors of the others joined with errors.Join (nil if all loaded). Duplicate ids are not
 // checked here: [Registry.Add] rejects them.
 func LoadDir(dir string) ([]*Definition, error) {
-	entries, err := os.ReadDir(dir)
+	paths, err := workflowFiles(dir)
 	if err != nil {
-		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition,
-			Message: fmt.Sprintf("cannot read workflow directory: %v", err),
-			Details: map[string]any{"dir": dir}, Err: err}
+		return nil, err
 	}
 	var defs []*Definition
 	var errs []error
-	for _, e := range entries { // os.ReadDir sorts by name
-		if e.IsDir() || !isWorkflowFile(e.Name()) {
-			continue
-		}
-		d, err := LoadFile(filepath.Join(dir, e.Name()))
+	for _, path := range paths {
+		d, err := LoadFile(path)
 		if err != nil {
 			errs = append(errs, err)
 			continue

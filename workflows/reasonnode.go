@@ -37,7 +37,9 @@ import (
 //	      schemaCorrections: 1
 //	      missingReturnCorrections: 0
 //
-// Params are validated, and their schemas compiled, when the workflow is added to the registry.
+// Params are validated, and their schemas compiled, when the workflow is added to the registry;
+// tools are checked against the worker's tools when the registry knows them
+// ([Registry.SetToolNames]).
 // The node's data gets the answer text under output, and, when present, the returned value
 // under "<output>Returned", emissions under "<output>Emissions" and the OutputSchema value under
 // "<output>Output".
@@ -153,8 +155,12 @@ var reasonParamsSchema = contracts.MustCompileSchema(`{
 }`)
 
 // bindReason parses the params of a [ReasonNode] once, when its workflow is added: schemas are
-// compiled here, outside workflow code, and the node function closes over the result.
-func bindReason(raw map[string]any) (NodeFunc, error) {
+// compiled here, outside workflow code, and the node function closes over the result. Params
+// that would fail every run are refused here, each problem with its path: outputSchema with
+// outputs, outputs without a contract, a streamed contract in a call that does not stream, a
+// tool with a reserved prefix, and a tool the worker does not have (when tools, the worker's
+// tool names, is not nil).
+func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 	var p reasonParams
 	if err := convert(raw, &p); err != nil {
 		return nil, err
@@ -184,6 +190,41 @@ func bindReason(raw map[string]any) (NodeFunc, error) {
 		SchemaCorrections: p.SchemaCorrections,
 	}
 	var issues []contracts.Issue
+	invalid := func(path []any, code, format string, args ...any) {
+		issues = append(issues, contracts.Issue{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	for i, t := range p.Tools {
+		reserved := false
+		for _, prefix := range []string{contracts.PrefixEmit, contracts.PrefixReturn, contracts.PrefixStreamEmit, contracts.PrefixStreamReturn, contracts.PrefixRequestInput} {
+			if strings.HasPrefix(t, prefix) && !reserved {
+				reserved = true
+				invalid([]any{"tools", i}, IssueInvalidValue, "tool %q uses the reserved prefix %s of output and interrupt contracts: rename the tool", t, prefix)
+			}
+		}
+		if !reserved && tools != nil && !tools[t] {
+			invalid([]any{"tools", i}, IssueUnknownTool, "tool %q is not one of the worker's tools (%s): register it on the worker or fix the name", t, toolList(tools))
+		}
+	}
+	streaming := !opts.Buffered
+	if v, ok := model.Options["streaming"].(bool); ok && !v {
+		streaming = false
+	}
+	if o := p.Outputs; o != nil {
+		if len(o.Emit)+len(o.Return) == 0 {
+			invalid([]any{"outputs"}, IssueInvalidValue, "outputs needs at least one emit or return contract")
+		}
+		if len(p.OutputSchema) > 0 {
+			invalid([]any{"outputSchema"}, IssueInvalidValue, "outputSchema cannot be combined with outputs: return the final value through a return contract (outputs.return), or drop outputs")
+		}
+		for kind, set := range map[string]map[string]outputParams{"emit": o.Emit, "return": o.Return} {
+			for name, op := range set {
+				if op.Stream != nil && len(op.Stream.Fields) > 0 && !streaming {
+					invalid([]any{"outputs", kind, name, "stream"}, IssueInvalidValue,
+						"contract %q streams its fields, which needs a streaming call: remove stream: false (or modelOptions.streaming: false), or the contract's stream", name)
+				}
+			}
+		}
+	}
 	compile := func(path []any, doc json.RawMessage) *contracts.Schema {
 		s, err := contracts.CompileSchema(doc)
 		if err != nil {
@@ -287,6 +328,13 @@ func bindReason(raw map[string]any) (NodeFunc, error) {
 		}
 		return NodeResult{Data: data}, nil
 	}, nil
+}
+
+func toolList(tools map[string]bool) string {
+	if len(tools) == 0 {
+		return "none"
+	}
+	return strings.Join(sortedMapKeys(tools), ", ")
 }
 
 func jsonValue(raw json.RawMessage) any {

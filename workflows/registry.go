@@ -25,6 +25,7 @@ type Registry struct {
 	defs     map[string]*Definition
 	fallback string
 	limits   contracts.Limits
+	tools    map[string]bool // the worker's tool names (SetToolNames); nil: not known
 }
 
 // NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
@@ -38,7 +39,7 @@ func NewRegistry() *Registry {
 		fallback: DefaultFallback,
 	}
 	r.params[ReasonNode] = reasonParamsSchema
-	r.binders[ReasonNode] = bindReason
+	r.binders[ReasonNode] = func(params map[string]any) (NodeFunc, error) { return bindReason(params, r.tools) }
 	r.nodes[ReasonNode] = func(workflow.Context, NodeInput) (NodeResult, error) {
 		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition, "kortyx.reason runs only through a registered definition")
 	}
@@ -128,6 +129,20 @@ func (r *Registry) Add(defs ...*Definition) error {
 	return nil
 }
 
+// SetToolNames tells the registry the names of the worker's tools (for example
+// tools.Set.Names, MCP tools listed at start included), so that [Registry.Add] refuses a
+// [ReasonNode] whose tools param names another one (issue code unknown_tool at
+// ["nodes", id, "params", "tools", i]). Without it, tool names are not checked when a workflow
+// is added. Call it before adding definitions: those already added are not checked again.
+func (r *Registry) SetToolNames(names ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools = make(map[string]bool, len(names))
+	for _, n := range names {
+		r.tools[n] = true
+	}
+}
+
 // prepare checks and resolves defs; r.mu must be held.
 func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 	var errs []error
@@ -139,39 +154,8 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 			continue
 		}
 		issues := d.issues(checkOptions{})
-		bound := map[string]NodeFunc{}
-		for _, id := range sortedMapKeys(d.Nodes) {
-			n := d.Nodes[id]
-			if n.Run != nil || n.RunName == "" {
-				continue
-			}
-			params := n.Params
-			if params == nil {
-				params = map[string]any{}
-			}
-			paramsOK := true
-			if schema := r.params[n.RunName]; schema != nil {
-				for _, is := range schema.Validate(params) {
-					is.Path = append([]any{"nodes", id, "params"}, is.Path...)
-					is.Message = fmt.Sprintf("params of %s: %s", n.RunName, is.Message)
-					issues = append(issues, is)
-					paramsOK = false
-				}
-			}
-			if bind := r.binders[n.RunName]; bind != nil && paramsOK {
-				fn, err := bind(params)
-				if err != nil {
-					issues = append(issues, bindIssues(id, n.RunName, err)...)
-				} else {
-					bound[id] = fn
-				}
-			}
-			if _, ok := r.nodes[n.RunName]; !ok {
-				issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: IssueUnknownNodeFunction,
-					Message: fmt.Sprintf("node function %q is not registered (registered: %s): register it with RegisterNode or fix the name",
-						n.RunName, r.nodeList())})
-			}
-		}
+		nodeIssues, bound := r.checkNodes(d)
+		issues = append(issues, nodeIssues...)
 		sortIssues(issues)
 		if err := invalidError(d.ID, issues); err != nil {
 			errs = append(errs, err)
@@ -193,6 +177,87 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 		return nil, errors.Join(errs...)
 	}
 	return out, nil
+}
+
+// checkNodes checks the nodes of d against the registry (node functions, params schemas,
+// binders) and binds the declarative ones; r.mu must be held.
+func (r *Registry) checkNodes(d *Definition) ([]contracts.Issue, map[string]NodeFunc) {
+	var issues []contracts.Issue
+	bound := map[string]NodeFunc{}
+	for _, id := range sortedMapKeys(d.Nodes) {
+		n := d.Nodes[id]
+		if n.Run != nil || n.RunName == "" {
+			continue
+		}
+		params := n.Params
+		if params == nil {
+			params = map[string]any{}
+		}
+		var schemaIssues []contracts.Issue
+		if schema := r.params[n.RunName]; schema != nil {
+			for _, is := range schema.Validate(params) {
+				is.Path = append([]any{"nodes", id, "params"}, is.Path...)
+				is.Message = fmt.Sprintf("params of %s: %s", n.RunName, is.Message)
+				schemaIssues = append(schemaIssues, is)
+			}
+		}
+		issues = append(issues, schemaIssues...)
+		bind := r.binders[n.RunName]
+		switch {
+		case bind == nil:
+		case len(schemaIssues) == 0:
+			fn, err := bind(params)
+			if err != nil {
+				issues = append(issues, bindIssues(id, n.RunName, err)...)
+			} else {
+				bound[id] = fn
+			}
+		case n.RunName == ReasonNode:
+			// Report the semantic problems of the valid params too, so that one round of fixes
+			// suffices: bind the params without the keys the schema refused, and keep the issues
+			// that are not at (or under) a path already reported. Other binders only ever see
+			// valid params.
+			const depth = 3             // "nodes", id, "params"
+			var keyed []contracts.Issue // issues inside a param (not about the params object itself)
+			for _, is := range schemaIssues {
+				if len(is.Path) > depth {
+					keyed = append(keyed, is)
+				}
+			}
+			_, err := bind(withoutIssueKeys(params, keyed, depth))
+			var ke *contracts.Error
+			if err != nil && errors.As(err, &ke) && len(ke.Issues) > 0 {
+				for _, is := range bindIssues(id, n.RunName, err) {
+					if !coveredPath(keyed, is.Path) {
+						issues = append(issues, is)
+					}
+				}
+			}
+		}
+		if _, ok := r.nodes[n.RunName]; !ok {
+			issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: IssueUnknownNodeFunction,
+				Message: fmt.Sprintf("node function %q is not registered (registered: %s): register it with RegisterNode or fix the name",
+					n.RunName, r.nodeList())})
+		}
+	}
+	return issues, bound
+}
+
+// withoutIssueKeys returns params without the top-level keys that issues (paths under the
+// params, which start after prefix segments) point into.
+func withoutIssueKeys(params map[string]any, issues []contracts.Issue, prefix int) map[string]any {
+	out := make(map[string]any, len(params))
+	for k, v := range params {
+		out[k] = v
+	}
+	for _, is := range issues {
+		if len(is.Path) > prefix {
+			if k, ok := is.Path[prefix].(string); ok {
+				delete(out, k)
+			}
+		}
+	}
+	return out
 }
 
 // resolve returns a copy of a valid definition with every node's Run set; r.mu must be held.
@@ -226,24 +291,69 @@ func (r *Registry) nodeList() string {
 	return strings.Join(sortedMapKeys(r.nodes), ", ")
 }
 
-// AddFile loads a workflow file with [LoadFile] and adds it with [Registry.Add].
+// AddFile loads a workflow file as [LoadFile] does and adds it with [Registry.Add]. A file
+// with problems gets one error that lists all of them with their paths: those of the format
+// and those found against this registry (node functions, params), so that one round of fixes
+// suffices.
 func (r *Registry) AddFile(path string) error {
-	d, err := LoadFile(path)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d, err := r.loadFile(path)
 	if err != nil {
 		return err
 	}
-	return r.Add(d)
+	resolved, err := r.prepare([]*Definition{d})
+	if err != nil {
+		return err
+	}
+	r.defs[resolved[0].ID] = resolved[0]
+	return nil
 }
 
-// AddDir loads a directory with [LoadDir] and adds its definitions with [Registry.Add]. It is
+// loadFile loads a workflow file and checks its nodes against the registry: one error, naming
+// the file, lists the problems of both. r.mu must be held.
+func (r *Registry) loadFile(path string) (*Definition, error) {
+	data, err := readWorkflowFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d, issues := loadDefinition(data)
+	more, _ := r.checkNodes(d)
+	for _, is := range more {
+		if !coveredPath(issues, is.Path) {
+			issues = append(issues, is)
+		}
+	}
+	if len(issues) == 0 {
+		return d, nil
+	}
+	sortIssues(issues)
+	return nil, inFile(path, invalidError(d.ID, issues))
+}
+
+// AddDir loads the workflow files of a directory (see [LoadDir]) and adds their definitions
+// with [Registry.Add], reporting the problems of each file as [Registry.AddFile] does. It is
 // all-or-nothing: if any file fails to load or any definition fails to add, nothing is added
 // and the errors of all files are returned, joined.
 func (r *Registry) AddDir(dir string) error {
-	defs, loadErr := LoadDir(dir)
+	paths, err := workflowFiles(dir)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var defs []*Definition
+	var errs []error
+	for _, path := range paths {
+		d, err := r.loadFile(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		defs = append(defs, d)
+	}
 	resolved, addErr := r.prepare(defs)
-	if err := errors.Join(loadErr, addErr); err != nil {
+	if err := errors.Join(errors.Join(errs...), addErr); err != nil {
 		return err
 	}
 	for _, d := range resolved {

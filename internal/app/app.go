@@ -208,8 +208,13 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 
 // Registry returns a registry with the example agents, plus the workflow files of the
 // directory KORTYX_WORKFLOWS (*.workflow.yaml, *.workflow.yml, *.workflow.json) when it is set.
-func Registry() (*workflows.Registry, error) {
+// toolNames, when given, are the worker's tools ([Backend] Tools.Names()): a kortyx.reason node
+// that names another tool is refused when its workflow is added.
+func Registry(toolNames ...string) (*workflows.Registry, error) {
 	reg := workflows.NewRegistry()
+	if len(toolNames) > 0 {
+		reg.SetToolNames(toolNames...)
+	}
 	if err := support.Register(reg); err != nil {
 		return nil, err
 	}

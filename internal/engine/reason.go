@@ -125,7 +125,7 @@ type loop struct {
 	texts         []string
 	emissions     int
 	asked         int
-	schemaFixes   int // repair passes made
+	schemaFixes   int // repair passes made, against SchemaCorrections (one allowance per call)
 	contractFixes int // multiple-return corrections waiting for a single return
 	missingFixes  int
 }
@@ -182,11 +182,14 @@ func (l *loop) run(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		if !l.hasControl(calls) && l.passes >= l.spec.MaxSteps {
-			// Only business tools, and no pass is left to read their results: do not run them.
-			return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
-				Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
-				Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
+		if l.passes >= l.spec.MaxSteps && returnCount(calls) != 1 {
+			// No pass is left, and nothing in this turn can finish the call: the results of its
+			// calls would never be read. Run none of them (no tool, emission or question).
+			// Runs recorded before this rule processed turns with control calls: they keep
+			// doing so on replay.
+			if !l.hasControl(calls) || workflow.GetVersion(ctx, versionLastPassCalls, workflow.DefaultVersion, 1) >= 1 {
+				return l.lastPassError(calls)
+			}
 		}
 		stepIdx := len(l.res.Steps)
 		l.res.Steps = append(l.res.Steps, step)
@@ -200,6 +203,45 @@ func (l *loop) run(ctx workflow.Context) error {
 			return nil
 		}
 	}
+}
+
+// Change ids of workflow.GetVersion (persisted in histories: they never change).
+const (
+	// versionLastPassCalls: a last pass that cannot finish runs none of its calls (before, only
+	// a turn of business tools alone was refused).
+	versionLastPassCalls = "kortyx.reason.last-pass-calls"
+	// versionReusedOutcomes: a reused call outcome restores the passes, steps and corrections
+	// it spent.
+	versionReusedOutcomes = "kortyx.reason.reused-outcomes"
+	// versionSharedCorrections: SchemaCorrections is one allowance for the whole call (before,
+	// one per value).
+	versionSharedCorrections = "kortyx.reason.shared-corrections"
+	// versionInvalidatePublished: an invalid streamed value is invalidated only if its pass
+	// published fields.
+	versionInvalidatePublished = "kortyx.reason.invalidate-published"
+)
+
+func returnCount(calls []turnCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.kind == kindReturn {
+			n++
+		}
+	}
+	return n
+}
+
+// lastPassError is the error of a last pass whose calls cannot finish the call: several returns
+// need a correction pass, anything else a pass that reads the results.
+func (l *loop) lastPassError(calls []turnCall) error {
+	if returnCount(calls) > 1 {
+		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExh,
+			Message: fmt.Sprintf("hooks.Reason used its %d model passes before the model selected a single return contract; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+			Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes, "outputContractCorrections": l.contractFixes + 1}}
+	}
+	return &contracts.Error{Code: contracts.CodeReasonMaxSteps,
+		Message: fmt.Sprintf("hooks.Reason tool loop reached maxSteps (%d) before producing a final response; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
+		Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}}
 }
 
 // budgetError is the error when no model pass is left at the top of the loop.
@@ -243,7 +285,7 @@ func (l *loop) finish(ctx workflow.Context, resp contracts.ModelResponse) (bool,
 		l.res.Text = resp.Text
 	}
 	if l.spec.OutputSchema != nil {
-		out, err := l.validated(ctx, "output", "", nil, l.spec.OutputSchema, json.RawMessage(resp.Text), resp.FinishReason, nil)
+		out, err := l.validated(ctx, "output", "", nil, false, l.spec.OutputSchema, json.RawMessage(resp.Text), resp.FinishReason, nil)
 		if err != nil {
 			return true, err
 		}
@@ -326,16 +368,17 @@ type outcome struct {
 	Interrupt *contracts.InterruptRecord `json:"interrupt,omitempty"`
 	Evidence  bool                       `json:"evidence,omitempty"`
 	Fix       bool                       `json:"fix,omitempty"` // a multiple-return correction
+	// What the call spent, so that reusing the outcome keeps the loop's counters: its model
+	// passes (generation and repair, journaled under their indexes), the steps they added and
+	// the schema corrections among them.
+	Passes int                    `json:"passes,omitempty"`
+	Steps  []contracts.ReasonStep `json:"steps,omitempty"`
+	Fixes  int                    `json:"fixes,omitempty"`
 }
 
 // turn processes the calls of one model turn in order; every call gets exactly one result.
 func (l *loop) turn(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall) ([]contracts.ToolResult, error) {
-	nReturns := 0
-	for _, c := range calls {
-		if c.kind == kindReturn {
-			nReturns++
-		}
-	}
+	nReturns := returnCount(calls)
 	done := map[string]contracts.ToolResult{}
 	evidence, fixed := false, false
 	var results []contracts.ToolResult
@@ -398,8 +441,22 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 	okey := l.key + "/call/" + tc.call.ID
 	var out outcome
 	if l.s.recorded(okey, &out) {
+		// Runs recorded before outcomes kept their passes went on without them: so they do on
+		// replay (the version is only asked where the two differ).
+		if (out.Passes > 0 || out.Fixes > 0) && workflow.GetVersion(ctx, versionReusedOutcomes, workflow.DefaultVersion, 1) >= 1 {
+			for i := 0; i < out.Passes; i++ {
+				var resp contracts.ModelResponse
+				if l.s.recorded(passKey(l.key, l.passes), &resp) {
+					merge(&l.res, resp)
+				}
+				l.passes++
+			}
+			l.res.Steps = append(l.res.Steps, out.Steps...)
+			l.schemaFixes += out.Fixes
+		}
 		return out, nil
 	}
+	passes, steps, fixes := l.passes, len(l.res.Steps), l.schemaFixes
 	var err error
 	switch tc.kind {
 	case kindTool:
@@ -418,6 +475,7 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 	if err != nil {
 		return out, err
 	}
+	out.Passes, out.Steps, out.Fixes = l.passes-passes, append([]contracts.ReasonStep(nil), l.res.Steps[steps:]...), l.schemaFixes-fixes
 	l.s.record(okey, contracts.JournalEntry{Kind: "reason-call", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
@@ -511,13 +569,13 @@ func (l *loop) output(ctx workflow.Context, resp contracts.ModelResponse, calls 
 			return outcome{}, err
 		}
 		value = json.RawMessage(gen.Text)
-		v, err := l.validated(ctx, tc.contract, streamID, stream, c.Schema, value, gen.FinishReason, msgs)
+		v, err := l.validated(ctx, tc.contract, streamID, stream, gen.FieldsPublished, c.Schema, value, gen.FinishReason, msgs)
 		if err != nil {
 			return outcome{}, err
 		}
 		value = v
 	} else {
-		v, err := l.validated(ctx, tc.contract, streamID, nil, c.Schema, value, contracts.FinishReason{Unified: contracts.FinishToolCalls},
+		v, err := l.validated(ctx, tc.contract, streamID, nil, false, c.Schema, value, contracts.FinishReason{Unified: contracts.FinishToolCalls},
 			append(append([]contracts.ModelMessage(nil), l.msgs...), l.turnMessages(resp, done)...))
 		if err != nil {
 			return outcome{}, err
@@ -543,27 +601,35 @@ func (l *loop) invalidCall(tc turnCall, msg string) (outcome, error) {
 }
 
 // validated parses and validates an output value, repairing it with output-only passes as long
-// as corrections and budget allow (seed 000). Truncated output is never repaired. A streamed
-// value whose provisional fields were published is invalidated before anything else.
-func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, schema *contracts.Schema,
+// as corrections and budget allow (seed 000). SchemaCorrections is one allowance for the whole
+// call, shared by all its values. Truncated output is never repaired. A streamed value whose
+// provisional fields were published (published) is invalidated before anything else.
+func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream *contracts.StructuredStream, published bool, schema *contracts.Schema,
 	value json.RawMessage, finish contracts.FinishReason, evidence []contracts.ModelMessage) (json.RawMessage, error) {
-	attempts := 0
+	attempts := 0 // repairs of this value
 	for {
 		parsed, err := parseOutput(value, finish, schema)
 		if err == nil {
 			return parsed, nil
 		}
 		if stream != nil {
-			l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
+			// Runs recorded before passes reported their fields invalidated every streamed value
+			// that failed: so they do on replay (the version is only asked where the two differ).
+			if published || workflow.GetVersion(ctx, versionInvalidatePublished, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+				l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
+			}
 			stream = nil // repairs are buffered; the final value is published once valid
 		}
 		if contracts.CodeOf(err) == contracts.CodeOutputTruncated || l.spec.SchemaCorrections == 0 {
 			return nil, err
 		}
-		if attempts >= l.spec.SchemaCorrections {
+		// Runs recorded before the allowance was shared gave each value its own: so they do on
+		// replay (the version is only asked where the two differ).
+		if l.schemaFixes >= l.spec.SchemaCorrections &&
+			(attempts >= l.spec.SchemaCorrections || workflow.GetVersion(ctx, versionSharedCorrections, workflow.DefaultVersion, 1) >= 1) {
 			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExh,
-				Message: fmt.Sprintf("hooks.Reason: the value of %q is still invalid after %d schema correction(s); raise SchemaCorrections or fix the prompt.", orOutput(contract), attempts),
-				Details: map[string]any{"contract": orOutput(contract), "attempts": attempts, "terminalReason": string(contracts.CodeOf(err))},
+				Message: fmt.Sprintf("hooks.Reason: the value of %q is invalid and the call's %d schema correction(s) are used up; raise SchemaCorrections or fix the prompt.", orOutput(contract), l.schemaFixes),
+				Details: map[string]any{"contract": orOutput(contract), "attempts": l.schemaFixes, "terminalReason": string(contracts.CodeOf(err))},
 				Issues:  contracts.FailureOf(err).Issues, Err: err}
 		}
 		attempts++
@@ -778,9 +844,12 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	return out, nil
 }
 
+// passKey is the journal key of pass n of the Reason call key.
+func passKey(key string, n int) string { return key + "/pass/" + strconv.Itoa(n) }
+
 // modelPass runs the model activity for pass n of the call key (journaled).
 func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
-	pkey := key + "/pass/" + strconv.Itoa(n)
+	pkey := passKey(key, n)
 	var resp contracts.ModelResponse
 	if s.recorded(pkey, &resp) {
 		return resp, nil

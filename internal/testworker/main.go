@@ -35,19 +35,19 @@ func run() error {
 		return err
 	}
 	defer c.Close()
-	reg, err := app.Registry()
-	if err != nil {
-		return err
-	}
-	if err := testagents.Register(reg); err != nil {
-		return err
-	}
 	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
 	backend, err := app.NewBackend(ctx, rec.Tool())
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
+	reg, err := app.Registry(backend.Tools.Names()...)
+	if err != nil {
+		return err
+	}
+	if err := testagents.Register(reg); err != nil {
+		return err
+	}
 	backend.Providers = providers.NewSet(fake.NewResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1")).WithID("fake"))
 	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, rec.Register)
 	if err != nil {
