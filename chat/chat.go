@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -246,7 +247,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return err
 	}
 	accepted := false
-	if h.o.OnTurnAccepted != nil && !h.turns.expectReattach(sl, lastEventID(r) >= 0) {
+	if h.o.OnTurnAccepted != nil && !h.expectReattach(r.Context(), sl, req.SessionID, lastEventID(r) >= 0) {
 		if err := accept(); err != nil {
 			fail(w, r, h.o.Logger, err)
 			return
@@ -266,8 +267,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.o.OnTurnAccepted != nil && !accepted && !ts.Reattached {
 		// The session started a new run where this handler expected the turn it knew (the
-		// session no longer remembers it: more than contracts.MaxRecentTurns turns ago, or
-		// discarded by a rollback). The hook runs now; if it fails, the run is cancelled at once.
+		// session no longer remembers it: more than contracts.MaxRecentTurns turns ago). The
+		// hook runs now; if it fails, the run is cancelled at once (a fast run may have ended
+		// first).
 		if err := accept(); err != nil {
 			if _, serr := workflows.StopSession(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID); serr != nil {
 				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
@@ -282,6 +284,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release()
 	h.respond(w, r, req, t, from)
+}
+
+// expectReattach reports whether the request will get the turn the slot knows (see
+// turns.expectReattach). For a turn that committed a checkpoint it asks the session whether the
+// checkpoint is still there: a rollback discards the turns after its target, which then run
+// again. If the session cannot say, the turn is expected.
+func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string, reconnect bool) bool {
+	reattach, checkpoint := h.turns.expectReattach(sl, reconnect)
+	if !reattach || checkpoint == "" {
+		return reattach
+	}
+	var view contracts.SessionView
+	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
+		var err error
+		view, err = workflows.Session(ctx, h.o.Client, sessionID)
+		return err
+	})
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(view.Checkpoints, func(c contracts.CheckpointSummary) bool { return c.ID == checkpoint })
 }
 
 // start starts (or re-attaches to) the turn and returns where the turn's response begins in the
@@ -481,7 +504,7 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
 		}
 		msg, status := stream.Finalize(req.ClientTurnID, chunks)
-		h.turns.settle(t, msg.CheckpointID != "")
+		h.turns.settle(t, msg.CheckpointID)
 		h.finalize(r, req, t.ts, msg, status)
 		h.turns.done(t, a)
 		t.stop()

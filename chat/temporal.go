@@ -20,9 +20,9 @@ const (
 	healthTimeout = 2 * time.Second
 )
 
-// Unavailable is the error of a call that Temporal did not answer: TEMPORAL_UNAVAILABLE (503),
+// unavailable is the error of a call that Temporal did not answer: TEMPORAL_UNAVAILABLE (503),
 // retryable; cause stays on the server.
-func Unavailable(cause error) *contracts.Error {
+func unavailable(cause error) *contracts.Error {
 	return &contracts.Error{Code: contracts.CodeTemporalUnavailable, Retryable: true, Err: cause,
 		Message: "The workflow service (Temporal) is unavailable; try again shortly."}
 }
@@ -36,7 +36,7 @@ func CheckHealth(ctx context.Context, c client.Client) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return Unavailable(err)
+		return unavailable(err)
 	}
 	return nil
 }
@@ -76,14 +76,14 @@ func classifyTemporal(ctx context.Context, err error) error {
 	if errors.As(err, &ke) {
 		return err
 	}
-	var unavailable *serviceerror.Unavailable
+	var gone *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
-	if errors.As(err, &unavailable) || errors.As(err, &deadline) {
-		return Unavailable(err)
+	if errors.As(err, &gone) || errors.As(err, &deadline) {
+		return unavailable(err)
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
-		return Unavailable(err)
+		return unavailable(err)
 	}
 	return err
 }

@@ -46,11 +46,12 @@ type turn struct {
 	readers int
 	over    bool // a reader or the finalizer saw the response's end
 	// settled is set when the finalizer has the whole response (before the hook runs), with
-	// committed: the response ended with a checkpoint.
-	settled, committed bool
-	finalized          bool        // ended is closed
-	idle               *time.Timer // FinalizeTimeout after the last reader left
-	stop               context.CancelFunc
+	// checkpoint: the id of the checkpoint the response committed, if any.
+	settled    bool
+	checkpoint string
+	finalized  bool        // ended is closed
+	idle       *time.Timer // FinalizeTimeout after the last reader left
+	stop       context.CancelFunc
 }
 
 // slot serializes the requests of one ask (a retry racing its original): each holds it while it
@@ -109,15 +110,25 @@ func (s *slot) release() { <-s.lock }
 
 // expectReattach reports whether a request of the slot's ask will get the turn this handler
 // already knows rather than a new run attempt — as the session decides: the live attempt; an
-// ended one that committed a checkpoint; an ended one that did not for a reconnecting reader.
-func (ts *turns) expectReattach(s *slot, reconnect bool) bool {
+// ended one that committed a checkpoint (returned: the session keeps the turn as long as it keeps
+// that checkpoint, unless more than contracts.MaxRecentTurns turns came after it); an ended one
+// that did not, for a reconnecting reader.
+func (ts *turns) expectReattach(s *slot, reconnect bool) (reattach bool, checkpoint string) {
 	if s == nil {
-		return false
+		return false, ""
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t := s.last
-	return t != nil && (!t.settled || t.committed || reconnect)
+	switch {
+	case t == nil:
+		return false, ""
+	case !t.settled:
+		return true, ""
+	case t.checkpoint != "":
+		return true, t.checkpoint
+	}
+	return reconnect, ""
 }
 
 // attach registers a reader of the attempt ts: the one the slot knows, or a new one (then
@@ -166,11 +177,12 @@ func (ts *turns) leave(t *turn, early bool, cancelMode bool, idleFor time.Durati
 	return early && cancelMode && t.owned && !t.over
 }
 
-// settle records that the finalizer has t's whole response (committed: with a checkpoint).
-func (ts *turns) settle(t *turn, committed bool) {
+// settle records that the finalizer has t's whole response, and the checkpoint it committed
+// ("" if none).
+func (ts *turns) settle(t *turn, checkpoint string) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t.settled, t.committed, t.over = true, committed, true
+	t.settled, t.checkpoint, t.over = true, checkpoint, true
 }
 
 // done records the finalization of t and remembers its ask among the ended ones.

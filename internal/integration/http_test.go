@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/enums/v1"
 )
 
 // httpAnswer is an HTTP answer read to its end.
@@ -206,6 +209,12 @@ func TestHTTPTemporalUnavailable(t *testing.T) {
 	require.Equal(t, "ok\n", string(a.Body))
 }
 
+// idle waits until no turn runs in session (its last turn's end reached the session).
+func idle(t *testing.T, c *chatEnv, session string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "the session to be idle", func() bool { return sessionView(t, c.inproc, session).Active == nil })
+}
+
 // serveChat serves another chat route for the worker e, with its own handler (as another
 // process would), and returns its environment.
 func serveChat(t *testing.T, e *inproc, o chat.Options) *chatEnv {
@@ -292,15 +301,123 @@ func TestChatLastReaderLeavingCancels(t *testing.T) {
 
 // Issue 9 item 4: a reader that reattached to a turn another handler (another process)
 // started never cancels it when it leaves, even as the only reader of its handler.
+// The other handler does not know the turn: it runs the hooks for it once (docs/chat.md), and
+// finalizes it when it ends although its reader left.
 func TestChatReattachedReaderNeverCancels(t *testing.T) {
 	c := startChat(t, chat.Options{}, chat.CheckpointOptions{})
-	other := serveChat(t, c.inproc, chat.Options{})
+	f := newFinalized()
+	other := serveChat(t, c.inproc, f.options(chat.Options{}))
 	session := "s-" + taskQueue(t)
 	first := openSlow(t, c, session)
 	second := openSlow(t, other, session)
 	second.close()
 	require.Equal(t, []string{"message", "checkpoint", "done"}, readRest(t, first))
 	require.Equal(t, []string{"slow done"}, readLines(t, c.effects))
+	require.Equal(t, stream.StatusCompleted, f.finals(t, 1)[0].Status)
+	f.mu.Lock()
+	require.Len(t, f.accepted, 1)
+	f.mu.Unlock()
+}
+
+// OnExecution is called once per run attempt, not for the requests that reattach to it.
+func TestChatOnExecutionOncePerRunAttempt(t *testing.T) {
+	var mu sync.Mutex
+	var execs []<-chan struct{}
+	c := startChat(t, chat.Options{Disconnect: chat.DisconnectContinue, OnExecution: func(done <-chan struct{}) {
+		mu.Lock()
+		defer mu.Unlock()
+		execs = append(execs, done)
+	}}, chat.CheckpointOptions{})
+	session := "s-" + taskQueue(t)
+	body := prompt(session, "t1", testagents.SlowWorkflow, "work")
+	l := c.open(t, body)
+	require.Equal(t, contracts.ChunkSession, l.next(t).chunk(t).Type)
+	progress := l.next(t)
+	l.close()
+	r := c.send(t, body, "Last-Event-ID: "+progress.ID)
+	require.Equal(t, []string{"session", "message", "checkpoint", "done"}, types(r.Chunks(t)))
+	r = c.send(t, body)
+	require.Equal(t, []string{"session", "structured-data", "message", "checkpoint", "done"}, types(r.Chunks(t)))
+	mu.Lock()
+	require.Len(t, execs, 1)
+	done := execs[0]
+	mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the execution channel did not close")
+	}
+}
+
+// A turn discarded by a rollback runs again when retried with its clientTurnId: the handler
+// sees that its checkpoint is gone, so OnTurnAccepted runs before the new run starts (and its
+// failure refuses it, nothing runs).
+func TestChatRolledBackTurnRunsAgainWithHooks(t *testing.T) {
+	f := newFinalized()
+	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
+	session := "s-" + taskQueue(t)
+	body := prompt(session, "t1", testagents.EchoWorkflow, "hi")
+	require.Equal(t, "Turn 1: hi", stream.Buffer(c.send(t, body).Chunks(t)).Text)
+	var list []contracts.CheckpointSummary
+	require.Equal(t, http.StatusOK, c.checkpoints(t, map[string]any{"action": "list", "sessionId": session}, &list))
+	require.Len(t, list, 2)
+	var rb contracts.RollbackResult
+	idle(t, c, session)
+	require.Equal(t, http.StatusOK, c.checkpoints(t, map[string]any{"action": "rollback", "sessionId": session, "checkpointId": list[0].ID}, &rb))
+
+	f.failing(chat.PhaseTurnAccepted)
+	r := c.send(t, body)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Body)
+	require.Equal(t, contracts.CodeChatLifecycleHookFailed, decodeError(t, r).Failure.Code)
+	v := sessionView(t, c.inproc, session)
+	require.Nil(t, v.Active)
+	require.Len(t, v.Checkpoints, 1, "nothing ran")
+
+	f.mu.Lock()
+	f.fail[chat.PhaseTurnAccepted] = false
+	f.mu.Unlock()
+	require.Equal(t, "Turn 1: hi", stream.Buffer(c.send(t, body).Chunks(t)).Text, "run again from the session start")
+	f.mu.Lock()
+	require.Len(t, f.accepted, 3)
+	f.mu.Unlock()
+	require.Len(t, f.finals(t, 2), 2)
+	require.Len(t, sessionView(t, c.inproc, session).Checkpoints, 2)
+}
+
+// When the session runs a new attempt where the handler expected the turn it knew (the session
+// remembers only its last contracts.MaxRecentTurns turns), OnTurnAccepted runs right after the
+// start; its failure refuses the request with 503 and cancels the run (which, this fast, may have
+// ended first).
+func TestChatUnexpectedNewAttemptRunsTurnAcceptedLate(t *testing.T) {
+	f := newFinalized()
+	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
+	session := "s-" + taskQueue(t)
+	first := prompt(session, "t0", testagents.EchoWorkflow, "hi")
+	require.Equal(t, http.StatusOK, c.send(t, first).Status)
+	for i := 1; i <= contracts.MaxRecentTurns; i++ {
+		idle(t, c, session)
+		r := c.send(t, prompt(session, "t"+strconv.Itoa(i), "", "hi"))
+		require.Equal(t, http.StatusOK, r.Status, r.Body)
+	}
+	idle(t, c, session)
+	f.finals(t, contracts.MaxRecentTurns+1)
+
+	f.failing(chat.PhaseTurnAccepted)
+	r := c.send(t, first)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status, r.Body)
+	require.Equal(t, contracts.CodeChatLifecycleHookFailed, decodeError(t, r).Failure.Code)
+	f.mu.Lock()
+	require.Len(t, f.accepted, contracts.MaxRecentTurns+2, "every turn once, and the late call for the new attempt")
+	f.mu.Unlock()
+	eventually(t, 10*time.Second, "the new run to end", func() bool { return sessionView(t, c.inproc, session).Active == nil })
+	require.Len(t, f.finals(t, contracts.MaxRecentTurns+1), contracts.MaxRecentTurns+1, "the refused attempt is not finalized")
+	runs := 0
+	for _, ev := range history(t, tc, contracts.SessionWorkflowID(session)).Events {
+		if ev.GetEventType() == enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED {
+			runs++
+		}
+	}
+	require.Equal(t, contracts.MaxRecentTurns+2, runs, "the session did start a new run before the hook ran")
 }
 
 // Issue 9 item 5 (seed 001: hooks are attempted once per run attempt): a retry and a reconnect
@@ -330,6 +447,7 @@ func TestChatHooksOncePerRunAttempt(t *testing.T) {
 
 	// Refused by OnTurnAccepted, then retried: two attempts of the hook, one run.
 	f.failing(chat.PhaseTurnAccepted)
+	idle(t, c, session)
 	body = prompt(session, "t2", testagents.EchoWorkflow, "again")
 	require.Equal(t, http.StatusServiceUnavailable, c.send(t, body).Status)
 	f.mu.Lock()
