@@ -464,6 +464,14 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(stream.Buffer(chunks))
 	}
+	if err == nil {
+		// The response is complete only once it was finalized: a client that reads it to its
+		// end finds OnResponseFinalized's work done (its transcript saved).
+		select {
+		case <-t.ended:
+		case <-r.Context().Done():
+		}
+	}
 	h.leave(r, req, t, false)
 }
 
