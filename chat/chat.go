@@ -25,7 +25,8 @@ type Disconnect string
 
 // Disconnect modes.
 const (
-	// DisconnectCancel (default) cancels the run when the reader leaves.
+	// DisconnectCancel (default) cancels the run when the last reader of its turn leaves before
+	// the response's end (only a turn that a request of this handler started).
 	DisconnectCancel Disconnect = "cancel"
 	// DisconnectContinue lets the run finish and be finalized after the reader leaves; it
 	// needs Options.OnExecution to keep the host alive until then.
@@ -98,20 +99,22 @@ type Options struct {
 	Authorize func(r *http.Request, req *Request) error
 	// AllowUnauthenticated accepts requests without Authorize (development only).
 	AllowUnauthenticated bool
-	// OnTurnAccepted runs before a turn starts; its failure refuses the turn (503).
+	// OnTurnAccepted runs before a turn starts, once per run attempt (not for requests that
+	// reattach to it); its failure refuses the turn (503).
 	OnTurnAccepted func(ctx context.Context, ev TurnAccepted) error
-	// OnResponseFinalized runs after each response's checkpoint decision.
+	// OnResponseFinalized runs after each response's checkpoint decision, once per run attempt.
 	OnResponseFinalized func(ctx context.Context, ev ResponseFinalized) error
 	// OnLifecycleError receives hook failures; default: they are logged.
 	OnLifecycleError func(ev LifecycleError)
 	// Disconnect is DisconnectCancel (default) or DisconnectContinue.
 	Disconnect Disconnect
-	// OnExecution receives, for each turn, a channel closed when the turn's execution and its
+	// OnExecution receives, for each run attempt, a channel closed when its execution and its
 	// finalization are over (required with DisconnectContinue).
 	OnExecution func(done <-chan struct{})
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	// FinalizeTimeout bounds how long a turn is followed after its reader left (default 10 min).
+	// FinalizeTimeout bounds how long a turn is followed after its last reader left (default
+	// 10 min).
 	FinalizeTimeout time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
