@@ -273,8 +273,9 @@ func (s *Stack) Stop() { s.Worker.Stop() }
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
 // /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
 // /v1/runs/{runID}/stream, liveness at /healthz and readiness (Temporal answers) at /readyz.
-// Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have no authentication: this is the development API;
-// put the chat package's handlers behind your own authentication in production.
+// Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
+// no authentication: this is the development API; put the chat package's handlers behind your
+// own authentication in production.
 func ServeHTTP(ctx context.Context, addr string, broker stream.Broker, c client.Client, taskQueue string) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
