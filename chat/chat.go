@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
@@ -23,7 +25,8 @@ type Disconnect string
 
 // Disconnect modes.
 const (
-	// DisconnectCancel (default) cancels the run when the reader leaves.
+	// DisconnectCancel (default) cancels the run when the last reader of its turn leaves before
+	// the response's end (only a turn that a request of this handler started).
 	DisconnectCancel Disconnect = "cancel"
 	// DisconnectContinue lets the run finish and be finalized after the reader leaves; it
 	// needs Options.OnExecution to keep the host alive until then.
@@ -103,20 +106,22 @@ type Options struct {
 	// session id cannot share it. Check the owner of existing sessions in Authorize with
 	// [workflows.SessionOwner].
 	Owner func(r *http.Request) string
-	// OnTurnAccepted runs before a turn starts; its failure refuses the turn (503).
+	// OnTurnAccepted runs before a turn starts, once per run attempt (not for requests that
+	// reattach to it); its failure refuses the turn (503).
 	OnTurnAccepted func(ctx context.Context, ev TurnAccepted) error
-	// OnResponseFinalized runs after each response's checkpoint decision.
+	// OnResponseFinalized runs after each response's checkpoint decision, once per run attempt.
 	OnResponseFinalized func(ctx context.Context, ev ResponseFinalized) error
 	// OnLifecycleError receives hook failures; default: they are logged.
 	OnLifecycleError func(ev LifecycleError)
 	// Disconnect is DisconnectCancel (default) or DisconnectContinue.
 	Disconnect Disconnect
-	// OnExecution receives, for each turn, a channel closed when the turn's execution and its
+	// OnExecution receives, for each run attempt, a channel closed when its execution and its
 	// finalization are over (required with DisconnectContinue).
 	OnExecution func(done <-chan struct{})
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	// FinalizeTimeout bounds how long a turn is followed after its reader left (default 10 min).
+	// FinalizeTimeout bounds how long a turn is followed after its last reader left (default
+	// 10 min).
 	FinalizeTimeout time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
@@ -125,7 +130,8 @@ type Options struct {
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
 // server-sent events (or buffered JSON with "stream": false).
 type Handler struct {
-	o Options
+	o     Options
+	turns turns
 }
 
 // NewHandler checks the options and returns the chat route.
@@ -159,30 +165,21 @@ func NewHandler(o Options) (*Handler, error) {
 
 func (h *Handler) hooked() bool { return h.o.OnTurnAccepted != nil || h.o.OnResponseFinalized != nil }
 
-// WriteError writes an error as JSON {error, failure} with the failure's HTTP status.
+// WriteError writes an error as JSON {error, failure} with the failure's HTTP status (a 5xx is
+// logged with its cause on slog.Default()).
 func WriteError(w http.ResponseWriter, err error) {
-	writeError(w, 0, err)
+	httpapi.WriteError(w, nil, nil, 0, err)
+}
+
+// fail writes err as the request's error answer; a 5xx is logged with its cause.
+func fail(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
+	httpapi.WriteError(w, r, logger, 0, err)
 }
 
 // methodNotAllowed answers a request that is not a POST.
-func methodNotAllowed(w http.ResponseWriter) {
+func methodNotAllowed(w http.ResponseWriter, r *http.Request, logger *slog.Logger) {
 	w.Header().Set("Allow", http.MethodPost)
-	writeError(w, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
-}
-
-// writeError writes err with the given status (0: the failure's).
-func writeError(w http.ResponseWriter, status int, err error) {
-	f := contracts.FailureOf(err)
-	if status == 0 {
-		status = contracts.HTTPStatus(f)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(struct {
-		Error   string            `json:"error"`
-		Failure contracts.Failure `json:"failure"`
-	}{f.Message, f})
+	httpapi.WriteError(w, r, logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
 }
 
 func authError(err error) error {
@@ -196,17 +193,17 @@ func authError(err error) error {
 // ServeHTTP serves one chat turn.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		methodNotAllowed(w)
+		methodNotAllowed(w, r, h.o.Logger)
 		return
 	}
 	req, err := parseRequest(r, h.o.MaxBodyBytes)
 	if err != nil {
-		WriteError(w, err)
+		fail(w, r, h.o.Logger, err)
 		return
 	}
 	if h.o.Authorize != nil {
 		if err := h.o.Authorize(r, req); err != nil {
-			WriteError(w, authError(err))
+			fail(w, r, h.o.Logger, authError(err))
 			return
 		}
 	}
@@ -214,7 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resume := req.ResumeOf()
 	if h.hooked() {
 		if req.SessionID == "" || req.ClientTurnID == "" || last.Role != "user" {
-			WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest,
+			fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest,
 				"Lifecycle hooks need a non-empty sessionId and clientTurnId, and the last message must be from the user."))
 			return
 		}
@@ -223,33 +220,108 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.SessionID = "session-" + uuid.NewString()
 	}
 	kind := "prompt"
+	a := &ask{session: req.SessionID, clientTurn: req.ClientTurnID, kind: kind}
 	if resume != nil {
 		kind = "interrupt-response"
+		a.kind, a.token = kind, strings.TrimSpace(resume.Token)
 	} else if req.Input() == "" {
-		WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
+		fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
 		return
 	}
-	if h.o.OnTurnAccepted != nil {
+	// Requests of one ask take turns: each decides, knowing what the one before it started,
+	// whether its turn is a new run attempt (OnTurnAccepted runs) or a reattach (it does not).
+	var sl *slot
+	if req.ClientTurnID != "" {
+		sl = h.turns.slot(*a)
+		if err := sl.acquire(r.Context()); err != nil {
+			h.turns.put(*a, sl)
+			return // the reader left while waiting
+		}
+	} else {
+		a = nil
+	}
+	release := func() {
+		if sl != nil {
+			sl.release()
+			h.turns.put(*a, sl)
+			sl = nil
+		}
+	}
+	defer release()
+	accept := func() error {
 		ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
-		if err := runHook(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) }); err != nil {
+		err := runHook(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
+		if err != nil {
 			reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
-			WriteError(w, err)
+		}
+		return err
+	}
+	accepted := false
+	if h.o.OnTurnAccepted != nil && !h.expectReattach(r.Context(), sl, req.SessionID, lastEventID(r) >= 0) {
+		if err := accept(); err != nil {
+			fail(w, r, h.o.Logger, err)
+			return
+		}
+		accepted = true
+	}
+	var ts contracts.TurnStarted
+	var begin, from int64
+	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
+		var err error
+		ts, begin, from, err = h.start(ctx, r, req, resume)
+		return err
+	})
+	if err != nil {
+		fail(w, r, h.o.Logger, err)
+		return
+	}
+	if h.o.OnTurnAccepted != nil && !accepted && !ts.Reattached {
+		// The session started a new run where this handler expected the turn it knew (the
+		// session no longer remembers it: more than contracts.MaxRecentTurns turns ago). The
+		// hook runs now; if it fails, the run is cancelled at once (a fast run may have ended
+		// first).
+		if err := accept(); err != nil {
+			if _, serr := workflows.StopSession(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID); serr != nil {
+				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
+			}
+			fail(w, r, h.o.Logger, err)
 			return
 		}
 	}
-	ts, from, err := h.start(r, req, resume)
-	if err != nil {
-		WriteError(w, err)
-		return
+	t, fresh := h.turns.attach(sl, ts, begin)
+	if fresh {
+		h.startFinalizer(t, r, req, a)
 	}
-	h.respond(w, r, req, ts, from)
+	release()
+	h.respond(w, r, req, t, from)
 }
 
-// start starts (or re-attaches to) the turn and returns the stream offset its response
-// follows: where the turn's response begins, or the client's Last-Event-ID when it re-attaches
-// to a turn it was reading.
-func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contracts.TurnStarted, int64, error) {
-	ctx := r.Context()
+// expectReattach reports whether the request will get the turn the slot knows (see
+// turns.expectReattach). For a turn that committed a checkpoint it asks the session whether the
+// checkpoint is still there: a rollback discards the turns after its target, which then run
+// again. If the session cannot say, the turn is expected.
+func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string, reconnect bool) bool {
+	reattach, checkpoint := h.turns.expectReattach(sl, reconnect)
+	if !reattach || checkpoint == "" {
+		return reattach
+	}
+	var view contracts.SessionView
+	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
+		var err error
+		view, err = workflows.Session(ctx, h.o.Client, sessionID)
+		return err
+	})
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(view.Checkpoints, func(c contracts.CheckpointSummary) bool { return c.ID == checkpoint })
+}
+
+// start starts (or re-attaches to) the turn and returns where the turn's response begins in the
+// run's stream and the offset this reader follows from: the beginning, or the client's
+// Last-Event-ID when it re-attaches to a turn it was reading. ctx bounds the Temporal calls; r's
+// own context says whether the reader is still there.
+func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resume *Resume) (contracts.TurnStarted, int64, int64, error) {
 	reattach := func(begin int64) int64 {
 		if after := lastEventID(r); after >= begin {
 			return after
@@ -274,16 +346,16 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 			ts, err = workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		}
 		if err != nil || !ts.Reattached {
-			return ts, 0, err
+			return ts, 0, 0, err
 		}
-		return ts, reattach(0), nil // a prompt's run is new: its response starts the stream
+		return ts, 0, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
 	answer := resume.Response(req.Last().Content)
 	reconnect := lastEventID(r) >= 0
 	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
 		ClientTurnID: req.ClientTurnID, Reconnect: reconnect})
 	if err != nil {
-		return ts, 0, err
+		return ts, 0, 0, err
 	}
 	updateID := ""
 	if req.ClientTurnID != "" {
@@ -296,13 +368,13 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 			// under the same update id (Temporal runs an update id once).
 			_, _ = workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer)
 		}
-		return ts, reattach(begin), err
+		return ts, begin, reattach(begin), err
 	}
 	// The run is waiting, so its stream is still: what comes next belongs to this response.
 	from, err := h.o.Broker.Last(ctx, ts.RunID)
 	if err != nil {
 		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
-		return ts, 0, err
+		return ts, 0, 0, err
 	}
 	if _, err := workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
 		bg := context.WithoutCancel(ctx)
@@ -310,21 +382,21 @@ func (h *Handler) start(r *http.Request, req *Request, resume *Resume) (contract
 		case contracts.FailureOf(err).Category == contracts.CategoryRequest:
 			// The run refused the answer (or is gone): the question is open again.
 			_ = workflows.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
-		case ctx.Err() != nil && h.o.Disconnect != DisconnectContinue:
+		case r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue:
 			// The reader left while the answer was on its way: cancel, as for any disconnect.
 			_, _ = workflows.StopSession(bg, h.o.Client, req.SessionID)
 		default:
 			// The answer may have reached the run: keep the turn. A reconnect with the same
 			// clientTurnId delivers it again; Stop frees the session.
 		}
-		return ts, 0, err
+		return ts, 0, 0, err
 	}
 	// A run restored by a rollback or fork may have asked its question again between the
 	// offset read above and the answer: the response starts after that question's done.
 	if at, err := h.answeredAt(ctx, ts.RunID, answer.Token); err == nil && at > from {
 		from = at
 	}
-	return ts, from, nil
+	return ts, from, from, nil
 }
 
 // answeredAt returns the offset after which the response to the question of token begins in the
@@ -359,31 +431,22 @@ func lastEventID(r *http.Request) int64 {
 	return -1
 }
 
-// respond streams (or buffers) the turn's response, then finalizes it.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, ts contracts.TurnStarted, from int64) {
+// respond streams (or buffers) the turn's response to this reader, from offset from.
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	buffered := req.Stream != nil && !*req.Stream
-	done := make(chan struct{})
-	if h.o.OnExecution != nil {
-		h.o.OnExecution(done)
-	}
-	finalize := func(collected []contracts.Chunk) {
-		defer close(done)
-		h.finalize(r, req, ts, collected)
-	}
 	var sse *sseWriter
 	if !buffered {
 		sse = newSSE(w)
 		if err := sse.event(-1, session); err != nil {
-			go h.afterDisconnect(r, req, ts, from, chunks, finalize)
+			h.leave(r, req, t, true)
 			return
 		}
 	}
 	readerGone := false
-	err := stream.Follow(r.Context(), h.o.Broker, ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
+	err := stream.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
 		chunks = append(chunks, e.Chunk)
-		from = e.Offset
 		if sse != nil {
 			if err := sse.event(e.Offset, e.Chunk); err != nil {
 				readerGone = true
@@ -393,13 +456,15 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		return nil
 	})
 	if err != nil && (readerGone || r.Context().Err() != nil) {
-		go h.afterDisconnect(r, req, ts, from, chunks, finalize)
+		h.leave(r, req, t, true)
 		return
 	}
-	if err != nil {
-		fail := contracts.Chunk{Type: contracts.ChunkError, Message: contracts.FailureOf(err).Message}
+	if err == nil {
+		h.turns.responseOver(t)
+	} else {
 		f := contracts.FailureOf(err)
-		fail.Failure = &f
+		h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+		fail := contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sse != nil {
 			_ = sse.event(-1, fail)
@@ -412,33 +477,67 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(stream.Buffer(chunks))
 	}
-	finalize(chunks)
-}
-
-// afterDisconnect handles a reader that left: cancel the run (default) or let it finish,
-// then finalize the response either way.
-func (h *Handler) afterDisconnect(r *http.Request, req *Request, ts contracts.TurnStarted, from int64, chunks []contracts.Chunk, finalize func([]contracts.Chunk)) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
-	defer cancel()
-	if h.o.Disconnect != DisconnectContinue {
-		if _, err := workflows.StopSession(ctx, h.o.Client, req.SessionID); err != nil {
-			h.o.Logger.Warn("kortyx chat: cancelling the run of a disconnected reader failed", "run", ts.RunID, "error", err)
+	if err == nil {
+		// The response is complete only once it was finalized: a client that reads it to its
+		// end finds OnResponseFinalized's work done (its transcript saved).
+		select {
+		case <-t.ended:
+		case <-r.Context().Done():
 		}
 	}
-	_ = stream.Follow(ctx, h.o.Broker, ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
-		chunks = append(chunks, e.Chunk)
-		return nil
+	h.leave(r, req, t, false)
+}
+
+// leave unregisters a reader of t; with DisconnectCancel, the last reader leaving early cancels
+// a run attempt that a request of this handler started (see turns.leave).
+func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
+	if !h.turns.leave(t, early, h.o.Disconnect != DisconnectContinue, h.o.FinalizeTimeout) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
+	defer cancel()
+	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
+		_, err := workflows.StopSession(ctx, h.o.Client, req.SessionID)
+		return err
 	})
-	finalize(chunks)
+	if err != nil {
+		h.o.Logger.Warn("kortyx chat: cancelling the run of a disconnected reader failed", "run", t.ts.RunID, "error", err)
+	}
+}
+
+// startFinalizer follows the response of a new turn, apart from its readers, and finalizes it
+// once (OnResponseFinalized), then closes the turn's channel (OnExecution). It follows until the
+// response's end, or until the last reader has been gone for FinalizeTimeout.
+func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask) {
+	if h.o.OnExecution != nil {
+		h.o.OnExecution(t.ended)
+	}
+	ctx := h.turns.followContext(t, r)
+	go func() {
+		defer close(t.ended)
+		chunks := []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: req.SessionID}}
+		err := stream.Follow(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, func(e stream.Entry) error {
+			chunks = append(chunks, e.Chunk)
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			f := contracts.FailureOf(err)
+			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
+		}
+		msg, status := stream.Finalize(req.ClientTurnID, chunks)
+		h.turns.settle(t, msg.CheckpointID)
+		h.finalize(r, req, t.ts, msg, status)
+		h.turns.done(t, a)
+		t.stop()
+	}()
 }
 
 // finalize runs OnResponseFinalized with the normalized assistant message; its failure goes to
 // OnLifecycleError and changes nothing else.
-func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStarted, chunks []contracts.Chunk) {
+func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStarted, msg stream.FinalizedMessage, status stream.Status) {
 	if h.o.OnResponseFinalized == nil {
 		return
 	}
-	msg, status := stream.Finalize(req.ClientTurnID, chunks)
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
 	err := runHook(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
@@ -496,26 +595,35 @@ func (s *sseWriter) done() {
 func (h *Handler) StopHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
-			methodNotAllowed(w)
+			methodNotAllowed(w, r, h.o.Logger)
 			return
 		}
 		var body struct {
 			SessionID string `json:"sessionId"`
 		}
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil || strings.TrimSpace(body.SessionID) == "" {
-			WriteError(w, contracts.Errorf(contracts.CodeInvalidRequest, "Send {\"sessionId\": \"...\"}."))
+			fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest, "Send {\"sessionId\": \"...\"}."))
 			return
 		}
 		req := &Request{SessionID: strings.TrimSpace(body.SessionID)}
+		if err := contracts.CheckID("sessionId", req.SessionID); err != nil {
+			fail(w, r, h.o.Logger, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: err.Issues})
+			return
+		}
 		if h.o.Authorize != nil {
 			if err := h.o.Authorize(r, req); err != nil {
-				WriteError(w, authError(err))
+				fail(w, r, h.o.Logger, authError(err))
 				return
 			}
 		}
-		runID, err := workflows.StopSession(r.Context(), h.o.Client, req.SessionID)
+		var runID string
+		err := temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
+			var err error
+			runID, err = workflows.StopSession(ctx, h.o.Client, req.SessionID)
+			return err
+		})
 		if err != nil {
-			WriteError(w, err)
+			fail(w, r, h.o.Logger, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -97,6 +97,13 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 	}
 	req.SessionID, req.CheckpointID, req.NewSessionID = strings.TrimSpace(req.SessionID), strings.TrimSpace(req.CheckpointID), strings.TrimSpace(req.NewSessionID)
 	var issues []contracts.Issue
+	for _, f := range []struct{ name, v string }{{"sessionId", req.SessionID}, {"checkpointId", req.CheckpointID}, {"newSessionId", req.NewSessionID}} {
+		if f.v != "" {
+			if err := contracts.CheckID(f.name, f.v); err != nil {
+				issues = append(issues, err.Issues...)
+			}
+		}
+	}
 	need := func(field, v string) {
 		if v == "" {
 			issues = append(issues, contracts.Issue{Path: []any{field}, Code: "required", Message: field + " is required for " + req.Action})
@@ -124,70 +131,88 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 // ServeHTTP serves one checkpoint request.
 func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		methodNotAllowed(w)
+		methodNotAllowed(w, r, h.o.Logger)
 		return
 	}
 	req, err := h.parse(r)
 	if err != nil {
-		WriteError(w, err)
+		fail(w, r, h.o.Logger, err)
 		return
 	}
 	if h.o.Authorize != nil {
 		if err := h.o.Authorize(r, req); err != nil {
-			WriteError(w, authError(err))
+			fail(w, r, h.o.Logger, authError(err))
 			return
 		}
 	}
-	ctx := r.Context()
 	var out any
+	var hook func()
+	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
+		var err error
+		out, hook, err = h.act(ctx, r, req)
+		return err
+	})
+	if err != nil {
+		fail(w, r, h.o.Logger, err)
+		return
+	}
+	if hook != nil {
+		hook()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// act carries out the request's action and returns its answer, and the lifecycle hook to run
+// after a successful rollback or fork.
+func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *CheckpointRequest) (any, func(), error) {
+	bg := context.WithoutCancel(r.Context())
 	switch req.Action {
 	case "list":
 		v, err := workflows.Session(ctx, h.o.Client, req.SessionID)
 		if err != nil {
-			WriteError(w, err)
-			return
+			return nil, nil, err
 		}
-		out = v.Checkpoints
+		return v.Checkpoints, nil, nil
 	case "get":
 		cp, err := workflows.GetCheckpoint(ctx, h.o.Client, req.SessionID, req.CheckpointID)
 		switch {
 		case contracts.CodeOf(err) == contracts.CodeNotFound:
-			out = nil
+			return nil, nil, nil
 		case err != nil:
-			WriteError(w, err)
-			return
-		default:
-			out = cp
+			return nil, nil, err
 		}
+		return cp, nil, nil
 	case "rollback":
 		res, err := workflows.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
 		if err != nil {
-			WriteError(w, err)
-			return
+			return nil, nil, err
 		}
-		out = res
-		if h.o.OnRolledBack != nil {
+		if h.o.OnRolledBack == nil {
+			return res, nil, nil
+		}
+		return res, func() {
 			h.hook(PhaseRolledBack, func() error {
-				return h.o.OnRolledBack(context.WithoutCancel(ctx), RolledBack{Request: r, SessionID: req.SessionID,
+				return h.o.OnRolledBack(bg, RolledBack{Request: r, SessionID: req.SessionID,
 					HeadCheckpointID: res.Head.ID, InvalidatedStructuredStreamIDs: res.InvalidatedStructuredStreamIDs})
 			})
-		}
+		}, nil
 	case "fork":
 		res, err := workflows.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
 		if err != nil {
-			WriteError(w, err)
-			return
+			return nil, nil, err
 		}
-		out = res
-		if h.o.OnForked != nil {
+		if h.o.OnForked == nil {
+			return res, nil, nil
+		}
+		return res, func() {
 			h.hook(PhaseForked, func() error {
-				return h.o.OnForked(context.WithoutCancel(ctx), Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
+				return h.o.OnForked(bg, Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
 					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID, Reissued: res.Reissued})
 			})
-		}
+		}, nil
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	return nil, nil, nil
 }
 
 // hook runs a lifecycle hook; its failure reaches OnLifecycleError and never the response.

@@ -136,6 +136,10 @@ func (res *Resume) Response(content string) contracts.Response {
 	return out
 }
 
+// MaxClientTurnIDLength is the longest clientTurnId (spec F6.6); session ids may have
+// [contracts.MaxIDLength] characters.
+const MaxClientTurnIDLength = 128
+
 func invalid(format string, args ...any) error {
 	return contracts.Errorf(contracts.CodeInvalidRequest, format, args...)
 }
@@ -175,8 +179,22 @@ func parseRequest(r *http.Request, limit int64) (*Request, error) {
 		}
 		return s
 	}
-	req.SessionID = str("sessionId", 256)
-	req.ClientTurnID = str("clientTurnId", 128)
+	// id reads an id field: checked against the one id rule (contracts.CheckID), and at most max
+	// characters.
+	id := func(key string, max int) string {
+		s := str(key, 0)
+		if s == "" {
+			return ""
+		}
+		if err := contracts.CheckID(key, s); err != nil {
+			issues = append(issues, err.Issues...)
+		} else if len(s) > max {
+			issues = append(issues, contracts.Issue{Path: []any{key}, Code: "too_big", Message: fmt.Sprintf("%s must have at most %d characters", key, max)})
+		}
+		return s
+	}
+	req.SessionID = id("sessionId", contracts.MaxIDLength)
+	req.ClientTurnID = id("clientTurnId", MaxClientTurnIDLength)
 	req.WorkflowID = str("workflowId", 256)
 	if raw, ok := top["stream"]; ok && string(raw) != "null" {
 		var b bool

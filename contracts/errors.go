@@ -81,6 +81,8 @@ const (
 	// CodeReasonInterruptRequired: interrupt contracts are required but the model finished
 	// without asking.
 	CodeReasonInterruptRequired Code = "REASON_INTERRUPT_REQUIRED"
+	// CodeTemporalUnavailable: the Temporal service did not answer (HTTP 503); retry later.
+	CodeTemporalUnavailable Code = "TEMPORAL_UNAVAILABLE"
 )
 
 // Category groups codes for HTTP mapping and dashboards (spec F4.1).
@@ -116,7 +118,7 @@ func (c Code) Category() Category {
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
 		return CategoryWorkflow
-	case CodePersistenceError, CodeChatLifecycleHookFailed:
+	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden,

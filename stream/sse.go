@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
 )
 
 // StreamPattern is the [http.ServeMux] pattern served by [Handler]. The runID wildcard is one
@@ -38,11 +39,13 @@ type Server struct {
 // Handler returns an [http.Handler] serving GET /v1/runs/{runID}/stream from b (see
 // [Server] for the parameters and [Server.WriteSSE] for the format). The path is absolute:
 // mount the handler at "/" of a mux (mux.Handle("/", stream.Handler(b))) or behind
-// [http.StripPrefix]. Other paths get 404 and other methods 405.
+// [http.StripPrefix]. Other paths get 404 NOT_FOUND and other methods 405 INVALID_REQUEST, as
+// JSON errors like the others; the run ID must follow the id rule of [contracts.CheckID] (400
+// INVALID_REQUEST otherwise).
 func Handler(b Broker) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(StreamPattern, &Server{Broker: b})
-	return mux
+	return httpapi.JSONErrors(mux, nil)
 }
 
 // WriteSSE writes the stream of runID from offset after to w until the until condition holds
@@ -55,8 +58,8 @@ func WriteSSE(ctx context.Context, w http.ResponseWriter, b Broker, runID string
 // disconnects ends it promptly.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("runID")
-	if runID == "" {
-		writeError(w, contracts.Errorf(contracts.CodeInvalidRequest, "missing run ID in path"))
+	if err := contracts.CheckID("runId", runID); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	q := r.URL.Query()
@@ -64,7 +67,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := parseOffset(v)
 		if err != nil {
-			writeError(w, contracts.Errorf(contracts.CodeInvalidRequest,
+			writeError(w, r, contracts.Errorf(contracts.CodeInvalidRequest,
 				"invalid Last-Event-ID header %q: want a non-negative integer offset", v))
 			return
 		}
@@ -72,7 +75,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if v := q.Get("after"); v != "" {
 		n, err := parseOffset(v)
 		if err != nil {
-			writeError(w, contracts.Errorf(contracts.CodeInvalidRequest,
+			writeError(w, r, contracts.Errorf(contracts.CodeInvalidRequest,
 				"invalid after %q: want a non-negative integer offset", v))
 			return
 		}
@@ -80,7 +83,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	until, err := ParseUntil(q.Get("until"))
 	if err != nil {
-		writeError(w, err)
+		writeError(w, r, err)
 		return
 	}
 	_ = s.WriteSSE(r.Context(), w, runID, after, until)
@@ -95,18 +98,8 @@ func parseOffset(s string) (int64, error) {
 }
 
 // writeError writes a JSON error response for err (a *contracts.Error, else an internal error).
-func writeError(w http.ResponseWriter, err error) {
-	f := contracts.FailureOf(err)
-	status := contracts.HTTPStatus(f)
-	body, _ := json.Marshal(struct {
-		Error   string            `json:"error"`
-		Failure contracts.Failure `json:"failure"`
-	}{f.Message, f})
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	httpapi.WriteError(w, r, nil, 0, err)
 }
 
 // WriteSSE writes the stream of runID from offset after to w as server-sent events until the

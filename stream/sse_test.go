@@ -123,10 +123,10 @@ func TestHandlerResume(t *testing.T) {
 func TestHandlerEscapedRunID(t *testing.T) {
 	ctx := testCtx(t)
 	m := stream.NewMemory()
-	require.NoError(t, m.Publish(ctx, "chat/42 x", kc("w:1", contracts.ChunkDone)))
+	require.NoError(t, m.Publish(ctx, "chat/42#x", kc("w:1", contracts.ChunkDone)))
 	srv := httptest.NewServer(stream.Handler(m))
 	defer srv.Close()
-	resp := get(t, ctx, srv.URL+"/v1/runs/chat%2F42%20x/stream", nil)
+	resp := get(t, ctx, srv.URL+"/v1/runs/chat%2F42%23x/stream", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, []int64{1}, sseIDs(t, body(t, resp)))
 }

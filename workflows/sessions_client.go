@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -27,9 +26,11 @@ func (o SessionOptions) queue() string {
 	return o.TaskQueue
 }
 
+// checkSession checks a session id against the one id rule ([contracts.CheckID]): an id
+// Temporal cannot carry fails here, with INVALID_SESSION, rather than in a gRPC header.
 func checkSession(sessionID string) error {
-	if strings.TrimSpace(sessionID) == "" || strings.TrimSpace(sessionID) != sessionID {
-		return contracts.Errorf(contracts.CodeInvalidSession, "sessionId %q is empty or has surrounding spaces", sessionID)
+	if err := contracts.CheckID("sessionId", sessionID); err != nil {
+		return &contracts.Error{Code: contracts.CodeInvalidSession, Message: err.Message, Issues: err.Issues}
 	}
 	return nil
 }

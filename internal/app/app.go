@@ -23,6 +23,7 @@ import (
 	"github.com/kortyx-go/kortyx/examples/research"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/examples/triage"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
@@ -275,9 +276,11 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows
 func (s *Stack) Stop() { s.Worker.Stop() }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
-// /api/chat/stop), the checkpoint route at /api/checkpoints, and run streams at
-// /v1/runs/{runID}/stream. The routes have no authentication: this is the development API;
-// put the chat package's handlers behind your own authentication in production.
+// /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
+// /v1/runs/{runID}/stream, liveness at /healthz and readiness (Temporal answers) at /readyz.
+// Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
+// no authentication: this is the development API; put the chat package's handlers behind your
+// own authentication in production.
 func ServeHTTP(ctx context.Context, addr string, broker stream.Broker, c client.Client, taskQueue string) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -299,8 +302,18 @@ func ServeHTTP(ctx context.Context, addr string, broker stream.Broker, c client.
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle("/v1/runs/", stream.Handler(broker))
+	// Liveness: the process serves HTTP.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Readiness: Temporal answers a health check.
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := chat.CheckHealth(r.Context(), c); err != nil {
+			httpapi.WriteError(w, r, nil, 0, err)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ready"}`+"\n")
+	})
+	srv := &http.Server{Handler: httpapi.JSONErrors(mux, nil), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()

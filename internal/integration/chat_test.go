@@ -970,7 +970,8 @@ func TestChatAuthorization(t *testing.T) {
 }
 
 // A turn that failed runs again when retried with its clientTurnId (the Kortyx client's retry
-// keeps it), but a reconnecting reader (Last-Event-ID) gets the failed response back.
+// keeps it), but a reconnecting reader (Last-Event-ID) gets the failed response back. The hooks
+// run once per run attempt: not for the reconnect, again for the retry.
 func TestChatRetryOfFailedTurnRunsAgain(t *testing.T) {
 	f := newFinalized()
 	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
@@ -982,8 +983,14 @@ func TestChatRetryOfFailedTurnRunsAgain(t *testing.T) {
 
 	r := c.send(t, body, "Last-Event-ID: 0")
 	require.Equal(t, []string{"session", "error", "done"}, types(r.Chunks(t)))
-	require.Equal(t, first.RunID, f.finals(t, 2)[1].RunID, "the reconnecting reader reads the same run")
+	f.mu.Lock()
+	require.Len(t, f.accepted, 1, "the reconnecting reader reads the same run: no OnTurnAccepted")
+	require.Len(t, f.final, 1, "nor a second OnResponseFinalized")
+	f.mu.Unlock()
 
 	require.Equal(t, []string{"session", "error", "done"}, types(c.send(t, body).Chunks(t)))
-	require.NotEqual(t, first.RunID, f.finals(t, 3)[2].RunID, "the retry ran the turn again")
+	require.NotEqual(t, first.RunID, f.finals(t, 2)[1].RunID, "the retry ran the turn again")
+	f.mu.Lock()
+	require.Len(t, f.accepted, 2)
+	f.mu.Unlock()
 }

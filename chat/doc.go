@@ -1,0 +1,26 @@
+// Package chat serves the Kortyx chat and checkpoint routes over Temporal: [Handler] takes a
+// chat request (POST, JSON), starts or reattaches to the session's turn and streams the turn's
+// response as server-sent events (or buffered JSON); [CheckpointHandler] lists, gets, rolls back
+// and forks a session's checkpoints. Both call only client-side Temporal APIs and read the runs'
+// streams from the workers' [stream.Broker].
+//
+// Put the handlers behind your own authentication and authorize every request against the
+// session it names (Options.Authorize):
+//
+//	h, err := chat.NewHandler(chat.Options{
+//		Client: c, Broker: broker, DefaultWorkflow: "support",
+//		Authorize: func(r *http.Request, req *chat.Request) error { return owns(r, req.SessionID) },
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	mux.Handle("POST /api/chat", h)
+//	mux.Handle("POST /api/chat/stop", h.StopHandler())
+//
+// Ids (sessionId, clientTurnId, checkpoint and run ids) follow [contracts.CheckID]. Errors are
+// JSON {error, failure} with the failure's status ([WriteError]); when Temporal does not answer,
+// the routes answer 503 TEMPORAL_UNAVAILABLE within seconds ([CheckHealth]). The handler keeps
+// in memory the turns its requests read: readers of one turn share it (the last one leaving
+// cancels it, with [DisconnectCancel]), and the lifecycle hooks run once per run attempt.
+// See docs/chat.md.
+package chat

@@ -1,0 +1,89 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// How the routes notice that Temporal is gone: a call still waiting after healthAfter gets a
+// health check (bounded by healthTimeout), then one every healthAfter; when one fails, the call
+// is abandoned with TEMPORAL_UNAVAILABLE. Without this the SDK retries for up to a minute.
+const (
+	healthAfter   = time.Second
+	healthTimeout = 2 * time.Second
+)
+
+// unavailable is the error of a call that Temporal did not answer: TEMPORAL_UNAVAILABLE (503),
+// retryable; cause stays on the server.
+func unavailable(cause error) *contracts.Error {
+	return &contracts.Error{Code: contracts.CodeTemporalUnavailable, Retryable: true, Err: cause,
+		Message: "The workflow service (Temporal) is unavailable; try again shortly."}
+}
+
+// CheckHealth checks that Temporal answers, within healthTimeout: nil, or a
+// TEMPORAL_UNAVAILABLE error.
+func CheckHealth(ctx context.Context, c client.Client) error {
+	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	if _, err := c.CheckHealth(hctx, &client.CheckHealthRequest{}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return unavailable(err)
+	}
+	return nil
+}
+
+// temporalCall runs fn, which calls Temporal, and fails it with TEMPORAL_UNAVAILABLE when
+// Temporal stops answering (see healthAfter) or fn's error says it is unreachable.
+func temporalCall(ctx context.Context, c client.Client, fn func(ctx context.Context) error) error {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(cctx) }()
+	timer := time.NewTimer(healthAfter)
+	defer timer.Stop()
+	for {
+		select {
+		case err := <-done:
+			return classifyTemporal(ctx, err)
+		case <-timer.C:
+			if herr := CheckHealth(ctx, c); herr != nil && ctx.Err() == nil {
+				cancel()
+				<-done
+				return herr
+			}
+			timer.Reset(healthAfter)
+		}
+	}
+}
+
+// classifyTemporal turns an error of a Temporal call that says the service is unreachable into
+// TEMPORAL_UNAVAILABLE (when ctx, the caller's, is still live); other errors are returned as
+// they are.
+func classifyTemporal(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var ke *contracts.Error
+	if errors.As(err, &ke) {
+		return err
+	}
+	var gone *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	if errors.As(err, &gone) || errors.As(err, &deadline) {
+		return unavailable(err)
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return unavailable(err)
+	}
+	return err
+}

@@ -1,0 +1,90 @@
+package chat
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTurnsCancelOnlyWhenTheLastOwnReaderLeavesEarly(t *testing.T) {
+	started := contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}
+	reattached := contracts.TurnStarted{RunID: "run-1", TurnIndex: 1, Reattached: true}
+	for _, tc := range []struct {
+		name    string
+		first   contracts.TurnStarted
+		readers int
+		over    bool
+		cancel  bool // DisconnectCancel
+		want    []bool
+	}{
+		{"one reader leaves", started, 1, false, true, []bool{true}},
+		{"two readers leave", started, 2, false, true, []bool{false, true}},
+		{"continue mode", started, 2, false, false, []bool{false, false}},
+		{"response over", started, 1, true, true, []bool{false}},
+		{"reattached to a turn started elsewhere", reattached, 2, false, true, []bool{false, false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ts turns
+			a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+			sl := ts.slot(a)
+			tr, fresh := ts.attach(sl, tc.first, 0)
+			require.True(t, fresh)
+			for range tc.readers - 1 {
+				again, fresh := ts.attach(sl, reattached, 0)
+				require.False(t, fresh)
+				require.Same(t, tr, again)
+			}
+			_, stop := context.WithCancel(context.Background())
+			tr.stop = stop
+			if tc.over {
+				ts.responseOver(tr)
+			}
+			var got []bool
+			for range tc.readers {
+				got = append(got, ts.leave(tr, true, tc.cancel, time.Hour))
+			}
+			require.Equal(t, tc.want, got)
+			ts.put(a, sl)
+		})
+	}
+}
+
+func TestTurnsExpectReattach(t *testing.T) {
+	var ts turns
+	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	sl := ts.slot(a)
+	got, cp := ts.expectReattach(sl, false)
+	require.False(t, got, "unknown: a new attempt")
+	require.Empty(t, cp)
+	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	got, _ = ts.expectReattach(sl, false)
+	require.True(t, got, "live")
+	ts.settle(tr, "")
+	got, _ = ts.expectReattach(sl, false)
+	require.False(t, got, "failed or stopped: a retry runs it again")
+	got, _ = ts.expectReattach(sl, true)
+	require.True(t, got, "failed or stopped: a reconnect reads it")
+	ts.settle(tr, "cp-1")
+	got, cp = ts.expectReattach(sl, false)
+	require.True(t, got, "committed")
+	require.Equal(t, "cp-1", cp)
+	got, _ = ts.expectReattach(nil, true)
+	require.False(t, got, "no clientTurnId")
+}
+
+func TestTurnsForgetAsksWithoutATurn(t *testing.T) {
+	var ts turns
+	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	sl := ts.slot(a)
+	ts.put(a, sl)
+	require.Empty(t, ts.asks, "a refused request leaves nothing behind")
+	sl = ts.slot(a)
+	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	ts.put(a, sl)
+	require.Len(t, ts.asks, 1, "a turn is remembered")
+	ts.done(tr, &a)
+	require.Len(t, ts.asks, 1)
+}

@@ -1,0 +1,133 @@
+// Package httpapi holds what every route of the HTTP API shares: the one error writer (JSON
+// {error, failure}, 5xx logged with their cause) and the wrapper that turns a mux's own 404 and
+// 405 answers into such errors.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// Body is the JSON body of every error of the HTTP API.
+type Body struct {
+	Error   string            `json:"error"`
+	Failure contracts.Failure `json:"failure"`
+}
+
+// WriteError writes err as {error, failure} with the failure's HTTP status (status > 0
+// overrides it). The body carries only the failure's safe message (see
+// [contracts.FailureOf]); a 5xx is logged on logger (nil: slog.Default()) with the full error,
+// the request's method and path (r may be nil).
+func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, err error) {
+	f := contracts.FailureOf(err)
+	if status == 0 {
+		status = contracts.HTTPStatus(f)
+	}
+	if status >= 500 {
+		if logger == nil {
+			logger = slog.Default()
+		}
+		attrs := []any{"status", status, "code", f.Code, "error", errorText(err)}
+		var ke *contracts.Error
+		if errors.As(err, &ke) && ke.Err != nil {
+			attrs = append(attrs, "cause", errorText(ke.Err))
+		}
+		if r != nil {
+			attrs = append(attrs, "method", r.Method, "path", r.URL.Path)
+		}
+		logger.Error("kortyx http: request failed", attrs...)
+	}
+	b, _ := json.Marshal(Body{Error: f.Message, Failure: f})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Del("Content-Length")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// JSONErrors serves mux, answering the requests that match none of its patterns (unknown
+// paths: 404 NOT_FOUND; a path served only for other methods: 405 INVALID_REQUEST with the
+// mux's Allow header) with JSON errors instead of the mux's text ones. Redirects to canonical
+// paths are left to the mux.
+func JSONErrors(mux *http.ServeMux, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &recorder{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		switch rec.status {
+		case http.StatusMethodNotAllowed:
+			if allow := rec.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+			WriteError(w, r, logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest,
+				"Method %s is not allowed on %s; use %s.", r.Method, r.URL.Path, orList(rec.header.Get("Allow"))))
+		case http.StatusNotFound, 0:
+			WriteError(w, r, logger, http.StatusNotFound, contracts.Errorf(contracts.CodeNotFound, "No route for %s %s.", r.Method, r.URL.Path))
+		default:
+			// Not an answer of the mux's own (a redirect): pass it on as it is.
+			for k, v := range rec.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.status)
+			_, _ = w.Write(rec.body)
+		}
+	})
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func orList(allow string) string {
+	var out []string
+	for _, m := range strings.Split(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return "another method"
+	case 1:
+		return out[0]
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " or " + out[len(out)-1]
+}
+
+// recorder records the small answer of a mux's internal handler.
+type recorder struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if len(r.body) < 4096 {
+		r.body = append(r.body, b...)
+	}
+	return len(b), nil
+}

@@ -1,0 +1,95 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWriteErrorLogsEvery5xxWithItsCause(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		err     error
+		want    int
+		code    contracts.Code
+		message string
+		logged  []string // "" when nothing is logged
+	}{
+		{"plain error", 0, errors.New(`header key "temporal-resource-id" contains value with non-printable ASCII characters`), 500,
+			contracts.CodeExecutionFailed, "An unexpected error occurred.",
+			[]string{"level=ERROR", "status=500", "code=EXECUTION_FAILED", `non-printable ASCII characters`, "method=POST", "path=/api/chat"}},
+		{"coded with cause", 0, &contracts.Error{Code: contracts.CodeTemporalUnavailable, Message: "Temporal is down.", Retryable: true,
+			Err: errors.New("connection refused")}, 503, contracts.CodeTemporalUnavailable, "Temporal is down.",
+			[]string{"status=503", "code=TEMPORAL_UNAVAILABLE", `error="Temporal is down."`, `cause="connection refused"`}},
+		{"request error", 0, contracts.Errorf(contracts.CodeInvalidRequest, "Fix the body."), 400, contracts.CodeInvalidRequest, "Fix the body.", nil},
+		{"status override", http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."), 405, contracts.CodeInvalidRequest, "Use POST.", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			logger := slog.New(slog.NewTextHandler(&logs, nil))
+			w := httptest.NewRecorder()
+			httpapi.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), logger, tc.status, tc.err)
+			require.Equal(t, tc.want, w.Code)
+			require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var body httpapi.Body
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			require.Equal(t, tc.code, body.Failure.Code)
+			require.Equal(t, tc.message, body.Error)
+			require.Equal(t, tc.message, body.Failure.Message)
+			require.NotContains(t, w.Body.String(), "non-printable", "no internal text reaches the client")
+			require.NotContains(t, w.Body.String(), "connection refused")
+			if tc.logged == nil {
+				require.Empty(t, logs.String())
+				return
+			}
+			for _, s := range tc.logged {
+				require.Contains(t, logs.String(), s)
+			}
+		})
+	}
+}
+
+func TestJSONErrors(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("a")) })
+	mux.HandleFunc("PUT /a", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("/dir/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("dir")) })
+	h := httpapi.JSONErrors(mux, slog.New(slog.DiscardHandler))
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		body         string
+		code         contracts.Code
+		allow        string
+	}{
+		{http.MethodGet, "/a", 200, "a", "", ""},
+		{http.MethodGet, "/dir/x", 200, "dir", "", ""},
+		{http.MethodGet, "/b", 404, "", contracts.CodeNotFound, ""},
+		{http.MethodPost, "/a", 405, "", contracts.CodeInvalidRequest, "GET, HEAD, PUT"},
+		{http.MethodGet, "/dir", 307, "", "", ""}, // the mux's redirect to /dir/ is kept
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, nil))
+		require.Equal(t, tc.status, w.Code, "%s %s", tc.method, tc.path)
+		require.Equal(t, tc.allow, w.Header().Get("Allow"), "%s %s", tc.method, tc.path)
+		if tc.code == "" {
+			if tc.body != "" {
+				require.Equal(t, tc.body, w.Body.String())
+			}
+			continue
+		}
+		require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		var body httpapi.Body
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		require.Equal(t, tc.code, body.Failure.Code, "%s %s", tc.method, tc.path)
+	}
+}
