@@ -171,6 +171,14 @@ func WriteError(w http.ResponseWriter, err error) {
 	httpapi.WriteError(w, nil, nil, 0, err)
 }
 
+// JSONErrors serves mux and answers the requests that match none of its patterns in the same
+// JSON {error, failure} shape as the routes' own errors: an unknown path is 404 NOT_FOUND, a path
+// served only for other methods 405 INVALID_REQUEST (with the mux's Allow header). Wrap the mux
+// that mounts the chat routes with it (logger nil: slog.Default()).
+func JSONErrors(mux *http.ServeMux, logger *slog.Logger) http.Handler {
+	return httpapi.JSONErrors(mux, logger)
+}
+
 // fail writes err as the request's error answer; a 5xx is logged with its cause.
 func fail(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
 	httpapi.WriteError(w, r, logger, 0, err)

@@ -173,9 +173,10 @@ func UserOf(r *http.Request) string {
 // Server is the example application: the chat, stop and checkpoint routes, and the transcript
 // route, behind bearer-token authentication.
 type Server struct {
-	Store *Store
-	mux   *http.ServeMux
-	o     Options
+	Store  *Store
+	mux    *http.ServeMux
+	routes http.Handler // mux, with JSON errors for unknown paths and methods
+	o      Options
 }
 
 // New builds the server.
@@ -269,6 +270,7 @@ func New(o Options) (*Server, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(store.Transcript(session, UserOf(r)))
 	})
+	s.routes = chat.JSONErrors(s.mux, o.Logger)
 	return s, nil
 }
 
@@ -281,7 +283,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		chat.WriteError(w, &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first: send Authorization: Bearer <token>."})
 		return
 	}
-	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+	s.routes.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 }
 
 // ParseTokens reads "token=user,token=user" (KORTYX_CHAT_TOKENS).

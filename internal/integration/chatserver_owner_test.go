@@ -103,3 +103,32 @@ func askedIn(e chatserver.Entry) []string {
 	}
 	return out
 }
+
+// The example's own mux answers unknown paths and methods with JSON errors too.
+func TestChatServerErrorsAreJSON(t *testing.T) {
+	e := startWorker(t, tc)
+	server, err := chatserver.New(chatserver.Options{Client: e.c, Broker: e.broker, TaskQueue: e.tq, Tokens: map[string]string{"alice-token": "alice"}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(server)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		method, path string
+		status       int
+		code         contracts.Code
+	}{
+		{http.MethodGet, "/nope", http.StatusNotFound, contracts.CodeNotFound},
+		{http.MethodGet, "/api/chat", http.StatusMethodNotAllowed, contracts.CodeInvalidRequest},
+	} {
+		req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		var body errorBody
+		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		resp.Body.Close()
+		require.Equal(t, tc.status, resp.StatusCode, tc.path)
+		require.Equal(t, tc.code, body.Failure.Code, tc.path)
+	}
+}
