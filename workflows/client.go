@@ -2,6 +2,9 @@ package workflows
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -72,8 +75,11 @@ func Respond(ctx context.Context, c client.Client, runID string, resp contracts.
 
 // RespondAndWait answers a pending question by update: the run validates the answer and
 // rejects an invalid one with a typed error (INVALID_RESPONSE with per-field issues,
-// INVALID_RESUME, RESUME_MISMATCH) without recording anything. updateID is the idempotency key:
-// repeating an answer with the same id has one effect and returns the same result.
+// INVALID_RESUME, RESUME_MISMATCH) without recording anything. updateID (default
+// "answer-<requestId>") is the idempotency key of the answer: the Temporal update id is
+// updateID plus a digest of the answer's content, so repeating the same answer has one effect
+// and returns the same result, while a different answer reaches the run and is refused
+// (INVALID_RESUME "already answered"; NOT_FOUND once the run has ended).
 func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string, resp contracts.Response) (contracts.RespondResult, error) {
 	var out contracts.RespondResult
 	if updateID == "" {
@@ -81,7 +87,7 @@ func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   runID,
-		UpdateID:     updateID,
+		UpdateID:     updateID + "/" + answerDigest(resp),
 		UpdateName:   contracts.RespondName,
 		Args:         []any{resp},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -90,6 +96,18 @@ func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string
 		return out, notFound(runID, err)
 	}
 	return out, h.Get(ctx, &out)
+}
+
+// answerDigest identifies an answer by its content: token, request id, selection, text,
+// value (canonical JSON: key order and spacing do not count) and cancel.
+func answerDigest(resp contracts.Response) string {
+	var value any
+	if len(resp.Value) > 0 && json.Unmarshal(resp.Value, &value) != nil {
+		value = string(resp.Value) // not JSON: the run refuses it, but by its own id
+	}
+	b, _ := json.Marshal([]any{resp.Token, resp.RequestID, resp.Selected, resp.Text, value, resp.Cancel})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // WaitingRun is a run waiting for a human, as found through search attributes.
