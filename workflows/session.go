@@ -35,20 +35,31 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 	if s.in.RunTaskQueue == "" {
 		s.in.RunTaskQueue = workflow.GetInfo(ctx).TaskQueueName
 	}
-	if err := s.install(ctx); err != nil {
-		return err
-	}
-	if in.State == nil && in.Initial != nil {
+	forked := in.State == nil && in.Initial != nil
+	if forked {
 		// A forked session: its first checkpoint is the copy, and its open questions are asked
-		// again, with the new tokens, by a run restored from the copy.
+		// again, with the new tokens, by a run restored from the copy. The questions are open
+		// before the handlers are installed: the fork's caller may answer at once, and that
+		// answer's turn waits until the run has started (see ready).
 		cp := *in.Initial
 		s.st.Checkpoints = []contracts.Checkpoint{cp}
 		s.st.Head = cp.ID
 		s.st.NextTurn = cp.TurnIndex + 1
-		if len(cp.ActivePendingRequests) > 0 {
-			if _, err := s.restore(ctx, cp, in.InitialRunID); err != nil {
-				return err
+		if in.InitialRunID != "" {
+			for _, p := range cp.ActivePendingRequests {
+				s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: in.InitialRunID, CheckpointID: cp.ID}
 			}
+		}
+		s.restoring = len(cp.ActivePendingRequests) > 0
+	}
+	if err := s.install(ctx); err != nil {
+		return err
+	}
+	if forked && s.restoring {
+		_, err := s.restore(ctx, *in.Initial, in.InitialRunID)
+		s.restoring = false
+		if err != nil {
+			return err
 		}
 	}
 	for {
@@ -101,6 +112,17 @@ type session struct {
 	reports workflow.ReceiveChannel
 	// validating is set while an update validator runs: "a turn is active" is not decided there.
 	validating bool
+	// restoring is set while a forked session starts the run of its open questions.
+	restoring bool
+}
+
+// ready waits until the session has started the runs it restores at its start (a fork): an
+// update handler that changes the session runs only then.
+func (s *session) ready(ctx workflow.Context) error {
+	if !s.restoring {
+		return nil
+	}
+	return workflow.Await(ctx, func() bool { return !s.restoring })
 }
 
 func (s *session) install(ctx workflow.Context) error {
@@ -287,6 +309,9 @@ func (s *session) checkWorkflow(req contracts.TurnRequest) error {
 }
 
 func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.TurnStarted{}, err
+	}
 	s.drain(ctx)
 	again, err := s.checkStart(req)
 	if err != nil {
@@ -354,6 +379,9 @@ func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.Pendin
 }
 
 func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.TurnStarted{}, err
+	}
 	s.drain(ctx)
 	p, again, err := s.checkResume(req)
 	if err != nil {
@@ -379,6 +407,9 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 // abortTurn releases the active turn of run runID that did not start (its answer was
 // rejected): the question it claimed is open again.
 func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return false, err
+	}
 	a := s.st.Active
 	if a == nil || a.RunID != runID {
 		return false, nil
@@ -394,6 +425,9 @@ func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
 
 // stop cancels the active run (the Stop button) and frees the session.
 func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
+	if err := s.ready(ctx); err != nil {
+		return "", err
+	}
 	s.drain(ctx)
 	a := s.st.Active
 	if a == nil {
@@ -495,6 +529,9 @@ func (s *session) checkTarget(id string) (int, error) {
 // cancelled, their effects reported as invalidated, and the question open at the checkpoint is
 // asked again under its own token by a run restored from it.
 func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackResult, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.RollbackResult{}, err
+	}
 	s.drain(ctx)
 	idx, err := s.checkTarget(id)
 	if err != nil {
@@ -585,6 +622,9 @@ func (s *session) checkFork(req contracts.ForkRequest) error {
 // fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
 // and request id, and is asked again in the new session by a run restored from the copy.
 func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contracts.ForkResult, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.ForkResult{}, err
+	}
 	s.drain(ctx)
 	if err := s.checkFork(req); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)
