@@ -452,6 +452,19 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		}
 	}
 	a := s.st.Active
+	if a == nil && rep.Checkpoint != nil && s.owns(rep.RunID) &&
+		workflow.GetVersion(ctx, "session-answered-on-run", workflow.DefaultVersion, 1) >= 1 {
+		// The run of an open question was answered on the run itself (workflows.Respond,
+		// starter respond), not through a turn of the session: its report is that answer's
+		// turn, and its questions are no longer open.
+		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+			if s.st.Pending[tok].RunID == rep.RunID {
+				delete(s.st.Pending, tok)
+			}
+		}
+		a = &contracts.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: "interrupt-response", Since: workflow.Now(ctx)}
+		s.st.Active = a
+	}
 	if a == nil || a.RunID != rep.RunID {
 		// Kept until that run's turn starts (the report and the start of its turn can arrive
 		// in the same workflow task); a stale run's report is never applied.
@@ -473,6 +486,16 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		s.st.Active, s.resumed = nil, nil
 	}
 	s.changed = true
+}
+
+// owns reports whether run asks one of the session's open questions.
+func (s *session) owns(run string) bool {
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		if s.st.Pending[tok].RunID == run {
+			return true
+		}
+	}
+	return false
 }
 
 // maxEarlyReports bounds the reports kept for turns that have not started.
