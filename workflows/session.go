@@ -188,11 +188,14 @@ func (s *session) install(ctx workflow.Context) error {
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var rep contracts.CheckpointReport
-			if !s.reports.Receive(ctx, &rep) {
+			// Reports stay in the channel until they are applied, so that an update handler's
+			// drain sees every report that has arrived: a coroutine blocked in Receive would be
+			// handed one and hold it until it runs — after a handler of the same workflow task
+			// that decided "a turn is active" without it.
+			if err := workflow.Await(ctx, func() bool { return s.reports.Len() > 0 }); err != nil {
 				return
 			}
-			s.apply(ctx, rep)
+			s.drain(ctx)
 		}
 	})
 	return nil
