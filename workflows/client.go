@@ -36,6 +36,9 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 	if strings.TrimSpace(in.Workflow) == "" {
 		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "kortyx: StartRun needs RunInput.Workflow, the id of a registered workflow")
 	}
+	if err := contracts.CheckPayload("the run input", in, inputFix); err != nil {
+		return nil, err
+	}
 	if opts.RunID == "" {
 		opts.RunID = "run-" + uuid.NewString()
 	}
@@ -56,6 +59,9 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 	}, contracts.RunWorkflowName, in)
 }
 
+// inputFix is what to do about an input over the payload limit.
+const inputFix = "send less: pass large documents by reference (a URL or an id the tools can read) instead of inline"
+
 // Query returns the run's state, status and pending question (it needs a running worker).
 func Query(ctx context.Context, c client.Client, runID string) (contracts.RunView, error) {
 	var v contracts.RunView
@@ -70,6 +76,9 @@ func Query(ctx context.Context, c client.Client, runID string) (contracts.RunVie
 // as rejected (see [contracts.RunView].Rejections and the resume-rejected chunk) and the run
 // keeps waiting.
 func Respond(ctx context.Context, c client.Client, runID string, resp contracts.Response) error {
+	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+		return err
+	}
 	return notFound(runID, c.SignalWorkflow(ctx, runID, "", contracts.RespondName, resp))
 }
 
@@ -82,6 +91,9 @@ func Respond(ctx context.Context, c client.Client, runID string, resp contracts.
 // (INVALID_RESUME "already answered"; NOT_FOUND once the run has ended).
 func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string, resp contracts.Response) (contracts.RespondResult, error) {
 	var out contracts.RespondResult
+	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+		return out, err
+	}
 	if updateID == "" {
 		updateID = "answer-" + resp.RequestID
 	}

@@ -97,6 +97,12 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 			next.Initial, next.InitialRunID = nil, ""
 			st := s.compact()
 			next.State = &st
+			if err := contracts.CheckPayload("the session state carried into continue-as-new", next, ""); err != nil {
+				// Even without the older snapshots (the head's is kept): the session goes on in
+				// this execution.
+				workflow.GetLogger(ctx).Warn("kortyx: the session cannot continue as new", "session", s.in.SessionID, "error", err)
+				continue
+			}
 			return workflow.NewContinueAsNewError(ctx, contracts.SessionWorkflowName, next)
 		}
 	}
@@ -693,9 +699,13 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(newSession)),
 	})
-	f := workflow.ExecuteChildWorkflow(child, contracts.SessionWorkflowName, contracts.SessionInput{
+	fin := contracts.SessionInput{
 		SessionID: newSession, MaxCheckpoints: s.in.MaxCheckpoints, RunTaskQueue: s.in.RunTaskQueue,
-		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID})
+		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID}
+	if err := contracts.CheckPayload(fmt.Sprintf("the copy of checkpoint %q", src.ID), fin, "fork from a checkpoint whose state is smaller"); err != nil {
+		return contracts.ForkResult{}, contracts.ToTemporal(err)
+	}
+	f := workflow.ExecuteChildWorkflow(child, contracts.SessionWorkflowName, fin)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
 			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", newSession, err), Err: err})
@@ -715,6 +725,10 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.
 			contracts.WorkflowKey.ValueSet(wf),
 			contracts.StatusKey.ValueSet(string(contracts.StatusRunning))),
 	})
+	if err := contracts.CheckPayload("the input of the turn's run (the turn's input and the head's state)", in,
+		"send a smaller input, or keep large values out of the run's state"); err != nil {
+		return contracts.ToTemporal(err)
+	}
 	f := workflow.ExecuteChildWorkflow(child, contracts.RunWorkflowName, in)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})
