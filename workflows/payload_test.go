@@ -13,11 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
 // overLimit is a string whose JSON is over the payload limit.
 var overLimit = strings.Repeat("x", contracts.PayloadLimit)
+
+// newPayloadHarness is a harness whose workflow tasks may take long: encoding megabytes of
+// state in workflow code takes seconds under the race detector.
+func newPayloadHarness(t *testing.T, defs ...*workflows.Definition) *harness {
+	h := newHarness(t, defs...)
+	h.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return h
+}
 
 // requirePayloadFailure checks that the run failed with code (PAYLOAD_TOO_LARGE, or
 // WORKFLOW_CALL_FAILED caused by it), that the PAYLOAD_TOO_LARGE is about what, and that the
@@ -54,7 +63,7 @@ func requirePayloadFailure(t *testing.T, h *harness, code contracts.Code, what s
 }
 
 func TestContinueAsNewOverThePayloadLimitFails(t *testing.T) {
-	h := newHarness(t, def("hoard", map[string]workflows.NodeFunc{
+	h := newPayloadHarness(t, def("hoard", map[string]workflows.NodeFunc{
 		"fill": returns(workflows.NodeResult{Data: map[string]any{"blob": overLimit}}),
 		"next": returns(workflows.NodeResult{}),
 	}, "__start__>fill", "fill>next"))
@@ -72,7 +81,7 @@ func TestChildCallInputOverThePayloadLimitFails(t *testing.T) {
 			return workflows.NodeResult{}, err
 		},
 	}, "__start__>call")
-	h := newHarness(t, parent, child("upper", map[string]workflows.NodeFunc{"up": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+	h := newPayloadHarness(t, parent, child("upper", map[string]workflows.NodeFunc{"up": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		started++
 		return upper(ctx, in)
 	}}, "__start__>up"))
@@ -95,7 +104,7 @@ func TestChildQuestionOverThePayloadLimitFails(t *testing.T) {
 			return workflows.NodeResult{Data: map[string]any{"summary": "s"}}, err
 		},
 	}, "__start__>fill", "fill>ask")
-	h := newHarness(t, parent, asker)
+	h := newPayloadHarness(t, parent, asker)
 	h.run("parent", "go")
 	requirePayloadFailure(t, h, contracts.CodeWorkflowCallFailed, `the question of child workflow "default-test-workflow-id/call#1/ask" with its state`)
 	require.NotContains(t, h.types(), "interrupt")
@@ -105,7 +114,7 @@ func TestChildQuestionOverThePayloadLimitFails(t *testing.T) {
 // new (which would fail): it goes on in its execution. (Its head is too large for a next
 // turn's run, which StartTurn refuses with PAYLOAD_TOO_LARGE.)
 func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
-	h := newHarness(t, def("echo", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{})}, "__start__>n"))
+	h := newPayloadHarness(t, def("echo", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{})}, "__start__>n"))
 	// The runs are stand-ins: the test sends their reports itself.
 	h.env.OnWorkflow(contracts.RunWorkflowName, mock.Anything, mock.Anything).Return(
 		func(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
