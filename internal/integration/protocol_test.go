@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,22 +61,42 @@ func TestRespondUpdateRefusesADifferentSecondAnswer(t *testing.T) {
 	require.NoError(t, err, "the same answer again is deduplicated")
 	require.Equal(t, res1, res2)
 
+	// Two different answers at once: exactly one is accepted, the other refused.
 	_, after := nextResponse(t, e.follow, run.GetID(), 0)
 	second, _ := nextResponse(t, e.follow, run.GetID(), after)
 	plan, _ := interruptOf(t, second)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic"))
-	require.NoError(t, err)
+	picks := []string{"basic", "pro"}
+	errs := make([]error, len(picks))
+	var wg sync.WaitGroup
+	for i, pick := range picks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", pick))
+		}()
+	}
+	wg.Wait()
+	var won string
+	for i, err := range errs {
+		if err == nil {
+			require.Empty(t, won, "both answers were reported accepted")
+			won = picks[i]
+		} else {
+			require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(err), "%v", err)
+		}
+	}
+	require.NotEmpty(t, won)
 	res, err := result(t, run)
 	require.NoError(t, err)
 	require.Equal(t, "Grace", res.State.Data["name"])
-	require.Equal(t, "basic", res.State.Data["plan"])
+	require.Equal(t, won, res.State.Data["plan"])
 
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "pro"))
+	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic", "pro"))
 	require.Error(t, err, "a different answer after the run completed is not accepted")
 	require.Equal(t, contracts.CodeNotFound, contracts.CodeOf(err), "%v", err)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic"))
+	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", won))
 	require.NoError(t, err, "the answer that was applied is still deduplicated")
-	require.Equal(t, []string{"before", "between Grace", "after basic"}, readLines(t, e.effects))
+	require.Equal(t, []string{"before", "between Grace", "after " + won}, readLines(t, e.effects))
 }
 
 // starter respond --update: a different second answer fails with its code, and a token given
