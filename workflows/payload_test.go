@@ -139,16 +139,25 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: run, TurnIndex: 1, Workflow: "echo",
 				ActivePendingRequests: []contracts.PendingRequest{}, Snapshot: &snap}})
 	}, 2*time.Second)
+	var refused error
+	h.env.RegisterDelayedCallback(func() {
+		h.env.UpdateWorkflow(contracts.SessionStartTurnUpdate, "t2", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(err error) { refused = err },
+			OnComplete: func(res any, err error) { refused = err },
+		}, contracts.TurnRequest{Input: b})
+	}, 3*time.Second)
 	var view contracts.SessionView
 	h.env.RegisterDelayedCallback(func() {
 		v, err := h.env.QueryWorkflow(contracts.SessionQueryName)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&view))
-	}, 3*time.Second)
+	}, 4*time.Second)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, time.Minute)
 	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s", ContinueAsNewAfter: 1})
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "the session ran until cancelled: %v", h.env.GetWorkflowError())
 	require.Len(t, turns, 1)
+	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(refused), "the next turn's run would start from the head's state: %v", refused)
+	require.Contains(t, contracts.FailureOf(refused).Message, "the input of the turn's run")
 	require.Equal(t, "cp-1", view.Head)
-	require.Nil(t, view.Active)
+	require.Nil(t, view.Active, "the refused turn left nothing active")
 }
