@@ -2,15 +2,24 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/enums/v1"
+	updatepb "go.temporal.io/api/update/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
 )
 
 // answerTurn answers an open question of a session the way the chat route does: claim the
@@ -228,4 +237,79 @@ func TestSessionQuestionAnsweredOnTheRun(t *testing.T) {
 			require.Len(t, sessionView(t, e, session).Checkpoints, 5)
 		})
 	}
+}
+
+// A prompt that reaches the session in the same workflow task as the report ending the
+// previous turn starts the next turn (no SESSION_BUSY). The session's worker is stopped while
+// the turn's run reports and the prompt arrives, so that a new worker gets both in one task.
+func TestSessionPromptInTheTaskOfThePreviousReport(t *testing.T) {
+	ctx := context.Background()
+	runs := startWorker(t, tc) // runs and activities
+	sessions := workerOn(t, runs.tq+"-sessions")
+	session := "s-" + taskQueue(t)
+	_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contracts.SessionWorkflowID(session), TaskQueue: sessions.tq,
+		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(session))},
+		contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, RunTaskQueue: runs.tq})
+	require.NoError(t, err)
+	b, _ := json.Marshal("x")
+	t1, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, workflows.SessionOptions{TaskQueue: sessions.tq})
+	require.NoError(t, err)
+	sessions.stop()
+
+	// The run ends (its report is in the session's history) while no session worker runs.
+	_, err = result(t, tc.GetWorkflow(ctx, t1.RunID, ""))
+	require.NoError(t, err)
+	type outcome struct {
+		ts  contracts.TurnStarted
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: contracts.SessionWorkflowID(session), UpdateID: "t2",
+			UpdateName: contracts.SessionStartTurnUpdate, Args: []any{contracts.TurnRequest{Workflow: testagents.EchoWorkflow, Input: b}},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		var o outcome
+		if o.err = err; err == nil {
+			o.err = h.Get(ctx, &o.ts)
+		}
+		done <- o
+	}()
+	eventually(t, 20*time.Second, "the prompt to be admitted", func() bool {
+		_, err := tc.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+			Namespace:  "default",
+			UpdateRef:  &updatepb.UpdateRef{WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: contracts.SessionWorkflowID(session)}, UpdateId: "t2"},
+			WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enums.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED}})
+		return err == nil
+	})
+	workerOn(t, sessions.tq)
+	var o outcome
+	select {
+	case o = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the prompt got no answer")
+	}
+	require.NoError(t, o.err)
+	require.Equal(t, 2, o.ts.TurnIndex)
+	resp, _ := nextResponse(t, runs.follow, o.ts.RunID, 0)
+	require.Equal(t, []string{"message", "checkpoint", "done"}, types(resp))
+}
+
+// sessionWorker is a worker of session workflows only.
+type sessionWorker struct {
+	tq   string
+	stop func()
+}
+
+func workerOn(t *testing.T, tq string) sessionWorker {
+	t.Helper()
+	reg, err := app.Registry()
+	require.NoError(t, err)
+	require.NoError(t, testagents.Register(reg))
+	w := worker.New(tc, tq, worker.Options{})
+	workflows.NewRunner(reg).Register(w)
+	require.NoError(t, w.Start())
+	var once sync.Once
+	stop := func() { once.Do(w.Stop) }
+	t.Cleanup(stop)
+	return sessionWorker{tq: tq, stop: stop}
 }
