@@ -264,6 +264,10 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 	if resp.Usage.Total == 0 {
 		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
 	}
+	// A result over the payload limit could not be recorded: refused here, with its code.
+	if err := contracts.CheckPayload("the model's answer", resp, "ask the model for a shorter answer (a lower max tokens option, a narrower instruction) or split the work over several calls"); err != nil {
+		return contracts.ModelResponse{}, contracts.ToTemporal(err)
+	}
 	return resp, nil
 }
 
@@ -362,6 +366,18 @@ func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
 	defer keepAlive(ctx)()
+	res, err := a.tool(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	// A result over the payload limit could not be recorded: refused here, with its code.
+	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {
+		return contracts.ToolResult{}, contracts.ToTemporal(err)
+	}
+	return res, nil
+}
+
+func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
 	if in.MCP != nil {
 		pool, err := a.mcpPool()
 		if err != nil {

@@ -108,8 +108,12 @@ func (f Failure) Limit() Failure {
 
 // HTTPStatus maps a descriptor to the HTTP status of an error response (spec F4.1): category
 // request → 400 (404 for NOT_FOUND and UNKNOWN_WORKFLOW), provider → 502, persistence → 503,
-// anything else → 500. A descriptor without category is mapped by its code's category.
+// PAYLOAD_TOO_LARGE → 413, anything else → 500. A descriptor without category is mapped by its
+// code's category.
 func HTTPStatus(f Failure) int {
+	if f.Code == CodePayloadTooLarge {
+		return http.StatusRequestEntityTooLarge
+	}
 	category := f.Category
 	if category == "" {
 		category = f.Code.Category()

@@ -22,7 +22,8 @@ type CompleteResponseOptions struct {
 // next one. The run goes on: later chunks are not part of that response, later work no longer
 // advances the session head, and later questions are found through the waiting status
 // (workflows.ListWaiting). It returns the checkpoint id ("" outside a session); calling it again
-// does nothing.
+// does nothing. A checkpoint over Temporal's payload limit fails with PAYLOAD_TOO_LARGE and
+// ends nothing.
 func CompleteResponse(ctx workflow.Context, opts CompleteResponseOptions) (string, error) {
 	s, err := engine.From(ctx, "CompleteResponse")
 	if err != nil {
@@ -40,5 +41,5 @@ func CompleteResponse(ctx workflow.Context, opts CompleteResponseOptions) (strin
 			return "", err
 		}
 	}
-	return run.CompleteResponse(ctx), nil
+	return run.CompleteResponse(ctx)
 }

@@ -212,6 +212,8 @@ func cmdRespond(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	if resp.Token == "" || resp.RequestID == "" {
+		// Fill in only what was not given: a token on the command line is used as is (the run
+		// checks it), never replaced by the one the run is waiting for.
 		v, err := workflows.Query(ctx, c, pos[0])
 		if err != nil {
 			return err
@@ -219,7 +221,12 @@ func cmdRespond(ctx context.Context, args []string) error {
 		if v.Pending == nil {
 			return contracts.Errorf(contracts.CodeInvalidResume, "run %s is not waiting for an answer (status %s)", pos[0], v.Status)
 		}
-		resp.Token, resp.RequestID = v.Pending.Token, v.Pending.RequestID
+		if resp.Token == "" {
+			resp.Token = v.Pending.Token
+		}
+		if resp.RequestID == "" {
+			resp.RequestID = v.Pending.RequestID
+		}
 	}
 	if !*update {
 		if err := workflows.Respond(ctx, c, pos[0], resp); err != nil {

@@ -2,6 +2,9 @@ package workflows
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -33,6 +36,9 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 	if strings.TrimSpace(in.Workflow) == "" {
 		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "kortyx: StartRun needs RunInput.Workflow, the id of a registered workflow")
 	}
+	if err := contracts.CheckPayload("the run input", in, inputFix); err != nil {
+		return nil, err
+	}
 	if opts.RunID == "" {
 		opts.RunID = "run-" + uuid.NewString()
 	}
@@ -53,6 +59,9 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 	}, contracts.RunWorkflowName, in)
 }
 
+// inputFix is what to do about an input over the payload limit.
+const inputFix = "send less: pass large documents by reference (a URL or an id the tools can read) instead of inline"
+
 // Query returns the run's state, status and pending question (it needs a running worker).
 func Query(ctx context.Context, c client.Client, runID string) (contracts.RunView, error) {
 	var v contracts.RunView
@@ -67,21 +76,30 @@ func Query(ctx context.Context, c client.Client, runID string) (contracts.RunVie
 // as rejected (see [contracts.RunView].Rejections and the resume-rejected chunk) and the run
 // keeps waiting.
 func Respond(ctx context.Context, c client.Client, runID string, resp contracts.Response) error {
+	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+		return err
+	}
 	return notFound(runID, c.SignalWorkflow(ctx, runID, "", contracts.RespondName, resp))
 }
 
 // RespondAndWait answers a pending question by update: the run validates the answer and
 // rejects an invalid one with a typed error (INVALID_RESPONSE with per-field issues,
-// INVALID_RESUME, RESUME_MISMATCH) without recording anything. updateID is the idempotency key:
-// repeating an answer with the same id has one effect and returns the same result.
+// INVALID_RESUME, RESUME_MISMATCH) without recording anything. updateID (default
+// "answer-<requestId>") is the idempotency key of the answer: the Temporal update id is
+// updateID plus a digest of the answer's content, so repeating the same answer has one effect
+// and returns the same result, while a different answer reaches the run and is refused
+// (INVALID_RESUME "already answered"; NOT_FOUND once the run has ended).
 func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string, resp contracts.Response) (contracts.RespondResult, error) {
 	var out contracts.RespondResult
+	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+		return out, err
+	}
 	if updateID == "" {
 		updateID = "answer-" + resp.RequestID
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   runID,
-		UpdateID:     updateID,
+		UpdateID:     updateID + "/" + answerDigest(resp),
 		UpdateName:   contracts.RespondName,
 		Args:         []any{resp},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -90,6 +108,18 @@ func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string
 		return out, notFound(runID, err)
 	}
 	return out, h.Get(ctx, &out)
+}
+
+// answerDigest identifies an answer by its content: token, request id, selection, text,
+// value (canonical JSON: key order and spacing do not count) and cancel.
+func answerDigest(resp contracts.Response) string {
+	var value any
+	if len(resp.Value) > 0 && json.Unmarshal(resp.Value, &value) != nil {
+		value = string(resp.Value) // not JSON: the run refuses it, but by its own id
+	}
+	b, _ := json.Marshal([]any{resp.Token, resp.RequestID, resp.Selected, resp.Text, value, resp.Cancel})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // WaitingRun is a run waiting for a human, as found through search attributes.

@@ -319,14 +319,23 @@ func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition
 				Message: "run data does not match the output schema of workflow " + def.ID, Issues: issues})
 		}
 	}
+	res := contracts.RunResult{Status: contracts.StatusCompleted, State: *st}
+	if err := contracts.CheckPayload("the run's result (its final state)", res, stateFix); err != nil {
+		return r.fail(ctx, run, err)
+	}
 	if !run.Completed() && run.Child == nil {
-		run.Checkpoint(ctx, nil, true)
+		if _, err := run.Checkpoint(ctx, nil, true); err != nil {
+			return r.fail(ctx, run, err)
+		}
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
 	}
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusCompleted)
-	return contracts.RunResult{Status: contracts.StatusCompleted, State: *st}, nil
+	return res, nil
 }
+
+// stateFix is what to do about a run state over the payload limit.
+const stateFix = "keep large values (documents, tool results) out of the run's data: store them outside the run and keep a reference"
 
 // fail ends the run with a typed failure: an error chunk, done, and a non-retryable
 // ApplicationError whose type is the code. Clients get the safe message of the failure
@@ -371,12 +380,16 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contrac
 		return r.cancel(ctx, run)
 	}
 	snap := run.Snap
-	return contracts.RunResult{}, workflow.NewContinueAsNewError(ctx, contracts.RunWorkflowName, contracts.RunInput{
+	next := contracts.RunInput{
 		Workflow:                in.Workflow,
 		SessionID:               in.SessionID,
 		Snapshot:                &snap,
 		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
 		Session:                 run.Binding(),
 		Child:                   in.Child, // a child stays its parent's (Temporal follows the chain)
-	})
+	}
+	if err := contracts.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
+		return r.fail(ctx, run, err)
+	}
+	return contracts.RunResult{}, workflow.NewContinueAsNewError(ctx, contracts.RunWorkflowName, next)
 }

@@ -37,6 +37,23 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 	if s.in.RunTaskQueue == "" {
 		s.in.RunTaskQueue = workflow.GetInfo(ctx).TaskQueueName
 	}
+	forked := in.State == nil && in.Initial != nil
+	if forked {
+		// A forked session: its first checkpoint is the copy, and its open questions are asked
+		// again, with the new tokens, by a run restored from the copy. The questions are open
+		// before the handlers are installed: the fork's caller may answer at once, and that
+		// answer's turn waits until the run has started (see ready).
+		cp := *in.Initial
+		s.st.Checkpoints = []contracts.Checkpoint{cp}
+		s.st.Head = cp.ID
+		s.st.NextTurn = cp.TurnIndex + 1
+		if in.InitialRunID != "" {
+			for _, p := range cp.ActivePendingRequests {
+				s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: in.InitialRunID, CheckpointID: cp.ID}
+			}
+		}
+		s.restoring = len(cp.ActivePendingRequests) > 0
+	}
 	if err := s.install(ctx); err != nil {
 		return err
 	}
@@ -46,17 +63,11 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 			return err
 		}
 	}
-	if in.State == nil && in.Initial != nil {
-		// A forked session: its first checkpoint is the copy, and its open questions are asked
-		// again, with the new tokens, by a run restored from the copy.
-		cp := *in.Initial
-		s.st.Checkpoints = []contracts.Checkpoint{cp}
-		s.st.Head = cp.ID
-		s.st.NextTurn = cp.TurnIndex + 1
-		if len(cp.ActivePendingRequests) > 0 {
-			if _, err := s.restore(ctx, cp, in.InitialRunID); err != nil {
-				return err
-			}
+	if forked && s.restoring {
+		_, err := s.restore(ctx, *in.Initial, in.InitialRunID)
+		s.restoring = false
+		if err != nil {
+			return err
 		}
 	}
 	for {
@@ -94,6 +105,12 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 			next.Initial, next.InitialRunID = nil, ""
 			st := s.compact()
 			next.State = &st
+			if err := contracts.CheckPayload("the session state carried into continue-as-new", next, ""); err != nil {
+				// Even without the older snapshots (the head's is kept): the session goes on in
+				// this execution.
+				workflow.GetLogger(ctx).Warn("kortyx: the session cannot continue as new", "session", s.in.SessionID, "error", err)
+				continue
+			}
 			return workflow.NewContinueAsNewError(ctx, contracts.SessionWorkflowName, next)
 		}
 	}
@@ -109,6 +126,17 @@ type session struct {
 	reports workflow.ReceiveChannel
 	// validating is set while an update validator runs: "a turn is active" is not decided there.
 	validating bool
+	// restoring is set while a forked session starts the run of its open questions.
+	restoring bool
+}
+
+// ready waits until the session has started the runs it restores at its start (a fork): an
+// update handler that changes the session runs only then.
+func (s *session) ready(ctx workflow.Context) error {
+	if !s.restoring {
+		return nil
+	}
+	return workflow.Await(ctx, func() bool { return !s.restoring })
 }
 
 func (s *session) install(ctx workflow.Context) error {
@@ -174,11 +202,14 @@ func (s *session) install(ctx workflow.Context) error {
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var rep contracts.CheckpointReport
-			if !s.reports.Receive(ctx, &rep) {
+			// Reports stay in the channel until they are applied, so that an update handler's
+			// drain sees every report that has arrived: a coroutine blocked in Receive would be
+			// handed one and hold it until it runs — after a handler of the same workflow task
+			// that decided "a turn is active" without it.
+			if err := workflow.Await(ctx, func() bool { return s.reports.Len() > 0 }); err != nil {
 				return
 			}
-			s.apply(ctx, rep)
+			s.drain(ctx)
 		}
 	})
 	return nil
@@ -317,6 +348,9 @@ func (s *session) checkWorkflow(req contracts.TurnRequest) error {
 }
 
 func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.TurnStarted{}, err
+	}
 	s.drain(ctx)
 	again, err := s.checkStart(req)
 	if err != nil {
@@ -387,6 +421,9 @@ func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.Pendin
 }
 
 func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.TurnStarted{}, err
+	}
 	s.drain(ctx)
 	p, again, err := s.checkResume(req)
 	if err != nil {
@@ -412,6 +449,9 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 // abortTurn releases the active turn of run runID that did not start (its answer was
 // rejected): the question it claimed is open again.
 func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
+	if err := s.ready(ctx); err != nil {
+		return false, err
+	}
 	a := s.st.Active
 	if a == nil || a.RunID != runID {
 		return false, nil
@@ -427,6 +467,9 @@ func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
 
 // stop cancels the active run (the Stop button) and frees the session.
 func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
+	if err := s.ready(ctx); err != nil {
+		return "", err
+	}
 	s.drain(ctx)
 	a := s.st.Active
 	if a == nil {
@@ -451,6 +494,19 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		}
 	}
 	a := s.st.Active
+	if a == nil && rep.Checkpoint != nil && s.owns(rep.RunID) &&
+		workflow.GetVersion(ctx, "session-answered-on-run", workflow.DefaultVersion, 1) >= 1 {
+		// The run of an open question was answered on the run itself (workflows.Respond,
+		// starter respond), not through a turn of the session: its report is that answer's
+		// turn, and its questions are no longer open.
+		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+			if s.st.Pending[tok].RunID == rep.RunID {
+				delete(s.st.Pending, tok)
+			}
+		}
+		a = &contracts.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: "interrupt-response", Since: workflow.Now(ctx)}
+		s.st.Active = a
+	}
 	if a == nil || a.RunID != rep.RunID {
 		// Kept until that run's turn starts (the report and the start of its turn can arrive
 		// in the same workflow task); a stale run's report is never applied.
@@ -472,6 +528,16 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 		s.st.Active, s.resumed = nil, nil
 	}
 	s.changed = true
+}
+
+// owns reports whether run asks one of the session's open questions.
+func (s *session) owns(run string) bool {
+	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
+		if s.st.Pending[tok].RunID == run {
+			return true
+		}
+	}
+	return false
 }
 
 // maxEarlyReports bounds the reports kept for turns that have not started.
@@ -528,6 +594,9 @@ func (s *session) checkTarget(id string) (int, error) {
 // cancelled, their effects reported as invalidated, and the question open at the checkpoint is
 // asked again under its own token by a run restored from it.
 func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackResult, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.RollbackResult{}, err
+	}
 	s.drain(ctx)
 	idx, err := s.checkTarget(id)
 	if err != nil {
@@ -618,6 +687,9 @@ func (s *session) checkFork(req contracts.ForkRequest) error {
 // fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
 // and request id, and is asked again in the new session by a run restored from the copy.
 func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contracts.ForkResult, error) {
+	if err := s.ready(ctx); err != nil {
+		return contracts.ForkResult{}, err
+	}
 	s.drain(ctx)
 	if err := s.checkFork(req); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)
@@ -665,9 +737,13 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	if s.st.Owner != "" {
 		opts.Memo = map[string]any{contracts.SessionOwnerMemo: s.st.Owner}
 	}
-	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, contracts.SessionInput{
+	fin := contracts.SessionInput{
 		SessionID: newSession, MaxCheckpoints: s.in.MaxCheckpoints, RunTaskQueue: s.in.RunTaskQueue,
-		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID, Owner: s.st.Owner})
+		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID, Owner: s.st.Owner}
+	if err := contracts.CheckPayload(fmt.Sprintf("the copy of checkpoint %q", src.ID), fin, "fork from a checkpoint whose state is smaller"); err != nil {
+		return contracts.ForkResult{}, contracts.ToTemporal(err)
+	}
+	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, fin)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
 			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", newSession, err), Err: err})
@@ -688,6 +764,10 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.
 			contracts.WorkflowKey.ValueSet(wf),
 			contracts.StatusKey.ValueSet(string(contracts.StatusRunning))),
 	})
+	if err := contracts.CheckPayload("the input of the turn's run (the turn's input and the head's state)", in,
+		"send a smaller input, or keep large values out of the run's state"); err != nil {
+		return contracts.ToTemporal(err)
+	}
 	f := workflow.ExecuteChildWorkflow(child, contracts.RunWorkflowName, in)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})

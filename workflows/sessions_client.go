@@ -44,6 +44,9 @@ func StartTurn(ctx context.Context, c client.Client, sessionID string, req contr
 	if err := checkSession(sessionID); err != nil {
 		return out, err
 	}
+	if err := contracts.CheckPayload("the turn request", req, inputFix); err != nil {
+		return out, err
+	}
 	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       contracts.SessionWorkflowID(sessionID),
 		TaskQueue:                opts.queue(),

@@ -310,6 +310,9 @@ func (r *Run) relay(ctx workflow.Context, child string, q *contracts.ChildQuesti
 	if q.Request.Input.Kind == contracts.InterruptCustom {
 		resp.Value = ans.Value
 	}
+	if err := contracts.CheckPayload("the answer to a question of child workflow "+child, resp, "give a shorter answer"); err != nil {
+		return err
+	}
 	return workflow.SignalExternalWorkflow(ctx, child, "", contracts.RespondName, resp).Get(ctx, nil)
 }
 
@@ -342,6 +345,11 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 			Limits: r.limits()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
+	if err := contracts.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,
+		"pass the child less input, or keep large values outside the run and pass a reference"); err != nil {
+		lc.err, lc.done = err, true // never started: settled as a failed call
+		return lc
+	}
 	fut := workflow.ExecuteChildWorkflow(cctx, contracts.RunWorkflowName, in)
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		lc.err = fut.Get(gctx, &lc.res)

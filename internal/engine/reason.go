@@ -14,10 +14,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// maxPayloadBytes is Temporal's payload limit; a model pass whose input would exceed it fails
-// early with PAYLOAD_TOO_LARGE instead of failing the workflow task.
-const maxPayloadBytes = 2 << 20
-
 // Interrupt contract modes.
 const (
 	ModeOptional = "optional"
@@ -856,10 +852,9 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 	}
 	if b, err := json.Marshal(in); err != nil {
 		return resp, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
-	} else if len(b) > maxPayloadBytes {
-		return resp, &contracts.Error{Code: contracts.CodePayloadTooLarge,
-			Message: fmt.Sprintf("hooks.Reason: the model call is %d bytes, over Temporal's %d-byte payload limit; shorten the history or bound tool results (ToolExecution.MaxResultChars)", len(b), maxPayloadBytes),
-			Details: map[string]any{"bytes": len(b), "limit": maxPayloadBytes}}
+	} else if err := contracts.CheckPayloadSize("the model call of hooks.Reason", len(b), "shorten the history or bound tool results (ToolExecution.MaxResultChars)"); err != nil {
+		// Fails early, with its code, instead of failing the workflow task.
+		return resp, err
 	}
 	if err := s.run.Reserve(ctx, contracts.LimitModelPasses); err != nil {
 		return resp, err

@@ -419,8 +419,14 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 			// The question a rollback or fork re-exposes: its checkpoint exists already.
 			r.session.Restore = false
 			r.turn = turnEffects{}
-		} else {
-			r.Checkpoint(ctx, &req, false)
+		} else if _, err := r.Checkpoint(ctx, &req, false); err != nil {
+			// A question that cannot be checkpointed is not asked: its chunk is withdrawn
+			// before anything was published.
+			r.outbox = r.outbox[:len(r.outbox)-1]
+			r.Snap.Seq--
+			r.pending = nil
+			r.Snap.State.AwaitingHumanInput = false
+			return contracts.Answer{}, err
 		}
 	}
 	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
@@ -462,6 +468,9 @@ func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, sche
 	q := contracts.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
 	if schema != nil {
 		q.Schema = schema.Raw()
+	}
+	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, checkpointFix); err != nil {
+		return err
 	}
 	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", contracts.ChildQuestionSignal, q).Get(ctx, nil)
 }
@@ -551,11 +560,25 @@ func (r *Run) Binding() *contracts.SessionBinding {
 // chunk: pending is the question the run waits for (nil at the end of a run), final marks the
 // run's end. The checkpoint is reported to the session (a durable signal) before the chunk is
 // queued, so a client that sees it can rely on it. It is a no-op for runs without a session
-// and after CompleteResponse.
-func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) string {
+// and after CompleteResponse. A checkpoint whose report would exceed Temporal's payload limit
+// is not committed: PAYLOAD_TOO_LARGE.
+func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (string, error) {
 	if r.session == nil || r.completed {
-		return ""
+		return "", nil
 	}
+	cp, err := r.newCheckpoint(ctx, pending, final)
+	if err != nil {
+		return "", err
+	}
+	r.commit(ctx, cp)
+	return cp.ID, nil
+}
+
+// checkpointFix is what to do about a checkpoint over the payload limit.
+const checkpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
+
+// newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
+func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (contracts.Checkpoint, error) {
 	var id string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return "cp-" + uuid.NewString() }).Get(&id)
 	snap := Clone(r.Snap)
@@ -572,18 +595,27 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 		Snapshot:              &snap,
 		Label:                 r.label,
 	}
-	r.label = ""
 	if pending != nil {
 		cp.Effects.InterruptTokens = []string{pending.Token}
 		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
 	}
+	if err := contracts.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
+		contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true}, checkpointFix); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+// commit reports a checkpoint to the session and queues its chunk.
+func (r *Run) commit(ctx workflow.Context, cp contracts.Checkpoint) {
+	r.label = ""
 	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
+	id := cp.ID
 	turn := cp.TurnIndex
 	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: id, SessionID: cp.SessionID, TurnIndex: &turn})
 	r.session.TurnIndex++
 	r.session.ParentCheckpointID = id
 	r.turn = turnEffects{}
-	return id
 }
 
 // EndTurn tells the session that the run ended without a checkpoint (failure, cancel): its
@@ -597,15 +629,18 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
 // checkpoint and done chunks; the run goes on, but later work no longer reaches the session.
-func (r *Run) CompleteResponse(ctx workflow.Context) string {
+func (r *Run) CompleteResponse(ctx workflow.Context) (string, error) {
 	if r.completed {
-		return ""
+		return "", nil
 	}
-	id := r.Checkpoint(ctx, nil, false)
+	id, err := r.Checkpoint(ctx, nil, false)
+	if err != nil {
+		return "", err
+	}
 	r.completed = true
 	r.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	r.Flush(ctx)
-	return id
+	return id, nil
 }
 
 // Completed reports whether CompleteResponse ended the response.
