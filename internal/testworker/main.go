@@ -42,13 +42,16 @@ func run() error {
 	if err := testagents.Register(reg); err != nil {
 		return err
 	}
+	if err := testagents.RegisterSweep(reg); err != nil {
+		return err
+	}
 	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
-	backend, err := app.NewBackend(ctx, rec.Tool())
+	backend, err := app.NewBackend(ctx, rec.Tool(), rec.KeyTool())
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	backend.Providers = providers.NewSet(fake.NewResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1")).WithID("fake"))
+	backend.Providers = providers.NewSet(fake.NewResponder(rec.SweepResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1"))).WithID("fake"))
 	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, rec.Register)
 	if err != nil {
 		return err
