@@ -129,3 +129,30 @@ func TestModelPassThatNeverCompletesSaysWhy(t *testing.T) {
 	require.Equal(t, "Heartbeat", f.Context["timeout"])
 	require.False(t, strings.Contains(h.chunks()[0].Message, "activity error"))
 }
+
+// TestUnreachableMCPServerFailsWithinItsRetryWindow: reading an MCP tool list is retried with
+// no attempt limit for at most 3 minutes; then the run fails naming the activity.
+func TestUnreachableMCPServerFailsWithinItsRetryWindow(t *testing.T) {
+	model := fake.New(fake.Text("unreachable"))
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"agent": reasonNode(hooks.ReasonOptions{ID: "a", MCP: []contracts.MCPServer{{URL: "http://127.0.0.1:1/mcp"}}}, nil),
+	}, "__start__>agent")
+	var attempts atomic.Int32
+	h.env.OnActivity(contracts.ListToolsActivityName, mock.Anything, mock.Anything).Return(
+		func(context.Context, contracts.ListToolsInput) ([]contracts.OfferedTool, error) {
+			attempts.Add(1)
+			return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+		})
+	start := h.env.Now()
+	h.run("agent", "hello")
+
+	_, err := h.result()
+	require.Equal(t, contracts.CodeExecutionFailed, contracts.CodeOf(err))
+	require.Greater(t, attempts.Load(), int32(5), "more attempts than the old budget")
+	require.LessOrEqual(t, h.env.Now().Sub(start), 3*time.Minute)
+	require.Equal(t, 0, model.Calls())
+	require.Equal(t, []string{"error", "done"}, h.types())
+	f := h.chunks()[0].Failure
+	require.Equal(t, "An unexpected error occurred.", f.Message)
+	require.Equal(t, map[string]any{"activity": contracts.ListToolsActivityName}, f.Context)
+}
