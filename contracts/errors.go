@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -435,9 +436,9 @@ func withActivity(f Failure, err error) Failure {
 	if !errors.As(err, &ae) {
 		return f
 	}
-	ctx := make(map[string]any, len(f.Context)+2)
-	for k, v := range f.Context {
-		ctx[k] = v
+	ctx := maps.Clone(f.Context) // a copy: the descriptor's map may be shared
+	if ctx == nil {
+		ctx = map[string]any{}
 	}
 	ctx["activity"] = ae.ActivityType().GetName()
 	if rs := ae.RetryState(); rs != enumspb.RETRY_STATE_UNSPECIFIED {

@@ -40,6 +40,7 @@ func main() {
 func run() (bool, error) {
 	runs := flag.Int("runs", 100, "tool-loop runs with approvals")
 	conc := flag.Int("concurrency", 0, "runs in flight at once (0: all)")
+	every := flag.Duration("start-every", 250*time.Millisecond, "one run starts every this long")
 	minKill := flag.Duration("min-kill", time.Second, "shortest worker life before its SIGKILL")
 	maxKill := flag.Duration("max-kill", 4*time.Second, "longest worker life before its SIGKILL")
 	runTimeout := flag.Duration("run-timeout", 15*time.Minute, "a run not finished after this is stuck")
@@ -79,9 +80,9 @@ func run() (bool, error) {
 	}
 	defer c.Close()
 
-	fmt.Fprintf(os.Stderr, "sweep: %d runs, worker SIGKILLed every %s–%s\n", *runs, *minKill, *maxKill)
+	fmt.Fprintf(os.Stderr, "sweep: %d runs (one every %s), worker SIGKILLed every %s–%s\n", *runs, *every, *minKill, *maxKill)
 	rep, err := sweep.Run(context.Background(), sweep.Config{Client: c, TemporalAddress: srv.Address(), WorkerBinary: bin,
-		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Concurrency: *conc,
+		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Concurrency: *conc, StartEvery: *every,
 		MinKill: *minKill, MaxKill: *maxKill, RunTimeout: *runTimeout,
 		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }})
 	if err != nil {
