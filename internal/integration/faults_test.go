@@ -19,11 +19,11 @@ import (
 // (docs/reliability.md).
 func TestKillSweep(t *testing.T) {
 	const runs = 12
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 110*time.Second)
 	defer cancel()
 	rep, err := sweep.Run(ctx, sweep.Config{Client: tc, TemporalAddress: srv.Address(), WorkerBinary: binary(t, "testworker"),
 		TaskQueue: taskQueue(t), Effects: filepath.Join(t.TempDir(), "effects.txt"), Runs: runs,
-		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 90 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
+		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 100 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
 	require.NoError(t, err)
 	t.Logf("kill sweep:\n%s", rep)
 
