@@ -182,3 +182,46 @@ func TestToolCallThatNeverCompletesSaysWhy(t *testing.T) {
 	require.Equal(t, "Activity kortyx.Tool did not complete in time (Heartbeat timeout).", f.Message)
 	require.Equal(t, map[string]any{"activity": contracts.ToolActivityName, "timeout": "Heartbeat"}, f.Context)
 }
+
+// TestPlainToolErrorTextIsForTheModelOnly: a tool's plain (non-retryable) error reaches the
+// model as an isError result with its text, and clients as a tool-call-error with the safe
+// descriptor; a *contracts.Error keeps its own message for both.
+func TestPlainToolErrorTextIsForTheModelOnly(t *testing.T) {
+	vault, err := tools.Func("vault", "Reads the vault.", `{"type":"object"}`,
+		func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
+			return "", errors.New(dbSecret)
+		})
+	require.NoError(t, err)
+	locked, err := tools.Func("locked", "A locked drawer.", `{"type":"object"}`,
+		func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
+			return "", contracts.DomainError("LOCKED", "The drawer is locked.", nil)
+		})
+	require.NoError(t, err)
+	set, err := tools.NewSet(vault, locked)
+	require.NoError(t, err)
+	model := fake.New(fake.Calls(contracts.ToolCall{Name: "vault"}, contracts.ToolCall{Name: "locked"}), fake.Text("Sorry."))
+	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{
+		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"vault", "locked"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All}}, nil),
+	}, "__start__>agent"))
+	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, set
+	h.run("agent", "open the vault")
+
+	_, err = h.result()
+	require.NoError(t, err)
+	msgs := model.Requests()[1].Messages // user, assistant, tool, tool
+	require.True(t, msgs[2].IsError)
+	require.Equal(t, dbSecret, msgs[2].Content, "the model reads the tool's error")
+	require.Equal(t, "The drawer is locked.", msgs[3].Content)
+	require.Equal(t, []string{"tool-call-start", "tool-call-error", "tool-call-start", "tool-call-error",
+		"text-start", "text-delta", "text-end", "done"}, h.types())
+	c := h.chunks()
+	require.Equal(t, "An unexpected error occurred.", c[1].Message)
+	require.Equal(t, contracts.CodeExecutionFailed, c[1].Failure.Code)
+	require.Equal(t, "The drawer is locked.", c[3].Message)
+	require.Equal(t, contracts.CodeDomainError, c[3].Failure.Code)
+	require.Equal(t, "LOCKED", c[3].Failure.DomainCode)
+	all, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.NotContains(t, string(all), "hunter2")
+	require.NotContains(t, string(all), "10.0.3.7")
+}

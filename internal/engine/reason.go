@@ -849,7 +849,9 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 	}
 	if emit {
 		if res.Failure != nil {
-			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallError, Message: res.Content, Failure: res.Failure}))
+			// The descriptor's message, not the content: a plain tool error's text is for the
+			// model only.
+			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallError, Message: res.Failure.Message, Failure: res.Failure}))
 		} else {
 			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallResult, Content: res.Content,
 				StructuredContent: res.StructuredContent, IsError: res.IsError}))
