@@ -275,8 +275,10 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 func providerError(err error) error {
 	var ke *contracts.Error
 	if !errors.As(err, &ke) {
-		return temporal.NewApplicationErrorWithOptions(err.Error(), string(contracts.CodeProviderRequestFailed),
-			temporal.ApplicationErrorOptions{Cause: err, Details: []any{contracts.FailureOf(err)}})
+		// An unclassified provider error: retried; its text stays in the cause (history, logs),
+		// clients see the safe message.
+		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeProviderRequestFailed,
+			Message: "The model provider request failed.", Retryable: true, Err: err})
 	}
 	opts := temporal.ApplicationErrorOptions{NonRetryable: !ke.Retryable, Cause: ke.Err, Details: []any{ke.Failure()}}
 	if ms, ok := ke.Details["retryAfterMs"].(int); ok && ms > 0 && ke.Retryable {
@@ -362,6 +364,11 @@ func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	return func() { close(done) }
 }
 
+// toolRetryType is the ApplicationError type of a retryable tool error. It is deliberately not
+// a declared code ([contracts.Code.Declared]): the error's text may hold anything the tool saw
+// (addresses, credentials in a DSN…).
+const toolRetryType = "TOOL_RETRY"
+
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
@@ -402,7 +409,9 @@ func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (cont
 		if errors.As(err, &ke) {
 			return res, contracts.ToTemporal(err)
 		}
-		return res, temporal.NewApplicationErrorWithOptions(err.Error(), "TOOL_RETRY", temporal.ApplicationErrorOptions{Cause: err})
+		// Not a Kortyx code: once retries are exhausted the run's failure is EXECUTION_FAILED
+		// with the safe message; the tool's text stays in history and the logs.
+		return res, temporal.NewApplicationErrorWithOptions(err.Error(), toolRetryType, temporal.ApplicationErrorOptions{Cause: err})
 	}
 	return res, nil
 }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -83,7 +85,41 @@ const (
 	CodeReasonInterruptRequired Code = "REASON_INTERRUPT_REQUIRED"
 	// CodeTemporalUnavailable: the Temporal service did not answer (HTTP 503); retry later.
 	CodeTemporalUnavailable Code = "TEMPORAL_UNAVAILABLE"
+	// CodeActivityTimeout: an activity (a model pass, a tool call…) did not complete within its
+	// timeouts and retries, e.g. its workers kept dying; the failure's context names the
+	// activity and the timeout.
+	CodeActivityTimeout Code = "ACTIVITY_TIMEOUT"
 )
+
+// declared is every code of this module. Only these are taken as Kortyx codes when they come
+// back as the type of a Temporal ApplicationError: any other type (a tool's own error, a Go
+// type name, another library's code) is not, so its text is never shown to clients as a
+// Kortyx failure. A test checks that every Code constant of the package is listed.
+var declared = map[Code]bool{
+	CodeProviderHTTPError: true, CodeProviderTransportError: true, CodeProviderRequestFailed: true,
+	CodeProviderInvalidResponse: true, CodeProviderRefusal: true, CodeProviderConfiguration: true,
+	CodeModelOutputSchema: true, CodeInvalidModelJSON: true, CodeOutputTruncated: true,
+	CodeSchemaValidation: true, CodeInvalidOutput: true, CodeWorkflowContractError: true,
+	CodeWorkflowCallFailed: true, CodeParallelFailed: true, CodePersistenceError: true,
+	CodeChatLifecycleHookFailed: true, CodeResumeFailed: true, CodeInvalidRequest: true,
+	CodeInvalidInput: true, CodeInvalidResume: true, CodeInvalidResponse: true,
+	CodeResumeMismatch: true, CodeInvalidSession: true, CodeMissingContract: true,
+	CodeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
+	CodeMalformedStream: true, CodeTruncatedStream: true, CodeExecutionCancelled: true,
+	CodeExecutionLimitReached: true, CodeExecutionFailed: true, CodeDomainError: true,
+	CodeReasonOutputBudgetExhausted: true, CodeReasonOutputContractCorrectionExh: true,
+	CodeReasonTerminalOutputMissing: true, CodeReasonOutputSchemaCorrectionExh: true,
+	CodeInvalidDefinition: true, CodeInvalidInterrupt: true, CodeHookOutsideNode: true,
+	CodePayloadTooLarge: true, CodeReasonMaxSteps: true, CodeUnknownTool: true,
+	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
+	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
+	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
+}
+
+// Declared reports whether c is one of the codes of this module (the constants of this
+// package). Only declared codes are read back from Temporal ApplicationError types by
+// [CodeOf] and [FailureOf].
+func (c Code) Declared() bool { return declared[c] }
 
 // Category groups codes for HTTP mapping and dashboards (spec F4.1).
 type Category string
@@ -284,7 +320,7 @@ func (e *Error) descriptor(depth int) Failure {
 		cause := c.descriptor(depth + 1)
 		f.Cause = &cause
 	case *temporal.ApplicationError:
-		cause := appFailure(c)
+		cause := withActivity(appFailure(c), e.Err)
 		f.Cause = &cause
 	}
 	return f
@@ -307,10 +343,11 @@ func (e *Error) retryAfterMs() int64 {
 	return 0
 }
 
-// CodeOf classifies any error: the code of the outermost *Error or coded Temporal
+// CodeOf classifies any error: the code of the outermost *Error or declared-code Temporal
 // ApplicationError in its chain (through activity, child-workflow, update and
-// workflow-execution wrappers), EXECUTION_CANCELLED for cancellation, EXECUTION_FAILED for
-// anything else, and "" for nil.
+// workflow-execution wrappers; see [Code.Declared]), EXECUTION_CANCELLED for cancellation,
+// ACTIVITY_TIMEOUT for an activity that timed out, EXECUTION_FAILED for anything else, and ""
+// for nil.
 func CodeOf(err error) Code {
 	if err == nil {
 		return ""
@@ -324,7 +361,20 @@ func CodeOf(err error) Code {
 	if temporal.IsCanceledError(err) || errors.Is(err, context.Canceled) {
 		return CodeExecutionCancelled
 	}
+	if _, ok := activityTimeout(err); ok {
+		return CodeActivityTimeout
+	}
 	return CodeExecutionFailed
+}
+
+// activityTimeout returns the activity error of an activity that failed with a timeout.
+func activityTimeout(err error) (*temporal.ActivityError, bool) {
+	var ae *temporal.ActivityError
+	var te *temporal.TimeoutError
+	if errors.As(err, &ae) && errors.As(ae, &te) {
+		return ae, true
+	}
+	return nil, false
 }
 
 // IsControlFlow reports whether err stops a run on purpose rather than failing it: a
@@ -347,30 +397,72 @@ func IsControlFlow(err error) bool {
 // [Failure.Limit]; the descriptor attached to a Temporal ApplicationError by [ToTemporal] is
 // recovered intact. Errors that are not Kortyx errors are never described: they become
 // EXECUTION_FAILED "An unexpected error occurred." (or EXECUTION_CANCELLED), so that no
-// internal text reaches clients.
+// internal text reaches clients. A failure that came back from an activity says which one in
+// its context ("activity": the activity type, "retryState": why Temporal stopped retrying it),
+// and a timed-out activity is ACTIVITY_TIMEOUT with the timeout type ("timeout").
 func FailureOf(err error) Failure {
 	if err == nil {
 		return Failure{}
 	}
+	var f Failure
 	switch k := kortyxIn(err).(type) {
 	case *Error:
 		return k.Failure()
 	case *temporal.ApplicationError:
-		return appFailure(k).Limit()
+		f = appFailure(k)
+	default:
+		code := CodeOf(err)
+		msg := "An unexpected error occurred."
+		switch code {
+		case CodeExecutionCancelled:
+			msg = "Execution cancelled."
+		case CodeActivityTimeout:
+			msg = "An activity did not complete in time."
+		}
+		f = Failure{Version: 1, Code: code, Category: code.Category(), Message: msg}
+		if ae, ok := activityTimeout(err); ok {
+			var te *temporal.TimeoutError
+			errors.As(ae, &te)
+			f.Message = fmt.Sprintf("Activity %s did not complete in time (%s timeout).", ae.ActivityType().GetName(), timeoutName(te))
+			f.Retryable = true
+			f.Context = map[string]any{"timeout": timeoutName(te)}
+		}
 	}
-	code := CodeOf(err)
-	msg := "An unexpected error occurred."
-	if code == CodeExecutionCancelled {
-		msg = "Execution cancelled."
-	}
-	return Failure{Version: 1, Code: code, Category: code.Category(), Message: msg}
+	return withActivity(f, err).Limit()
 }
 
-// appFailure is the descriptor of a coded ApplicationError: the one in its details, else one
-// made of its type, message and retry options.
+// withActivity adds to f which activity failed, when err came back from one: "activity" (the
+// activity type) and "retryState" (why Temporal stopped retrying it).
+func withActivity(f Failure, err error) Failure {
+	var ae *temporal.ActivityError
+	if !errors.As(err, &ae) {
+		return f
+	}
+	ctx := maps.Clone(f.Context) // a copy: the descriptor's map may be shared
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	ctx["activity"] = ae.ActivityType().GetName()
+	if rs := ae.RetryState(); rs != enumspb.RETRY_STATE_UNSPECIFIED {
+		ctx["retryState"] = rs.String()
+	}
+	f.Context = ctx
+	return f
+}
+
+// timeoutName is a timeout type as its Temporal UI name: "Heartbeat", "StartToClose"…
+func timeoutName(te *temporal.TimeoutError) string {
+	if te == nil {
+		return "Unspecified"
+	}
+	return te.TimeoutType().String()
+}
+
+// appFailure is the descriptor of a coded ApplicationError: the one in its details when it is
+// of the same code, else one made of its type, message and retry options.
 func appFailure(ae *temporal.ApplicationError) Failure {
 	var f Failure
-	if ae.HasDetails() && ae.Details(&f) == nil && f.Code != "" {
+	if ae.HasDetails() && ae.Details(&f) == nil && f.Code == Code(ae.Type()) {
 		return f
 	}
 	code := Code(ae.Type())
@@ -398,7 +490,7 @@ func ToTemporal(err error) error {
 	return temporal.NewApplicationErrorWithOptions(ke.Error(), string(ke.Code), opts)
 }
 
-// kortyxIn returns the outermost *Error or coded *temporal.ApplicationError in err's chain
+// kortyxIn returns the outermost *Error or declared-code *temporal.ApplicationError in err's chain
 // (depth first, in the order of errors.As), or nil.
 func kortyxIn(err error) error {
 	for err != nil {
@@ -434,13 +526,5 @@ func kortyxIn(err error) error {
 }
 
 func isCode(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'A' || r > 'Z') && r != '_' && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
+	return Code(s).Declared()
 }

@@ -51,8 +51,10 @@ type ReasonOptions struct {
 	// (an emit or return payload, or an OutputSchema answer): nil means 1, a pointer to 0
 	// disables repair (the validation failure is returned), at most 10. See [Corrections].
 	SchemaCorrections *int
-	// Timeout bounds one model pass (default 5 minutes); Retry is its retry policy (default: up
-	// to 5 attempts with exponential backoff; non-retryable provider errors stop at once).
+	// Timeout bounds one attempt of a model pass (default 5 minutes); Retry is its retry policy
+	// (default: no attempt limit, backoff from 1 s to 1 min, for at most max(6 × Timeout,
+	// 10 min); non-retryable provider errors stop at once). Your own policy is used as it is:
+	// its MaximumAttempts also counts attempts lost to dead workers.
 	Timeout time.Duration
 	Retry   *temporal.RetryPolicy
 }
@@ -61,6 +63,26 @@ type ReasonOptions struct {
 
 // heartbeatTimeout is the heartbeat timeout of model and tool activities.
 const heartbeatTimeout = 10 * time.Second
+
+// minRetryWindow is the shortest time a model pass or a tool call is retried for by default.
+const minRetryWindow = 10 * time.Minute
+
+// activityOptions are the options of a model or tool activity. The default retry policy has no
+// attempt limit: an attempt lost to a dead worker (a heartbeat or start-to-close timeout) is
+// not the call's fault, and a small attempt budget would fail runs in a crash loop. Instead
+// the call is bounded in time: retried with backoff (1 s doubling up to maxInterval) for at
+// most max(6 × timeout, 10 min). Failures that cannot succeed on retry are non-retryable
+// where they are classified (provider errors, unknown tools) and stop at once. A policy of
+// the caller is used as it is, without that bound: its MaximumAttempts counts every attempt,
+// lost ones included.
+func activityOptions(timeout time.Duration, retry *temporal.RetryPolicy, maxInterval time.Duration) workflow.ActivityOptions {
+	o := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry, HeartbeatTimeout: heartbeatTimeout}
+	if retry == nil {
+		o.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: maxInterval}
+		o.ScheduleToCloseTimeout = max(6*timeout, minRetryWindow)
+	}
+	return o
+}
 
 func Corrections(n int) *int { return &n }
 
@@ -98,8 +120,10 @@ type ToolExecution struct {
 	// MissingReturnCorrections is the number of extra passes that ask the model to finish with
 	// a return contract when it answered without one (default 0).
 	MissingReturnCorrections int
-	// Timeout bounds one tool call (default 2 minutes); Retry is its retry policy (default 3
-	// attempts; only retryable tool errors are retried).
+	// Timeout bounds one attempt of a tool call (default 2 minutes); Retry is its retry policy
+	// (default: no attempt limit, backoff from 1 s to 30 s, for at most max(6 × Timeout,
+	// 10 min); only retryable tool errors and lost attempts are retried). Your own policy is
+	// used as it is: its MaximumAttempts also counts attempts lost to dead workers.
 	Timeout time.Duration
 	Retry   *temporal.RetryPolicy
 }
@@ -131,8 +155,10 @@ func Only(tools ...string) Switch {
 }
 
 // Reason calls a model, durably: every model pass and every tool call is an activity recorded
-// in history, so a crash, a worker restart or a retried node never pays for a pass or runs a
-// tool twice. Text streams to the run's stream as text-start / text-delta / text-end chunks
+// in history, so a crash, a worker restart or a retried node reuses the passes and tool calls
+// that completed. Activities are at least once: a worker that dies after a pass or a tool ran
+// but before Temporal recorded its completion runs it again, with the same
+// tools.Call.IdempotencyKey, which a tool with side effects uses to make its effect once. Text streams to the run's stream as text-start / text-delta / text-end chunks
 // (node, id, opId, segmentId "step-<n>") unless Silent. When the model calls tools, each call
 // runs in the order requested — after a human approves it, when Approval says so — and every
 // call gets exactly one result before the next pass; a tool error or invalid arguments reach the
@@ -196,14 +222,6 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	if v, ok := opts.Model.Options["streaming"].(bool); ok && !v {
 		stream = false
 	}
-	modelRetry := opts.Retry
-	if modelRetry == nil {
-		modelRetry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 5}
-	}
-	toolRetry := te.Retry
-	if toolRetry == nil {
-		toolRetry = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 3}
-	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
@@ -214,7 +232,8 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	}
 	// The activities heartbeat every second (activities.KeepAliveInterval): a cancellation
 	// reaches a running model pass or tool within about 8 s (80% of the heartbeat timeout).
-	mo := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: modelRetry, HeartbeatTimeout: heartbeatTimeout}
+	mo := activityOptions(timeout, opts.Retry, time.Minute)
+	to := activityOptions(toolTimeout, te.Retry, 30*time.Second)
 	corrections := 1
 	if opts.SchemaCorrections != nil {
 		corrections = *opts.SchemaCorrections
@@ -230,7 +249,7 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
 		ModelOptions:      mo,
-		ToolOptions:       workflow.ActivityOptions{StartToCloseTimeout: toolTimeout, RetryPolicy: toolRetry, HeartbeatTimeout: heartbeatTimeout},
+		ToolOptions:       to,
 		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
 		OutputSchema: opts.OutputSchema, InterruptMode: engine.ModeOptional,
 	}

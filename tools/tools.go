@@ -66,7 +66,9 @@ type Tool struct {
 	// OutputSchema, when set, validates Result.Structured.
 	OutputSchema *contracts.Schema
 	// Execute runs the call. An error becomes an isError result the model can correct, unless
-	// it is wrapped with [Retryable] (the activity is retried) or is a cancellation.
+	// it is wrapped with [Retryable] (the activity is retried) or is a cancellation. The model
+	// reads the error's text; clients (tool-call-error chunks) see a *contracts.Error's message,
+	// and "An unexpected error occurred." for any other error.
 	Execute func(ctx context.Context, call Call) (Result, error)
 }
 
@@ -217,7 +219,11 @@ func (s *Set) Run(ctx context.Context, in contracts.ToolCallInput) (contracts.To
 		}
 		var ke *contracts.Error
 		if !errors.As(err, &ke) {
-			ke = &contracts.Error{Code: contracts.CodeDomainError, Message: err.Error()}
+			// A plain error: the model reads its text (to correct itself); its descriptor, which
+			// clients see in tool-call-error chunks, is the safe EXECUTION_FAILED.
+			f := contracts.FailureOf(err)
+			res.IsError, res.Content, res.Failure = true, err.Error(), &f
+			return res, nil
 		}
 		return failed(res, ke), nil
 	}

@@ -831,8 +831,10 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	if s.recorded(key+"/tools", &out) {
 		return out, nil
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5}})
+	// No attempt limit (an attempt lost to a dead worker must not use up a budget), bounded in
+	// time; an unreachable server fails the call after three minutes.
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}})
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
@@ -911,7 +913,9 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 	}
 	if emit {
 		if res.Failure != nil {
-			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallError, Message: res.Content, Failure: res.Failure}))
+			// The descriptor's message, not the content: a plain tool error's text is for the
+			// model only.
+			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallError, Message: res.Failure.Message, Failure: res.Failure}))
 		} else {
 			s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallResult, Content: res.Content,
 				StructuredContent: res.StructuredContent, IsError: res.IsError}))

@@ -36,7 +36,7 @@ func run() error {
 	}
 	defer c.Close()
 	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
-	backend, err := app.NewBackend(ctx, rec.Tool())
+	backend, err := app.NewBackend(ctx, rec.Tool(), rec.KeyTool())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,10 @@ func run() error {
 	if err := testagents.Register(reg); err != nil {
 		return err
 	}
-	backend.Providers = providers.NewSet(fake.NewResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1")).WithID("fake"))
+	if err := testagents.RegisterSweep(reg); err != nil {
+		return err
+	}
+	backend.Providers = providers.NewSet(fake.NewResponder(rec.SweepResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1"))).WithID("fake"))
 	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, rec.Register)
 	if err != nil {
 		return err

@@ -213,7 +213,8 @@ func TestCallResults(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content, "kaboom")
-	require.Equal(t, contracts.CodeDomainError, res.Failure.Code)
+	require.Equal(t, contracts.CodeExecutionFailed, res.Failure.Code, "a plain error: clients get the safe descriptor")
+	require.Equal(t, "An unexpected error occurred.", res.Failure.Message)
 	require.EqualValues(t, 1, ts.calls["boom"].Load())
 
 	res, err = set.Run(ctx, contracts.ToolCallInput{Tool: "m_mixed", ToolCallID: "c4"})
