@@ -159,11 +159,19 @@ func (s *session) install(ctx workflow.Context) error {
 	}
 	// Validators refuse what is wrong whatever the session's state. Whether a turn is active is
 	// decided by the handlers, after applying the reports that arrived before the request: a
-	// validator runs before those are applied.
+	// validator runs before those are applied. For the same reason, a check that depends on the
+	// reports (a question's token, a checkpoint id: a client learns them from the response that
+	// follows the report) is left to the handler while reports wait to be applied.
 	validate := func(check func() error) error {
 		s.validating = true
 		defer func() { s.validating = false }()
 		return contracts.ToTemporal(check())
+	}
+	validateSettled := func(check func() error) error {
+		if s.reports.Len() > 0 {
+			return nil
+		}
+		return validate(check)
 	}
 	updates := []struct {
 		name     string
@@ -180,15 +188,15 @@ func (s *session) install(ctx workflow.Context) error {
 			})
 		}},
 		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
-			return validate(func() error { _, _, err := s.checkResume(req); return err })
+			return validateSettled(func() error { _, _, err := s.checkResume(req); return err })
 		}},
 		{contracts.SessionAbortTurnUpdate, s.abortTurn, nil},
 		{contracts.SessionStopUpdate, s.stop, nil},
 		{contracts.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
-			return validate(func() error { _, err := s.checkTarget(id); return err })
+			return validateSettled(func() error { _, err := s.checkTarget(id); return err })
 		}},
 		{contracts.SessionForkUpdate, s.fork, func(ctx workflow.Context, req contracts.ForkRequest) error {
-			return validate(func() error { return s.checkFork(req) })
+			return validateSettled(func() error { return s.checkFork(req) })
 		}},
 	}
 	for _, u := range updates {

@@ -1,0 +1,85 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/enums/v1"
+	updatepb "go.temporal.io/api/update/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+// A client learns a question's token and its checkpoint's id from the response that follows
+// the run's report to the session. An answer or a rollback sent at once can reach the session
+// in the same workflow task as that report, before it is applied: the session must take it
+// (its validator used to refuse it with INVALID_RESUME or NOT_FOUND).
+func TestSessionActsOnAReportOfTheSameTask(t *testing.T) {
+	for _, action := range []string{"resume", "rollback"} {
+		t.Run(action, func(t *testing.T) {
+			ctx := context.Background()
+			runs := startWorker(t, tc)
+			sessions := workerOn(t, runs.tq+"-sessions")
+			session := "s-" + taskQueue(t)
+			_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contracts.SessionWorkflowID(session), TaskQueue: sessions.tq,
+				TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(session))},
+				contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, RunTaskQueue: runs.tq})
+			require.NoError(t, err)
+			b, _ := json.Marshal("hello")
+			t1, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b},
+				workflows.SessionOptions{TaskQueue: sessions.tq})
+			require.NoError(t, err)
+			sessions.stop()
+
+			// The run asks its question and reports it while no session worker runs.
+			resp, _ := nextResponse(t, runs.follow, t1.RunID, 0)
+			ask, _ := interruptOf(t, resp)
+			cp := chunkOf(t, resp, contracts.ChunkCheckpoint)
+
+			name, arg := contracts.SessionResumeTurnUpdate, any(contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+			if action == "rollback" {
+				name, arg = contracts.SessionRollbackUpdate, cp.ID
+			}
+			done := make(chan error, 1)
+			go func() {
+				h, err := tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: contracts.SessionWorkflowID(session), UpdateID: action,
+					UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+				if err == nil {
+					var out json.RawMessage
+					err = h.Get(ctx, &out)
+				}
+				done <- err
+			}()
+			eventually(t, 20*time.Second, "the request to be admitted", func() bool {
+				_, err := tc.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
+					Namespace:  "default",
+					UpdateRef:  &updatepb.UpdateRef{WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: contracts.SessionWorkflowID(session)}, UpdateId: action},
+					WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enums.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED}})
+				return err == nil
+			})
+			workerOn(t, sessions.tq)
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the request got no answer")
+			}
+			v, err := workflows.Session(ctx, tc, session)
+			require.NoError(t, err)
+			if action == "resume" {
+				require.NotNil(t, v.Active, "the answer turn is active")
+				require.Equal(t, t1.RunID, v.Active.RunID)
+			} else {
+				require.Equal(t, cp.ID, v.Head)
+			}
+		})
+	}
+}
