@@ -99,10 +99,10 @@ func TestLostAttemptsDoNotExhaustTheDefaultRetries(t *testing.T) {
 	require.EqualValues(t, 6+1, toolAttempts.Load())
 	require.Equal(t, 1, box.n("lookup_order"))
 	require.Equal(t, 2, model.Calls())
-	// The first pass (the tool call) ran on attempt 9: it voids what a lost attempt may have
-	// streamed; the answer streams on its first attempt.
-	require.Equal(t, []string{"text-invalidated", "text-start", "text-delta", "text-end", "done"}, h.types())
-	require.Equal(t, "step-1", h.chunks()[1].SegmentID)
+	// The first pass (the tool call) ran on attempt 9; the lost attempts published nothing, so
+	// nothing is invalidated; the answer streams on its first attempt.
+	require.Equal(t, []string{"text-start", "text-delta", "text-end", "done"}, h.types())
+	require.Equal(t, "step-1", h.chunks()[0].SegmentID)
 }
 
 // TestModelPassThatNeverCompletesSaysWhy: a model pass whose attempts are all lost fails the run
