@@ -289,7 +289,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// hook runs now; if it fails, the run is cancelled at once (a fast run may have ended
 		// first).
 		if err := accept(); err != nil {
-			if _, serr := workflows.StopSession(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID); serr != nil {
+			if _, serr := workflows.StopTurn(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID, ts.RunID); serr != nil {
 				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
 			}
 			fail(w, r, h.o.Logger, err)
@@ -392,7 +392,7 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 			_ = workflows.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
 		case r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue:
 			// The reader left while the answer was on its way: cancel, as for any disconnect.
-			_, _ = workflows.StopSession(bg, h.o.Client, req.SessionID)
+			_, _ = workflows.StopTurn(bg, h.o.Client, req.SessionID, ts.RunID)
 		default:
 			// The answer may have reached the run: keep the turn. A reconnect with the same
 			// clientTurnId delivers it again; Stop frees the session.
@@ -505,7 +505,7 @@ func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
 	defer cancel()
 	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
-		_, err := workflows.StopSession(ctx, h.o.Client, req.SessionID)
+		_, err := workflows.StopTurn(ctx, h.o.Client, req.SessionID, t.ts.RunID)
 		return err
 	})
 	if err != nil {

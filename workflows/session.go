@@ -473,14 +473,15 @@ func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
 	return true, nil
 }
 
-// stop cancels the active run (the Stop button) and frees the session.
-func (s *session) stop(ctx workflow.Context, _ string) (string, error) {
+// stop cancels the active run (the Stop button) and frees the session; with a run id, only
+// when that run is the active turn's.
+func (s *session) stop(ctx workflow.Context, runID string) (string, error) {
 	if err := s.ready(ctx); err != nil {
 		return "", err
 	}
 	s.drain(ctx)
 	a := s.st.Active
-	if a == nil {
+	if a == nil || (runID != "" && a.RunID != runID) {
 		return "", nil
 	}
 	s.cancelRun(ctx, a.RunID)

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -107,6 +108,16 @@ func AbortTurn(ctx context.Context, c client.Client, sessionID, runID string) er
 func StopSession(ctx context.Context, c client.Client, sessionID string) (string, error) {
 	var runID string
 	return runID, sessionUpdate(ctx, c, sessionID, contracts.SessionStopUpdate, "", &runID)
+}
+
+// StopTurn cancels the session's active run only if it is runID (a reader of that turn left):
+// it returns runID, or "" when another turn, or none, is active.
+func StopTurn(ctx context.Context, c client.Client, sessionID, runID string) (string, error) {
+	if strings.TrimSpace(runID) == "" {
+		return "", contracts.Errorf(contracts.CodeInvalidRequest, "StopTurn needs the run id of the turn to stop")
+	}
+	var stopped string
+	return stopped, sessionUpdate(ctx, c, sessionID, contracts.SessionStopUpdate, runID, &stopped)
 }
 
 // Rollback makes a checkpoint the session's head (spec F5.4).

@@ -83,3 +83,28 @@ func TestSessionActsOnAReportOfTheSameTask(t *testing.T) {
 		})
 	}
 }
+
+// StopTurn (what a disconnected reader's turn is cancelled with) cancels only its own run: a
+// reader of an earlier turn that leaves late never stops the next one.
+func TestStopTurnStopsOnlyItsRun(t *testing.T) {
+	ctx := context.Background()
+	e := startWorker(t, tc)
+	session := "s-" + taskQueue(t)
+	b, _ := json.Marshal("x")
+	ts, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	stopped, err := workflows.StopTurn(ctx, tc, session, "run-of-an-earlier-turn")
+	require.NoError(t, err)
+	require.Empty(t, stopped)
+	v, err := workflows.Session(ctx, tc, session)
+	require.NoError(t, err)
+	require.NotNil(t, v.Active)
+	require.Equal(t, ts.RunID, v.Active.RunID)
+
+	stopped, err = workflows.StopTurn(ctx, tc, session, ts.RunID)
+	require.NoError(t, err)
+	require.Equal(t, ts.RunID, stopped)
+	res, err := result(t, tc.GetWorkflow(ctx, ts.RunID, ""))
+	require.Error(t, err, "the run is cancelled")
+	require.Equal(t, contracts.CodeExecutionCancelled, contracts.CodeOf(err), "%v %v", res, err)
+}
