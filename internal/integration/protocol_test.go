@@ -274,13 +274,7 @@ func TestSessionPromptInTheTaskOfThePreviousReport(t *testing.T) {
 		}
 		done <- o
 	}()
-	eventually(t, 20*time.Second, "the prompt to be admitted", func() bool {
-		_, err := tc.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
-			Namespace:  "default",
-			UpdateRef:  &updatepb.UpdateRef{WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: contracts.SessionWorkflowID(session)}, UpdateId: "t2"},
-			WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enums.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED}})
-		return err == nil
-	})
+	waitAdmitted(t, contracts.SessionWorkflowID(session), "t2")
 	workerOn(t, sessions.tq)
 	var o outcome
 	select {
@@ -292,6 +286,18 @@ func TestSessionPromptInTheTaskOfThePreviousReport(t *testing.T) {
 	require.Equal(t, 2, o.ts.TurnIndex)
 	resp, _ := nextResponse(t, runs.follow, o.ts.RunID, 0)
 	require.Equal(t, []string{"message", "checkpoint", "done"}, types(resp))
+}
+
+// waitAdmitted waits until the server has admitted the update (it waits for a worker).
+func waitAdmitted(t *testing.T, workflowID, updateID string) {
+	t.Helper()
+	eventually(t, 20*time.Second, "update "+updateID+" to be admitted", func() bool {
+		_, err := tc.WorkflowService().PollWorkflowExecutionUpdate(context.Background(), &workflowservice.PollWorkflowExecutionUpdateRequest{
+			Namespace:  "default",
+			UpdateRef:  &updatepb.UpdateRef{WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID}, UpdateId: updateID},
+			WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enums.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED}})
+		return err == nil
+	})
 }
 
 // sessionWorker is a worker of session workflows only.

@@ -10,10 +10,6 @@ import (
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
-	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/api/enums/v1"
-	updatepb "go.temporal.io/api/update/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -58,13 +54,7 @@ func TestSessionActsOnAReportOfTheSameTask(t *testing.T) {
 				}
 				done <- err
 			}()
-			eventually(t, 20*time.Second, "the request to be admitted", func() bool {
-				_, err := tc.WorkflowService().PollWorkflowExecutionUpdate(ctx, &workflowservice.PollWorkflowExecutionUpdateRequest{
-					Namespace:  "default",
-					UpdateRef:  &updatepb.UpdateRef{WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: contracts.SessionWorkflowID(session)}, UpdateId: action},
-					WaitPolicy: &updatepb.WaitPolicy{LifecycleStage: enums.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ADMITTED}})
-				return err == nil
-			})
+			waitAdmitted(t, contracts.SessionWorkflowID(session), action)
 			workerOn(t, sessions.tq)
 			select {
 			case err := <-done:
