@@ -1,48 +1,25 @@
 package research_test
 
 import (
-	"context"
-	"encoding/json"
-	"log/slog"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/kortyx-go/kortyx/activities"
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/research"
-	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 )
 
 func TestResearchFansOutAndAsksThroughTheRoot(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	env := s.NewTestWorkflowEnvironment()
-	broker := stream.NewMemory()
 	reg := workflows.NewRegistry()
 	require.NoError(t, research.Register(reg))
-	workflows.NewRunner(reg).Register(env)
-	(&activities.Activities{Stream: broker}).Register(env)
+	env := kortyxtest.New(reg, kortyxtest.Options{})
 
-	var asked contracts.PendingRequest
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(contracts.StateQueryName)
-		require.NoError(t, err)
-		var view contracts.RunView
-		require.NoError(t, v.Get(&view))
-		require.NotNil(t, view.Pending)
-		asked = *view.Pending
-		env.SignalWorkflow(contracts.RespondName, contracts.Response{Token: asked.Token, RequestID: asked.RequestID, Selected: []string{"yes"}})
-	}, time.Minute)
-	env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: research.WorkflowID, Input: json.RawMessage(`"AI agents"`)})
-	require.NoError(t, env.GetWorkflowError())
-	var res contracts.RunResult
-	require.NoError(t, env.GetWorkflowResult(&res))
+	env.OnQuestion("speculative", kortyxtest.Select("yes")) // the child topic workflow asks it
+	res, err := env.Run(research.WorkflowID, "AI agents")
+	require.NoError(t, err)
 
+	require.Len(t, env.Asked(), 1)
+	asked := env.Asked()[0]
 	require.Equal(t, research.Question, asked.Input.Question)
 	require.Equal(t, research.TopicWorkflowID, asked.Workflow, "the question is the child's, asked by the root")
 	findings := res.State.Data["findings"].([]any)
@@ -57,13 +34,10 @@ func TestResearchFansOutAndAsksThroughTheRoot(t *testing.T) {
 	require.Contains(t, res.State.UI.Message, "long-term effects on jobs and trust are still unknown")
 	require.Contains(t, res.State.UI.Message, "(10 sources)")
 
-	entries, err := broker.Read(context.Background(), "default-test-workflow-id", 0, 0)
-	require.NoError(t, err)
-	var types []string
+	types := env.Types()
 	progress := 0
-	for _, e := range entries {
-		types = append(types, string(e.Chunk.Type))
-		if e.Chunk.DataType == "research-progress" {
+	for _, c := range env.Chunks() {
+		if c.DataType == "research-progress" {
 			progress++
 		}
 	}

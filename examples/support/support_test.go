@@ -1,32 +1,19 @@
 package support_test
 
 import (
-	"context"
-	"encoding/json"
-	"log/slog"
-	"os"
 	"testing"
-	"time"
 
-	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/support"
-	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/providers/fake"
-	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/testsuite"
 )
 
 func run(t *testing.T, message, decision string) (*fake.Model, *support.Store, []contracts.Chunk, contracts.RunResult) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	env := s.NewTestWorkflowEnvironment()
-	broker := stream.NewMemory()
 	store := support.NewStore()
 	ts, err := support.Tools(store)
 	require.NoError(t, err)
@@ -35,30 +22,17 @@ func run(t *testing.T, message, decision string) (*fake.Model, *support.Store, [
 	model := fake.NewResponder(support.FakeModel())
 	reg := workflows.NewRegistry()
 	require.NoError(t, support.Register(reg))
-	workflows.NewRunner(reg).Register(env)
-	(&activities.Activities{Stream: broker, Providers: providers.NewSet(model), DefaultProvider: fake.ID, Tools: set}).Register(env)
+	env := kortyxtest.New(reg, kortyxtest.Options{Model: model, Tools: set})
 	if decision != "" {
-		env.RegisterDelayedCallback(func() {
-			v, err := env.QueryWorkflow(contracts.StateQueryName)
-			require.NoError(t, err)
-			var view contracts.RunView
-			require.NoError(t, v.Get(&view))
-			require.Equal(t, "Approve refund?", view.Pending.Input.Question)
-			env.SignalWorkflow(contracts.RespondName, contracts.Response{Token: view.Pending.Token, RequestID: view.Pending.RequestID, Selected: []string{decision}})
-		}, time.Minute)
+		env.OnQuestion("", kortyxtest.Select(decision)) // the refund's approval
 	}
-	input, _ := json.Marshal(message)
-	env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: support.WorkflowID, Input: input})
-	require.NoError(t, env.GetWorkflowError())
-	var res contracts.RunResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	entries, err := broker.Read(context.Background(), "default-test-workflow-id", 0, 0)
+	res, err := env.Run(support.WorkflowID, message)
 	require.NoError(t, err)
-	chunks := make([]contracts.Chunk, len(entries))
-	for i, e := range entries {
-		chunks[i] = e.Chunk
+	if decision != "" {
+		require.Len(t, env.Asked(), 1)
+		require.Equal(t, "Approve refund?", env.Asked()[0].Input.Question)
 	}
-	return model, store, chunks, res
+	return model, store, env.Chunks(), res
 }
 
 func kinds(chunks []contracts.Chunk) []string {
