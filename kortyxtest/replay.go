@@ -27,7 +27,8 @@ type ReplayOptions struct {
 	// Register registers further workflows of your worker on the replayer, for histories of
 	// workflow types other than the run and session workflows.
 	Register func(worker.WorkflowRegistry)
-	// Logger receives the replayer's logs. Default: errors only, on stderr.
+	// Logger receives the replayer's logs. Default: none (what went wrong is the error Replay
+	// returns).
 	Logger log.Logger
 }
 
@@ -53,7 +54,7 @@ func Replay(reg *workflows.Registry, h *historypb.History, opts ReplayOptions) e
 	}
 	logger := opts.Logger
 	if logger == nil {
-		logger = log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	}
 	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
 	if err != nil {
