@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,16 @@ func TestKitReplaysWhatTheCLIShows(t *testing.T) {
 	if os.Getenv("KORTYX_RECORD_HISTORIES") == "1" {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "kortyxtest", "testdata", "hello.json"), out, 0o644))
 	}
+}
+
+// The unit test snippet of docs/running.md is examples/hello's test.
+func TestKitSnippetIsTheHelloTest(t *testing.T) {
+	docs, err := os.ReadFile(filepath.Join(root, "docs", "running.md"))
+	require.NoError(t, err)
+	src, err := os.ReadFile(filepath.Join(root, "examples", "hello", "hello_test.go"))
+	require.NoError(t, err)
+	i := strings.Index(string(src), "func TestHello(")
+	require.GreaterOrEqual(t, i, 0)
+	fn := string(src)[i:]
+	require.Contains(t, string(docs), "```go\n"+fn+"```\n")
 }
