@@ -43,7 +43,9 @@ type Options struct {
 // the test tells it. The embedded [testsuite.TestWorkflowEnvironment] stays available for
 // anything the kit does not cover (registering activities of your own, cancelling, queries).
 //
-// An Env runs one workflow, like the environment it embeds; create one per run.
+// An Env runs one workflow, like the environment it embeds; create one per run. It sees
+// questions through the environment's local activity completed listener: setting another one
+// (SetOnLocalActivityCompletedListener) turns [Env.OnQuestion] off.
 type Env struct {
 	*testsuite.TestWorkflowEnvironment
 	// Broker holds the run's stream: every chunk the run and its activities published.
