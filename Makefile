@@ -1,19 +1,22 @@
 # Kortyx for Go on Temporal.
 #
-#   make check   gofmt, go vet, workflowcheck and every test (integration tests included)
+#   make check   gofmt, go vet, workflowcheck, staticcheck, errcheck and every test (integration
+#                tests included)
 #   make demo    the triage agent end to end on the embedded dev server
-#   make tools   install the Temporal CLI and workflowcheck into .tools/bin (once)
+#   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once)
 
 TOOLS         := $(CURDIR)/.tools/bin
 TEMPORAL      := $(TOOLS)/temporal
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
+STATICCHECK   := $(TOOLS)/staticcheck
+ERRCHECK      := $(TOOLS)/errcheck
 GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
 
-.PHONY: check tools fmt vet workflowcheck test demo bench record-histories
+.PHONY: check tools fmt vet workflowcheck staticcheck errcheck test demo bench record-histories
 
-check: tools fmt vet workflowcheck test
+check: tools fmt vet workflowcheck staticcheck errcheck test
 
-tools: $(TEMPORAL) $(WORKFLOWCHECK)
+tools: $(TEMPORAL) $(WORKFLOWCHECK) $(STATICCHECK) $(ERRCHECK)
 
 $(TEMPORAL):
 	@echo "installing the Temporal CLI v1.5.1 into .tools/bin (a few minutes, once)"
@@ -30,6 +33,19 @@ vet:
 
 workflowcheck: $(WORKFLOWCHECK)
 	$(WORKFLOWCHECK) -config workflowcheck.config.yaml ./...
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS) go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+$(ERRCHECK):
+	GOBIN=$(TOOLS) go install github.com/kisielk/errcheck@v1.30.0
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+# Errors of non-test code are handled; errcheck.excludes lists the few calls whose errors are not.
+errcheck: $(ERRCHECK)
+	$(ERRCHECK) -ignoretests -exclude errcheck.excludes ./...
 
 # Integration tests start a real Temporal dev server (.tools/bin/temporal); they fail, never
 # skip, when it is missing.

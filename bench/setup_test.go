@@ -214,11 +214,11 @@ func (e *env) waitChunk(ctx context.Context, id string, after int64, ok func(con
 // sent next meets a run that is really waiting (not one still finishing the task that asked).
 func (e *env) waitIdle(ctx context.Context, id string) error {
 	for {
-		d, err := e.c.DescribeWorkflowExecution(ctx, id, "")
+		d, err := e.c.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			return err
 		}
-		if d.GetPendingWorkflowTask() == nil {
+		if d.RawResponse.GetPendingWorkflowTask() == nil {
 			return nil
 		}
 		select {

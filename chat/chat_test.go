@@ -64,7 +64,7 @@ func TestParseRequestRefusals(t *testing.T) {
 			_, err := parse(t, tc.body)
 			require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err), "err: %v", err)
 			f := contracts.FailureOf(err)
-			require.Equal(t, http.StatusBadRequest, contracts.HTTPStatus(f))
+			require.Equal(t, http.StatusBadRequest, HTTPStatus(f))
 			if tc.path != nil {
 				require.NotEmpty(t, f.Issues, "issues of %v", err)
 				b, _ := json.Marshal(f.Issues[0].Path)

@@ -46,18 +46,19 @@ func CheckHealth(ctx context.Context, c client.Client) error {
 func temporalCall(ctx context.Context, c client.Client, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- fn(cctx) }()
+	var err error
+	done := make(chan struct{})
+	go func() { err = fn(cctx); close(done) }()
 	timer := time.NewTimer(healthAfter)
 	defer timer.Stop()
 	for {
 		select {
-		case err := <-done:
+		case <-done:
 			return classifyTemporal(ctx, err)
 		case <-timer.C:
 			if herr := CheckHealth(ctx, c); herr != nil && ctx.Err() == nil {
 				cancel()
-				<-done
+				<-done // the call's own error no longer matters: Temporal is gone
 				return herr
 			}
 			timer.Reset(healthAfter)

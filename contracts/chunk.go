@@ -1,6 +1,9 @@
 package contracts
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ChunkType names one kind of stream event. The wire values are Kortyx's (spec F6.3), plus
 // [ChunkResumeRejected] and [ChunkTextInvalidated] of this port, which Kortyx clients ignore.
@@ -136,8 +139,11 @@ type InterruptInput struct {
 	Request       json.RawMessage `json:"request,omitempty"`
 }
 
-// RawJSON marshals v, for the raw JSON fields of [Chunk]. A value that cannot be marshalled
-// yields nil (the field is omitted); callers that need the error marshal themselves.
+// RawJSON marshals v, for the raw JSON fields of [Chunk] and journal entries. It is for values
+// that are known to encode (decoded JSON, this module's own types): one that cannot be
+// marshalled is a bug, and RawJSON panics rather than record nothing (in workflow code the
+// panic fails the workflow task, which Temporal retries once the code is fixed). Marshal
+// anything else yourself and handle the error.
 func RawJSON(v any) json.RawMessage {
 	if v == nil {
 		return nil
@@ -147,7 +153,7 @@ func RawJSON(v any) json.RawMessage {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil
+		panic(fmt.Sprintf("kortyx: a %T that cannot be encoded as JSON reached RawJSON: %v", v, err))
 	}
 	return b
 }

@@ -2,7 +2,6 @@ package contracts
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -104,45 +103,6 @@ func (f Failure) Limit() Failure {
 		return out
 	}
 	return compactFailure(out)
-}
-
-// HTTPStatus maps a descriptor to the HTTP status of an error response (spec F4.1): category
-// request → 400 (404 for NOT_FOUND and UNKNOWN_WORKFLOW), provider → 502, persistence → 503,
-// PAYLOAD_TOO_LARGE → 413, anything else → 500. A descriptor without category is mapped by its
-// code's category.
-func HTTPStatus(f Failure) int {
-	if f.Code == CodePayloadTooLarge {
-		return http.StatusRequestEntityTooLarge
-	}
-	category := f.Category
-	if category == "" {
-		category = f.Code.Category()
-	}
-	switch category {
-	case CategoryRequest:
-		if f.Code == CodeNotFound || f.Code == CodeUnknownWorkflow {
-			return http.StatusNotFound
-		}
-		switch f.Code {
-		case CodeSessionBusy:
-			return http.StatusConflict
-		case CodeUnauthorized:
-			return http.StatusUnauthorized
-		case CodeForbidden:
-			return http.StatusForbidden
-		}
-		return http.StatusBadRequest
-	case CategoryProvider:
-		return http.StatusBadGateway
-	case CategoryPersistence:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-// HTTPStatus is the HTTP status of a failure with this code (see [HTTPStatus]).
-func (c Code) HTTPStatus() int {
-	return HTTPStatus(Failure{Code: c, Category: c.Category()})
 }
 
 // limitFailure applies the per-field limits to f, a descriptor at the given nesting depth

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -345,36 +344,6 @@ func TestDomainError(t *testing.T) {
 	require.Equal(t, "OUT_OF_STOCK", contracts.FailureOf(contracts.ToTemporal(e)).DomainCode)
 }
 
-func TestHTTPStatus(t *testing.T) {
-	tests := []struct {
-		code contracts.Code
-		want int
-	}{
-		{contracts.CodeInvalidRequest, http.StatusBadRequest},
-		{contracts.CodeInvalidResume, http.StatusBadRequest},
-		{contracts.CodeResumeMismatch, http.StatusBadRequest},
-		{contracts.CodeNotFound, http.StatusNotFound},
-		{contracts.CodeUnknownWorkflow, http.StatusNotFound},
-		{contracts.CodeProviderHTTPError, http.StatusBadGateway},
-		{contracts.CodeProviderRefusal, http.StatusBadGateway},
-		{contracts.CodePersistenceError, http.StatusServiceUnavailable},
-		{contracts.CodeChatLifecycleHookFailed, http.StatusServiceUnavailable},
-		{contracts.CodeDomainError, http.StatusInternalServerError},
-		{contracts.CodeExecutionFailed, http.StatusInternalServerError},
-		{contracts.CodeSchemaValidation, http.StatusInternalServerError},
-		{contracts.CodeMalformedStream, http.StatusInternalServerError},
-	}
-	for _, tc := range tests {
-		t.Run(string(tc.code), func(t *testing.T) {
-			require.Equal(t, tc.want, tc.code.HTTPStatus())
-			require.Equal(t, tc.want, contracts.HTTPStatus(contracts.Errorf(tc.code, "x").Failure()))
-		})
-	}
-	// The category decides; a descriptor without one is mapped by its code.
-	require.Equal(t, http.StatusBadGateway, contracts.HTTPStatus(contracts.Failure{Code: contracts.CodeProviderHTTPError}))
-	require.Equal(t, http.StatusBadRequest, contracts.HTTPStatus(contracts.Failure{Code: "APP_SPECIFIC", Category: contracts.CategoryRequest}))
-}
-
 func TestSpecCodesExist(t *testing.T) {
 	// Every code of spec F4.1, with the category it belongs to.
 	want := map[contracts.Code]contracts.Category{
@@ -518,31 +487,10 @@ func TestIssueUnmarshalJSON(t *testing.T) {
 	require.Equal(t, []any{}, is.Path)
 }
 
-func ExampleHTTPStatus() {
-	for _, err := range []error{
-		contracts.Errorf(contracts.CodeInvalidInput, "Input is not valid."),
-		contracts.Errorf(contracts.CodeUnknownWorkflow, `Workflow "x" not found.`),
-		contracts.Errorf(contracts.CodeProviderHTTPError, "Provider returned 503."),
-		contracts.Errorf(contracts.CodePersistenceError, "Store unavailable."),
-		errors.New("anything else"),
-	} {
-		f := contracts.FailureOf(err)
-		fmt.Println(contracts.HTTPStatus(f), f.Code)
-	}
-	// Output:
-	// 400 INVALID_INPUT
-	// 404 UNKNOWN_WORKFLOW
-	// 502 PROVIDER_HTTP_ERROR
-	// 503 PERSISTENCE_ERROR
-	// 500 EXECUTION_FAILED
-}
-
 func ExampleDomainError() {
 	err := contracts.DomainError("OUT_OF_STOCK", "This item is out of stock.", map[string]any{"sku": "A-1"})
 	b, _ := json.Marshal(contracts.FailureOf(fmt.Errorf("checkout: %w", err)))
 	fmt.Println(string(b))
-	fmt.Println(contracts.CodeOf(err).HTTPStatus())
 	// Output:
 	// {"version":1,"code":"DOMAIN_ERROR","category":"domain","message":"This item is out of stock.","retryable":false,"domainCode":"OUT_OF_STOCK","details":{"sku":"A-1"}}
-	// 500
 }

@@ -41,7 +41,6 @@ func TestCheckID(t *testing.T) {
 			require.Equal(t, contracts.CodeInvalidRequest, err.Code)
 			require.Equal(t, tc.want, err.Message)
 			require.Equal(t, []contracts.Issue{{Path: []any{"sessionId"}, Code: "invalid_id", Message: tc.want}}, err.Issues)
-			require.Equal(t, 400, contracts.CodeOf(err).HTTPStatus())
 		})
 	}
 }

@@ -16,6 +16,5 @@ func TestCheckPayload(t *testing.T) {
 	f := contracts.FailureOf(err)
 	require.Equal(t, map[string]any{"what": "the value", "size": contracts.PayloadLimit + 1, "limit": contracts.PayloadLimit, "fix": "send less"}, f.Details)
 	require.Equal(t, "the value is 2031617 bytes encoded, over the 2031616-byte limit of a Temporal payload: send less.", f.Message)
-	require.Equal(t, 413, contracts.HTTPStatus(f))
 	require.NoError(t, contracts.CheckPayload("a channel", make(chan int), "-"), "what cannot be encoded is the encoder's to report")
 }

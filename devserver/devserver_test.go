@@ -127,9 +127,9 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	// real dev-mode restart.
 	srv = startServer(t, opts)
 	c = dial(t, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
-	desc, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	desc, err := c.DescribeWorkflow(ctx, workflowID, "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 }
 
 func TestStartFailsFastOnEarlyExit(t *testing.T) {

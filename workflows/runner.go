@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -213,6 +214,9 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed,
 			"Transition to '%s' rejected: a workflow called as a child cannot hand off (transitionTo).", res.TransitionTo)
 	}
+	if err := checkEncodable(id, res); err != nil {
+		return nil, err
+	}
 	st := &run.Snap.State
 	st.LastNode = id
 	if res.UI != nil && strings.TrimSpace(res.UI.Message) != "" {
@@ -260,6 +264,25 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 	}
 	run.Snap.NextNode = def.Next(id, cond)
 	return def, nil
+}
+
+// checkEncodable refuses a node result whose data cannot be stored as JSON (a channel, a
+// function, a NaN…): it would otherwise be lost from the run's state and snapshots.
+func checkEncodable(node string, res NodeResult) error {
+	values := map[string]any{"data": res.Data}
+	if res.UI != nil {
+		values["ui.structured"] = res.UI.Structured
+	}
+	for _, field := range []string{"data", "ui.structured"} {
+		if v, ok := values[field]; ok {
+			if _, err := json.Marshal(v); err != nil {
+				return &contracts.Error{Code: contracts.CodeInvalidOutput, Err: err,
+					Message: fmt.Sprintf("Node %q returned %s that cannot be encoded as JSON: return maps, slices, strings, numbers, booleans or nil.", node, field),
+					Details: map[string]any{"node": node, "field": field}}
+			}
+		}
+	}
+	return nil
 }
 
 // transition hands the run over to another workflow in the same run and stream (spec F2.4).

@@ -26,7 +26,7 @@ type Body struct {
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, err error) {
 	f := contracts.FailureOf(err)
 	if status == 0 {
-		status = contracts.HTTPStatus(f)
+		status = Status(f)
 	}
 	if status >= 500 {
 		if logger == nil {
@@ -130,4 +130,38 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.body = append(r.body, b...)
 	}
 	return len(b), nil
+}
+
+// Status maps a descriptor to the HTTP status of an error response (spec F4.1): category
+// request → 400 (404 for NOT_FOUND and UNKNOWN_WORKFLOW), provider → 502, persistence → 503,
+// PAYLOAD_TOO_LARGE → 413, anything else → 500. A descriptor without category is mapped by its
+// code's category.
+func Status(f contracts.Failure) int {
+	if f.Code == contracts.CodePayloadTooLarge {
+		return http.StatusRequestEntityTooLarge
+	}
+	category := f.Category
+	if category == "" {
+		category = f.Code.Category()
+	}
+	switch category {
+	case contracts.CategoryRequest:
+		if f.Code == contracts.CodeNotFound || f.Code == contracts.CodeUnknownWorkflow {
+			return http.StatusNotFound
+		}
+		switch f.Code {
+		case contracts.CodeSessionBusy:
+			return http.StatusConflict
+		case contracts.CodeUnauthorized:
+			return http.StatusUnauthorized
+		case contracts.CodeForbidden:
+			return http.StatusForbidden
+		}
+		return http.StatusBadRequest
+	case contracts.CategoryProvider:
+		return http.StatusBadGateway
+	case contracts.CategoryPersistence:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }

@@ -454,7 +454,6 @@ type finalized struct {
 	forked   []chat.Forked
 	rolled   []chat.RolledBack
 	fail     map[chat.Phase]bool
-	execs    []<-chan struct{}
 }
 
 func newFinalized() *finalized { return &finalized{fail: map[chat.Phase]bool{}} }

@@ -21,9 +21,9 @@ import (
 // childStatus is the Temporal status of a child call of the fanout workflow's "fan" node.
 func childStatus(t *testing.T, runID, call string) enumspb.WorkflowExecutionStatus {
 	t.Helper()
-	d, err := tc.DescribeWorkflowExecution(context.Background(), runID+"/fan#1/"+call, "")
+	d, err := tc.DescribeWorkflow(context.Background(), runID+"/fan#1/"+call, "")
 	require.NoError(t, err)
-	return d.GetWorkflowExecutionInfo().GetStatus()
+	return d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
 }
 
 func hasLines(t *testing.T, path string, want ...string) bool {

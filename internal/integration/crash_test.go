@@ -82,9 +82,9 @@ func TestWorkerKilledWhileRunWaits(t *testing.T) {
 	eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, run.GetID()) == "waiting" })
 	first.kill() // SIGKILL: no graceful shutdown
 	require.Equal(t, -1, first.cmd.ProcessState.ExitCode())
-	d, err := tc.DescribeWorkflowExecution(ctx, run.GetID(), "")
+	d, err := tc.DescribeWorkflow(ctx, run.GetID(), "")
 	require.NoError(t, err)
-	require.Equal(t, "Running", d.GetWorkflowExecutionInfo().GetStatus().String())
+	require.Equal(t, "Running", d.RawResponse.GetWorkflowExecutionInfo().GetStatus().String())
 	require.True(t, isWaiting(t, tc, run.GetID()), "discoverable as waiting with no worker alive")
 
 	second := startWorkerProcess(t, srv.Address(), tq, effects)

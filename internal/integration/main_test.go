@@ -228,9 +228,9 @@ func isWaiting(t *testing.T, c client.Client, runID string) bool {
 // statusAttribute reads the KortyxStatus search attribute without a worker.
 func statusAttribute(t *testing.T, c client.Client, runID string) string {
 	t.Helper()
-	d, err := c.DescribeWorkflowExecution(context.Background(), runID, "")
+	d, err := c.DescribeWorkflow(context.Background(), runID, "")
 	require.NoError(t, err)
-	p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeStatus]
+	p := d.RawResponse.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeStatus]
 	var s string
 	if p != nil {
 		require.NoError(t, json.Unmarshal(p.GetData(), &s))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/app"
@@ -152,7 +153,7 @@ func TestCheckpointOverThePayloadLimitFailsTheTurn(t *testing.T) {
 		workflows.SessionOptions{TaskQueue: e.tq})
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(err), "%v", err)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the turn request")
-	require.Equal(t, 413, contracts.CodePayloadTooLarge.HTTPStatus())
+	require.Equal(t, 413, chat.HTTPStatus(contracts.FailureOf(err)))
 
 	t2 = turn(t, e, session, testagents.EchoWorkflow, "next")
 	require.Equal(t, 1, t2.TurnIndex, "the failed turn committed nothing")

@@ -211,9 +211,9 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	_, err = workflows.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
 	require.NoError(t, err)
 
-	desc, err := tc.DescribeWorkflowExecution(ctx, contracts.SessionWorkflowID(session), "")
+	desc, err := tc.DescribeWorkflow(ctx, contracts.SessionWorkflowID(session), "")
 	require.NoError(t, err)
-	require.NotEqual(t, first.GetRunID(), desc.WorkflowExecutionInfo.Execution.RunId, "the session continued as new")
+	require.NotEqual(t, first.GetRunID(), desc.RawResponse.WorkflowExecutionInfo.Execution.RunId, "the session continued as new")
 	require.Len(t, sessionView(t, e, session).Checkpoints, 3)
 }
 
@@ -221,8 +221,8 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 func dumpSession(t *testing.T, session, runID string) {
 	t.Helper()
 	ctx := context.Background()
-	if d, err := tc.DescribeWorkflowExecution(ctx, runID, ""); err == nil {
-		t.Logf("run %s: %s", runID, d.GetWorkflowExecutionInfo().GetStatus())
+	if d, err := tc.DescribeWorkflow(ctx, runID, ""); err == nil {
+		t.Logf("run %s: %s", runID, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 	}
 	v := sessionView(t, &inproc{c: tc}, session)
 	t.Logf("view: active=%+v checkpoints=%d", v.Active, len(v.Checkpoints))

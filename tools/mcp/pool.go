@@ -331,7 +331,7 @@ func (e *endpoint) drop(cs *sdk.ClientSession) {
 	}
 	e.mu.Unlock()
 	if cs != nil {
-		go cs.Close() // best effort, bounded by the SDK; the caller does not wait for it
+		go func() { _ = cs.Close() }() // best effort, bounded by the SDK; the caller does not wait for it
 	}
 }
 

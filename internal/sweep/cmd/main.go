@@ -55,7 +55,7 @@ func run() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	bin := filepath.Join(dir, "testworker")
 	build := exec.Command("go", "build", "-o", bin, "./internal/testworker")
 	build.Dir, build.Stderr = root, os.Stderr
@@ -72,7 +72,7 @@ func run() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer srv.Kill()
+	defer func() { _ = srv.Kill() }()
 	c, err := client.Dial(client.Options{HostPort: srv.Address(),
 		Logger: log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))})
 	if err != nil {

@@ -1,0 +1,78 @@
+// Package deprules_test keeps the determinism boundary in the import graph: workflow-side
+// packages never reach HTTP, activities, providers, tools, the stream broker or model SDKs.
+package deprules_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kortyx-go/kortyx"
+
+// workflowSide are the packages whose code runs as Temporal workflow code (or is imported by it).
+var workflowSide = []string{
+	module + "/contracts",
+	module + "/hooks",
+	module + "/internal/engine",
+	module + "/internal/jsonstream",
+	module + "/workflows",
+}
+
+// forbidden may not be among a workflow-side package's dependencies, direct or not.
+var forbidden = []string{
+	module + "/activities",
+	module + "/chat",
+	module + "/devserver",
+	module + "/internal/app",
+	module + "/internal/httpapi",
+	module + "/providers",
+	module + "/stream",
+	module + "/tools",
+	"github.com/sashabaranov/go-openai",
+	"github.com/modelcontextprotocol/go-sdk",
+}
+
+// notImported may not be imported by a workflow-side package itself (the Temporal SDK brings
+// net/http in through gRPC, so only direct imports are checked).
+var notImported = []string{"net/http", "net/http/httptest"}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestWorkflowSidePackagesStayDeterministic(t *testing.T) {
+	for _, pkg := range workflowSide {
+		t.Run(strings.TrimPrefix(pkg, module+"/"), func(t *testing.T) {
+			for _, dep := range goList(t, "-deps", pkg) {
+				for _, f := range forbidden {
+					if dep == f || strings.HasPrefix(dep, f+"/") {
+						t.Errorf("%s depends on %s", pkg, dep)
+					}
+				}
+			}
+			for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, pkg) {
+				if slices.Contains(notImported, imp) {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+		})
+	}
+}
+
+// The rule sees what it should: a package known to import net/http and go-openai fails it.
+func TestRuleCatchesAViolation(t *testing.T) {
+	deps := goList(t, "-deps", module+"/providers/openai")
+	if !slices.ContainsFunc(deps, func(d string) bool { return strings.HasPrefix(d, "github.com/sashabaranov/go-openai") }) {
+		t.Fatal("go list -deps does not list go-openai for providers/openai: the rule would see nothing")
+	}
+	if !slices.Contains(goList(t, "-f", `{{join .Imports " "}}`, module+"/chat"), "net/http") {
+		t.Fatal("chat's imports do not list net/http: the rule would see nothing")
+	}
+}
