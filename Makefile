@@ -60,4 +60,4 @@ bench: $(TEMPORAL)
 
 # Re-record the histories replayed by internal/integration (after an intended workflow change).
 record-histories: $(TEMPORAL)
-	KORTYX_RECORD_HISTORIES=1 go test -count=1 ./internal/integration/ -run 'Answered|Cancel|Triage|Killed|AfterTool|Approval|DuringSchemaCorrections|SessionTurns|ChatResponseFinalized|ParallelJoinSurvivesWorkerKill'
+	KORTYX_RECORD_HISTORIES=1 go test -count=1 ./internal/integration/ -run 'Answered|Cancel|Triage|Killed|AfterTool|Approval|DuringSchemaCorrections|SessionTurns|ChatResponseFinalized|ParallelJoinSurvivesWorkerKill|TestKitReplays'

@@ -51,7 +51,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
+		defer func() { _ = srv.Stop() }()
 		cfg.TemporalAddress = srv.Address()
 		p.note("Temporal dev server ready at %s (UI http://%s while the demo runs)", srv.Address(), srv.UIAddress())
 	}

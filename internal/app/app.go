@@ -173,7 +173,7 @@ type Temporal struct {
 func (t *Temporal) Close() {
 	t.Client.Close()
 	if t.Dev != nil {
-		t.Dev.Stop()
+		_ = t.Dev.Stop() // its exit status after a stop request says nothing more
 	}
 }
 
@@ -193,7 +193,7 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 	c, err := Dial(*cfg)
 	if err != nil {
 		if t.Dev != nil {
-			t.Dev.Stop()
+			_ = t.Dev.Stop() // the dial error is the one to report
 		}
 		return nil, err
 	}
