@@ -492,21 +492,31 @@ func (r *Run) await(ctx workflow.Context, p *pending) (contracts.Answer, error) 
 	return *p.answer, nil
 }
 
-// NewToken returns a new resume token: 192 random bits. Call it only inside workflow.SideEffect.
-func NewToken() string {
+// newToken returns a new resume token: 192 random bits. Call it only inside workflow.SideEffect.
+func newToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// newRequestIDs returns an unguessable resume token (192 random bits) and a request id,
-// recorded once in history so that replay sees the same values.
-func newRequestIDs(ctx workflow.Context) (token, requestID string) {
+// NewRequestIDs returns an unguessable resume token (192 random bits) and a request id
+// ("human-<uuid>") for a human input request, recorded once in history (one side effect) so
+// that replay sees the same values. Every question, limit pause and reissued request of a fork
+// gets its ids here.
+func NewRequestIDs(ctx workflow.Context) (token, requestID string) {
 	var ids [2]string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		return [2]string{NewToken(), "human-" + uuid.NewString()}
+		return [2]string{newToken(), "human-" + uuid.NewString()}
 	}).Get(&ids)
 	return ids[0], ids[1]
+}
+
+// NewID returns prefix followed by a new UUID, recorded once in history (one side effect) so
+// that replay sees the same id: run, checkpoint, session and operation ids.
+func NewID(ctx workflow.Context, prefix string) string {
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return prefix + uuid.NewString() }).Get(&id)
+	return id
 }
 
 // turnEffects collects what one response touched (nodes) and published (structured streams).
@@ -579,8 +589,7 @@ const checkpointFix = "keep large values (tool results, documents, node data) ou
 
 // newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
 func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (contracts.Checkpoint, error) {
-	var id string
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return "cp-" + uuid.NewString() }).Get(&id)
+	id := NewID(ctx, "cp-")
 	snap := Clone(r.Snap)
 	if final {
 		snap.NextNode = ""
