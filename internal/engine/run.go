@@ -267,9 +267,23 @@ func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
 	r.Flush(ctx)
 }
 
-// AddUsage adds model usage into the run's token usage (spec F3.0).
+// AddUsage adds model usage into the run's token usage (spec F3.0); a Total of 0 counts as
+// Input+Output+Reasoning.
 func (r *Run) AddUsage(u contracts.Usage) {
 	if u.IsZero() {
+		return
+	}
+	total := u.Total
+	if total == 0 {
+		total = u.Input + u.Output + u.Reasoning
+	}
+	r.addTokenUsage(&contracts.TokenUsage{Input: u.Input, Output: u.Output, Total: total})
+}
+
+// addTokenUsage adds u into the run's token usage, the one place that sums it: model passes
+// (through [Run.AddUsage]) and child runs (counted once, when their call settles).
+func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
+	if u == nil {
 		return
 	}
 	t := r.Snap.State.Runtime.TokenUsage
@@ -279,11 +293,7 @@ func (r *Run) AddUsage(u contracts.Usage) {
 	}
 	t.Input += u.Input
 	t.Output += u.Output
-	total := u.Total
-	if total == 0 {
-		total = u.Input + u.Output + u.Reasoning
-	}
-	t.Total += total
+	t.Total += u.Total
 }
 
 // Cancelled reports whether a human cancelled the run through an answer.
