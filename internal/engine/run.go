@@ -118,55 +118,27 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	questions := workflow.GetSignalChannel(ctx, contracts.ChildQuestionSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var q contracts.ChildQuestion
-			if !questions.Receive(ctx, &q) {
-				return
-			}
-			r.questions[q.Child] = &q
-		}
+	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q contracts.ChildQuestion) {
+		r.questions[q.Child] = &q
 	})
-	reserves := workflow.GetSignalChannel(ctx, contracts.BudgetReserveSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var q contracts.Reservation
-			if !reserves.Receive(ctx, &q) {
-				return
-			}
-			r.reservations = append(r.reservations, q)
-			r.serveReservations(ctx)
-		}
+	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q contracts.Reservation) {
+		r.reservations = append(r.reservations, q)
+		r.serveReservations(ctx)
 	})
-	grants := workflow.GetSignalChannel(ctx, contracts.BudgetGrantSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var g contracts.Grant
-			if !grants.Receive(ctx, &g) {
-				return
-			}
-			r.grants[g.ID] = true
-		}
+	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g contracts.Grant) {
+		r.grants[g.ID] = true
 	})
-	ch := workflow.GetSignalChannel(ctx, contracts.RespondName)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var resp contracts.Response
-			if !ch.Receive(ctx, &resp) {
+	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
+		ans, cancel, err := r.accept(resp)
+		if err != nil {
+			if r.repeated(resp) {
+				workflow.GetLogger(ctx).Info("kortyx: ignoring a repeated answer", "requestId", resp.RequestID)
 				return
 			}
-			ans, cancel, err := r.accept(resp)
-			if err != nil {
-				if r.repeated(resp) {
-					workflow.GetLogger(ctx).Info("kortyx: ignoring a repeated answer", "requestId", resp.RequestID)
-					continue
-				}
-				r.reject(ctx, resp, err)
-				continue
-			}
-			r.deliver(resp.Token, ans, cancel)
+			r.reject(ctx, resp, err)
+			return
 		}
+		r.deliver(resp.Token, ans, cancel)
 	})
 	return nil
 }
