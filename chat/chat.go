@@ -123,6 +123,10 @@ type Options struct {
 	// FinalizeTimeout bounds how long a turn is followed after its last reader left (default
 	// 10 min).
 	FinalizeTimeout time.Duration
+	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
+	// chunk to send (a long tool call), so that proxies keep the connection; 0 means
+	// [stream.DefaultKeepAlive], a negative value disables them.
+	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -444,26 +448,28 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	buffered := req.Stream != nil && !*req.Stream
-	var sse *sseWriter
+	var sse *stream.SSEWriter
 	if !buffered {
-		sse = newSSE(w)
-		if err := sse.event(-1, session); err != nil {
+		var err error
+		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive}); err == nil {
+			err = sse.Event(0, session)
+		}
+		if err != nil {
 			h.leave(r, req, t, true)
 			return
 		}
 	}
-	readerGone := false
-	err := stream.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, func(e stream.Entry) error {
+	collect := func(e stream.Entry) error {
 		chunks = append(chunks, e.Chunk)
-		if sse != nil {
-			if err := sse.event(e.Offset, e.Chunk); err != nil {
-				readerGone = true
-				return err
-			}
-		}
 		return nil
-	})
-	if err != nil && (readerGone || r.Context().Err() != nil) {
+	}
+	var err error
+	if sse != nil {
+		err = sse.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
+	} else {
+		err = stream.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
+	}
+	if err != nil && ((sse != nil && sse.Err() != nil) || r.Context().Err() != nil) {
 		h.leave(r, req, t, true)
 		return
 	}
@@ -475,12 +481,12 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		fail := contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sse != nil {
-			_ = sse.event(-1, fail)
-			_ = sse.event(-1, contracts.Chunk{Type: contracts.ChunkDone})
+			_ = sse.Event(0, fail)
+			_ = sse.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
 		}
 	}
 	if sse != nil {
-		sse.done()
+		_ = sse.Done()
 	} else {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(stream.Buffer(chunks))
@@ -551,50 +557,6 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 	err := runHook(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
 	if err != nil {
 		reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
-	}
-}
-
-// sseWriter writes server-sent events (spec F6.4).
-type sseWriter struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
-
-func newSSE(w http.ResponseWriter) *sseWriter {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	return &sseWriter{w: w, f: f}
-}
-
-// event writes one chunk, with its offset as the event id when it has one (offset >= 0).
-func (s *sseWriter) event(offset int64, c contracts.Chunk) error {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	var out []byte
-	if offset >= 0 {
-		out = fmt.Appendf(out, "id: %d\n", offset)
-	}
-	out = fmt.Appendf(out, "data: %s\n\n", b)
-	if _, err := s.w.Write(out); err != nil {
-		return err
-	}
-	if s.f != nil {
-		s.f.Flush()
-	}
-	return nil
-}
-
-func (s *sseWriter) done() {
-	_, _ = s.w.Write([]byte("data: [DONE]\n\n"))
-	if s.f != nil {
-		s.f.Flush()
 	}
 }
 

@@ -18,6 +18,22 @@ const (
 	PrefixRequestInput = "kortyx_request_input__"
 )
 
+// ReservedToolPrefixes returns the control tool prefixes, the one list of them: a tool name that
+// starts with one is Kortyx's, never a worker tool's.
+func ReservedToolPrefixes() []string {
+	return []string{PrefixRequestInput, PrefixEmit, PrefixReturn, PrefixStreamEmit, PrefixStreamReturn}
+}
+
+// ReservedToolPrefix returns the control tool prefix that name starts with, or "" if none.
+func ReservedToolPrefix(name string) string {
+	for _, p := range ReservedToolPrefixes() {
+		if strings.HasPrefix(name, p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // MaxToolNameLength bounds tool names, control tools included.
 const MaxToolNameLength = 64
 

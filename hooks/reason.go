@@ -316,10 +316,8 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 		spec.Interrupts = in.Contracts
 	}
 	for _, t := range opts.Tools {
-		for _, p := range []string{contracts.PrefixEmit, contracts.PrefixReturn, contracts.PrefixStreamEmit, contracts.PrefixStreamReturn, contracts.PrefixRequestInput} {
-			if strings.HasPrefix(t, p) {
-				return bad("tool %q uses the reserved prefix %s", t, p)
-			}
+		if p := contracts.ReservedToolPrefix(t); p != "" {
+			return bad("tool %q uses the reserved prefix %s", t, p)
 		}
 	}
 	return spec, nil

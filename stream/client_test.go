@@ -2,9 +2,7 @@ package stream_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -178,14 +176,14 @@ func eventsOf(ks []stream.Keyed, from int64) []event {
 	return out
 }
 
-// writeEvents writes entries as the SSE handler does, without [DONE].
+// writeEvents writes entries with the SSE handler's writer, without [DONE].
 func writeEvents(w http.ResponseWriter, es []stream.Entry) {
-	w.Header().Set("Content-Type", "text/event-stream")
+	sw, err := stream.NewSSEWriter(w, stream.SSEOptions{})
 	for _, e := range es {
-		data, _ := json.Marshal(e.Chunk)
-		fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Offset, data)
+		if err == nil {
+			err = sw.Event(e.Offset, e.Chunk)
+		}
 	}
-	w.(http.Flusher).Flush()
 }
 
 func TestClientReconnects(t *testing.T) {

@@ -27,9 +27,6 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// ReservedPrefixes are tool-name prefixes used by Kortyx's control tools; tools cannot use them.
-var ReservedPrefixes = []string{"kortyx_request_input__", "kortyx_emit__", "kortyx_return__", "kortyx_stream_emit__", "kortyx_stream_return__"}
-
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // Call is one tool call as the tool sees it.
@@ -122,8 +119,8 @@ func NewSet(ts ...Tool) (*Set, error) {
 		case !namePattern.MatchString(t.Name):
 			errs = append(errs, fmt.Errorf("tool %d: name %q must match %s", i, t.Name, namePattern))
 			continue
-		case reserved(t.Name):
-			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved for Kortyx", t.Name, strings.Join(ReservedPrefixes, ", ")))
+		case contracts.ReservedToolPrefix(t.Name) != "":
+			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved for Kortyx", t.Name, strings.Join(contracts.ReservedToolPrefixes(), ", ")))
 			continue
 		case t.InputSchema == nil:
 			errs = append(errs, fmt.Errorf("tool %q: InputSchema is required", t.Name))
@@ -142,15 +139,6 @@ func NewSet(ts ...Tool) (*Set, error) {
 		return nil, &contracts.Error{Code: contracts.CodeInvalidDefinition, Message: "kortyx: invalid tools: " + errors.Join(errs...).Error()}
 	}
 	return s, nil
-}
-
-func reserved(name string) bool {
-	for _, p := range ReservedPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // Get returns the tool with the given name.

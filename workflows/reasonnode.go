@@ -194,14 +194,11 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 		issues = append(issues, contracts.Issue{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 	for i, t := range p.Tools {
-		reserved := false
-		for _, prefix := range []string{contracts.PrefixEmit, contracts.PrefixReturn, contracts.PrefixStreamEmit, contracts.PrefixStreamReturn, contracts.PrefixRequestInput} {
-			if strings.HasPrefix(t, prefix) && !reserved {
-				reserved = true
-				invalid([]any{"tools", i}, IssueInvalidValue, "tool %q uses the reserved prefix %s of output and interrupt contracts: rename the tool", t, prefix)
-			}
+		prefix := contracts.ReservedToolPrefix(t)
+		if prefix != "" {
+			invalid([]any{"tools", i}, IssueInvalidValue, "tool %q uses the reserved prefix %s of output and interrupt contracts: rename the tool", t, prefix)
 		}
-		if !reserved && tools != nil && !tools[t] {
+		if prefix == "" && tools != nil && !tools[t] {
 			invalid([]any{"tools", i}, IssueUnknownTool, "tool %q is not one of the worker's tools (%s): register it on the worker or fix the name", t, toolList(tools))
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/engine"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -374,7 +373,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	head := s.headCheckpoint()
 	if head == nil {
 		// The first turn of a session starts with a "session start" checkpoint (spec F5.3).
-		cp := contracts.Checkpoint{ID: newID(ctx, "cp-"), SessionID: s.in.SessionID, TurnIndex: 0, CreatedAt: workflow.Now(ctx),
+		cp := contracts.Checkpoint{ID: engine.NewID(ctx, "cp-"), SessionID: s.in.SessionID, TurnIndex: 0, CreatedAt: workflow.Now(ctx),
 			Workflow: req.Workflow, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
 			Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}
 		s.append(cp)
@@ -390,7 +389,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	if strings.TrimSpace(wf) == "" {
 		wf = head.Workflow
 	}
-	runID := newID(ctx, "run-")
+	runID := engine.NewID(ctx, "run-")
 	turn := head.TurnIndex + 1
 	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits,
 		Prior:   head.Snapshot,
@@ -669,7 +668,7 @@ func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID s
 		return "", contracts.Errorf(contracts.CodeResumeFailed, "Checkpoint %q no longer holds the state to restore its open question.", cp.ID)
 	}
 	if runID == "" {
-		runID = newID(ctx, "run-")
+		runID = engine.NewID(ctx, "run-")
 	}
 	in := contracts.RunInput{Workflow: cp.Workflow, SessionID: s.in.SessionID, Snapshot: cp.Snapshot,
 		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID,
@@ -711,21 +710,18 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	}
 	newSession := req.NewSessionID
 	if newSession == "" {
-		newSession = newID(ctx, "session-")
+		newSession = engine.NewID(ctx, "session-")
 	}
 	cp := engine.Clone(src)
-	cp.ID, cp.SessionID, cp.ParentCheckpointID = newID(ctx, "cp-"), newSession, ""
+	cp.ID, cp.SessionID, cp.ParentCheckpointID = engine.NewID(ctx, "cp-"), newSession, ""
 	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = s.in.SessionID, src.ID, workflow.Now(ctx)
 	cp.Effects.InterruptTokens = []string{}
 	var reissued []contracts.ReissuedRequest
 	for i, p := range cp.ActivePendingRequests {
-		var ids [2]string
-		_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-			return [2]string{engine.NewToken(), "human-" + uuid.NewString()}
-		}).Get(&ids)
+		token, requestID := engine.NewRequestIDs(ctx)
 		old := p.Token
-		reissued = append(reissued, contracts.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: ids[0], RequestID: ids[1]})
-		p.Token, p.RequestID = ids[0], ids[1]
+		reissued = append(reissued, contracts.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: token, RequestID: requestID})
+		p.Token, p.RequestID = token, requestID
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
 		if cp.Snapshot != nil {
@@ -734,7 +730,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	}
 	var runID string
 	if len(cp.ActivePendingRequests) > 0 {
-		runID = newID(ctx, "run-")
+		runID = engine.NewID(ctx, "run-")
 	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            contracts.SessionWorkflowID(newSession),
@@ -816,10 +812,4 @@ func appendNew(list []string, items ...string) []string {
 		}
 	}
 	return list
-}
-
-func newID(ctx workflow.Context, prefix string) string {
-	var id string
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return prefix + uuid.NewString() }).Get(&id)
-	return id
 }

@@ -358,21 +358,6 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	return lc
 }
 
-// addTokenUsage adds a child's token usage into the run's (counted once, when its call settles).
-func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
-	if u == nil {
-		return
-	}
-	t := r.Snap.State.Runtime.TokenUsage
-	if t == nil {
-		t = &contracts.TokenUsage{}
-		r.Snap.State.Runtime.TokenUsage = t
-	}
-	t.Input += u.Input
-	t.Output += u.Output
-	t.Total += u.Total
-}
-
 // RewritePending gives a question waiting in a snapshot — in the run's journal, or in a child's
 // snapshot kept there, at any depth — a new token and request id (a fork).
 func RewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.PendingRequest) {

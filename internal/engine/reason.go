@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -800,7 +799,7 @@ func (s *Scope) opID(ctx workflow.Context, key string) string {
 	if s.recorded(key+"/op", &id) {
 		return id
 	}
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return uuid.NewString() }).Get(&id)
+	id = NewID(ctx, "")
 	s.record(key+"/op", contracts.JournalEntry{Kind: "reason-op", Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
 	return id
 }

@@ -118,55 +118,27 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	questions := workflow.GetSignalChannel(ctx, contracts.ChildQuestionSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var q contracts.ChildQuestion
-			if !questions.Receive(ctx, &q) {
-				return
-			}
-			r.questions[q.Child] = &q
-		}
+	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q contracts.ChildQuestion) {
+		r.questions[q.Child] = &q
 	})
-	reserves := workflow.GetSignalChannel(ctx, contracts.BudgetReserveSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var q contracts.Reservation
-			if !reserves.Receive(ctx, &q) {
-				return
-			}
-			r.reservations = append(r.reservations, q)
-			r.serveReservations(ctx)
-		}
+	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q contracts.Reservation) {
+		r.reservations = append(r.reservations, q)
+		r.serveReservations(ctx)
 	})
-	grants := workflow.GetSignalChannel(ctx, contracts.BudgetGrantSignal)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var g contracts.Grant
-			if !grants.Receive(ctx, &g) {
-				return
-			}
-			r.grants[g.ID] = true
-		}
+	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g contracts.Grant) {
+		r.grants[g.ID] = true
 	})
-	ch := workflow.GetSignalChannel(ctx, contracts.RespondName)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var resp contracts.Response
-			if !ch.Receive(ctx, &resp) {
+	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
+		ans, cancel, err := r.accept(resp)
+		if err != nil {
+			if r.repeated(resp) {
+				workflow.GetLogger(ctx).Info("kortyx: ignoring a repeated answer", "requestId", resp.RequestID)
 				return
 			}
-			ans, cancel, err := r.accept(resp)
-			if err != nil {
-				if r.repeated(resp) {
-					workflow.GetLogger(ctx).Info("kortyx: ignoring a repeated answer", "requestId", resp.RequestID)
-					continue
-				}
-				r.reject(ctx, resp, err)
-				continue
-			}
-			r.deliver(resp.Token, ans, cancel)
+			r.reject(ctx, resp, err)
+			return
 		}
+		r.deliver(resp.Token, ans, cancel)
 	})
 	return nil
 }
@@ -267,9 +239,23 @@ func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
 	r.Flush(ctx)
 }
 
-// AddUsage adds model usage into the run's token usage (spec F3.0).
+// AddUsage adds model usage into the run's token usage (spec F3.0); a Total of 0 counts as
+// Input+Output+Reasoning.
 func (r *Run) AddUsage(u contracts.Usage) {
 	if u.IsZero() {
+		return
+	}
+	total := u.Total
+	if total == 0 {
+		total = u.Input + u.Output + u.Reasoning
+	}
+	r.addTokenUsage(&contracts.TokenUsage{Input: u.Input, Output: u.Output, Total: total})
+}
+
+// addTokenUsage adds u into the run's token usage, the one place that sums it: model passes
+// (through [Run.AddUsage]) and child runs (counted once, when their call settles).
+func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
+	if u == nil {
 		return
 	}
 	t := r.Snap.State.Runtime.TokenUsage
@@ -279,11 +265,7 @@ func (r *Run) AddUsage(u contracts.Usage) {
 	}
 	t.Input += u.Input
 	t.Output += u.Output
-	total := u.Total
-	if total == 0 {
-		total = u.Input + u.Output + u.Reasoning
-	}
-	t.Total += total
+	t.Total += u.Total
 }
 
 // Cancelled reports whether a human cancelled the run through an answer.
@@ -492,21 +474,31 @@ func (r *Run) await(ctx workflow.Context, p *pending) (contracts.Answer, error) 
 	return *p.answer, nil
 }
 
-// NewToken returns a new resume token: 192 random bits. Call it only inside workflow.SideEffect.
-func NewToken() string {
+// newToken returns a new resume token: 192 random bits. Call it only inside workflow.SideEffect.
+func newToken() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// newRequestIDs returns an unguessable resume token (192 random bits) and a request id,
-// recorded once in history so that replay sees the same values.
-func newRequestIDs(ctx workflow.Context) (token, requestID string) {
+// NewRequestIDs returns an unguessable resume token (192 random bits) and a request id
+// ("human-<uuid>") for a human input request, recorded once in history (one side effect) so
+// that replay sees the same values. Every question, limit pause and reissued request of a fork
+// gets its ids here.
+func NewRequestIDs(ctx workflow.Context) (token, requestID string) {
 	var ids [2]string
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		return [2]string{NewToken(), "human-" + uuid.NewString()}
+		return [2]string{newToken(), "human-" + uuid.NewString()}
 	}).Get(&ids)
 	return ids[0], ids[1]
+}
+
+// NewID returns prefix followed by a new UUID, recorded once in history (one side effect) so
+// that replay sees the same id: run, checkpoint, session and operation ids.
+func NewID(ctx workflow.Context, prefix string) string {
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return prefix + uuid.NewString() }).Get(&id)
+	return id
 }
 
 // turnEffects collects what one response touched (nodes) and published (structured streams).
@@ -579,8 +571,7 @@ const checkpointFix = "keep large values (tool results, documents, node data) ou
 
 // newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
 func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (contracts.Checkpoint, error) {
-	var id string
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return "cp-" + uuid.NewString() }).Get(&id)
+	id := NewID(ctx, "cp-")
 	snap := Clone(r.Snap)
 	if final {
 		snap.NextNode = ""

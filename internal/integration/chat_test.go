@@ -1,12 +1,12 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -72,6 +72,8 @@ type sseResponse struct {
 	Header http.Header
 	Body   string
 	Events []event
+	// ParseErr is the error of [stream.ReadSSE] on an event stream without [DONE].
+	ParseErr error
 }
 
 // Chunks are the chunks of the response's events, without the final [DONE].
@@ -86,28 +88,38 @@ func (r sseResponse) Chunks(t *testing.T) []contracts.Chunk {
 	return out
 }
 
-// parseSSE splits an SSE body into its events.
-func parseSSE(body string) []event {
-	var out []event
-	var cur event
-	open := false
-	sc := bufio.NewScanner(strings.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if open {
-				out = append(out, cur)
-			}
-			cur, open = event{}, false
-		case strings.HasPrefix(line, "id: "):
-			cur.ID, open = strings.TrimPrefix(line, "id: "), true
-		case strings.HasPrefix(line, "data: "):
-			cur.Data, open = strings.TrimPrefix(line, "data: "), true
-		}
+// parseSSE reads an SSE body with [stream.ReadSSE] into its events, the final [DONE] included;
+// a body that is not an event stream has none. The error is ReadSSE's (nil at [DONE]); the
+// events read before it are kept.
+func parseSSE(header http.Header, body string) ([]event, error) {
+	if mt, _, _ := mime.ParseMediaType(header.Get("Content-Type")); mt != "text/event-stream" {
+		return nil, nil
 	}
-	return out
+	var out []event
+	err := stream.ReadSSE(strings.NewReader(body), func(id int64, c contracts.Chunk) error {
+		out = append(out, chunkEvent(id, c))
+		return nil
+	})
+	if err == nil {
+		out = append(out, event{Data: "[DONE]"})
+	}
+	return out, err
+}
+
+// chunkEvent is the event of a chunk read by [stream.ReadSSE] (id 0: the event had none).
+func chunkEvent(id int64, c contracts.Chunk) event {
+	ev := event{Data: string(must(json.Marshal(c)))}
+	if id > 0 {
+		ev.ID = strconv.FormatInt(id, 10)
+	}
+	return ev
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 // post sends a JSON body (a string is sent as is) with optional headers "Key: value".
@@ -143,7 +155,8 @@ func (c *chatEnv) send(t *testing.T, body any, headers ...string) sseResponse {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return sseResponse{Status: resp.StatusCode, Header: resp.Header, Body: string(b), Events: parseSSE(string(b))}
+	events, perr := parseSSE(resp.Header, string(b))
+	return sseResponse{Status: resp.StatusCode, Header: resp.Header, Body: string(b), Events: events, ParseErr: perr}
 }
 
 // checkpoints posts a checkpoint route request and decodes its answer into out.
@@ -397,7 +410,10 @@ func TestChatConcurrentResumesOneWins(t *testing.T) {
 // liveSSE reads a chat response event by event.
 type liveSSE struct {
 	resp   *http.Response
-	sc     *bufio.Scanner
+	events chan event // closed after [DONE] or when the stream fails (err)
+	err    error
+	gone   chan struct{} // closed by close
+	once   sync.Once
 	cancel context.CancelFunc
 }
 
@@ -415,32 +431,43 @@ func (c *chatEnv) open(t *testing.T, body any, headers ...string) *liveSSE {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	l := &liveSSE{resp: resp, sc: bufio.NewScanner(resp.Body), cancel: cancel}
+	l := &liveSSE{resp: resp, events: make(chan event), gone: make(chan struct{}), cancel: cancel}
+	go l.read()
 	t.Cleanup(l.close)
 	return l
+}
+
+// read parses the stream with [stream.ReadSSE], handing each event to next.
+func (l *liveSSE) read() {
+	defer close(l.events)
+	send := func(ev event) error {
+		select {
+		case l.events <- ev:
+			return nil
+		case <-l.gone:
+			return context.Canceled
+		}
+	}
+	err := stream.ReadSSE(l.resp.Body, func(id int64, c contracts.Chunk) error { return send(chunkEvent(id, c)) })
+	if err == nil {
+		err = send(event{Data: "[DONE]"})
+	}
+	l.err = err
 }
 
 // next returns the next event.
 func (l *liveSSE) next(t *testing.T) event {
 	t.Helper()
-	var ev event
-	for l.sc.Scan() {
-		line := l.sc.Text()
-		switch {
-		case line == "" && ev.Data != "":
-			return ev
-		case strings.HasPrefix(line, "id: "):
-			ev.ID = strings.TrimPrefix(line, "id: ")
-		case strings.HasPrefix(line, "data: "):
-			ev.Data = strings.TrimPrefix(line, "data: ")
-		}
+	ev, ok := <-l.events
+	if !ok {
+		t.Fatalf("the stream ended: %v", l.err)
 	}
-	t.Fatalf("the stream ended: %v", l.sc.Err())
 	return ev
 }
 
 // close disconnects the reader.
 func (l *liveSSE) close() {
+	l.once.Do(func() { close(l.gone) })
 	l.cancel()
 	_ = l.resp.Body.Close()
 }

@@ -1,0 +1,138 @@
+package stream_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/stream"
+)
+
+func TestSSEWriterFraming(t *testing.T) {
+	rec := httptest.NewRecorder()
+	sw, err := stream.NewSSEWriter(rec, stream.SSEOptions{})
+	require.NoError(t, err)
+	require.NoError(t, sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: "s1"}))
+	require.NoError(t, sw.Event(7, contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "<b> & you"}))
+	require.NoError(t, sw.KeepAlive())
+	require.NoError(t, sw.Done())
+	require.NoError(t, sw.Err())
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Equal(t, "text/event-stream", rec.Header().Get("Content-Type"))
+	require.Equal(t, "no-cache", rec.Header().Get("Cache-Control"))
+	require.Equal(t, "keep-alive", rec.Header().Get("Connection"))
+	require.Equal(t, "no", rec.Header().Get("X-Accel-Buffering"))
+	require.Equal(t, "data: {\"type\":\"session\",\"sessionId\":\"s1\"}\n\n"+
+		"id: 7\ndata: {\"type\":\"text-delta\",\"delta\":\"<b> & you\"}\n\n"+
+		": keep-alive\n\n"+
+		"data: [DONE]\n\n", rec.Body.String())
+}
+
+// failingWriter fails every write after the headers.
+type failingWriter struct {
+	header http.Header
+	writes int
+}
+
+func (f *failingWriter) Header() http.Header { return f.header }
+func (f *failingWriter) WriteHeader(int)     {}
+func (f *failingWriter) Write([]byte) (int, error) {
+	f.writes++
+	return 0, errBrokenPipe
+}
+
+var errBrokenPipe = errors.New("broken pipe")
+
+// The first failed write is sticky: later writes fail with it and write nothing.
+func TestSSEWriterErrorIsSticky(t *testing.T) {
+	fw := &failingWriter{header: http.Header{}}
+	sw, err := stream.NewSSEWriter(fw, stream.SSEOptions{})
+	require.NoError(t, err)
+	require.ErrorIs(t, sw.Event(1, contracts.Chunk{Type: contracts.ChunkDone}), errBrokenPipe)
+	require.ErrorIs(t, sw.KeepAlive(), errBrokenPipe)
+	require.ErrorIs(t, sw.Done(), errBrokenPipe)
+	require.ErrorIs(t, sw.Err(), errBrokenPipe)
+	require.Equal(t, 1, fw.writes)
+}
+
+// Each write gets a deadline of its own: a stream that stays silent for longer than the server's
+// WriteTimeout (here with keep-alive comments disabled) still delivers its chunks.
+func TestSSEWriterOutlivesServerWriteTimeout(t *testing.T) {
+	const writeTimeout = 200 * time.Millisecond
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	mux := http.NewServeMux()
+	mux.Handle(stream.StreamPattern, &stream.Server{Broker: m, KeepAlive: -1})
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.WriteTimeout = writeTimeout
+	srv.Start()
+	defer srv.Close()
+
+	resp := get(t, ctx, srv.URL+"/v1/runs/run/stream", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	// The silence under test: the server's deadline, counted from the request, passes twice.
+	time.Sleep(2*writeTimeout + 100*time.Millisecond)
+	require.NoError(t, m.Publish(ctx, "run", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	var got []contracts.ChunkType
+	require.NoError(t, stream.ReadSSE(resp.Body, func(id int64, c contracts.Chunk) error {
+		got = append(got, c.Type)
+		return nil
+	}))
+	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, got)
+}
+
+// SSEWriter.Follow hands each entry to fn before writing it and keeps the stream alive while it
+// waits.
+func TestSSEWriterFollow(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	mux := http.NewServeMux()
+	var (
+		mu   sync.Mutex
+		seen []int64
+	)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		sw, err := stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: 5 * time.Millisecond})
+		if err != nil {
+			return
+		}
+		if sw.Follow(r.Context(), m, "run", 0, stream.UntilResponse, func(e stream.Entry) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, e.Offset)
+			return nil
+		}) == nil {
+			_ = sw.Done()
+		}
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp := get(t, ctx, srv.URL+"/", nil)
+	sr := &signalReader{r: resp.Body, want: ": keep-alive\n\n", seen: make(chan struct{})}
+	published := make(chan error, 1)
+	go func() {
+		select {
+		case <-sr.seen:
+			published <- m.Publish(ctx, "run", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone), delta("w:3", "next"))
+		case <-ctx.Done():
+			published <- ctx.Err()
+		}
+	}()
+	var ids []int64
+	require.NoError(t, stream.ReadSSE(sr, func(id int64, c contracts.Chunk) error {
+		ids = append(ids, id)
+		return nil
+	}))
+	require.NoError(t, <-published)
+	require.Equal(t, []int64{1, 2}, ids)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int64{1, 2}, seen)
+}
