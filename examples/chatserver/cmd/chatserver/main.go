@@ -21,10 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
-	"github.com/kortyx-go/kortyx/examples/support"
-	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -55,23 +56,39 @@ func run() error {
 	}
 	defer t.Close()
 	c := t.Client
-	reg, err := app.Registry()
+	chosen, err := examples.FromEnv() // KORTYX_EXAMPLES (default: all)
 	if err != nil {
 		return err
 	}
-	backend, err := app.NewBackend(ctx)
+	opts, err := chosen.Backend()
+	if err != nil {
+		return err
+	}
+	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
+	reg := workflows.NewRegistry()
+	reg.SetToolNames(backend.Tools.Names()...)
+	if err := chosen.Register(reg); err != nil {
+		return err
+	}
+	if err := app.LoadWorkflows(reg); err != nil {
+		return err
+	}
 	broker := stream.NewMemory()
-	w := app.NewWorker(c, cfg, reg, backend.Activities(broker))
+	acts, err := backend.Activities(broker)
+	if err != nil {
+		return err
+	}
+	w := app.NewWorker(c, cfg, reg, acts)
 	if err := w.Start(); err != nil {
 		return err
 	}
 	defer w.Stop()
 	server, err := chatserver.New(chatserver.Options{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: support.WorkflowID, Tokens: tokens})
+		DefaultWorkflow: chosen.DefaultWorkflow(), Tokens: tokens})
 	if err != nil {
 		return err
 	}
