@@ -48,7 +48,7 @@ func TestNewChecksTheConfiguration(t *testing.T) {
 	}
 
 	pool := mcp.NewPool()
-	defer pool.Close()
+	t.Cleanup(func() { require.NoError(t, pool.Close()) })
 	cfg := activities.Config{Stream: broker, Providers: models, DefaultProvider: fake.ID, DefaultModel: "test", MCP: pool,
 		MCPHeaders: map[string]map[string]string{"http://kb/mcp": {"Authorization": "Bearer x"}}}
 	a, err := activities.New(cfg)

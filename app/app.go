@@ -188,11 +188,12 @@ type Temporal struct {
 	Dev    *devserver.Server // nil with TEMPORAL_ADDRESS
 }
 
-// Close closes the client and stops the dev server.
+// Close closes the client and stops the dev server (its stop error, if any, is the server's
+// own: the program is ending and has nothing to do with it).
 func (t *Temporal) Close() {
 	t.Client.Close()
 	if t.Dev != nil {
-		t.Dev.Stop()
+		_ = t.Dev.Stop()
 	}
 }
 
@@ -212,7 +213,7 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 	c, err := Dial(*cfg)
 	if err != nil {
 		if t.Dev != nil {
-			t.Dev.Stop()
+			_ = t.Dev.Stop() // the dial error is the one to report
 		}
 		return nil, err
 	}

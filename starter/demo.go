@@ -52,7 +52,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer srv.Stop()
+		defer func() { _ = srv.Stop() }() // exiting: a stop error changes nothing
 		cfg.TemporalAddress = srv.Address()
 		p.note("Temporal dev server ready at %s (UI http://%s while the demo runs)", srv.Address(), srv.UIAddress())
 	}
