@@ -4,25 +4,7 @@
 // activities ([NewBackend]), the workflow files of KORTYX_WORKFLOWS ([LoadWorkflows]), a worker
 // ([NewWorker]) and the development HTTP API ([ServeHTTP]). It registers no agents: a program
 // registers its own (the repository's worker registers the examples it is told to, see package
-// examples).
-//
-//	cfg := app.ConfigFromEnv()
-//	t, err := app.Connect(ctx, &cfg, os.Stdout) // the dev server without TEMPORAL_ADDRESS
-//	if err != nil {
-//		return err
-//	}
-//	defer t.Close()
-//	reg := workflows.NewRegistry()
-//	if err := hello.Register(reg); err != nil {
-//		return err
-//	}
-//	broker := stream.NewMemory()
-//	acts, err := activities.New(activities.Config{Stream: broker, Providers: providers.NewSet(openai.New(openai.Options{}))})
-//	if err != nil {
-//		return err
-//	}
-//	w := app.NewWorker(t.Client, cfg, reg, acts)
-//	return w.Run(worker.InterruptCh())
+// examples). The package example is a worker of your own on it.
 package app
 
 import (
