@@ -1,5 +1,6 @@
 // Command chatserver serves the chatserver example: the chat, checkpoint and transcript routes
-// behind bearer-token authentication, with a worker for the example agents in the same process.
+// behind bearer-token authentication, with a worker for the example agents of KORTYX_EXAMPLES
+// (default: all of them) in the same process.
 //
 // Without TEMPORAL_ADDRESS it starts the Temporal dev server (as the worker does). Tokens come
 // from KORTYX_CHAT_TOKENS ("token=user,token=user"); without it a random token for user "dev"
