@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 )
 
 // Activities holds what the activity side of a run needs. Register it on every worker that
-// runs the run workflow.
+// runs the run workflow. Build it with [New], which checks the configuration at start; a
+// literal skips the checks (tests that need only a broker use one).
 type Activities struct {
 	// Stream receives every chunk of every run (required).
 	Stream stream.Broker
@@ -36,6 +38,37 @@ type Activities struct {
 	// MCPHeaders are the headers (e.g. Authorization) sent to each MCP server, by URL. They are
 	// worker configuration, never part of workflow history.
 	MCPHeaders map[string]map[string]string
+}
+
+// Config is what [New] checks: the fields of [Activities].
+type Config = Activities
+
+// New returns the activities of cfg after checking what they need, so that a worker with a
+// missing dependency fails at start instead of in the middle of a run: a stream broker; model
+// providers (at least one); a DefaultProvider, when set, that is one of them; no DefaultModel
+// without a DefaultProvider (it would never be used); and no MCPHeaders without an MCP pool
+// (they would never be sent). Tools and MCP are optional.
+func New(cfg Config) (*Activities, error) {
+	switch {
+	case cfg.Stream == nil:
+		return nil, errors.New("kortyx activities: Config.Stream is required: the stream broker the runs publish to (stream.NewMemory())")
+	case cfg.Providers == nil || len(cfg.Providers.IDs()) == 0:
+		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
+			"kortyx activities: Config.Providers is required: the model providers of hooks.Reason (providers.NewSet(openai.New(...)))")
+	case cfg.DefaultModel != "" && cfg.DefaultProvider == "":
+		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
+			"kortyx activities: Config.DefaultModel %q needs a Config.DefaultProvider (one of: %s)", cfg.DefaultModel, strings.Join(cfg.Providers.IDs(), ", "))
+	case cfg.MCP == nil && len(cfg.MCPHeaders) > 0:
+		return nil, errors.New("kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (mcp.NewPool())")
+	}
+	if cfg.DefaultProvider != "" {
+		if _, err := cfg.Providers.Get(cfg.DefaultProvider); err != nil {
+			return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
+				"kortyx activities: Config.DefaultProvider %q is not one of Config.Providers (%s)", cfg.DefaultProvider, strings.Join(cfg.Providers.IDs(), ", "))
+		}
+	}
+	a := cfg
+	return &a, nil
 }
 
 // Register registers the activities under their wire names.

@@ -9,8 +9,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 )
@@ -51,7 +52,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer func() { _ = srv.Stop() }()
+		defer func() { _ = srv.Stop() }() // exiting: a stop error changes nothing
 		cfg.TemporalAddress = srv.Address()
 		p.note("Temporal dev server ready at %s (UI http://%s while the demo runs)", srv.Address(), srv.UIAddress())
 	}
@@ -60,17 +61,30 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	backend, err := app.NewBackend(ctx)
+	chosen, err := examples.Parse("all")
+	if err != nil {
+		return err
+	}
+	opts, err := chosen.Backend()
+	if err != nil {
+		return err
+	}
+	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	reg, err := app.Registry(backend.Tools.Names()...)
-	if err != nil {
+	reg := workflows.NewRegistry()
+	reg.SetToolNames(backend.Tools.Names()...)
+	if err := chosen.Register(reg); err != nil {
+		return err
+	}
+	if err := app.LoadWorkflows(reg); err != nil {
 		return err
 	}
 	p.note("model: %s", backend.Model)
-	st, err := app.StartStack(ctx, c, cfg, reg, backend, "127.0.0.1:0", nil)
+	st, err := app.StartStack(ctx, c, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0",
+		DefaultWorkflow: chosen.DefaultWorkflow()})
 	if err != nil {
 		return err
 	}
@@ -95,7 +109,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	}
 	switch *wf {
 	case "support":
-		fmt.Printf("· demo finished: %d refund(s) made; tokens used: %d\n", backend.Store.Refunds(), tokens(res))
+		fmt.Printf("· demo finished: %d refund(s) made; tokens used: %d\n", chosen.Store.Refunds(), tokens(res))
 	case "research":
 		fmt.Printf("· demo finished: %d findings from three child workflows\n", len(asList(res.State.Data["findings"])))
 	default:

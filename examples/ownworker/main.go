@@ -55,13 +55,17 @@ func main() {
 	broker := stream.NewMemory()
 	w := worker.New(c, contracts.DefaultTaskQueue, worker.Options{})
 	workflows.NewRunner(reg).Register(w) // workflows "kortyx.Run" and "kortyx.Session"
-	(&activities.Activities{
+	acts, err := activities.New(activities.Config{
 		Stream:          broker,                                         // local activity "kortyx.Publish"
 		Providers:       providers.NewSet(openai.New(openai.Options{})), // OPENAI_API_KEY / OPENAI_BASE_URL
 		DefaultProvider: "openai", DefaultModel: "gpt-4.1-mini",
 		Tools: toolSet,       // activity "kortyx.Tool"
 		MCP:   mcp.NewPool(), // MCP servers named by runs
-	}).Register(w)
+	})
+	if err != nil {
+		log.Fatal(err) // a missing broker or provider, named at start
+	}
+	acts.Register(w)
 
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker,
 		Authorize: authorize}) // your authorization: docs/chat.md

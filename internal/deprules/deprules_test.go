@@ -23,9 +23,11 @@ var workflowSide = []string{
 // forbidden may not be among a workflow-side package's dependencies, direct or not.
 var forbidden = []string{
 	module + "/activities",
+	module + "/app",
 	module + "/chat",
 	module + "/devserver",
-	module + "/internal/app",
+	module + "/examples",
+	module + "/kortyxtest",
 	module + "/internal/httpapi",
 	module + "/providers",
 	module + "/stream",

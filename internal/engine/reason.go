@@ -833,13 +833,33 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	// No attempt limit (an attempt lost to a dead worker must not use up a budget), bounded in
 	// time; an unreachable server fails the call after three minutes.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second}})
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
+		Summary:     "list MCP tools"})
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
 	s.record(key+"/tools", contracts.JournalEntry{Kind: "tools", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
+
+// modelSummary is the summary of a model pass activity (its ActivityOptions.Summary, shown by
+// the Temporal UI and CLI): "model <provider>:<model>", "model <provider>" (the provider's
+// default model), "model <model> (default provider)" or "model (the worker's default)".
+// It is metadata of the scheduled activity and plays no part in replay.
+func modelSummary(ref contracts.ModelRef) string {
+	switch {
+	case ref.Provider != "" && ref.Model != "":
+		return "model " + ref.Provider + ":" + ref.Model
+	case ref.Provider != "":
+		return "model " + ref.Provider
+	case ref.Model != "":
+		return "model " + ref.Model + " (default provider)"
+	}
+	return "model (the worker's default)"
+}
+
+// toolSummary is the summary of a tool call activity: "tool <name>".
+func toolSummary(name string) string { return "tool " + name }
 
 // passKey is the journal key of pass n of the Reason call key.
 func passKey(key string, n int) string { return key + "/pass/" + strconv.Itoa(n) }
@@ -861,6 +881,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 		return resp, err
 	}
 	s.run.Flush(ctx)
+	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
 	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
 		return resp, err
@@ -906,7 +927,9 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID
 	}
 	in := contracts.ToolCallInput{RunID: s.run.ID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
-	actx := workflow.WithActivityOptions(ctx, spec.ToolOptions)
+	topts := spec.ToolOptions
+	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
+	actx := workflow.WithActivityOptions(ctx, topts)
 	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
 		return res, err
 	}

@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
@@ -40,7 +41,7 @@ func (m *hangingModel) Generate(ctx context.Context, req providers.Request, onDe
 func TestCancelStopsRunningModelPass(t *testing.T) {
 	broker := stream.NewMemory()
 	tq := taskQueue(t)
-	reg, err := app.Registry()
+	reg, err := examples.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
 	model := &hangingModel{}

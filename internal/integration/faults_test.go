@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
-	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/sweep"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"

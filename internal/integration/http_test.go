@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
@@ -66,7 +67,7 @@ func serveAPI(t *testing.T, e *inproc) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", e.broker, e.c, e.tq)
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: e.c, Broker: e.broker, TaskQueue: e.tq, DefaultWorkflow: support.WorkflowID})
 	require.NoError(t, err)
 	return "http://" + addr
 }

@@ -17,9 +17,10 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -111,7 +112,7 @@ type inproc struct {
 func startWorker(t *testing.T, c client.Client) *inproc {
 	t.Helper()
 	e := &inproc{c: c, broker: stream.NewMemory(), tq: taskQueue(t), effects: filepath.Join(t.TempDir(), "effects.txt")}
-	reg, err := app.Registry()
+	reg, err := examples.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
 	rec := &testagents.Recorder{File: e.effects}

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/hooks"
-	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -66,7 +67,7 @@ func sized(name string, n int) tools.Tool {
 func startPayloadWorker(t *testing.T) *inproc {
 	t.Helper()
 	e := &inproc{c: tc, broker: stream.NewMemory(), tq: taskQueue(t), effects: filepath.Join(t.TempDir(), "effects.txt")}
-	reg, err := app.Registry()
+	reg, err := examples.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
 	node := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
@@ -308,7 +308,7 @@ type sessionWorker struct {
 
 func workerOn(t *testing.T, tq string) sessionWorker {
 	t.Helper()
-	reg, err := app.Registry()
+	reg, err := examples.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
 	w := worker.New(tc, tq, worker.Options{})

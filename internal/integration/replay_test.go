@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
@@ -23,7 +23,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "replay", "*.json"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 5, "recorded histories are missing from testdata/replay")
-	reg, err := app.Registry()
+	reg, err := examples.Registry()
 	require.NoError(t, err)
 	require.NoError(t, testagents.Register(reg))
 	for _, f := range files {

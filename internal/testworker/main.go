@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kortyx-go/kortyx/internal/app"
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -36,13 +38,25 @@ func run() error {
 	}
 	defer c.Close()
 	rec := &testagents.Recorder{File: os.Getenv("KORTYX_EFFECTS_FILE")}
-	backend, err := app.NewBackend(ctx, rec.Tool(), rec.KeyTool())
+	chosen, err := examples.Parse("all")
+	if err != nil {
+		return err
+	}
+	opts, err := chosen.Backend(rec.Tool(), rec.KeyTool())
+	if err != nil {
+		return err
+	}
+	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
-	reg, err := app.Registry(backend.Tools.Names()...)
-	if err != nil {
+	reg := workflows.NewRegistry()
+	reg.SetToolNames(backend.Tools.Names()...)
+	if err := chosen.Register(reg); err != nil {
+		return err
+	}
+	if err := app.LoadWorkflows(reg); err != nil {
 		return err
 	}
 	if err := testagents.Register(reg); err != nil {
@@ -51,8 +65,11 @@ func run() error {
 	if err := testagents.RegisterSweep(reg); err != nil {
 		return err
 	}
+	// Only the test model: model references must name it ("fake:test"), there is no default.
 	backend.Providers = providers.NewSet(fake.NewResponder(rec.SweepResponder(testagents.Responder(os.Getenv("KORTYX_TEST_SLOW_MODEL") == "1"))).WithID("fake"))
-	st, err := app.StartStack(ctx, c, cfg, reg, backend, cfg.HTTPAddr, rec.Register)
+	backend.DefaultProvider, backend.DefaultModel = "", ""
+	st, err := app.StartStack(ctx, c, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: cfg.HTTPAddr,
+		DefaultWorkflow: chosen.DefaultWorkflow(), Register: rec.Register})
 	if err != nil {
 		return err
 	}

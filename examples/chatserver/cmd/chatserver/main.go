@@ -1,5 +1,6 @@
 // Command chatserver serves the chatserver example: the chat, checkpoint and transcript routes
-// behind bearer-token authentication, with a worker for the example agents in the same process.
+// behind bearer-token authentication, with a worker for the example agents of KORTYX_EXAMPLES
+// (default: all of them) in the same process.
 //
 // Without TEMPORAL_ADDRESS it starts the Temporal dev server (as the worker does). Tokens come
 // from KORTYX_CHAT_TOKENS ("token=user,token=user"); without it a random token for user "dev"
@@ -21,10 +22,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
-	"github.com/kortyx-go/kortyx/examples/support"
-	"github.com/kortyx-go/kortyx/internal/app"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -55,23 +57,39 @@ func run() error {
 	}
 	defer t.Close()
 	c := t.Client
-	reg, err := app.Registry()
+	chosen, err := examples.FromEnv() // KORTYX_EXAMPLES (default: all)
 	if err != nil {
 		return err
 	}
-	backend, err := app.NewBackend(ctx)
+	opts, err := chosen.Backend()
+	if err != nil {
+		return err
+	}
+	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer backend.Close()
+	reg := workflows.NewRegistry()
+	reg.SetToolNames(backend.Tools.Names()...)
+	if err := chosen.Register(reg); err != nil {
+		return err
+	}
+	if err := app.LoadWorkflows(reg); err != nil {
+		return err
+	}
 	broker := stream.NewMemory()
-	w := app.NewWorker(c, cfg, reg, backend.Activities(broker))
+	acts, err := backend.Activities(broker)
+	if err != nil {
+		return err
+	}
+	w := app.NewWorker(c, cfg, reg, acts)
 	if err := w.Start(); err != nil {
 		return err
 	}
 	defer w.Stop()
 	server, err := chatserver.New(chatserver.Options{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: support.WorkflowID, Tokens: tokens})
+		DefaultWorkflow: chosen.DefaultWorkflow(), Tokens: tokens})
 	if err != nil {
 		return err
 	}

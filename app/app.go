@@ -1,5 +1,10 @@
-// Package app wires the programs (worker, starter) together: configuration from the
-// environment, the embedded dev server, the worker with its registry, and the HTTP server.
+// Package app is the wiring of Kortyx programs, shared by the worker, the starter's demo and
+// your own programs: configuration from the environment ([ConfigFromEnv]), the embedded
+// Temporal dev server ([StartDevServer], [Connect]), the model providers and tools of the
+// activities ([NewBackend]), the workflow files of KORTYX_WORKFLOWS ([LoadWorkflows]), a worker
+// ([NewWorker]) and the development HTTP API ([ServeHTTP]). It registers no agents: a program
+// registers its own (the repository's worker registers the examples it is told to, see package
+// examples). The package example is a worker of your own on it.
 package app
 
 import (
@@ -19,10 +24,6 @@ import (
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/examples/hello"
-	"github.com/kortyx-go/kortyx/examples/research"
-	"github.com/kortyx-go/kortyx/examples/support"
-	"github.com/kortyx-go/kortyx/examples/triage"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -169,7 +170,8 @@ type Temporal struct {
 	Dev    *devserver.Server // nil with TEMPORAL_ADDRESS
 }
 
-// Close closes the client and stops the dev server.
+// Close closes the client and stops the dev server (its stop error, if any, is the server's
+// own: the program is ending and has nothing to do with it).
 func (t *Temporal) Close() {
 	t.Client.Close()
 	if t.Dev != nil {
@@ -207,33 +209,17 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 	return t, nil
 }
 
-// Registry returns a registry with the example agents, plus the workflow files of the
-// directory KORTYX_WORKFLOWS (*.workflow.yaml, *.workflow.yml, *.workflow.json) when it is set.
-// toolNames, when given, are the worker's tools ([Backend] Tools.Names()): a kortyx.reason node
-// that names another tool is refused when its workflow is added.
-func Registry(toolNames ...string) (*workflows.Registry, error) {
-	reg := workflows.NewRegistry()
-	if len(toolNames) > 0 {
-		reg.SetToolNames(toolNames...)
-	}
-	if err := support.Register(reg); err != nil {
-		return nil, err
-	}
-	if err := triage.Register(reg); err != nil {
-		return nil, err
-	}
-	if err := hello.Register(reg); err != nil {
-		return nil, err
-	}
-	if err := research.Register(reg); err != nil {
-		return nil, err
-	}
+// LoadWorkflows adds the workflow files of the directory KORTYX_WORKFLOWS (*.workflow.yaml,
+// *.workflow.yml, *.workflow.json) to reg when the variable is set. Call
+// [workflows.Registry.SetToolNames] first with the worker's tools ([Backend] Tools.Names()): a
+// kortyx.reason node that names another tool is then refused here, at start.
+func LoadWorkflows(reg *workflows.Registry) error {
 	if dir := os.Getenv("KORTYX_WORKFLOWS"); dir != "" {
 		if err := reg.AddDir(dir); err != nil {
-			return nil, fmt.Errorf("kortyx: loading workflows from KORTYX_WORKFLOWS=%s: %w", dir, err)
+			return fmt.Errorf("kortyx: loading workflows from KORTYX_WORKFLOWS=%s: %w", dir, err)
 		}
 	}
-	return reg, nil
+	return nil
 }
 
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
@@ -252,19 +238,35 @@ type Stack struct {
 	HTTPAddr string // where the HTTP API listens
 }
 
-// StartStack starts a worker for reg on cfg.TaskQueue (register, when not nil, adds more to it
-// before it starts) and the HTTP API on httpAddr; the API stops when ctx ends, the worker on
-// [Stack.Stop].
-func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows.Registry, b *Backend, httpAddr string, register func(worker.ActivityRegistry)) (*Stack, error) {
+// StackOptions is what [StartStack] starts.
+type StackOptions struct {
+	Registry *workflows.Registry
+	Backend  *Backend
+	// HTTPAddr is where the HTTP API listens ("127.0.0.1:0": a free port).
+	HTTPAddr string
+	// DefaultWorkflow runs a chat session's first turn when the request names none.
+	DefaultWorkflow string
+	// Register, when not nil, adds more activities to the worker before it starts.
+	Register func(worker.ActivityRegistry)
+}
+
+// StartStack starts a worker for o.Registry on cfg.TaskQueue, with the activities of o.Backend
+// over a new in-memory broker, and the HTTP API on o.HTTPAddr; the API stops when ctx ends,
+// the worker on [Stack.Stop].
+func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions) (*Stack, error) {
 	broker := stream.NewMemory()
-	w := NewWorker(c, cfg, reg, b.Activities(broker))
-	if register != nil {
-		register(w)
+	acts, err := o.Backend.Activities(broker)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWorker(c, cfg, o.Registry, acts)
+	if o.Register != nil {
+		o.Register(w)
 	}
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
 	}
-	_, addr, err := ServeHTTP(ctx, httpAddr, broker, c, cfg.TaskQueue)
+	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow})
 	if err != nil {
 		w.Stop()
 		return nil, err
@@ -275,18 +277,29 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, reg *workflows
 // Stop stops the worker.
 func (s *Stack) Stop() { s.Worker.Stop() }
 
+// API is what the development HTTP API serves.
+type API struct {
+	Client    client.Client
+	Broker    stream.Broker // the broker the worker's activities publish to
+	TaskQueue string        // where chat turns start their runs
+	// DefaultWorkflow runs a chat session's first turn when the request names none ("": such
+	// a request is refused with UNKNOWN_WORKFLOW).
+	DefaultWorkflow string
+}
+
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
 // /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
 // /v1/runs/{runID}/stream, liveness at /healthz and readiness (Temporal answers) at /readyz.
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
 // no authentication: this is the development API; put the chat package's handlers behind your
-// own authentication in production.
-func ServeHTTP(ctx context.Context, addr string, broker stream.Broker, c client.Client, taskQueue string) (*http.Server, string, error) {
+// own authentication in production. It returns the server and the address it listens on.
+func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string, error) {
+	c, broker := api.Client, api.Broker
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
-	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: taskQueue, DefaultWorkflow: support.WorkflowID,
+	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
 		AllowUnauthenticated: true})
 	if err != nil {
 		_ = ln.Close()

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/examples/support"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 )
@@ -25,16 +26,19 @@ func TestBackendAddsToolsOfConfiguredMCPServers(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")
 	t.Setenv("KORTYX_MCP_SERVERS", `[{"url":"`+ts.URL+`","include":["search_*"],"prefix":"kb"}]`)
-	b, err := NewBackend(context.Background())
+	shop, err := support.Tools(support.NewStore())
+	require.NoError(t, err)
+	opts := BackendOptions{Tools: shop}
+	b, err := NewBackend(context.Background(), opts)
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, []string{"kb_search_code", "kb_search_docs", "lookup_order", "refund"}, b.Tools.Names())
 
 	t.Setenv("KORTYX_MCP_SERVERS", `[{"url":"http://127.0.0.1:1/mcp"}]`)
-	_, err = NewBackend(context.Background())
+	_, err = NewBackend(context.Background(), opts)
 	require.ErrorContains(t, err, "KORTYX_MCP_SERVERS")
 
 	t.Setenv("KORTYX_MCP_SERVERS", `{"url":"x"}`)
-	_, err = NewBackend(context.Background())
+	_, err = NewBackend(context.Background(), opts)
 	require.ErrorContains(t, err, "must be a JSON list")
 }
