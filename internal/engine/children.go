@@ -104,7 +104,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		for i, c := range calls {
 			ids[i] = strings.TrimSpace(c.ID)
 		}
-		key, err := s.key("parallel", "")
+		key, err := s.key(entryParallel, "")
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if e, ok := s.journal(key); ok && string(e.Value) != string(members) {
 			return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed, "Parallel call membership changed during replay.")
 		}
-		s.record(key, contracts.JournalEntry{Kind: "parallel", Value: members, At: workflow.Now(ctx)})
+		s.record(key, contracts.JournalEntry{Kind: entryParallel, Value: members, At: workflow.Now(ctx)})
 	}
 
 	type slot struct {
@@ -148,7 +148,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if err != nil {
 			return nil, err
 		}
-		key, err := s.key("workflow", c.ID)
+		key, err := s.key(entryWorkflow, c.ID)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 					Message: fmt.Sprintf("Workflow '%s': input does not match its input schema", c.Workflow), Issues: issues}
 			}
 			sl.state = callState{Fingerprint: fp, Child: r.childID(s.node, c.ID)}
-			s.record(key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			s.record(key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		}
 		sl.call.Input = input
 		slots[i] = sl
@@ -208,7 +208,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			// Recorded by the run this one was restored from (rollback, fork): the call gets a
 			// child of this run, restored from the state the old child had while it waited.
 			sl.state.Child, from = r.childID(s.node, sl.call.ID), sl.state.Snapshot
-			s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		} else if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
 			cancelAll()
 			return nil, err
@@ -231,7 +231,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			r.addTokenUsage(sl.live.res.State.Runtime.TokenUsage)
 		}
 		sl.state.Outcome, sl.state.Snapshot = &out, nil
-		s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+		s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		delete(r.children, sl.state.Child)
 	}
 	for {
@@ -265,7 +265,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			// the checkpoint taken then lets a restored run restore them all.
 			if q := r.questions[sl.state.Child]; q != nil && q.Snapshot != nil && sl.state.Snapshot != q.Snapshot {
 				sl.state.Snapshot = q.Snapshot
-				s.record(sl.key, contracts.JournalEntry{Kind: "workflow", Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+				s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 			}
 		}
 		var asking *slot
@@ -364,13 +364,13 @@ func RewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.Pe
 	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
 		e := snap.Hooks.Journal[key]
 		switch e.Kind {
-		case pendingKind:
+		case entryPending:
 			var req contracts.PendingRequest
 			if json.Unmarshal(e.Value, &req) == nil && req.Token == oldToken {
 				req.Token, req.RequestID = p.Token, p.RequestID
 				e.Value = contracts.RawJSON(req)
 			}
-		case "workflow":
+		case entryWorkflow:
 			var st callState
 			if json.Unmarshal(e.Value, &st) == nil && st.Snapshot != nil {
 				RewritePending(st.Snapshot, oldToken, p)

@@ -82,7 +82,7 @@ func (spec ReasonSpec) mcpServer(name string) *contracts.MCPServer {
 // started from a snapshot) replays recorded passes, tool results, emissions and answers without
 // paying for them or publishing them again; a completed call returns its recorded result.
 func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonResult, error) {
-	key, err := s.key("reason", spec.ID)
+	key, err := s.key(entryReason, spec.ID)
 	if err != nil {
 		return contracts.ReasonResult{}, err
 	}
@@ -101,7 +101,7 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 	if err := l.run(ctx); err != nil {
 		return contracts.ReasonResult{}, err
 	}
-	s.record(key, contracts.JournalEntry{Kind: "reason", Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
+	s.record(key, contracts.JournalEntry{Kind: entryReason, Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
 	return l.res, nil
 }
 
@@ -433,7 +433,7 @@ func (l *loop) turnMessages(resp contracts.ModelResponse, done map[string]contra
 // process handles one call, reusing its journaled outcome when there is one.
 func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls []turnCall, tc turnCall,
 	done map[string]contracts.ToolResult, evidence, multipleReturns bool) (outcome, error) {
-	okey := l.key + "/call/" + tc.call.ID
+	okey := l.key + keyCall + tc.call.ID
 	var out outcome
 	if l.s.recorded(okey, &out) {
 		// Runs recorded before outcomes kept their passes went on without them: so they do on
@@ -471,7 +471,7 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 		return out, err
 	}
 	out.Passes, out.Steps, out.Fixes = l.passes-passes, append([]contracts.ReasonStep(nil), l.res.Steps[steps:]...), l.schemaFixes-fixes
-	l.s.record(okey, contracts.JournalEntry{Kind: "reason-call", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	l.s.record(okey, contracts.JournalEntry{Kind: entryReasonCall, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -796,11 +796,11 @@ func (s *Scope) recorded(key string, v any) bool {
 // journaled one when a retried node calls it again, so tool idempotency keys stay the same.
 func (s *Scope) opID(ctx workflow.Context, key string) string {
 	var id string
-	if s.recorded(key+"/op", &id) {
+	if s.recorded(key+keyOp, &id) {
 		return id
 	}
 	id = NewID(ctx, "")
-	s.record(key+"/op", contracts.JournalEntry{Kind: "reason-op", Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
+	s.record(key+keyOp, contracts.JournalEntry{Kind: entryReasonOp, Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
 	return id
 }
 
@@ -827,7 +827,7 @@ func merge(res *contracts.ReasonResult, resp contracts.ModelResponse) {
 // history and in the journal) so that every pass, replay and retry sees the same tools.
 func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]contracts.OfferedTool, error) {
 	var out []contracts.OfferedTool
-	if s.recorded(key+"/tools", &out) {
+	if s.recorded(key+keyList, &out) {
 		return out, nil
 	}
 	// No attempt limit (an attempt lost to a dead worker must not use up a budget), bounded in
@@ -838,7 +838,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
-	s.record(key+"/tools", contracts.JournalEntry{Kind: "tools", Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	s.record(key+keyList, contracts.JournalEntry{Kind: entryTools, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -862,7 +862,7 @@ func modelSummary(ref contracts.ModelRef) string {
 func toolSummary(name string) string { return "tool " + name }
 
 // passKey is the journal key of pass n of the Reason call key.
-func passKey(key string, n int) string { return key + "/pass/" + strconv.Itoa(n) }
+func passKey(key string, n int) string { return key + keyPass + strconv.Itoa(n) }
 
 // modelPass runs the model activity for pass n of the call key (journaled).
 func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
@@ -887,7 +887,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
-	s.record(pkey, contracts.JournalEntry{Kind: "model-pass", Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
+	s.record(pkey, contracts.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
 }
 

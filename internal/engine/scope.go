@@ -25,9 +25,6 @@ type Scope struct {
 
 type scopeKey struct{}
 
-// pendingKind marks a journal entry of a question asked and not answered yet.
-const pendingKind = "pending"
-
 // errOutside is returned by hooks called with a context that carries no open node scope.
 func errOutside(hook string) error {
 	return contracts.Errorf(contracts.CodeHookOutsideNode,
@@ -98,7 +95,7 @@ func (s *Scope) Run() *Run { return s.run }
 // "<kind>#<n>" by call position within the attempt. An explicit id used twice is an error.
 func (s *Scope) key(kind, id string) (string, error) {
 	if id != "" {
-		k := kind + ":" + id
+		k := kind + keyID + id
 		if s.used[k] {
 			return "", contracts.Errorf(contracts.CodeInvalidRequest,
 				"kortyx: hook id %q is used twice by %s in node %q; give each call its own id", id, kind, s.node)
@@ -108,7 +105,7 @@ func (s *Scope) key(kind, id string) (string, error) {
 	}
 	n := s.counts[kind]
 	s.counts[kind] = n + 1
-	return kind + "#" + strconv.Itoa(n), nil
+	return kind + keyNth + strconv.Itoa(n), nil
 }
 
 func (s *Scope) journal(key string) (contracts.JournalEntry, bool) {
@@ -189,7 +186,7 @@ func (r *Run) NewStreamID() string {
 // none). A chunk already published at the same call position by an earlier attempt of this node
 // activation is not published again, and keeps its stream id.
 func (s *Scope) Structured(ctx workflow.Context, c contracts.Chunk) (string, error) {
-	key, err := s.key("structured", "")
+	key, err := s.key(entryStructured, "")
 	if err != nil {
 		return "", err
 	}
@@ -209,14 +206,14 @@ func (s *Scope) Structured(ctx workflow.Context, c contracts.Chunk) (string, err
 		return c.StreamID, nil
 	}
 	s.run.Emit(c)
-	s.record(key, contracts.JournalEntry{Kind: "structured", Value: body, At: workflow.Now(ctx)})
+	s.record(key, contracts.JournalEntry{Kind: entryStructured, Value: body, At: workflow.Now(ctx)})
 	return c.StreamID, nil
 }
 
 // Interrupt asks a question and waits for its answer; an answer recorded by an earlier attempt
 // of this node activation is returned without asking again.
 func (s *Scope) Interrupt(ctx workflow.Context, hookID string, in contracts.InterruptInput, responseSchema *contracts.Schema) (contracts.Answer, error) {
-	key, err := s.key("interrupt", hookID)
+	key, err := s.key(entryInterrupt, hookID)
 	if err != nil {
 		return contracts.Answer{}, err
 	}
@@ -230,7 +227,7 @@ func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in cont
 		return *e.Answer, nil
 	}
 	var req contracts.PendingRequest
-	if ok && e.Kind == pendingKind && json.Unmarshal(e.Value, &req) == nil && req.Token != "" {
+	if ok && e.Kind == entryPending && json.Unmarshal(e.Value, &req) == nil && req.Token != "" {
 		// A run restored from a checkpoint asks the same question again, with the token and
 		// request id the checkpoint holds (rollback keeps them, fork replaces them).
 		req.Input, req.Node, req.Workflow, req.HookID = in, s.node, s.workflow, hookID
@@ -247,12 +244,12 @@ func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in cont
 		}
 		// Recorded before waiting, so that a checkpoint taken while waiting lets a restored run
 		// ask this question again under the same token.
-		s.record(key, contracts.JournalEntry{Kind: pendingKind, Value: contracts.RawJSON(req), At: req.CreatedAt})
+		s.record(key, contracts.JournalEntry{Kind: entryPending, Value: contracts.RawJSON(req), At: req.CreatedAt})
 	}
 	ans, err := s.run.Ask(ctx, req, responseSchema)
 	if err != nil {
 		return contracts.Answer{}, err
 	}
-	s.record(key, contracts.JournalEntry{Kind: "interrupt", Answer: &ans, At: workflow.Now(ctx)})
+	s.record(key, contracts.JournalEntry{Kind: entryInterrupt, Answer: &ans, At: workflow.Now(ctx)})
 	return ans, nil
 }
