@@ -59,8 +59,6 @@ type ReasonOptions struct {
 	Retry   *temporal.RetryPolicy
 }
 
-// Corrections returns a SchemaCorrections value.
-
 // heartbeatTimeout is the heartbeat timeout of model and tool activities.
 const heartbeatTimeout = 10 * time.Second
 
@@ -84,6 +82,7 @@ func activityOptions(timeout time.Duration, retry *temporal.RetryPolicy, maxInte
 	return o
 }
 
+// Corrections returns a SchemaCorrections value.
 func Corrections(n int) *int { return &n }
 
 // Outputs are the output contracts of a Reason call, by name (names match
