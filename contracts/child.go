@@ -2,12 +2,6 @@ package contracts
 
 import "encoding/json"
 
-// Wire names of child workflow calls.
-const (
-	// ChildQuestionSignal carries a question of a child run to its parent ([ChildQuestion]).
-	ChildQuestionSignal = "kortyx.Child.Question"
-)
-
 // Limits on child workflow calls (spec F3.13).
 const (
 	// MaxWorkflowCallsPerActivation bounds the child calls of one node activation.
@@ -61,12 +55,8 @@ const (
 	LimitChildInvocations = "maxChildInvocations"
 )
 
-// Wire names of the shared budget.
+// The limit pause.
 const (
-	// BudgetReserveSignal asks the root run for one unit of a limit ([Reservation]).
-	BudgetReserveSignal = "kortyx.Budget.Reserve"
-	// BudgetGrantSignal answers a reservation ([Grant]).
-	BudgetGrantSignal = "kortyx.Budget.Grant"
 	// LimitQuestion is the question of a limit pause; LimitContinue its only option.
 	LimitQuestion   = "Limit reached — Continue?"
 	LimitContinue   = "continue"

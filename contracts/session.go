@@ -5,31 +5,6 @@ import (
 	"time"
 )
 
-// Wire names of sessions (spec F5.3–F5.5).
-const (
-	// SessionWorkflowName is the workflow type of a session: one execution per session id
-	// (workflow ID [SessionWorkflowID]), holding its checkpoints and serializing its turns.
-	SessionWorkflowName = "kortyx.Session"
-	// SessionStartTurnUpdate starts a prompt turn ([TurnRequest] → [TurnStarted]).
-	SessionStartTurnUpdate = "kortyx.Session.StartTurn"
-	// SessionResumeTurnUpdate claims an answer turn ([ResumeTurnRequest] → [TurnStarted]).
-	SessionResumeTurnUpdate = "kortyx.Session.ResumeTurn"
-	// SessionAbortTurnUpdate releases a claimed turn whose run could not continue (run id).
-	SessionAbortTurnUpdate = "kortyx.Session.AbortTurn"
-	// SessionStopUpdate cancels the session's active run (the Stop button).
-	SessionStopUpdate = "kortyx.Session.Stop"
-	// SessionRollbackUpdate restores a checkpoint (checkpoint id → [RollbackResult]).
-	SessionRollbackUpdate = "kortyx.Session.Rollback"
-	// SessionForkUpdate copies a checkpoint into a new session ([ForkRequest] → [ForkResult]).
-	SessionForkUpdate = "kortyx.Session.Fork"
-	// SessionCheckpointSignal is how a run reports a checkpoint and the end of a turn ([CheckpointReport]).
-	SessionCheckpointSignal = "kortyx.Session.Checkpoint"
-	// SessionQueryName returns a [SessionView].
-	SessionQueryName = "kortyx.Session.State"
-	// SessionCheckpointQueryName returns one [Checkpoint] (without its snapshot) by id.
-	SessionCheckpointQueryName = "kortyx.Session.Checkpoint"
-)
-
 // Codes of the chat and checkpoint routes.
 const (
 	// CodeSessionBusy: a turn is already active in the session (HTTP 409).
@@ -42,12 +17,6 @@ const (
 
 // DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
 const DefaultMaxCheckpoints = 50
-
-// SessionOwnerMemo is the memo field of a session workflow that names its owner (see
-// [TurnRequest].Owner). It is set when the session's first turn is accepted (or when a fork
-// creates the session) and never changes; read it without a worker through the workflow's
-// description. It holds an application's user id, never a token or user content.
-const SessionOwnerMemo = "kortyxOwner"
 
 // SessionWorkflowID is the workflow ID of a session.
 func SessionWorkflowID(sessionID string) string { return "kortyx-session:" + sessionID }
