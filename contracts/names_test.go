@@ -14,7 +14,7 @@ func TestWireNamesNeverChange(t *testing.T) {
 		"kortyx.Run": contracts.RunWorkflowName, "kortyx.Respond": contracts.RespondName, "kortyx.State": contracts.StateQueryName,
 		"kortyx.Publish": contracts.PublishActivityName, "kortyx.Model": contracts.ModelActivityName,
 		"kortyx.Tool": contracts.ToolActivityName, "kortyx.ListTools": contracts.ListToolsActivityName,
-		"kortyx": contracts.DefaultTaskQueue,
+		"kortyx":         contracts.DefaultTaskQueue,
 		"kortyx.Session": contracts.SessionWorkflowName, "kortyx.Session.StartTurn": contracts.SessionStartTurnUpdate,
 		"kortyx.Session.ResumeTurn": contracts.SessionResumeTurnUpdate, "kortyx.Session.AbortTurn": contracts.SessionAbortTurnUpdate,
 		"kortyx.Session.Stop": contracts.SessionStopUpdate, "kortyx.Session.Rollback": contracts.SessionRollbackUpdate,
