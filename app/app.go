@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -201,7 +202,7 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 	}
 	t.Client = c
 	if t.Dev == nil {
-		if err := workflows.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+		if err := kortyx.RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
 			t.Close()
 			return nil, err
 		}

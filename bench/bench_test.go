@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -217,8 +217,8 @@ type waiting struct {
 // answer. The resume token comes from the interrupt chunk (no query needed).
 func (e *env) askKortyx(ctx context.Context, via string) (*waiting, error) {
 	id := e.id("k-interrupt-" + via)
-	run, err := workflows.StartRun(ctx, e.c, contracts.RunInput{Workflow: kortyxInterrupt, SessionID: "bench"},
-		workflows.StartOptions{RunID: id, TaskQueue: e.queue})
+	run, err := kortyx.StartRun(ctx, e.c, contracts.RunInput{Workflow: kortyxInterrupt, SessionID: "bench"},
+		kortyx.StartOptions{RunID: id, TaskQueue: e.queue})
 	if err != nil {
 		return nil, err
 	}
@@ -237,9 +237,9 @@ func (e *env) askKortyx(ctx context.Context, via string) (*waiting, error) {
 	w := &waiting{id: id, after: done.Offset}
 	w.send = func(ctx context.Context) error {
 		if via == bySignal {
-			return workflows.Respond(ctx, e.c, id, resp)
+			return kortyx.Respond(ctx, e.c, id, resp)
 		}
-		_, err := workflows.RespondAndWait(ctx, e.c, id, "", resp)
+		_, err := kortyx.RespondAndWait(ctx, e.c, id, "", resp)
 		return err
 	}
 	w.finish = func(ctx context.Context) error {

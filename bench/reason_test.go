@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -90,8 +90,8 @@ func (e *env) firstTokenVariants() []firstTokenVariant {
 	local := stream.NewMemory()
 	return []firstTokenVariant{
 		{name: "kortyx", broker: e.broker, start: func(ctx context.Context, id string) (func(context.Context) error, error) {
-			run, err := workflows.StartRun(ctx, e.c, contracts.RunInput{Workflow: kortyxFirstToken, SessionID: "bench"},
-				workflows.StartOptions{RunID: id, TaskQueue: e.queue})
+			run, err := kortyx.StartRun(ctx, e.c, contracts.RunInput{Workflow: kortyxFirstToken, SessionID: "bench"},
+				kortyx.StartOptions{RunID: id, TaskQueue: e.queue})
 			if err != nil {
 				return nil, err
 			}

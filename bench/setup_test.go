@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
@@ -144,8 +145,8 @@ func (e *env) id(prefix string) string {
 func (e *env) runKortyx(ctx context.Context, wf string) (string, contracts.RunResult, error) {
 	id := e.id("k-" + wf)
 	var res contracts.RunResult
-	run, err := workflows.StartRun(ctx, e.c, contracts.RunInput{Workflow: wf, SessionID: "bench"},
-		workflows.StartOptions{RunID: id, TaskQueue: e.queue})
+	run, err := kortyx.StartRun(ctx, e.c, contracts.RunInput{Workflow: wf, SessionID: "bench"},
+		kortyx.StartOptions{RunID: id, TaskQueue: e.queue})
 	if err != nil {
 		return id, res, err
 	}

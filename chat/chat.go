@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -104,7 +104,7 @@ type Options struct {
 	// kept by the session workflow (memo [contracts.SessionOwnerMemo]); a prompt of another
 	// owner is refused with FORBIDDEN by the session itself, so two callers racing for a new
 	// session id cannot share it. Check the owner of existing sessions in Authorize with
-	// [workflows.SessionOwner].
+	// [kortyx.SessionOwner].
 	Owner func(r *http.Request) string
 	// OnTurnAccepted runs before a turn starts, once per run attempt (not for requests that
 	// reattach to it); its failure refuses the turn (503).
@@ -293,7 +293,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// hook runs now; if it fails, the run is cancelled at once (a fast run may have ended
 		// first).
 		if err := accept(); err != nil {
-			if _, serr := workflows.StopTurn(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID, ts.RunID); serr != nil {
+			if _, serr := kortyx.StopTurn(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID, ts.RunID); serr != nil {
 				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
 			}
 			fail(w, r, h.o.Logger, err)
@@ -320,7 +320,7 @@ func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string
 	var view contracts.SessionView
 	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
 		var err error
-		view, err = workflows.Session(ctx, h.o.Client, sessionID)
+		view, err = kortyx.Session(ctx, h.o.Client, sessionID)
 		return err
 	})
 	if err != nil {
@@ -351,11 +351,11 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 		if h.o.Owner != nil {
 			turn.Owner = h.o.Owner(r)
 		}
-		opts := workflows.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
-		ts, err := workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
+		opts := kortyx.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
+		ts, err := kortyx.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {
 			turn.Workflow = h.o.DefaultWorkflow
-			ts, err = workflows.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
+			ts, err = kortyx.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
 		}
 		if err != nil || !ts.Reattached {
 			return ts, 0, 0, err
@@ -364,7 +364,7 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 	}
 	answer := resume.Response(req.Last().Content)
 	reconnect := lastEventID(r) >= 0
-	ts, err := workflows.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
+	ts, err := kortyx.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
 		ClientTurnID: req.ClientTurnID, Reconnect: reconnect})
 	if err != nil {
 		return ts, 0, 0, err
@@ -378,25 +378,25 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 		if !ts.Ended {
 			// The first request may have left before its answer reached the run: deliver it again
 			// under the same update id (Temporal runs an update id once).
-			_, _ = workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer)
+			_, _ = kortyx.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer)
 		}
 		return ts, begin, reattach(begin), err
 	}
 	// The run is waiting, so its stream is still: what comes next belongs to this response.
 	from, err := h.o.Broker.Last(ctx, ts.RunID)
 	if err != nil {
-		_ = workflows.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
+		_ = kortyx.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
 		return ts, 0, 0, err
 	}
-	if _, err := workflows.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
+	if _, err := kortyx.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
 		bg := context.WithoutCancel(ctx)
 		switch {
 		case contracts.FailureOf(err).Category == contracts.CategoryRequest:
 			// The run refused the answer (or is gone): the question is open again.
-			_ = workflows.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
+			_ = kortyx.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
 		case r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue:
 			// The reader left while the answer was on its way: cancel, as for any disconnect.
-			_, _ = workflows.StopTurn(bg, h.o.Client, req.SessionID, ts.RunID)
+			_, _ = kortyx.StopTurn(bg, h.o.Client, req.SessionID, ts.RunID)
 		default:
 			// The answer may have reached the run: keep the turn. A reconnect with the same
 			// clientTurnId delivers it again; Stop frees the session.
@@ -511,7 +511,7 @@ func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
 	defer cancel()
 	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
-		_, err := workflows.StopTurn(ctx, h.o.Client, req.SessionID, t.ts.RunID)
+		_, err := kortyx.StopTurn(ctx, h.o.Client, req.SessionID, t.ts.RunID)
 		return err
 	})
 	if err != nil {
@@ -589,7 +589,7 @@ func (h *Handler) StopHandler() http.Handler {
 		var runID string
 		err := temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
 			var err error
-			runID, err = workflows.StopSession(ctx, h.o.Client, req.SessionID)
+			runID, err = kortyx.StopSession(ctx, h.o.Client, req.SessionID)
 			return err
 		})
 		if err != nil {

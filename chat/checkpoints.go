@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -169,13 +169,13 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	bg := context.WithoutCancel(r.Context())
 	switch req.Action {
 	case "list":
-		v, err := workflows.Session(ctx, h.o.Client, req.SessionID)
+		v, err := kortyx.Session(ctx, h.o.Client, req.SessionID)
 		if err != nil {
 			return nil, nil, err
 		}
 		return v.Checkpoints, nil, nil
 	case "get":
-		cp, err := workflows.GetCheckpoint(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		cp, err := kortyx.GetCheckpoint(ctx, h.o.Client, req.SessionID, req.CheckpointID)
 		switch {
 		case contracts.CodeOf(err) == contracts.CodeNotFound:
 			return nil, nil, nil
@@ -184,7 +184,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 		}
 		return cp, nil, nil
 	case "rollback":
-		res, err := workflows.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		res, err := kortyx.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -198,7 +198,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 			})
 		}, nil
 	case "fork":
-		res, err := workflows.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
+		res, err := kortyx.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
 		if err != nil {
 			return nil, nil, err
 		}

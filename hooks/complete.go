@@ -21,7 +21,7 @@ type CompleteResponseOptions struct {
 // ends the response with done — the HTTP route finalizes the turn and the session accepts the
 // next one. The run goes on: later chunks are not part of that response, later work no longer
 // advances the session head, and later questions are found through the waiting status
-// (workflows.ListWaiting). It returns the checkpoint id ("" outside a session); calling it again
+// (kortyx.ListWaiting). It returns the checkpoint id ("" outside a session); calling it again
 // does nothing. A checkpoint over Temporal's payload limit fails with PAYLOAD_TOO_LARGE and
 // ends nothing.
 func CompleteResponse(ctx workflow.Context, opts CompleteResponseOptions) (string, error) {

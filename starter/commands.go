@@ -14,10 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -76,7 +76,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		}
 		in.Context = json.RawMessage(*ctxJSON)
 	}
-	run, err := workflows.StartRun(ctx, c, in, workflows.StartOptions{TaskQueue: cfg.TaskQueue})
+	run, err := kortyx.StartRun(ctx, c, in, kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
 	if err != nil {
 		return err
 	}
@@ -131,12 +131,12 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 				return err
 			}
 			if !update {
-				if err := workflows.Respond(ctx, c, runID, resp); err != nil {
+				if err := kortyx.Respond(ctx, c, runID, resp); err != nil {
 					return err
 				}
 				break
 			}
-			if _, err := workflows.RespondAndWait(ctx, c, runID, "", resp); err != nil {
+			if _, err := kortyx.RespondAndWait(ctx, c, runID, "", resp); err != nil {
 				if contracts.CodeOf(err) == contracts.CodeInvalidResponse {
 					p.note("answer rejected: %s", contracts.FailureOf(err).Message)
 					for _, is := range contracts.FailureOf(err).Issues {
@@ -153,7 +153,7 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 
 // currentInterrupt rebuilds the interrupt chunk of the run's pending question from the query.
 func currentInterrupt(ctx context.Context, c client.Client, runID string) (*contracts.Chunk, error) {
-	v, err := workflows.Query(ctx, c, runID)
+	v, err := kortyx.Query(ctx, c, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func cmdRespond(ctx context.Context, args []string) error {
 	if resp.Token == "" || resp.RequestID == "" {
 		// Fill in only what was not given: a token on the command line is used as is (the run
 		// checks it), never replaced by the one the run is waiting for.
-		v, err := workflows.Query(ctx, c, pos[0])
+		v, err := kortyx.Query(ctx, c, pos[0])
 		if err != nil {
 			return err
 		}
@@ -229,13 +229,13 @@ func cmdRespond(ctx context.Context, args []string) error {
 		}
 	}
 	if !*update {
-		if err := workflows.Respond(ctx, c, pos[0], resp); err != nil {
+		if err := kortyx.Respond(ctx, c, pos[0], resp); err != nil {
 			return err
 		}
 		fmt.Printf("answer to %s sent by signal\n", resp.RequestID)
 		return nil
 	}
-	res, err := workflows.RespondAndWait(ctx, c, pos[0], "", resp)
+	res, err := kortyx.RespondAndWait(ctx, c, pos[0], "", resp)
 	if err != nil {
 		f := contracts.FailureOf(err)
 		for _, is := range f.Issues {
@@ -264,7 +264,7 @@ func cmdWaiting(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	runs, err := workflows.ListWaiting(ctx, c, *session)
+	runs, err := kortyx.ListWaiting(ctx, c, *session)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func cmdStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
-	v, err := workflows.Query(ctx, c, pos[0])
+	v, err := kortyx.Query(ctx, c, pos[0])
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
@@ -90,8 +91,8 @@ func cmdDemo(ctx context.Context, args []string) error {
 	}
 	defer st.Stop()
 	input, _ := json.Marshal(message)
-	run, err := workflows.StartRun(ctx, c, contracts.RunInput{Workflow: *wf, Input: input, SessionID: "demo"},
-		workflows.StartOptions{TaskQueue: cfg.TaskQueue})
+	run, err := kortyx.StartRun(ctx, c, contracts.RunInput{Workflow: *wf, Input: input, SessionID: "demo"},
+		kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
 	if err != nil {
 		return err
 	}

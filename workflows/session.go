@@ -504,7 +504,7 @@ func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
 	a := s.st.Active
 	if a == nil && rep.Checkpoint != nil && s.owns(rep.RunID) &&
 		workflow.GetVersion(ctx, "session-answered-on-run", workflow.DefaultVersion, 1) >= 1 {
-		// The run of an open question was answered on the run itself (workflows.Respond,
+		// The run of an open question was answered on the run itself (kortyx.Respond,
 		// starter respond), not through a turn of the session: its report is that answer's
 		// turn, and its questions are no longer open.
 		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {

@@ -6,7 +6,7 @@
 // belongs to the user whose first turn it accepted (a fork to its source's owner), and every
 // route checks that ownership before any work — client-supplied ids are not proof of
 // ownership. Ownership is kept by the session workflow itself (chat.Options.Owner; read back
-// with workflows.SessionOwner), so it survives a restart of this server, and a refused request
+// with kortyx.SessionOwner), so it survives a restart of this server, and a refused request
 // claims nothing. The transcript (one user message and one assistant message per turn) is stored by the hooks:
 // OnTurnAccepted saves the user's message before the turn runs (if that fails, the turn is
 // refused with 503 and nothing runs), OnResponseFinalized saves the finalized assistant
@@ -24,10 +24,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -197,7 +197,7 @@ func New(o Options) (*Server, error) {
 		if session == "" {
 			return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."}
 		}
-		owner, err := workflows.SessionOwner(r.Context(), o.Client, session)
+		owner, err := kortyx.SessionOwner(r.Context(), o.Client, session)
 		if err != nil {
 			return err
 		}

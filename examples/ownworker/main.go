@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -35,7 +36,7 @@ func main() {
 	}
 	defer c.Close()
 	// Fail at start, naming what is missing, rather than in every run's first workflow task.
-	if err := workflows.CheckSearchAttributes(context.Background(), c, "default"); err != nil {
+	if err := kortyx.CheckSearchAttributes(context.Background(), c, "default"); err != nil {
 		log.Fatal(err)
 	}
 

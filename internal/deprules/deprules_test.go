@@ -37,8 +37,19 @@ var forbidden = []string{
 }
 
 // notImported may not be imported by a workflow-side package itself (the Temporal SDK brings
-// net/http in through gRPC, so only direct imports are checked).
-var notImported = []string{"net/http", "net/http/httptest"}
+// net/http in through gRPC, so only direct imports are checked). go.temporal.io/sdk/client is
+// client-side code: it lives in the root package kortyx.
+var notImported = []string{"net/http", "net/http/httptest", "go.temporal.io/sdk/client"}
+
+// The client package holds no workflow code.
+func TestClientPackageHoldsNoWorkflowCode(t *testing.T) {
+	imports := goList(t, "-f", `{{join .Imports " "}}`, module)
+	for _, imp := range []string{"go.temporal.io/sdk/workflow", module + "/internal/engine", module + "/hooks", module + "/workflows"} {
+		if slices.Contains(imports, imp) {
+			t.Errorf("the client package %s imports %s", module, imp)
+		}
+	}
+}
 
 func goList(t *testing.T, args ...string) []string {
 	t.Helper()

@@ -344,7 +344,7 @@ func (r *Run) SetWorkflow(ctx workflow.Context, id string) {
 }
 
 // InitSearchAttributes sets session, workflow and status in one command, unless the run was
-// started (or continued) with them already set (workflows.StartRun sets them).
+// started (or continued) with them already set (kortyx.StartRun sets them).
 func (r *Run) InitSearchAttributes(ctx workflow.Context) {
 	r.saStatus = r.Status
 	cur := workflow.GetTypedSearchAttributes(ctx)

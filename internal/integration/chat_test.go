@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
@@ -565,7 +565,7 @@ func (f *finalized) lifecycleErrors() []chat.LifecycleError {
 // started a turn (a refused first turn; it ends by itself).
 func noSession(t *testing.T, c *chatEnv, id string) {
 	t.Helper()
-	v, err := workflows.Session(context.Background(), c.c, id)
+	v, err := kortyx.Session(context.Background(), c.c, id)
 	if err != nil {
 		require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "err: %v", err)
 		return
@@ -877,10 +877,10 @@ func TestChatCompleteResponse(t *testing.T) {
 	require.Equal(t, "Your report is on its way.", stream.Buffer(chunks).Text)
 	require.Equal(t, stream.StatusCompleted, f.finals(t, 1)[0].Status)
 
-	var waiting []workflows.WaitingRun
+	var waiting []kortyx.WaitingRun
 	eventually(t, 30*time.Second, "the later question to be listed", func() bool {
 		var err error
-		waiting, err = workflows.ListWaiting(context.Background(), c.c, session)
+		waiting, err = kortyx.ListWaiting(context.Background(), c.c, session)
 		require.NoError(t, err)
 		return len(waiting) == 1
 	})
@@ -891,11 +891,11 @@ func TestChatCompleteResponse(t *testing.T) {
 	// The later question is the run's, not the session's: the session takes the next turn, and
 	// the question is answered on the run.
 	require.Empty(t, sessionView(t, c.inproc, session).Pending)
-	view, err := workflows.Query(context.Background(), c.c, waiting[0].RunID)
+	view, err := kortyx.Query(context.Background(), c.c, waiting[0].RunID)
 	require.NoError(t, err)
 	require.NotNil(t, view.Pending)
 	require.Equal(t, "Publish the report?", view.Pending.Input.Question)
-	res, err := workflows.RespondAndWait(context.Background(), c.c, waiting[0].RunID, "", contracts.Response{
+	res, err := kortyx.RespondAndWait(context.Background(), c.c, waiting[0].RunID, "", contracts.Response{
 		Token: view.Pending.Token, RequestID: view.Pending.RequestID, Selected: []string{"yes"}})
 	require.NoError(t, err)
 	require.False(t, res.Cancelled)

@@ -7,11 +7,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +36,7 @@ func TestChatServerOwnershipSurvivesRestart(t *testing.T) {
 	r := c.send(t, prompt(session, "t1", testagents.EffectsWorkflow, "hello"), alice)
 	require.Equal(t, http.StatusOK, r.Status, r.Body)
 	name := chunkOf(t, r.Chunks(t), contracts.ChunkInterrupt)
-	owner, err := workflows.SessionOwner(ctx, tc, session)
+	owner, err := kortyx.SessionOwner(ctx, tc, session)
 	require.NoError(t, err)
 	require.Equal(t, "alice", owner)
 
@@ -51,8 +51,8 @@ func TestChatServerOwnershipSurvivesRestart(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, transcriptStatus(t, url, session, bob))
 	// The session itself refuses a prompt of another owner (what a request that raced the
 	// owner's first turn past Authorize meets).
-	_, err = workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Input: json.RawMessage(`"x"`), Owner: "bob"},
-		workflows.SessionOptions{TaskQueue: e.tq})
+	_, err = kortyx.StartTurn(ctx, tc, session, contracts.TurnRequest{Input: json.RawMessage(`"x"`), Owner: "bob"},
+		kortyx.SessionOptions{TaskQueue: e.tq})
 	require.Equal(t, contracts.CodeForbidden, contracts.CodeOf(err), "%v", err)
 
 	// Alice goes on through the new server.
@@ -66,7 +66,7 @@ func TestChatServerOwnershipSurvivesRestart(t *testing.T) {
 	r = c.send(t, prompt(fresh, "b1", "no-such-workflow", "hi"), bob)
 	require.Equal(t, http.StatusNotFound, r.Status, r.Body)
 	require.Equal(t, contracts.CodeUnknownWorkflow, decodeError(t, r).Failure.Code)
-	owner, err = workflows.SessionOwner(ctx, tc, fresh)
+	owner, err = kortyx.SessionOwner(ctx, tc, fresh)
 	require.NoError(t, err)
 	require.Empty(t, owner)
 	r = c.send(t, prompt(fresh, "t1", testagents.EffectsWorkflow, "hello"), alice)
@@ -82,7 +82,7 @@ func TestChatServerOwnershipSurvivesRestart(t *testing.T) {
 	require.Equal(t, fq.ResumeToken, fk.Reissued[0].FromToken)
 	require.Equal(t, fk.Checkpoint.ActivePendingRequests[0].Token, fk.Reissued[0].Token)
 	require.Equal(t, fk.Checkpoint.ActivePendingRequests[0].RequestID, fk.Reissued[0].RequestID)
-	owner, err = workflows.SessionOwner(ctx, tc, fk.SessionID)
+	owner, err = kortyx.SessionOwner(ctx, tc, fk.SessionID)
 	require.NoError(t, err)
 	require.Equal(t, "alice", owner)
 	rows := transcript(t, url, fk.SessionID, alice)

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/research"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -77,12 +77,12 @@ func TestParallelJoinSurvivesWorkerKill(t *testing.T) {
 	var view contracts.RunView
 	eventually(t, 30*time.Second, "the child's question at the root", func() bool {
 		var err error
-		view, err = workflows.Query(ctx, tc, run.GetID())
+		view, err = kortyx.Query(ctx, tc, run.GetID())
 		return err == nil && view.Pending != nil
 	})
 	require.Equal(t, "Which ask?", view.Pending.Input.Question)
 	require.Equal(t, testagents.PartWorkflow, view.Pending.Workflow)
-	_, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", contracts.Response{Token: view.Pending.Token, RequestID: view.Pending.RequestID, Text: "x"})
+	_, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", contracts.Response{Token: view.Pending.Token, RequestID: view.Pending.RequestID, Text: "x"})
 	require.NoError(t, err)
 	res, err := result(t, run)
 	require.NoError(t, err)
@@ -114,8 +114,8 @@ func TestResearchOverChat(t *testing.T) {
 func TestLimitPauseWithParallelChildren(t *testing.T) {
 	e := startWorker(t, tc)
 	ctx := context.Background()
-	run, err := workflows.StartRun(ctx, tc, contracts.RunInput{Workflow: testagents.FanoutWorkflow, Input: []byte(`"go"`),
-		Limits: &contracts.Limits{MaxNodeExecutions: 2}}, workflows.StartOptions{TaskQueue: e.tq})
+	run, err := kortyx.StartRun(ctx, tc, contracts.RunInput{Workflow: testagents.FanoutWorkflow, Input: []byte(`"go"`),
+		Limits: &contracts.Limits{MaxNodeExecutions: 2}}, kortyx.StartOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	var after int64
 	var pauses, questions int
@@ -129,13 +129,13 @@ func TestLimitPauseWithParallelChildren(t *testing.T) {
 		if in.Question != contracts.LimitQuestion {
 			questions++
 			require.Equal(t, "Which ask?", in.Question)
-			_, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "y"))
+			_, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "y"))
 			require.NoError(t, err)
 			continue
 		}
 		pauses++
 		require.Equal(t, "limit-reached", string(resp[0].Type))
-		_, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "", contracts.LimitContinue))
+		_, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "", contracts.LimitContinue))
 		require.NoError(t, err)
 	}
 	res, err := result(t, run)
@@ -195,16 +195,16 @@ func TestRollbackAndForkOfWaitingChild(t *testing.T) {
 func TestLimitPauseCheckpointInSession(t *testing.T) {
 	e := startWorker(t, tc)
 	session := "s-" + taskQueue(t)
-	ts, err := workflows.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow,
-		Input: []byte(`"hi"`), Limits: &contracts.Limits{MaxNodeExecutions: 1}}, workflows.SessionOptions{TaskQueue: e.tq})
+	ts, err := kortyx.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow,
+		Input: []byte(`"hi"`), Limits: &contracts.Limits{MaxNodeExecutions: 1}}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	// The echo node is the only node: one execution fits. Turn 2 has its own allowance.
 	resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
 	require.Equal(t, []string{"message", "checkpoint", "done"}, types(resp))
 	eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
 
-	ts, err = workflows.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.FanoutWorkflow,
-		Input: []byte(`"go"`), Limits: &contracts.Limits{MaxChildInvocations: 1}}, workflows.SessionOptions{TaskQueue: e.tq})
+	ts, err = kortyx.StartTurn(context.Background(), tc, session, contracts.TurnRequest{Workflow: testagents.FanoutWorkflow,
+		Input: []byte(`"go"`), Limits: &contracts.Limits{MaxChildInvocations: 1}}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	resp, _ = nextResponse(t, e.follow, ts.RunID, 0)
 	require.Equal(t, []string{"limit-reached", "interrupt", "checkpoint", "done"}, types(resp))

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
@@ -94,7 +94,7 @@ func TestStarterCommands(t *testing.T) {
 	require.Equal(t, "done", kinds[len(kinds)-1])
 
 	// waiting: found through search attributes (visibility is eventually consistent).
-	var waiting []workflows.WaitingRun
+	var waiting []kortyx.WaitingRun
 	eventually(t, 10*time.Second, "starter waiting to list the run", func() bool {
 		out, errOut, err = starter(t, env, "", "waiting", "--json", "--session", "cli")
 		require.NoError(t, err, errOut)

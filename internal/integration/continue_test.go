@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 )
@@ -31,8 +31,8 @@ func TestContinueAsNewWhenTemporalSuggestsIt(t *testing.T) {
 	e := startWorker(t, c)
 
 	const steps = 25
-	run, err := workflows.StartRun(ctx, c, contracts.RunInput{Workflow: testagents.LoopWorkflow, Input: json.RawMessage(fmt.Sprintf(`{"steps":%d}`, steps))},
-		workflows.StartOptions{TaskQueue: e.tq})
+	run, err := kortyx.StartRun(ctx, c, contracts.RunInput{Workflow: testagents.LoopWorkflow, Input: json.RawMessage(fmt.Sprintf(`{"steps":%d}`, steps))},
+		kortyx.StartOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	firstRunID := run.GetRunID() // Get below follows the chain and moves the handle to the last execution
 	var res contracts.RunResult

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
@@ -72,7 +72,7 @@ func TestWorkerKilledWhileRunWaits(t *testing.T) {
 	run := startRun(t, tc, tq, testagents.EffectsWorkflow, "hello")
 	resp, off := nextResponse(t, httpFollower(first.addr), run.GetID(), 0)
 	ask, _ := interruptOf(t, resp)
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
 	resp, _ = nextResponse(t, httpFollower(first.addr), run.GetID(), off)
 	plan, _ := interruptOf(t, resp)
 	require.Equal(t, []string{"before", "between Ada"}, readLines(t, effects))
@@ -88,11 +88,11 @@ func TestWorkerKilledWhileRunWaits(t *testing.T) {
 	require.True(t, isWaiting(t, tc, run.GetID()), "discoverable as waiting with no worker alive")
 
 	second := startWorkerProcess(t, srv.Address(), tq, effects)
-	view, err := workflows.Query(ctx, tc, run.GetID())
+	view, err := kortyx.Query(ctx, tc, run.GetID())
 	require.NoError(t, err)
 	require.NotNil(t, view.Pending)
 	require.Equal(t, plan.RequestID, view.Pending.RequestID, "still waiting for the same question")
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "pro"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "pro"))
 	require.NoError(t, err)
 
 	res, err := result(t, run)
@@ -137,7 +137,7 @@ func TestDevServerRestartedOnSameDatabase(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = workflows.RespondAndWait(ctx, c, run.GetID(), "after-restart", answer(ask, "Ada"))
+		_, err = kortyx.RespondAndWait(ctx, c, run.GetID(), "after-restart", answer(ask, "Ada"))
 		cancel()
 		if err == nil || time.Now().After(deadline) {
 			break
@@ -147,7 +147,7 @@ func TestDevServerRestartedOnSameDatabase(t *testing.T) {
 	require.NoError(t, err)
 	resp, _ = nextResponse(t, e.follow, run.GetID(), off)
 	plan, _ := interruptOf(t, resp)
-	_, err = workflows.RespondAndWait(context.Background(), c, run.GetID(), "", answer(plan, "", "basic"))
+	_, err = kortyx.RespondAndWait(context.Background(), c, run.GetID(), "", answer(plan, "", "basic"))
 	require.NoError(t, err)
 	res, err := result(t, run)
 	require.NoError(t, err)

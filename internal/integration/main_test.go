@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -26,7 +27,6 @@ import (
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -183,8 +183,8 @@ func answer(c contracts.Chunk, text string, selected ...string) contracts.Respon
 func startRun(t *testing.T, c client.Client, tq, wf, input string) client.WorkflowRun {
 	t.Helper()
 	b, _ := json.Marshal(input)
-	run, err := workflows.StartRun(context.Background(), c, contracts.RunInput{Workflow: wf, Input: b, SessionID: "it-session"},
-		workflows.StartOptions{TaskQueue: tq})
+	run, err := kortyx.StartRun(context.Background(), c, contracts.RunInput{Workflow: wf, Input: b, SessionID: "it-session"},
+		kortyx.StartOptions{TaskQueue: tq})
 	require.NoError(t, err)
 	return run
 }
@@ -221,9 +221,9 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 func isWaiting(t *testing.T, c client.Client, runID string) bool {
-	runs, err := workflows.ListWaiting(context.Background(), c, "")
+	runs, err := kortyx.ListWaiting(context.Background(), c, "")
 	require.NoError(t, err)
-	return slices.ContainsFunc(runs, func(r workflows.WaitingRun) bool { return r.RunID == runID })
+	return slices.ContainsFunc(runs, func(r kortyx.WaitingRun) bool { return r.RunID == runID })
 }
 
 // statusAttribute reads the KortyxStatus search attribute without a worker.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/chat"
@@ -150,8 +151,8 @@ func TestCheckpointOverThePayloadLimitFailsTheTurn(t *testing.T) {
 	requirePayloadError(t, resp, "the run's result (its final state)")
 	eventually(t, 10*time.Second, "the failed turn to end", func() bool { return sessionView(t, e, session).Active == nil })
 	huge, _ := json.Marshal(strings.Repeat("i", hugeResult))
-	_, err = workflows.StartTurn(context.Background(), e.c, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow, Input: huge},
-		workflows.SessionOptions{TaskQueue: e.tq})
+	_, err = kortyx.StartTurn(context.Background(), e.c, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow, Input: huge},
+		kortyx.SessionOptions{TaskQueue: e.tq})
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(err), "%v", err)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the turn request")
 	require.Equal(t, 413, chat.HTTPStatus(contracts.FailureOf(err)))
@@ -181,8 +182,8 @@ func TestActivityResultsAndInputsOverThePayloadLimit(t *testing.T) {
 	}
 
 	b, _ := json.Marshal(strings.Repeat("i", hugeResult))
-	_, err := workflows.StartRun(context.Background(), tc, contracts.RunInput{Workflow: testagents.EchoWorkflow, Input: b},
-		workflows.StartOptions{TaskQueue: e.tq})
+	_, err := kortyx.StartRun(context.Background(), tc, contracts.RunInput{Workflow: testagents.EchoWorkflow, Input: b},
+		kortyx.StartOptions{TaskQueue: e.tq})
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(err), "%v", err)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the run input")
 
@@ -191,10 +192,10 @@ func TestActivityResultsAndInputsOverThePayloadLimit(t *testing.T) {
 	resp, _ := nextResponse(t, e.follow, run.GetID(), 0)
 	ask, _ := interruptOf(t, resp)
 	huge := answer(ask, strings.Repeat("a", hugeResult))
-	err = workflows.Respond(context.Background(), tc, run.GetID(), huge)
+	err = kortyx.Respond(context.Background(), tc, run.GetID(), huge)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the answer")
-	_, err = workflows.RespondAndWait(context.Background(), tc, run.GetID(), "", huge)
+	_, err = kortyx.RespondAndWait(context.Background(), tc, run.GetID(), "", huge)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the answer")
-	_, err = workflows.RespondAndWait(context.Background(), tc, run.GetID(), "", answer(ask, "Ada"))
+	_, err = kortyx.RespondAndWait(context.Background(), tc, run.GetID(), "", answer(ask, "Ada"))
 	require.NoError(t, err)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
@@ -27,9 +28,9 @@ import (
 func answerTurn(t *testing.T, e *inproc, session string, p contracts.PendingRequest, text string, selected ...string) contracts.TurnStarted {
 	t.Helper()
 	ctx := context.Background()
-	ts, err := workflows.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: p.Token, RequestID: p.RequestID})
+	ts, err := kortyx.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: p.Token, RequestID: p.RequestID})
 	require.NoError(t, err)
-	_, err = workflows.RespondAndWait(ctx, e.c, ts.RunID, "", contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: text, Selected: selected})
+	_, err = kortyx.RespondAndWait(ctx, e.c, ts.RunID, "", contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: text, Selected: selected})
 	require.NoError(t, err)
 	return ts
 }
@@ -62,11 +63,11 @@ func TestRespondUpdateRefusesADifferentSecondAnswer(t *testing.T) {
 	first, _ := nextResponse(t, e.follow, run.GetID(), 0)
 	ask, _ := interruptOf(t, first)
 
-	res1, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Grace"))
+	res1, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Grace"))
 	require.NoError(t, err)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Ada"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Ada"))
 	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(err), "a different answer to an answered request: %v", err)
-	res2, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Grace"))
+	res2, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(ask, "Grace"))
 	require.NoError(t, err, "the same answer again is deduplicated")
 	require.Equal(t, res1, res2)
 
@@ -81,7 +82,7 @@ func TestRespondUpdateRefusesADifferentSecondAnswer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", pick))
+			_, errs[i] = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", pick))
 		}()
 	}
 	wg.Wait()
@@ -100,10 +101,10 @@ func TestRespondUpdateRefusesADifferentSecondAnswer(t *testing.T) {
 	require.Equal(t, "Grace", res.State.Data["name"])
 	require.Equal(t, won, res.State.Data["plan"])
 
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic", "pro"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic", "pro"))
 	require.Error(t, err, "a different answer after the run completed is not accepted")
 	require.Equal(t, contracts.CodeNotFound, contracts.CodeOf(err), "%v", err)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", won))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", won))
 	require.NoError(t, err, "the answer that was applied is still deduplicated")
 	require.Equal(t, []string{"before", "between Grace", "after " + won}, readLines(t, e.effects))
 }
@@ -120,7 +121,7 @@ func TestStarterRespondUsesItsTokenAndRefusesASecondAnswer(t *testing.T) {
 	require.NotNil(t, m, errOut)
 	runID := m[1]
 	eventually(t, 10*time.Second, "the run to wait", func() bool {
-		v, err := workflows.Query(context.Background(), tc, runID)
+		v, err := kortyx.Query(context.Background(), tc, runID)
 		return err == nil && v.Pending != nil
 	})
 
@@ -128,7 +129,7 @@ func TestStarterRespondUsesItsTokenAndRefusesASecondAnswer(t *testing.T) {
 	_, errOut, err = starter(t, env, "", "respond", runID, "--update", "--token", "forged", "--text", "Mallory")
 	require.Error(t, err)
 	require.Contains(t, errOut, "[INVALID_RESUME]")
-	v, err := workflows.Query(context.Background(), tc, runID)
+	v, err := kortyx.Query(context.Background(), tc, runID)
 	require.NoError(t, err)
 	require.NotNil(t, v.Pending, "the run still waits")
 	require.Equal(t, "name", v.Pending.HookID)
@@ -140,7 +141,7 @@ func TestStarterRespondUsesItsTokenAndRefusesASecondAnswer(t *testing.T) {
 	require.Error(t, err, "a different answer to the same question must not be reported accepted")
 	require.Contains(t, errOut, "[INVALID_RESUME]")
 	eventually(t, 10*time.Second, "the second question", func() bool {
-		v, err := workflows.Query(context.Background(), tc, runID)
+		v, err := kortyx.Query(context.Background(), tc, runID)
 		return err == nil && v.Pending != nil && v.Pending.HookID == "plan"
 	})
 	out, errOut, err = starter(t, env, "", "respond", runID, "--update", "--select", "pro")
@@ -163,7 +164,7 @@ func TestForkAndRollbackQuestionsAnswerableAtOnce(t *testing.T) {
 	cp1 := resp[2].ID
 
 	for i := range 3 {
-		fk, err := workflows.Fork(ctx, e.c, session, contracts.ForkRequest{CheckpointID: cp1})
+		fk, err := kortyx.Fork(ctx, e.c, session, contracts.ForkRequest{CheckpointID: cp1})
 		require.NoError(t, err)
 		p := fk.Checkpoint.ActivePendingRequests[0]
 		ts := answerTurn(t, e, fk.SessionID, p, "Fork"+string(rune('A'+i)))
@@ -179,7 +180,7 @@ func TestForkAndRollbackQuestionsAnswerableAtOnce(t *testing.T) {
 	src := answerTurn(t, e, session, sessionView(t, e, session).Pending[0], "Ada")
 	nextResponse(t, e.follow, src.RunID, lastOffset(t, e, src.RunID, contracts.ChunkDone, 1))
 	for range 3 {
-		rb, err := workflows.Rollback(ctx, e.c, session, cp1)
+		rb, err := kortyx.Rollback(ctx, e.c, session, cp1)
 		require.NoError(t, err)
 		ts := answerTurn(t, e, session, rb.ActivePendingRequests[0], "Grace")
 		require.Equal(t, rb.RunID, ts.RunID)
@@ -190,8 +191,8 @@ func TestForkAndRollbackQuestionsAnswerableAtOnce(t *testing.T) {
 	}
 }
 
-// A session's question answered outside the chat route (workflows.Respond by signal,
-// workflows.RespondAndWait by update, as starter respond does) still moves the session: its
+// A session's question answered outside the chat route (kortyx.Respond by signal,
+// kortyx.RespondAndWait by update, as starter respond does) still moves the session: its
 // checkpoint is committed, the next answer goes through the session, and the next prompt takes
 // the next turn index.
 func TestSessionQuestionAnsweredOnTheRun(t *testing.T) {
@@ -204,9 +205,9 @@ func TestSessionQuestionAnsweredOnTheRun(t *testing.T) {
 			resp, _ := nextResponse(t, e.follow, t1.RunID, 0)
 			ask, _ := interruptOf(t, resp)
 			if by == "signal" {
-				require.NoError(t, workflows.Respond(ctx, e.c, t1.RunID, answer(ask, "Grace")))
+				require.NoError(t, kortyx.Respond(ctx, e.c, t1.RunID, answer(ask, "Grace")))
 			} else {
-				_, err := workflows.RespondAndWait(ctx, e.c, t1.RunID, "", answer(ask, "Grace"))
+				_, err := kortyx.RespondAndWait(ctx, e.c, t1.RunID, "", answer(ask, "Grace"))
 				require.NoError(t, err)
 			}
 			second, _ := nextResponse(t, e.follow, t1.RunID, lastOffset(t, e, t1.RunID, contracts.ChunkDone, 1))
@@ -252,7 +253,7 @@ func TestSessionPromptInTheTaskOfThePreviousReport(t *testing.T) {
 		contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, RunTaskQueue: runs.tq})
 	require.NoError(t, err)
 	b, _ := json.Marshal("x")
-	t1, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, workflows.SessionOptions{TaskQueue: sessions.tq})
+	t1, err := kortyx.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, kortyx.SessionOptions{TaskQueue: sessions.tq})
 	require.NoError(t, err)
 	sessions.stop()
 

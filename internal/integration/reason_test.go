@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 )
@@ -95,7 +95,7 @@ func TestApprovalAnsweredBySignalAfterWorkerRestart(t *testing.T) {
 	require.Empty(t, toolLines(t, effects))
 
 	second := startWorkerProcess(t, srv.Address(), tq, effects)
-	require.NoError(t, workflows.Respond(context.Background(), tc, run.GetID(), answer(ask, "", "approve")))
+	require.NoError(t, kortyx.Respond(context.Background(), tc, run.GetID(), answer(ask, "", "approve")))
 	res, err := result(t, run)
 	require.NoError(t, err)
 	require.Equal(t, `recorded {"recorded":"n1"}`, res.State.Data["answer"])

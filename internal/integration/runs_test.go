@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 )
@@ -27,14 +27,14 @@ func TestAnsweredBySignal(t *testing.T) {
 	eventually(t, 10*time.Second, "the run to be listed as waiting", func() bool { return isWaiting(t, tc, run.GetID()) })
 	require.Equal(t, "waiting", statusAttribute(t, tc, run.GetID()))
 
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
 	second, off := nextResponse(t, e.follow, run.GetID(), off)
 	require.Equal(t, []string{"interrupt", "done"}, types(second))
 	plan, in := interruptOf(t, second)
 	require.Equal(t, contracts.InterruptChoice, in.Kind)
 	require.NotEqual(t, ask.ResumeToken, plan.ResumeToken)
 
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(plan, "", "pro")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(plan, "", "pro")))
 	last, _ := nextResponse(t, e.follow, run.GetID(), off)
 	require.Equal(t, []string{"message", "done"}, types(last))
 	require.Equal(t, "Welcome Ada, you are on pro.", last[0].Content)
@@ -69,7 +69,7 @@ func TestAnsweredByUpdate(t *testing.T) {
 		{name: "other request", resp: contracts.Response{Token: ask.ResumeToken, RequestID: "human-other", Text: "x"}, code: contracts.CodeResumeMismatch},
 	}
 	for _, tt := range tests {
-		_, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "bad-"+tt.name, tt.resp)
+		_, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "bad-"+tt.name, tt.resp)
 		require.Equal(t, tt.code, contracts.CodeOf(err), "%s: %v", tt.name, err)
 		if tt.code == contracts.CodeInvalidResponse {
 			require.NotEmpty(t, contracts.FailureOf(err).Issues, "per-field reasons")
@@ -77,18 +77,18 @@ func TestAnsweredByUpdate(t *testing.T) {
 	}
 	require.Equal(t, before, historyLength(t, tc, run.GetID()), "rejected updates write no history")
 
-	res1, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "answer-1", answer(ask, "Grace"))
+	res1, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "answer-1", answer(ask, "Grace"))
 	require.NoError(t, err)
 	require.Equal(t, ask.RequestID, res1.RequestID)
-	res2, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "answer-1", answer(ask, "Grace"))
+	res2, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "answer-1", answer(ask, "Grace"))
 	require.NoError(t, err, "a repeated update id returns the stored result")
 	require.Equal(t, res1, res2)
 
 	second, _ := nextResponse(t, e.follow, run.GetID(), off)
 	plan, _ := interruptOf(t, second)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "platinum"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "platinum"))
 	require.Equal(t, contracts.CodeInvalidResponse, contracts.CodeOf(err))
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(plan, "", "basic"))
 	require.NoError(t, err)
 
 	res, err := result(t, run)
@@ -105,11 +105,11 @@ func TestInvalidSignalIsRecordedAndRunKeepsWaiting(t *testing.T) {
 	first, off := nextResponse(t, e.follow, run.GetID(), 0)
 	ask, _ := interruptOf(t, first)
 
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), contracts.Response{Token: "forged", RequestID: ask.RequestID, Text: "Eve"}))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), contracts.Response{Token: "forged", RequestID: ask.RequestID, Text: "Eve"}))
 	var view contracts.RunView
 	eventually(t, 10*time.Second, "the rejection to show in the query", func() bool {
 		var err error
-		view, err = workflows.Query(ctx, tc, run.GetID())
+		view, err = kortyx.Query(ctx, tc, run.GetID())
 		require.NoError(t, err)
 		return len(view.Rejections) == 1
 	})
@@ -129,10 +129,10 @@ func TestInvalidSignalIsRecordedAndRunKeepsWaiting(t *testing.T) {
 	require.Equal(t, contracts.ChunkResumeRejected, rejected.Type)
 	require.Equal(t, contracts.CodeInvalidResume, rejected.Failure.Code)
 
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
 	second, _ := nextResponse(t, e.follow, run.GetID(), off+1)
 	plan, _ := interruptOf(t, second)
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(plan, "", "pro")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(plan, "", "pro")))
 	_, err := result(t, run)
 	require.NoError(t, err)
 }
@@ -159,7 +159,7 @@ func TestCancelByAnswer(t *testing.T) {
 	run := startRun(t, tc, e.tq, testagents.EffectsWorkflow, "hello")
 	first, off := nextResponse(t, e.follow, run.GetID(), 0)
 	ask, _ := interruptOf(t, first)
-	res, err := workflows.RespondAndWait(context.Background(), tc, run.GetID(), "", contracts.Response{Token: ask.ResumeToken, RequestID: ask.RequestID, Cancel: true})
+	res, err := kortyx.RespondAndWait(context.Background(), tc, run.GetID(), "", contracts.Response{Token: ask.ResumeToken, RequestID: ask.RequestID, Cancel: true})
 	require.NoError(t, err)
 	require.True(t, res.Cancelled)
 	last, _ := nextResponse(t, e.follow, run.GetID(), off)
@@ -175,11 +175,11 @@ func TestTriageWithRevisionLoop(t *testing.T) {
 	resp, off := nextResponse(t, e.follow, run.GetID(), 0)
 	confirm, in := interruptOf(t, resp)
 	require.Equal(t, `Open a billing ticket "Billing question"?`, in.Question)
-	_, err := workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(confirm, "", "revise"))
+	_, err := kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(confirm, "", "revise"))
 	require.NoError(t, err)
 	resp, off = nextResponse(t, e.follow, run.GetID(), off)
 	summary, _ := interruptOf(t, resp)
-	require.NoError(t, workflows.Respond(ctx, tc, run.GetID(), answer(summary, "Refund missing since May")))
+	require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(summary, "Refund missing since May")))
 	resp, off = nextResponse(t, e.follow, run.GetID(), off)
 	var final contracts.Chunk
 	for _, c := range resp {
@@ -191,7 +191,7 @@ func TestTriageWithRevisionLoop(t *testing.T) {
 	require.NoError(t, json.Unmarshal(final.Data, &ticket))
 	require.Equal(t, "Refund missing since May", ticket.Summary)
 	confirm, _ = interruptOf(t, resp)
-	_, err = workflows.RespondAndWait(ctx, tc, run.GetID(), "", answer(confirm, "", "open"))
+	_, err = kortyx.RespondAndWait(ctx, tc, run.GetID(), "", answer(confirm, "", "open"))
 	require.NoError(t, err)
 	last, _ := nextResponse(t, e.follow, run.GetID(), off)
 	require.Equal(t, []string{"message", "done"}, types(last))

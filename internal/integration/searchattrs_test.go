@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
 // The command that creates the search attributes (docs/running.md and the error of
-// workflows.CheckSearchAttributes): one --type per --name.
+// kortyx.CheckSearchAttributes): one --type per --name.
 const createSearchAttributes = "temporal operator search-attribute create --namespace default" +
 	" --name KortyxSession --type Keyword --name KortyxWorkflow --type Keyword --name KortyxStatus --type Keyword"
 
@@ -32,7 +32,7 @@ func TestMissingSearchAttributesFailFast(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 
-	err = workflows.CheckSearchAttributes(ctx, c, "default")
+	err = kortyx.CheckSearchAttributes(ctx, c, "default")
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `namespace "default" lacks the search attributes KortyxSession, KortyxWorkflow, KortyxStatus`)
 	require.Contains(t, err.Error(), createSearchAttributes)
@@ -52,7 +52,7 @@ func TestMissingSearchAttributesFailFast(t *testing.T) {
 	args := append(strings.Fields(createSearchAttributes)[1:], "--address", bare.Address())
 	out, err = exec.CommandContext(ctx, tcliPath, args...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.NoError(t, workflows.CheckSearchAttributes(ctx, c, "default"))
+	require.NoError(t, kortyx.CheckSearchAttributes(ctx, c, "default"))
 }
 
 // The "Your own worker" snippet of docs/running.md is examples/ownworker/main.go, which builds.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
@@ -18,14 +18,14 @@ import (
 func turn(t *testing.T, e *inproc, session, wf, input string) contracts.TurnStarted {
 	t.Helper()
 	b, _ := json.Marshal(input)
-	ts, err := workflows.StartTurn(context.Background(), e.c, session, contracts.TurnRequest{Workflow: wf, Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	ts, err := kortyx.StartTurn(context.Background(), e.c, session, contracts.TurnRequest{Workflow: wf, Input: b}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	return ts
 }
 
 func sessionView(t *testing.T, e *inproc, session string) contracts.SessionView {
 	t.Helper()
-	v, err := workflows.Session(context.Background(), e.c, session)
+	v, err := kortyx.Session(context.Background(), e.c, session)
 	require.NoError(t, err)
 	return v
 }
@@ -51,16 +51,16 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 
 	// A prompt while a turn is active is refused.
 	b, _ := json.Marshal("x")
-	_, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b, Workflow: testagents.SlowWorkflow}, workflows.SessionOptions{TaskQueue: e.tq})
+	_, err := kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b, Workflow: testagents.SlowWorkflow}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err, "no turn is active while the run waits for an answer")
 	// ...that prompt superseded the question (its run was cancelled): roll back to cp1 to ask it again.
 	v = sessionView(t, e, session)
 	require.NotNil(t, v.Active)
-	_, err = workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	_, err = kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{Input: b}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err))
 	eventually(t, 10*time.Second, "the superseding turn to end", func() bool { return sessionView(t, e, session).Active == nil })
 
-	rb, err := workflows.Rollback(ctx, e.c, session, cp1.ID)
+	rb, err := kortyx.Rollback(ctx, e.c, session, cp1.ID)
 	require.NoError(t, err)
 	require.Equal(t, cp1.ID, rb.Head.ID)
 	require.NotEmpty(t, rb.RunID)
@@ -72,7 +72,7 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 	require.Len(t, v.Checkpoints, 2)
 
 	// Fork the interrupted checkpoint: the copy asks with a new token, in a new session.
-	fk, err := workflows.Fork(ctx, e.c, session, contracts.ForkRequest{CheckpointID: cp1.ID})
+	fk, err := kortyx.Fork(ctx, e.c, session, contracts.ForkRequest{CheckpointID: cp1.ID})
 	require.NoError(t, err)
 	require.Regexp(t, `^session-`, fk.SessionID)
 	require.Equal(t, cp1.ID, fk.ForkedFrom)
@@ -81,14 +81,14 @@ func TestSessionTurnsCheckpointsRollbackFork(t *testing.T) {
 	require.NotEqual(t, ask.RequestID, forkTok.RequestID)
 
 	// The original token does not work in the fork (bound to its session).
-	_, err = workflows.ResumeTurn(ctx, e.c, fk.SessionID, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+	_, err = kortyx.ResumeTurn(ctx, e.c, fk.SessionID, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
 	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(err))
 
 	// Answer the source and the fork differently: they evolve independently.
 	answerIn := func(sess string, p contracts.PendingRequest, name string) contracts.TurnStarted {
-		ts, err := workflows.ResumeTurn(ctx, e.c, sess, contracts.ResumeTurnRequest{Token: p.Token, RequestID: p.RequestID})
+		ts, err := kortyx.ResumeTurn(ctx, e.c, sess, contracts.ResumeTurnRequest{Token: p.Token, RequestID: p.RequestID})
 		require.NoError(t, err)
-		_, err = workflows.RespondAndWait(ctx, e.c, ts.RunID, "", contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: name})
+		_, err = kortyx.RespondAndWait(ctx, e.c, ts.RunID, "", contracts.Response{Token: p.Token, RequestID: p.RequestID, Text: name})
 		require.NoError(t, err)
 		return ts
 	}
@@ -145,7 +145,7 @@ func TestConcurrentResumesWithOneTokenOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = workflows.ResumeTurn(context.Background(), e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+			_, errs[i] = kortyx.ResumeTurn(context.Background(), e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
 		}()
 	}
 	wg.Wait()
@@ -173,8 +173,8 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	var last contracts.Chunk
 	for i := 1; i <= 4; i++ {
 		b, _ := json.Marshal(fmt.Sprintf("m%d", i))
-		ts, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: fmt.Sprintf("t%d", i), Workflow: testagents.EchoWorkflow, Input: b},
-			workflows.SessionOptions{TaskQueue: e.tq})
+		ts, err := kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: fmt.Sprintf("t%d", i), Workflow: testagents.EchoWorkflow, Input: b},
+			kortyx.SessionOptions{TaskQueue: e.tq})
 		require.NoError(t, err)
 		resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
 		if resp[0].Content != fmt.Sprintf("Turn %d: m%d", i, i) {
@@ -204,11 +204,11 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	ask, _ := interruptOf(t, resp)
 	eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
 	b, _ := json.Marshal("m2")
-	again, err := workflows.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: "t4", Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	again, err := kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: "t4", Input: b}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	require.True(t, again.Reattached)
 	require.True(t, again.Ended)
-	_, err = workflows.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
+	_, err = kortyx.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
 	require.NoError(t, err)
 
 	desc, err := tc.DescribeWorkflow(ctx, contracts.SessionWorkflowID(session), "")

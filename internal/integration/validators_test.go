@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -30,8 +30,8 @@ func TestSessionActsOnAReportOfTheSameTask(t *testing.T) {
 				contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, RunTaskQueue: runs.tq})
 			require.NoError(t, err)
 			b, _ := json.Marshal("hello")
-			t1, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b},
-				workflows.SessionOptions{TaskQueue: sessions.tq})
+			t1, err := kortyx.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b},
+				kortyx.SessionOptions{TaskQueue: sessions.tq})
 			require.NoError(t, err)
 			sessions.stop()
 
@@ -62,7 +62,7 @@ func TestSessionActsOnAReportOfTheSameTask(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("the request got no answer")
 			}
-			v, err := workflows.Session(ctx, tc, session)
+			v, err := kortyx.Session(ctx, tc, session)
 			require.NoError(t, err)
 			if action == "resume" {
 				require.NotNil(t, v.Active, "the answer turn is active")
@@ -81,17 +81,17 @@ func TestStopTurnStopsOnlyItsRun(t *testing.T) {
 	e := startWorker(t, tc)
 	session := "s-" + taskQueue(t)
 	b, _ := json.Marshal("x")
-	ts, err := workflows.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, workflows.SessionOptions{TaskQueue: e.tq})
+	ts, err := kortyx.StartTurn(ctx, tc, session, contracts.TurnRequest{Workflow: testagents.SlowWorkflow, Input: b}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
-	stopped, err := workflows.StopTurn(ctx, tc, session, "run-of-an-earlier-turn")
+	stopped, err := kortyx.StopTurn(ctx, tc, session, "run-of-an-earlier-turn")
 	require.NoError(t, err)
 	require.Empty(t, stopped)
-	v, err := workflows.Session(ctx, tc, session)
+	v, err := kortyx.Session(ctx, tc, session)
 	require.NoError(t, err)
 	require.NotNil(t, v.Active)
 	require.Equal(t, ts.RunID, v.Active.RunID)
 
-	stopped, err = workflows.StopTurn(ctx, tc, session, ts.RunID)
+	stopped, err = kortyx.StopTurn(ctx, tc, session, ts.RunID)
 	require.NoError(t, err)
 	require.Equal(t, ts.RunID, stopped)
 	res, err := result(t, tc.GetWorkflow(ctx, ts.RunID, ""))

@@ -23,9 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -233,8 +233,8 @@ func drive(ctx context.Context, cfg Config, i int) outcome {
 	ctx, cancel := context.WithTimeout(ctx, cfg.RunTimeout)
 	defer cancel()
 	b, _ := json.Marshal(o.input)
-	run, err := workflows.StartRun(ctx, cfg.Client, contracts.RunInput{Workflow: testagents.SweepWorkflow, Input: b, SessionID: "sweep"},
-		workflows.StartOptions{TaskQueue: cfg.TaskQueue})
+	run, err := kortyx.StartRun(ctx, cfg.Client, contracts.RunInput{Workflow: testagents.SweepWorkflow, Input: b, SessionID: "sweep"},
+		kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
 	if err != nil {
 		f := contracts.FailureOf(err)
 		o.failure = &RunFailure{Code: f.Code, Message: "starting the run: " + err.Error()}
@@ -270,7 +270,7 @@ func drive(ctx context.Context, cfg Config, i int) outcome {
 // tries again on its next tick.
 func answer(ctx context.Context, cfg Config, o *outcome) {
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	view, err := workflows.Query(qctx, cfg.Client, o.runID)
+	view, err := kortyx.Query(qctx, cfg.Client, o.runID)
 	cancel()
 	if err == nil && view.Pending != nil && o.asked[view.Pending.RequestID] == nil {
 		p := *view.Pending
@@ -282,7 +282,7 @@ func answer(ctx context.Context, cfg Config, o *outcome) {
 		}
 		p := o.asked[id]
 		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := workflows.RespondAndWait(uctx, cfg.Client, o.runID, "approve-"+id,
+		_, err := kortyx.RespondAndWait(uctx, cfg.Client, o.runID, "approve-"+id,
 			contracts.Response{Token: p.Token, RequestID: id, Selected: []string{"approve"}})
 		cancel()
 		if err == nil {

@@ -1,11 +1,11 @@
-package workflows_test
+package kortyx_test
 
 import (
 	"context"
 	"testing"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
@@ -17,12 +17,12 @@ func TestSessionIDsFollowTheIDRule(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	for _, id := range []string{"", " s1", "caf\u00e9", "s-\U0001F600", "a\tb", "a\u200bb"} {
-		_, err := workflows.StartTurn(ctx, c, id, contracts.TurnRequest{}, workflows.SessionOptions{})
+		_, err := kortyx.StartTurn(ctx, c, id, contracts.TurnRequest{}, kortyx.SessionOptions{})
 		require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "%q", id)
 		require.Equal(t, []any{"sessionId"}, contracts.FailureOf(err).Issues[0].Path, "%q", id)
-		_, err = workflows.StopSession(ctx, c, id)
+		_, err = kortyx.StopSession(ctx, c, id)
 		require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "%q", id)
-		_, err = workflows.Session(ctx, c, id)
+		_, err = kortyx.Session(ctx, c, id)
 		require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "%q", id)
 	}
 }

@@ -1,4 +1,4 @@
-package workflows
+package kortyx
 
 import (
 	"context"
@@ -209,9 +209,9 @@ func missingError(namespace string, missing []string, cause error) error {
 	msg := fmt.Sprintf("kortyx: namespace %q lacks the search attributes %s; create them (operator rights needed) with: %s",
 		namespace, strings.Join(missing, ", "), cmd)
 	if cause != nil {
-		return fmt.Errorf("%s (or workflows.RegisterSearchAttributes): %w", msg, cause)
+		return fmt.Errorf("%s (or kortyx.RegisterSearchAttributes): %w", msg, cause)
 	}
-	return errors.New(msg + " (or call workflows.RegisterSearchAttributes)")
+	return errors.New(msg + " (or call kortyx.RegisterSearchAttributes)")
 }
 
 // RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
