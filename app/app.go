@@ -1,10 +1,3 @@
-// Package app is the wiring of Kortyx programs, shared by the worker, the starter's demo and
-// your own programs: configuration from the environment ([ConfigFromEnv]), the embedded
-// Temporal dev server ([StartDevServer], [Connect]), the model providers and tools of the
-// activities ([NewBackend]), the workflow files of KORTYX_WORKFLOWS ([LoadWorkflows]), a worker
-// ([NewWorker]) and the development HTTP API ([ServeHTTP]). It registers no agents: a program
-// registers its own (the repository's worker registers the examples it is told to, see package
-// examples). The package example is a worker of your own on it.
 package app
 
 import (

@@ -33,7 +33,7 @@ const (
 	DisconnectContinue Disconnect = "continue"
 )
 
-// Phase names the lifecycle hook that failed.
+// Phase names the lifecycle callback that failed.
 type Phase string
 
 // Lifecycle phases.
@@ -65,17 +65,19 @@ type ResponseFinalized struct {
 	Message      stream.FinalizedMessage
 }
 
-// LifecycleError is passed to Options.OnLifecycleError when a lifecycle hook failed.
+// LifecycleError is passed to Options.OnLifecycleError when a lifecycle callback failed.
 type LifecycleError struct {
 	Phase        Phase
 	ClientTurnID string
-	// Err is a *contracts.Error with code CHAT_LIFECYCLE_HOOK_FAILED; its cause is the hook's
-	// error.
+	// Err is a *contracts.Error with code CHAT_LIFECYCLE_HOOK_FAILED; its cause is the
+	// callback's error.
 	Err error
 }
 
-// HookError wraps a lifecycle hook's failure (the spec's ChatLifecycleHookError).
-func HookError(phase Phase, cause error) *contracts.Error {
+// CallbackError wraps a lifecycle callback's failure (OnTurnAccepted, OnResponseFinalized,
+// OnForked, OnRolledBack) as the error with code CHAT_LIFECYCLE_HOOK_FAILED (Kortyx's
+// ChatLifecycleHookError; Kortyx calls these callbacks lifecycle hooks).
+func CallbackError(phase Phase, cause error) *contracts.Error {
 	return &contracts.Error{Code: contracts.CodeChatLifecycleHookFailed, Message: "Chat state could not be saved.",
 		Details: map[string]any{"phase": string(phase)}, Err: cause}
 }
@@ -111,7 +113,7 @@ type Options struct {
 	OnTurnAccepted func(ctx context.Context, ev TurnAccepted) error
 	// OnResponseFinalized runs after each response's checkpoint decision, once per run attempt.
 	OnResponseFinalized func(ctx context.Context, ev ResponseFinalized) error
-	// OnLifecycleError receives hook failures; default: they are logged.
+	// OnLifecycleError receives the lifecycle callbacks' failures; default: they are logged.
 	OnLifecycleError func(ev LifecycleError)
 	// Disconnect is DisconnectCancel (default) or DisconnectContinue.
 	Disconnect Disconnect
@@ -167,7 +169,9 @@ func NewHandler(o Options) (*Handler, error) {
 	return &Handler{o: o}, nil
 }
 
-func (h *Handler) hooked() bool { return h.o.OnTurnAccepted != nil || h.o.OnResponseFinalized != nil }
+func (h *Handler) hasCallbacks() bool {
+	return h.o.OnTurnAccepted != nil || h.o.OnResponseFinalized != nil
+}
 
 // WriteError writes an error as JSON {error, failure} with the failure's HTTP status (a 5xx is
 // logged with its cause on slog.Default()).
@@ -221,10 +225,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	last := req.Last()
 	resume := req.ResumeOf()
-	if h.hooked() {
+	if h.hasCallbacks() {
 		if req.SessionID == "" || req.ClientTurnID == "" || last.Role != "user" {
 			fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest,
-				"Lifecycle hooks need a non-empty sessionId and clientTurnId, and the last message must be from the user."))
+				"Lifecycle callbacks need a non-empty sessionId and clientTurnId, and the last message must be from the user."))
 			return
 		}
 	}
@@ -262,9 +266,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	accept := func() error {
 		ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
-		err := runHook(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
+		err := runCallback(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
 		if err != nil {
-			reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
+			reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
 		}
 		return err
 	}
@@ -290,7 +294,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.OnTurnAccepted != nil && !accepted && !ts.Reattached {
 		// The session started a new run where this handler expected the turn it knew (the
 		// session no longer remembers it: more than contracts.MaxRecentTurns turns ago). The
-		// hook runs now; if it fails, the run is cancelled at once (a fast run may have ended
+		// callback runs now; if it fails, the run is cancelled at once (a fast run may have ended
 		// first).
 		if err := accept(); err != nil {
 			if _, serr := kortyx.StopTurn(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID, ts.RunID); serr != nil {
@@ -554,9 +558,9 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 	}
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
-	err := runHook(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
+	err := runCallback(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
 	if err != nil {
-		reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
+		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
 	}
 }
 

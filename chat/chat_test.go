@@ -134,7 +134,7 @@ func TestNewHandlerOptions(t *testing.T) {
 }
 
 // Requests the routes refuse before any Temporal call: wrong method, bad body, refused
-// authorization, hook preconditions.
+// authorization, callback preconditions.
 func TestRefusedBeforeWork(t *testing.T) {
 	calls := 0
 	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(),
@@ -213,15 +213,15 @@ func TestCheckpointRequestRefusals(t *testing.T) {
 	require.Equal(t, http.StatusMethodNotAllowed, w.Code)
 }
 
-func TestHookFailuresAreContained(t *testing.T) {
-	err := runHook(PhaseForked, func() error { panic("boom") })
+func TestCallbackFailuresAreContained(t *testing.T) {
+	err := runCallback(PhaseForked, func() error { panic("boom") })
 	require.Equal(t, contracts.CodeChatLifecycleHookFailed, contracts.CodeOf(err))
 	require.ErrorContains(t, errors.Unwrap(err), "forked hook panicked: boom")
 	require.Equal(t, "forked", contracts.FailureOf(err).Details["phase"])
-	require.NoError(t, runHook(PhaseForked, func() error { return nil }))
+	require.NoError(t, runCallback(PhaseForked, func() error { return nil }))
 
 	var got []LifecycleError
-	reportHookError(func(ev LifecycleError) { got = append(got, ev); panic("the reporter fails too") }, slog.Default(),
+	reportCallbackError(func(ev LifecycleError) { got = append(got, ev); panic("the reporter fails too") }, slog.Default(),
 		LifecycleError{Phase: PhaseForked, Err: err})
 	require.Len(t, got, 1, "a panicking OnLifecycleError is swallowed")
 }

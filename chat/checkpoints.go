@@ -146,24 +146,24 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var out any
-	var hook func()
+	var callback func()
 	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
 		var err error
-		out, hook, err = h.act(ctx, r, req)
+		out, callback, err = h.act(ctx, r, req)
 		return err
 	})
 	if err != nil {
 		fail(w, r, h.o.Logger, err)
 		return
 	}
-	if hook != nil {
-		hook()
+	if callback != nil {
+		callback()
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// act carries out the request's action and returns its answer, and the lifecycle hook to run
+// act carries out the request's action and returns its answer, and the lifecycle callback to run
 // after a successful rollback or fork.
 func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *CheckpointRequest) (any, func(), error) {
 	bg := context.WithoutCancel(r.Context())
@@ -192,7 +192,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 			return res, nil, nil
 		}
 		return res, func() {
-			h.hook(PhaseRolledBack, func() error {
+			h.callback(PhaseRolledBack, func() error {
 				return h.o.OnRolledBack(bg, RolledBack{Request: r, SessionID: req.SessionID,
 					HeadCheckpointID: res.Head.ID, InvalidatedStructuredStreamIDs: res.InvalidatedStructuredStreamIDs})
 			})
@@ -206,7 +206,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 			return res, nil, nil
 		}
 		return res, func() {
-			h.hook(PhaseForked, func() error {
+			h.callback(PhaseForked, func() error {
 				return h.o.OnForked(bg, Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
 					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID, Reissued: res.Reissued})
 			})
@@ -215,9 +215,9 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	return nil, nil, nil
 }
 
-// hook runs a lifecycle hook; its failure reaches OnLifecycleError and never the response.
-func (h *CheckpointHandler) hook(phase Phase, fn func() error) {
-	if err := runHook(phase, fn); err != nil {
-		reportHookError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phase, Err: err})
+// callback runs a lifecycle callback; its failure reaches OnLifecycleError and never the response.
+func (h *CheckpointHandler) callback(phase Phase, fn func() error) {
+	if err := runCallback(phase, fn); err != nil {
+		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phase, Err: err})
 	}
 }

@@ -21,6 +21,6 @@
 // JSON {error, failure} with the failure's status ([WriteError]); when Temporal does not answer,
 // the routes answer 503 TEMPORAL_UNAVAILABLE within seconds ([CheckHealth]). The handler keeps
 // in memory the turns its requests read: readers of one turn share it (the last one leaving
-// cancels it, with [DisconnectCancel]), and the lifecycle hooks run once per run attempt.
+// cancels it, with [DisconnectCancel]), and the lifecycle callbacks run once per run attempt.
 // See docs/chat.md.
 package chat

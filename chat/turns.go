@@ -12,7 +12,7 @@ import (
 // The handler keeps, in memory, the turns its requests read: how many readers each has, whether
 // a request of this handler started it, and whether its response was finalized. That is what
 // lets several readers share one turn (a second tab, an overlapping reconnect) without one of
-// them cancelling it for the others, and what runs the lifecycle hooks once per run attempt
+// them cancelling it for the others, and what runs the lifecycle callbacks once per run attempt
 // rather than once per request.
 
 // maxRememberedAsks bounds how many ended turns the handler remembers by clientTurnId.
@@ -45,7 +45,7 @@ type turn struct {
 	// Guarded by turns.mu.
 	readers int
 	over    bool // a reader or the finalizer saw the response's end
-	// settled is set when the finalizer has the whole response (before the hook runs), with
+	// settled is set when the finalizer has the whole response (before the callback runs), with
 	// checkpoint: the id of the checkpoint the response committed, if any.
 	settled    bool
 	checkpoint string

@@ -20,43 +20,43 @@ type Code string
 // Failure codes (spec F4.1). A Code crosses activity, workflow and process boundaries as the
 // Type of a Temporal ApplicationError; classify any error with [CodeOf].
 const (
-	CodeProviderHTTPError                 Code = "PROVIDER_HTTP_ERROR"
-	CodeProviderTransportError            Code = "PROVIDER_TRANSPORT_ERROR"
-	CodeProviderRequestFailed             Code = "PROVIDER_REQUEST_FAILED"
-	CodeProviderInvalidResponse           Code = "PROVIDER_INVALID_RESPONSE"
-	CodeProviderRefusal                   Code = "PROVIDER_REFUSAL"
-	CodeProviderConfiguration             Code = "PROVIDER_CONFIGURATION"
-	CodeModelOutputSchema                 Code = "MODEL_OUTPUT_SCHEMA"
-	CodeInvalidModelJSON                  Code = "INVALID_MODEL_JSON"
-	CodeOutputTruncated                   Code = "OUTPUT_TRUNCATED"
-	CodeSchemaValidation                  Code = "SCHEMA_VALIDATION"
-	CodeInvalidOutput                     Code = "INVALID_OUTPUT"
-	CodeWorkflowContractError             Code = "WORKFLOW_CONTRACT_ERROR"
-	CodeWorkflowCallFailed                Code = "WORKFLOW_CALL_FAILED"
-	CodeParallelFailed                    Code = "PARALLEL_FAILED"
-	CodePersistenceError                  Code = "PERSISTENCE_ERROR"
-	CodeChatLifecycleHookFailed           Code = "CHAT_LIFECYCLE_HOOK_FAILED"
-	CodeResumeFailed                      Code = "RESUME_FAILED"
-	CodeInvalidRequest                    Code = "INVALID_REQUEST"
-	CodeInvalidInput                      Code = "INVALID_INPUT"
-	CodeInvalidResume                     Code = "INVALID_RESUME"
-	CodeInvalidResponse                   Code = "INVALID_RESPONSE"
-	CodeResumeMismatch                    Code = "RESUME_MISMATCH"
-	CodeInvalidSession                    Code = "INVALID_SESSION"
-	CodeMissingContract                   Code = "MISSING_CONTRACT"
-	CodeContractMismatch                  Code = "CONTRACT_MISMATCH"
-	CodeNotFound                          Code = "NOT_FOUND"
-	CodeUnknownWorkflow                   Code = "UNKNOWN_WORKFLOW"
-	CodeMalformedStream                   Code = "MALFORMED_STREAM"
-	CodeTruncatedStream                   Code = "TRUNCATED_STREAM"
-	CodeExecutionCancelled                Code = "EXECUTION_CANCELLED"
-	CodeExecutionLimitReached             Code = "EXECUTION_LIMIT_REACHED"
-	CodeExecutionFailed                   Code = "EXECUTION_FAILED"
-	CodeDomainError                       Code = "DOMAIN_ERROR"
-	CodeReasonOutputBudgetExhausted       Code = "REASON_OUTPUT_BUDGET_EXHAUSTED"
-	CodeReasonOutputContractCorrectionExh Code = "REASON_OUTPUT_CONTRACT_CORRECTION_EXHAUSTED"
-	CodeReasonTerminalOutputMissing       Code = "REASON_TERMINAL_OUTPUT_MISSING"
-	CodeReasonOutputSchemaCorrectionExh   Code = "REASON_OUTPUT_SCHEMA_CORRECTION_EXHAUSTED"
+	CodeProviderHTTPError                       Code = "PROVIDER_HTTP_ERROR"
+	CodeProviderTransportError                  Code = "PROVIDER_TRANSPORT_ERROR"
+	CodeProviderRequestFailed                   Code = "PROVIDER_REQUEST_FAILED"
+	CodeProviderInvalidResponse                 Code = "PROVIDER_INVALID_RESPONSE"
+	CodeProviderRefusal                         Code = "PROVIDER_REFUSAL"
+	CodeProviderConfiguration                   Code = "PROVIDER_CONFIGURATION"
+	CodeModelOutputSchema                       Code = "MODEL_OUTPUT_SCHEMA"
+	CodeInvalidModelJSON                        Code = "INVALID_MODEL_JSON"
+	CodeOutputTruncated                         Code = "OUTPUT_TRUNCATED"
+	CodeSchemaValidation                        Code = "SCHEMA_VALIDATION"
+	CodeInvalidOutput                           Code = "INVALID_OUTPUT"
+	CodeWorkflowContractError                   Code = "WORKFLOW_CONTRACT_ERROR"
+	CodeWorkflowCallFailed                      Code = "WORKFLOW_CALL_FAILED"
+	CodeParallelFailed                          Code = "PARALLEL_FAILED"
+	CodePersistenceError                        Code = "PERSISTENCE_ERROR"
+	CodeChatLifecycleHookFailed                 Code = "CHAT_LIFECYCLE_HOOK_FAILED"
+	CodeResumeFailed                            Code = "RESUME_FAILED"
+	CodeInvalidRequest                          Code = "INVALID_REQUEST"
+	CodeInvalidInput                            Code = "INVALID_INPUT"
+	CodeInvalidResume                           Code = "INVALID_RESUME"
+	CodeInvalidResponse                         Code = "INVALID_RESPONSE"
+	CodeResumeMismatch                          Code = "RESUME_MISMATCH"
+	CodeInvalidSession                          Code = "INVALID_SESSION"
+	CodeMissingContract                         Code = "MISSING_CONTRACT"
+	CodeContractMismatch                        Code = "CONTRACT_MISMATCH"
+	CodeNotFound                                Code = "NOT_FOUND"
+	CodeUnknownWorkflow                         Code = "UNKNOWN_WORKFLOW"
+	CodeMalformedStream                         Code = "MALFORMED_STREAM"
+	CodeTruncatedStream                         Code = "TRUNCATED_STREAM"
+	CodeExecutionCancelled                      Code = "EXECUTION_CANCELLED"
+	CodeExecutionLimitReached                   Code = "EXECUTION_LIMIT_REACHED"
+	CodeExecutionFailed                         Code = "EXECUTION_FAILED"
+	CodeDomainError                             Code = "DOMAIN_ERROR"
+	CodeReasonOutputBudgetExhausted             Code = "REASON_OUTPUT_BUDGET_EXHAUSTED"
+	CodeReasonOutputContractCorrectionExhausted Code = "REASON_OUTPUT_CONTRACT_CORRECTION_EXHAUSTED"
+	CodeReasonTerminalOutputMissing             Code = "REASON_TERMINAL_OUTPUT_MISSING"
+	CodeReasonOutputSchemaCorrectionExhausted   Code = "REASON_OUTPUT_SCHEMA_CORRECTION_EXHAUSTED"
 
 	// Codes of this port (not in Kortyx).
 
@@ -107,8 +107,8 @@ var declared = map[Code]bool{
 	CodeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
 	CodeMalformedStream: true, CodeTruncatedStream: true, CodeExecutionCancelled: true,
 	CodeExecutionLimitReached: true, CodeExecutionFailed: true, CodeDomainError: true,
-	CodeReasonOutputBudgetExhausted: true, CodeReasonOutputContractCorrectionExh: true,
-	CodeReasonTerminalOutputMissing: true, CodeReasonOutputSchemaCorrectionExh: true,
+	CodeReasonOutputBudgetExhausted: true, CodeReasonOutputContractCorrectionExhausted: true,
+	CodeReasonTerminalOutputMissing: true, CodeReasonOutputSchemaCorrectionExhausted: true,
 	CodeInvalidDefinition: true, CodeInvalidInterrupt: true, CodeHookOutsideNode: true,
 	CodePayloadTooLarge: true, CodeReasonMaxSteps: true, CodeUnknownTool: true,
 	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
@@ -146,8 +146,8 @@ func (c Code) Category() Category {
 		CodeProviderInvalidResponse, CodeProviderRefusal:
 		return CategoryProvider
 	case CodeModelOutputSchema, CodeInvalidModelJSON, CodeOutputTruncated, CodeSchemaValidation,
-		CodeInvalidOutput, CodeReasonOutputBudgetExhausted, CodeReasonOutputContractCorrectionExh,
-		CodeReasonTerminalOutputMissing, CodeReasonOutputSchemaCorrectionExh, CodeInvalidInterrupt,
+		CodeInvalidOutput, CodeReasonOutputBudgetExhausted, CodeReasonOutputContractCorrectionExhausted,
+		CodeReasonTerminalOutputMissing, CodeReasonOutputSchemaCorrectionExhausted, CodeInvalidInterrupt,
 		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall, CodeReasonMaxEmissions, CodeReasonMaxRequests,
 		CodeReasonInterruptRequired:
 		return CategoryValidation

@@ -376,8 +376,8 @@ func TestSpecCodesExist(t *testing.T) {
 		contracts.CodeUnknownWorkflow, contracts.CodeMalformedStream, contracts.CodeTruncatedStream,
 		contracts.CodeExecutionCancelled, contracts.CodeExecutionLimitReached, contracts.CodeExecutionFailed,
 		contracts.CodeDomainError, contracts.CodeReasonOutputBudgetExhausted,
-		contracts.CodeReasonOutputContractCorrectionExh, contracts.CodeReasonTerminalOutputMissing,
-		contracts.CodeReasonOutputSchemaCorrectionExh}
+		contracts.CodeReasonOutputContractCorrectionExhausted, contracts.CodeReasonTerminalOutputMissing,
+		contracts.CodeReasonOutputSchemaCorrectionExhausted}
 	require.Len(t, consts, len(want))
 	for _, c := range consts {
 		cat, ok := want[c]

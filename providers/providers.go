@@ -1,12 +1,3 @@
-// Package providers is the model side of Kortyx: the [Provider] interface that model adapters
-// implement, and [Set], the providers a worker knows by id. It runs in activities only — node
-// code names a model as data ([contracts.ModelRef]) and never touches a provider.
-//
-// Adapters: providers/openai (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, OpenRouter,
-// Groq, …) and providers/fake (scripted, for tests and key-less demos).
-//
-//	set := providers.NewSet(openai.New(openai.Options{}), fake.New(fake.Text("hi")))
-//	acts := &activities.Activities{Stream: broker, Providers: set, DefaultProvider: "openai"}
 package providers
 
 import (

@@ -11,8 +11,8 @@ import (
 
 // Keyed is a chunk as sent by a publisher: Key identifies the chunk within its run so that a
 // retried publish does not duplicate it (for example "w:17" for the 17th chunk of workflow code,
-// "a:<activityID>:<attempt>:<i>" for a model text delta published by an activity). An empty Key
-// is never deduplicated.
+// "m:<opId>:<segment>:<n>" for the nth text delta of a model pass published by the model
+// activity). An empty Key is never deduplicated.
 type Keyed struct {
 	Key   string
 	Chunk contracts.Chunk

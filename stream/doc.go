@@ -2,8 +2,9 @@
 // from its publishers to its readers.
 //
 // Workflow code publishes its chunks through a local activity with deterministic keys such as
-// "w:17"; activities publish model text deltas with keys such as
-// "a:<activityID>:<attempt>:<i>". A [Broker] appends them to the run's log, assigns offsets
+// "w:17" (the 17th chunk of the run's workflow code); the model activity publishes text chunks
+// with keys "m:<opId>:<segment>:<n>" and structured-data chunks with keys
+// "s:<streamId>:<attempt>:<n>". A [Broker] appends them to the run's log, assigns offsets
 // 1, 2, 3, … and ignores a key it already stored for the run, so a retried publish does not
 // duplicate anything. Readers follow a run from an offset and can come back with the last
 // offset they saw to get the rest without duplicates.

@@ -13,16 +13,16 @@ import (
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 )
 
-// StreamPattern is the [http.ServeMux] pattern served by [Handler]. The runID wildcard is one
-// path segment (the workflow ID, path-escaped by clients).
-const StreamPattern = "GET /v1/runs/{runID}/stream"
+// Pattern is the [http.ServeMux] pattern of a run's stream, served by [Handler]. The runID
+// wildcard is one path segment (the workflow ID, path-escaped by clients).
+const Pattern = "GET /v1/runs/{runID}/stream"
 
 // DefaultKeepAlive is the interval of the keep-alive comments sent on an idle stream.
 const DefaultKeepAlive = 15 * time.Second
 
 // Server serves a run's stream as server-sent events in the Kortyx wire format (see
 // [Server.WriteSSE]). As an [http.Handler] it expects to be mounted on a pattern with a
-// {runID} wildcard, such as [StreamPattern]; [Handler] does that for you.
+// {runID} wildcard, such as [Pattern]; [Handler] does that for you.
 //
 // Query parameters: after=<offset> (default 0: from the start), overridden by the Last-Event-ID
 // header when present (so EventSource reconnections resume after the last event received), and
@@ -44,7 +44,7 @@ type Server struct {
 // INVALID_REQUEST otherwise).
 func Handler(b Broker) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(StreamPattern, &Server{Broker: b})
+	mux.Handle(Pattern, &Server{Broker: b})
 	return httpapi.JSONErrors(mux, nil)
 }
 

@@ -264,7 +264,7 @@ func TestHandlerKeepAlive(t *testing.T) {
 	ctx := testCtx(t)
 	m := stream.NewMemory()
 	mux := http.NewServeMux()
-	mux.Handle(stream.StreamPattern, &stream.Server{Broker: m, KeepAlive: 5 * time.Millisecond})
+	mux.Handle(stream.Pattern, &stream.Server{Broker: m, KeepAlive: 5 * time.Millisecond})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -68,7 +68,7 @@ func TestSSEWriterOutlivesServerWriteTimeout(t *testing.T) {
 	ctx := testCtx(t)
 	m := stream.NewMemory()
 	mux := http.NewServeMux()
-	mux.Handle(stream.StreamPattern, &stream.Server{Broker: m, KeepAlive: -1})
+	mux.Handle(stream.Pattern, &stream.Server{Broker: m, KeepAlive: -1})
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.WriteTimeout = writeTimeout
 	srv.Start()

@@ -19,9 +19,11 @@
 //		Edges: []workflows.Edge{{From: contracts.StartNode, To: "greet"}},
 //	})
 //	// handle err: a *contracts.Error with code INVALID_DEFINITION listing every problem
+//	acts, err := activities.New(activities.Config{Stream: broker, Providers: models})
+//	// handle err: a missing broker or provider is refused here, not in the middle of a run
 //	w := worker.New(c, contracts.DefaultTaskQueue, worker.Options{})
 //	workflows.NewRunner(reg).Register(w)
-//	(&activities.Activities{Stream: broker}).Register(w)
+//	acts.Register(w)
 //
 // Start runs with [StartRun] (or any Temporal client call of [contracts.RunWorkflowName]),
 // answer their questions with [Respond] (signal) or [RespondAndWait] (update), and read their

@@ -161,7 +161,7 @@ func TestMultipleReturns(t *testing.T) {
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs, ToolExecution: hooks.ToolExecution{MaxSteps: 2}}, nil)
 		h.run("agent", "x")
 		_, err := h.result()
-		require.Equal(t, contracts.CodeReasonOutputContractCorrectionExh, contracts.CodeOf(err), "err: %v", err)
+		require.Equal(t, contracts.CodeReasonOutputContractCorrectionExhausted, contracts.CodeOf(err), "err: %v", err)
 		require.EqualValues(t, 2, contracts.FailureOf(err).Details["outputContractCorrections"])
 	})
 }
@@ -203,7 +203,7 @@ func TestSchemaCorrections(t *testing.T) {
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs}, nil)
 		h.run("agent", "x")
 		_, err := h.result()
-		require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err))
+		require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExhausted, contracts.CodeOf(err))
 		f := contracts.FailureOf(err)
 		require.Equal(t, "accounts", f.Details["contract"])
 		require.EqualValues(t, 1, f.Details["attempts"])

@@ -1,13 +1,13 @@
 // Package chatserver is a complete example of the chat and checkpoint routes behind an
 // application's own authentication, with a server-owned transcript kept in step through the
-// lifecycle hooks.
+// lifecycle callbacks.
 //
 // Every request carries "Authorization: Bearer <token>"; a token names a user. A session
 // belongs to the user whose first turn it accepted (a fork to its source's owner), and every
 // route checks that ownership before any work — client-supplied ids are not proof of
 // ownership. Ownership is kept by the session workflow itself (chat.Options.Owner; read back
 // with kortyx.SessionOwner), so it survives a restart of this server, and a refused request
-// claims nothing. The transcript (one user message and one assistant message per turn) is stored by the hooks:
+// claims nothing. The transcript (one user message and one assistant message per turn) is stored by the callbacks:
 // OnTurnAccepted saves the user's message before the turn runs (if that fails, the turn is
 // refused with 503 and nothing runs), OnResponseFinalized saves the finalized assistant
 // message, OnRolledBack cuts the transcript back to the restored checkpoint, and OnForked copies

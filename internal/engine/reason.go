@@ -230,7 +230,7 @@ func returnCount(calls []turnCall) int {
 // need a correction pass, anything else a pass that reads the results.
 func (l *loop) lastPassError(calls []turnCall) error {
 	if returnCount(calls) > 1 {
-		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExh,
+		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExhausted,
 			Message: fmt.Sprintf("hooks.Reason used its %d model passes before the model selected a single return contract; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
 			Details: map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes, "outputContractCorrections": l.contractFixes + 1}}
 	}
@@ -244,7 +244,7 @@ func (l *loop) budgetError() error {
 	details := map[string]any{"maxSteps": l.spec.MaxSteps, "modelPasses": l.passes}
 	if l.contractFixes > 0 {
 		details["outputContractCorrections"] = l.contractFixes
-		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExh,
+		return &contracts.Error{Code: contracts.CodeReasonOutputContractCorrectionExhausted,
 			Message: fmt.Sprintf("hooks.Reason used its %d model passes before the model selected a single return contract; increase ToolExecution.MaxSteps.", l.spec.MaxSteps),
 			Details: details}
 	}
@@ -622,7 +622,7 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 		// replay (the version is only asked where the two differ).
 		if l.schemaFixes >= l.spec.SchemaCorrections &&
 			(attempts >= l.spec.SchemaCorrections || workflow.GetVersion(ctx, versionSharedCorrections, workflow.DefaultVersion, 1) >= 1) {
-			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExh,
+			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExhausted,
 				Message: fmt.Sprintf("hooks.Reason: the value of %q is invalid and the call's %d schema correction(s) are used up; raise SchemaCorrections or fix the prompt.", orOutput(contract), l.schemaFixes),
 				Details: map[string]any{"contract": orOutput(contract), "attempts": l.schemaFixes, "terminalReason": string(contracts.CodeOf(err))},
 				Issues:  contracts.FailureOf(err).Issues, Err: err}

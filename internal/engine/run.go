@@ -272,7 +272,8 @@ func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
 func (r *Run) Cancelled() bool { return r.cancelled }
 
 // Emit queues a workflow-side chunk; [Run.Flush] publishes queued chunks. Keys are "w:<seq>"
-// from a counter in durable state, so a replayed or retried publish is de-duplicated.
+// from a counter in durable state (a child run, which publishes to its root's stream, prefixes
+// them with "<its run id>/"), so a replayed or retried publish is de-duplicated.
 func (r *Run) Emit(c contracts.Chunk) {
 	if c.Type == contracts.ChunkStructuredData || c.Type == contracts.ChunkStructuredInvalidated {
 		r.turn.stream(c.StreamID)

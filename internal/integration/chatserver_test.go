@@ -14,7 +14,7 @@ import (
 )
 
 // The chatserver example: authentication in front of the handlers, sessions owned by their
-// users, and the transcript kept by the hooks through an interrupted turn, its answer, a fork
+// users, and the transcript kept by the lifecycle callbacks through an interrupted turn, its answer, a fork
 // and a rollback.
 func TestChatServerExample(t *testing.T) {
 	e := startWorker(t, tc)

@@ -128,7 +128,7 @@ func seedScenarios() []seedScenario {
 			opts:  hooks.ReasonOptions{Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": seedAccounts}}, ToolExecution: hooks.ToolExecution{MaxSteps: 5}},
 			turns: []fake.Turn{fake.Calls(invalid(3), invalid(4)), fake.Text(`{"accounts":["a"]}`), fake.Text(`{"accounts":["b"]}`), fake.Text("Listed.")},
 			check: func(t *testing.T, _ contracts.RunResult, err error, _ int, _ []string) {
-				require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExh, contracts.CodeOf(err), "err: %v", err)
+				require.Equal(t, contracts.CodeReasonOutputSchemaCorrectionExhausted, contracts.CodeOf(err), "err: %v", err)
 			}},
 		{name: "seeds-last-pass",
 			opts: hooks.ReasonOptions{Tools: []string{"seed_count"}, ToolExecution: hooks.ToolExecution{MaxSteps: 1},

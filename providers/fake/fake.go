@@ -1,15 +1,3 @@
-// Package fake is a scripted model provider for tests and key-less demos: each model pass
-// plays the next [Turn] of a script, or asks a [Responder] what to answer. It streams, calls
-// tools, reports usage, fails and waits exactly as told, so agents can be tested offline with
-// exact counts of model passes.
-//
-//	model := fake.New(
-//		fake.Call("lookup_order", `{"orderId":"A-1"}`),
-//		fake.Text("Your order ships tomorrow."),
-//	)
-//	acts := &activities.Activities{Stream: broker, Providers: providers.NewSet(model)}
-//	// ... run the agent ...
-//	fmt.Println(model.Calls()) // 2
 package fake
 
 import (

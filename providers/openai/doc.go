@@ -69,7 +69,10 @@
 //	// Ollama: export OPENAI_BASE_URL=http://localhost:11434/v1 (no key needed)
 //	model := openai.New(openai.Options{})
 //	set := providers.NewSet(model)
-//	acts := &activities.Activities{Stream: broker, Providers: set, DefaultProvider: "openai"}
+//	acts, err := activities.New(activities.Config{Stream: broker, Providers: set, DefaultProvider: openai.ID})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //
 //	// Or call it directly:
 //	resp, err := model.Generate(ctx, providers.Request{
