@@ -216,6 +216,23 @@ func LoadWorkflows(reg *workflows.Registry) error {
 	return nil
 }
 
+// Registry returns the registry of a worker whose tools are b's: the definitions that each of
+// register adds (e.g. the chosen examples' Register), then the files of KORTYX_WORKFLOWS
+// ([LoadWorkflows]), whose kortyx.reason nodes may only name b's tools.
+func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflows.Registry, error) {
+	reg := workflows.NewRegistry()
+	reg.SetToolNames(b.Tools.Names()...)
+	for _, add := range register {
+		if err := add(reg); err != nil {
+			return nil, err
+		}
+	}
+	if err := LoadWorkflows(reg); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
 // and acts registered; register more before calling Start.
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {

@@ -14,7 +14,6 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 )
 
 // demoMessages are the default inputs of the demo workflows.
@@ -75,12 +74,8 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer backend.Close()
-	reg := workflows.NewRegistry()
-	reg.SetToolNames(backend.Tools.Names()...)
-	if err := chosen.Register(reg); err != nil {
-		return err
-	}
-	if err := app.LoadWorkflows(reg); err != nil {
+	reg, err := app.Registry(backend, chosen.Register)
+	if err != nil {
 		return err
 	}
 	p.note("model: %s", backend.Model)

@@ -15,7 +15,6 @@ import (
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
-	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -51,12 +50,8 @@ func run() error {
 		return err
 	}
 	defer backend.Close()
-	reg := workflows.NewRegistry()
-	reg.SetToolNames(backend.Tools.Names()...)
-	if err := chosen.Register(reg); err != nil {
-		return err
-	}
-	if err := app.LoadWorkflows(reg); err != nil {
+	reg, err := app.Registry(backend, chosen.Register)
+	if err != nil {
 		return err
 	}
 	if err := testagents.Register(reg); err != nil {

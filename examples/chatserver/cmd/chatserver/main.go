@@ -26,7 +26,6 @@ import (
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 )
 
 func main() {
@@ -70,12 +69,8 @@ func run() error {
 		return err
 	}
 	defer backend.Close()
-	reg := workflows.NewRegistry()
-	reg.SetToolNames(backend.Tools.Names()...)
-	if err := chosen.Register(reg); err != nil {
-		return err
-	}
-	if err := app.LoadWorkflows(reg); err != nil {
+	reg, err := app.Registry(backend, chosen.Register)
+	if err != nil {
 		return err
 	}
 	broker := stream.NewMemory()
