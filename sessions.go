@@ -192,8 +192,8 @@ func GetCheckpoint(ctx context.Context, c client.Client, sessionID, checkpointID
 // AnswerOptions are the options of [AnswerTurn]; the zero value works.
 type AnswerOptions struct {
 	// ClientTurnID and Reconnect are those of [contracts.ResumeTurnRequest]. With a
-	// ClientTurnID the answer is delivered under the update id "turn-<ClientTurnID>", so that a
-	// second delivery of the same answer turn is run once.
+	// ClientTurnID the answer is delivered with the update id "turn-<ClientTurnID>"
+	// ([RespondAndWait]), so that a second delivery of the same answer runs once.
 	ClientTurnID string
 	Reconnect    bool
 	// Claimed, if set, runs once the turn is claimed or reattached, before the answer is
