@@ -188,3 +188,70 @@ func GetCheckpoint(ctx context.Context, c client.Client, sessionID, checkpointID
 	}
 	return cp, nil
 }
+
+// AnswerOptions are the options of [AnswerTurn]; the zero value works.
+type AnswerOptions struct {
+	// ClientTurnID and Reconnect are those of [contracts.ResumeTurnRequest]. With a
+	// ClientTurnID the answer is delivered with the update id "turn-<ClientTurnID>"
+	// ([RespondAndWait]), so that a second delivery of the same answer runs once.
+	ClientTurnID string
+	Reconnect    bool
+	// Claimed, if set, runs once the turn is claimed or reattached, before the answer is
+	// delivered (the run still waits, so its stream is still: a caller that follows the
+	// stream reads its position here). An error on a newly claimed turn releases the turn and
+	// is returned without delivering; on a reattached turn it is returned after the delivery.
+	Claimed func(ctx context.Context, ts contracts.TurnStarted) error
+	// Gone, if set, is asked when the delivery failed for another reason than the run's
+	// refusal: true (the caller has left) stops the turn; false keeps it (the answer may have
+	// reached the run: the same answer turn asked again delivers it again).
+	Gone func() bool
+}
+
+// AnswerTurn answers an open question of a session in one call: it claims the answer turn
+// ([ResumeTurn]), delivers the answer to the turn's run by update ([RespondAndWait]), and
+// releases the turn ([AbortTurn]) when the run refuses the answer, so that the question is open
+// again. A turn reattached by its ClientTurnID that has not ended gets the answer again (an
+// update id runs once; errors of that delivery are not returned). The releasing and stopping
+// calls run even when ctx is cancelled.
+func AnswerTurn(ctx context.Context, c client.Client, sessionID string, answer contracts.Response, opts AnswerOptions) (contracts.TurnStarted, error) {
+	ts, err := ResumeTurn(ctx, c, sessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
+		ClientTurnID: opts.ClientTurnID, Reconnect: opts.Reconnect})
+	if err != nil {
+		return ts, err
+	}
+	claimed := func() error {
+		if opts.Claimed == nil {
+			return nil
+		}
+		return opts.Claimed(ctx, ts)
+	}
+	updateID := ""
+	if opts.ClientTurnID != "" {
+		updateID = "turn-" + opts.ClientTurnID
+	}
+	bg := context.WithoutCancel(ctx)
+	if ts.Reattached {
+		err := claimed()
+		if !ts.Ended {
+			// The first request may have left before its answer reached the run: deliver it
+			// again under the same update id.
+			_, _ = RespondAndWait(ctx, c, ts.RunID, updateID, answer)
+		}
+		return ts, err
+	}
+	if err := claimed(); err != nil {
+		_ = AbortTurn(bg, c, sessionID, ts.RunID)
+		return ts, err
+	}
+	if _, err := RespondAndWait(ctx, c, ts.RunID, updateID, answer); err != nil {
+		switch {
+		case contracts.FailureOf(err).Category == contracts.CategoryRequest:
+			// The run refused the answer (or is gone): the question is open again.
+			_ = AbortTurn(bg, c, sessionID, ts.RunID)
+		case opts.Gone != nil && opts.Gone():
+			_, _ = StopTurn(bg, c, sessionID, ts.RunID)
+		}
+		return ts, err
+	}
+	return ts, nil
+}

@@ -367,44 +367,26 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 		return ts, 0, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
 	answer := resume.Response(req.Last().Content)
-	reconnect := lastEventID(r) >= 0
-	ts, err := kortyx.ResumeTurn(ctx, h.o.Client, req.SessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
-		ClientTurnID: req.ClientTurnID, Reconnect: reconnect})
-	if err != nil {
-		return ts, 0, 0, err
-	}
-	updateID := ""
-	if req.ClientTurnID != "" {
-		updateID = "turn-" + req.ClientTurnID
-	}
+	var begin, from int64
+	ts, err := kortyx.AnswerTurn(ctx, h.o.Client, req.SessionID, answer, kortyx.AnswerOptions{
+		ClientTurnID: req.ClientTurnID, Reconnect: lastEventID(r) >= 0,
+		Claimed: func(ctx context.Context, ts contracts.TurnStarted) error {
+			var err error
+			if ts.Reattached {
+				begin, err = h.answeredAt(ctx, ts.RunID, answer.Token)
+				return err
+			}
+			// The run is waiting, so its stream is still: what comes next belongs to this response.
+			from, err = h.o.Broker.Last(ctx, ts.RunID)
+			return err
+		},
+		// The reader left while the answer was on its way: cancel, as for any disconnect.
+		Gone: func() bool { return r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue },
+	})
 	if ts.Reattached {
-		begin, err := h.answeredAt(ctx, ts.RunID, answer.Token)
-		if !ts.Ended {
-			// The first request may have left before its answer reached the run: deliver it again
-			// under the same update id (Temporal runs an update id once).
-			_, _ = kortyx.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer)
-		}
 		return ts, begin, reattach(begin), err
 	}
-	// The run is waiting, so its stream is still: what comes next belongs to this response.
-	from, err := h.o.Broker.Last(ctx, ts.RunID)
 	if err != nil {
-		_ = kortyx.AbortTurn(context.WithoutCancel(ctx), h.o.Client, req.SessionID, ts.RunID)
-		return ts, 0, 0, err
-	}
-	if _, err := kortyx.RespondAndWait(ctx, h.o.Client, ts.RunID, updateID, answer); err != nil {
-		bg := context.WithoutCancel(ctx)
-		switch {
-		case contracts.FailureOf(err).Category == contracts.CategoryRequest:
-			// The run refused the answer (or is gone): the question is open again.
-			_ = kortyx.AbortTurn(bg, h.o.Client, req.SessionID, ts.RunID)
-		case r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue:
-			// The reader left while the answer was on its way: cancel, as for any disconnect.
-			_, _ = kortyx.StopTurn(bg, h.o.Client, req.SessionID, ts.RunID)
-		default:
-			// The answer may have reached the run: keep the turn. A reconnect with the same
-			// clientTurnId delivers it again; Stop frees the session.
-		}
 		return ts, 0, 0, err
 	}
 	// A run restored by a rollback or fork may have asked its question again between the

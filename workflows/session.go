@@ -1,64 +1,36 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
-// maxSessionPayload bounds the state a session carries across continue-as-new; beyond it the
-// snapshots of the oldest checkpoints are dropped (they stay listed, but cannot be restored).
-const maxSessionPayload = 1536 << 10
-
 // Session is the session workflow ([contracts.SessionWorkflowName]): one execution per session
 // id that holds the session's checkpoints and head, serializes its turns (starting each run as
 // a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
 func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error {
-	s := &session{in: in, reg: r.reg}
-	if in.State != nil {
-		s.st = *in.State
-	} else {
-		s.st.Owner = in.Owner // a fork belongs to its source's owner
-	}
-	if s.st.Pending == nil {
-		s.st.Pending = map[string]contracts.PendingTurn{}
-	}
-	if in.MaxCheckpoints <= 0 {
-		s.in.MaxCheckpoints = contracts.DefaultMaxCheckpoints
-	}
-	if s.in.RunTaskQueue == "" {
-		s.in.RunTaskQueue = workflow.GetInfo(ctx).TaskQueueName
-	}
-	forked := in.State == nil && in.Initial != nil
+	s := &session{m: sessionstate.New(in, workflow.GetInfo(ctx).TaskQueueName), reg: r.reg}
+	forked := s.m.Forked()
 	if forked {
 		// A forked session: its first checkpoint is the copy, and its open questions are asked
 		// again, with the new tokens, by a run restored from the copy. The questions are open
 		// before the handlers are installed: the fork's caller may answer at once, and that
 		// answer's turn waits until the run has started (see ready).
-		cp := *in.Initial
-		s.st.Checkpoints = []contracts.Checkpoint{cp}
-		s.st.Head = cp.ID
-		s.st.NextTurn = cp.TurnIndex + 1
-		if in.InitialRunID != "" {
-			for _, p := range cp.ActivePendingRequests {
-				s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: in.InitialRunID, CheckpointID: cp.ID}
-			}
-		}
-		s.restoring = len(cp.ActivePendingRequests) > 0
+		s.restoring = s.m.StartForked()
 	}
 	if err := s.install(ctx); err != nil {
 		return err
 	}
-	if s.st.Owner != "" && workflow.GetInfo(ctx).Memo.GetFields()[contracts.SessionOwnerMemo] == nil {
+	if s.m.State.Owner != "" && workflow.GetInfo(ctx).Memo.GetFields()[contracts.SessionOwnerMemo] == nil {
 		// A fork or a continued session that does not carry its owner's memo yet.
-		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: s.st.Owner}); err != nil {
+		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: s.m.State.Owner}); err != nil {
 			return err
 		}
 	}
@@ -70,18 +42,18 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 		}
 	}
 	for {
-		if s.empty() {
+		if s.m.Empty() {
 			// A session whose first turn was refused ends when nothing else comes: a rejected
 			// request leaves no workflow behind (the next request starts the session again).
 			ok, err := workflow.AwaitWithTimeout(ctx, emptySessionIdle, func() bool { return s.changed })
 			if err != nil {
 				return err
 			}
-			if !ok && s.empty() {
+			if !ok && s.m.Empty() {
 				if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 					return err
 				}
-				if s.empty() {
+				if s.m.Empty() {
 					return nil
 				}
 			}
@@ -94,20 +66,16 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 		// Continue as new only at a quiet point, with no turn running: the active run's report
 		// must reach this execution (the SDK can hand a workflow task's later events to the
 		// code after it has decided to continue as new, and they would be lost).
-		due := info.GetContinueAsNewSuggested() || (s.in.ContinueAsNewAfter > 0 && s.events >= s.in.ContinueAsNewAfter)
-		if due && s.st.Active == nil {
+		if s.m.ContinueAsNewDue(info.GetContinueAsNewSuggested(), s.events) {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}
 			s.drain(ctx)
-			next := s.in
-			next.Initial, next.InitialRunID = nil, ""
-			st := s.compact()
-			next.State = &st
+			next := s.m.Carry()
 			if err := contracts.CheckPayload("the session state carried into continue-as-new", next, ""); err != nil {
 				// Even without the older snapshots (the head's is kept): the session goes on in
 				// this execution.
-				workflow.GetLogger(ctx).Warn("kortyx: the session cannot continue as new", "session", s.in.SessionID, "error", err)
+				workflow.GetLogger(ctx).Warn("kortyx: the session cannot continue as new", "session", s.m.In.SessionID, "error", err)
 				continue
 			}
 			return workflow.NewContinueAsNewError(ctx, contracts.SessionWorkflowName, next)
@@ -115,16 +83,15 @@ func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error 
 	}
 }
 
+// session is the workflow shell around the session's state machine (internal/sessionstate):
+// it installs the handlers, generates ids and times, and issues the commands the machine's
+// transitions ask for, in the order they always were.
 type session struct {
 	reg     *Registry
-	in      contracts.SessionInput
-	st      contracts.SessionState
+	m       *sessionstate.Machine
 	changed bool
 	events  int
-	resumed *contracts.PendingTurn // the question the active answer turn claimed
 	reports workflow.ReceiveChannel
-	// validating is set while an update validator runs: "a turn is active" is not decided there.
-	validating bool
 	// restoring is set while a forked session starts the run of its open questions.
 	restoring bool
 }
@@ -142,17 +109,12 @@ func (s *session) install(ctx workflow.Context) error {
 	// First: an update buffered before its handler exists runs as soon as it is registered,
 	// and the handlers read reports.
 	s.reports = workflow.GetSignalChannel(ctx, contracts.SessionCheckpointSignal)
-	if err := workflow.SetQueryHandler(ctx, contracts.SessionQueryName, func() (contracts.SessionView, error) { return s.view(), nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, contracts.SessionQueryName, func() (contracts.SessionView, error) { return s.m.View(), nil }); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contracts.SessionCheckpointQueryName, func(id string) (contracts.Checkpoint, error) {
-		for _, cp := range s.st.Checkpoints {
-			if cp.ID == id {
-				return cp.Public(), nil
-			}
-		}
 		// Query errors reach the client as text only: "not found" is the zero checkpoint.
-		return contracts.Checkpoint{}, nil
+		return s.m.Checkpoint(id), nil
 	}); err != nil {
 		return err
 	}
@@ -162,8 +124,8 @@ func (s *session) install(ctx workflow.Context) error {
 	// reports (a question's token, a checkpoint id: a client learns them from the response that
 	// follows the report) is left to the handler while reports wait to be applied.
 	validate := func(check func() error) error {
-		s.validating = true
-		defer func() { s.validating = false }()
+		s.m.Validating = true
+		defer func() { s.m.Validating = false }()
 		return contracts.ToTemporal(check())
 	}
 	validateSettled := func(check func() error) error {
@@ -179,7 +141,7 @@ func (s *session) install(ctx workflow.Context) error {
 	}{
 		{contracts.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req contracts.TurnRequest) error {
 			return validate(func() error {
-				again, err := s.checkStart(req)
+				again, err := s.m.CheckStart(req)
 				if err == nil && again == nil {
 					err = s.checkWorkflow(req)
 				}
@@ -187,15 +149,15 @@ func (s *session) install(ctx workflow.Context) error {
 			})
 		}},
 		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
-			return validateSettled(func() error { _, _, err := s.checkResume(req); return err })
+			return validateSettled(func() error { _, _, err := s.m.CheckResume(req); return err })
 		}},
 		{contracts.SessionAbortTurnUpdate, s.abortTurn, nil},
 		{contracts.SessionStopUpdate, s.stop, nil},
 		{contracts.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
-			return validateSettled(func() error { _, err := s.checkTarget(id); return err })
+			return validateSettled(func() error { _, err := s.m.CheckTarget(id); return err })
 		}},
 		{contracts.SessionForkUpdate, s.fork, func(ctx workflow.Context, req contracts.ForkRequest) error {
-			return validateSettled(func() error { return s.checkFork(req) })
+			return validateSettled(func() error { return s.m.CheckFork(req) })
 		}},
 	}
 	for _, u := range updates {
@@ -229,124 +191,34 @@ func (s *session) drain(ctx workflow.Context) {
 		if !s.reports.ReceiveAsync(&rep) {
 			return
 		}
-		s.apply(ctx, rep)
+		if s.m.Apply(rep, workflow.Now(ctx), s.answeredOnRun(ctx)) {
+			s.changed = true
+		}
+	}
+}
+
+// answeredOnRun is the version gate of a report that answers an open question on the run
+// itself (kortyx.Respond, starter respond) rather than through a turn of the session.
+func (s *session) answeredOnRun(ctx workflow.Context) func() bool {
+	return func() bool {
+		return workflow.GetVersion(ctx, "session-answered-on-run", workflow.DefaultVersion, 1) >= 1
+	}
+}
+
+// applyEarly applies the reports of run that arrived before its turn was active.
+func (s *session) applyEarly(ctx workflow.Context, run string) {
+	if s.m.ApplyEarly(run, workflow.Now(ctx), s.answeredOnRun(ctx)) {
+		s.changed = true
 	}
 }
 
 // emptySessionIdle is how long a session that never started a turn waits for one.
 const emptySessionIdle = time.Minute
 
-// empty reports whether the session never started a turn.
-func (s *session) empty() bool {
-	return len(s.st.Checkpoints) == 0 && s.st.Active == nil && len(s.st.Pending) == 0
-}
-
-func (s *session) view() contracts.SessionView {
-	v := contracts.SessionView{SessionID: s.in.SessionID, Head: s.st.Head, Active: s.st.Active,
-		ParentSessionID: s.in.ParentSessionID, ForkedFrom: s.in.ForkedFrom, Owner: s.st.Owner, Checkpoints: []contracts.CheckpointSummary{}}
-	for _, cp := range s.st.Checkpoints {
-		v.Checkpoints = append(v.Checkpoints, cp.Summary())
-	}
-	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-		v.Pending = append(v.Pending, s.st.Pending[tok].Request)
-	}
-	return v
-}
-
-// busyNow reports whether a turn is active (never while validating: see install).
-func (s *session) busyNow() bool { return s.st.Active != nil && !s.validating }
-
-func (s *session) busy() error {
-	a := s.st.Active
-	return &contracts.Error{Code: contracts.CodeSessionBusy,
-		Message: fmt.Sprintf("A turn is already running in session %q (run %s); wait for it to finish, or stop it.", s.in.SessionID, a.RunID),
-		Details: map[string]any{"runId": a.RunID}}
-}
-
-// again returns the turn a request with this clientTurnId and kind already made: the active
-// one, or one that ended (nil: none) — one that failed or was stopped only for a reconnecting
-// reader. token, for answers, must match too.
-func (s *session) again(clientTurnID, kind, token string, reconnect bool) (*contracts.ActiveTurn, bool) {
-	if clientTurnID == "" {
-		return nil, false
-	}
-	if a := s.st.Active; a != nil && a.ClientTurnID == clientTurnID && a.Kind == kind && a.Token == token {
-		return a, false
-	}
-	for i := len(s.st.Recent) - 1; i >= 0; i-- {
-		if t := s.st.Recent[i]; t.ClientTurnID == clientTurnID && t.Kind == kind && t.Token == token {
-			if !t.Committed && !reconnect {
-				return nil, false
-			}
-			return &s.st.Recent[i], true
-		}
-	}
-	return nil, false
-}
-
-// reattached is the answer to a request whose turn exists already.
-func (s *session) reattached(t *contracts.ActiveTurn, ended bool) contracts.TurnStarted {
-	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: t.RunID, TurnIndex: t.TurnIndex, Reattached: true, Ended: ended}
-}
-
-// remember keeps an ended turn that had a clientTurnId.
-func (s *session) remember(t *contracts.ActiveTurn) {
-	if t == nil || t.ClientTurnID == "" {
-		return
-	}
-	s.st.Recent = append(s.st.Recent, *t)
-	if n := len(s.st.Recent); n > contracts.MaxRecentTurns {
-		s.st.Recent = append([]contracts.ActiveTurn(nil), s.st.Recent[n-contracts.MaxRecentTurns:]...)
-	}
-}
-
-// checkStart checks that a prompt turn can start; it returns the turn to re-attach to when the
-// same clientTurnId started one already.
-func (s *session) checkStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
-	if err := s.checkOwner(req.Owner); err != nil {
-		return nil, err
-	}
-	if t, ended := s.again(req.ClientTurnID, "prompt", "", req.Reconnect); t != nil {
-		ts := s.reattached(t, ended)
-		return &ts, nil
-	}
-	if s.busyNow() {
-		return nil, s.busy()
-	}
-	if strings.TrimSpace(req.Workflow) == "" && s.headCheckpoint() == nil {
-		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", s.in.SessionID)
-	}
-	return nil, nil
-}
-
-// checkOwner refuses a turn of another owner than the session's. A session that never
-// committed a checkpoint and has no owner yet is claimed by its first accepted turn.
-func (s *session) checkOwner(owner string) error {
-	if owner == s.st.Owner || (s.st.Owner == "" && s.empty()) {
-		return nil
-	}
-	return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session belongs to another user."}
-}
-
-// claim makes the turn's owner the owner of a session that has none, and records it in the
-// session's memo (contracts.SessionOwnerMemo), where it can be read without a worker.
-func (s *session) claim(ctx workflow.Context, owner string) error {
-	if owner == "" || s.st.Owner != "" {
-		return nil
-	}
-	s.st.Owner = owner
-	return workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: owner})
-}
-
 // checkWorkflow checks, in the update validator only (it reads the registry, which may change
 // between deployments), that the turn's workflow is registered.
 func (s *session) checkWorkflow(req contracts.TurnRequest) error {
-	wf := strings.TrimSpace(req.Workflow)
-	if wf == "" {
-		if head := s.headCheckpoint(); head != nil {
-			wf = head.Workflow
-		}
-	}
+	wf := s.m.TurnWorkflow(req)
 	if s.reg == nil {
 		return nil
 	}
@@ -359,7 +231,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		return contracts.TurnStarted{}, err
 	}
 	s.drain(ctx)
-	again, err := s.checkStart(req)
+	again, err := s.m.CheckStart(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
 	}
@@ -367,64 +239,28 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		return *again, nil
 	}
 	defer func() { s.changed = true }()
-	if err := s.claim(ctx, req.Owner); err != nil {
-		return contracts.TurnStarted{}, err
+	if s.m.Claim(req.Owner) {
+		// The owner is recorded in the session's memo, where it can be read without a worker.
+		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: req.Owner}); err != nil {
+			return contracts.TurnStarted{}, err
+		}
 	}
-	head := s.headCheckpoint()
-	if head == nil {
-		// The first turn of a session starts with a "session start" checkpoint (spec F5.3).
-		cp := contracts.Checkpoint{ID: engine.NewID(ctx, "cp-"), SessionID: s.in.SessionID, TurnIndex: 0, CreatedAt: workflow.Now(ctx),
-			Workflow: req.Workflow, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
-			Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}
-		s.append(cp)
-		head = s.headCheckpoint()
+	if s.m.Head() == nil {
+		s.m.StartSession(engine.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
 	}
-	// A new prompt supersedes the questions still open: their runs stop waiting (the questions
-	// stay in their checkpoints, where a rollback can ask them again).
-	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-		s.cancelRun(ctx, s.st.Pending[tok].RunID)
+	// A new prompt supersedes the questions still open: their runs stop waiting.
+	for _, run := range s.m.PendingRuns() {
+		s.cancelRun(ctx, run)
 	}
-	s.st.Pending = map[string]contracts.PendingTurn{}
-	wf := req.Workflow
-	if strings.TrimSpace(wf) == "" {
-		wf = head.Workflow
-	}
+	s.m.ClearPending()
 	runID := engine.NewID(ctx, "run-")
-	turn := head.TurnIndex + 1
-	in := contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: s.in.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits,
-		Prior:   head.Snapshot,
-		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
-	// The turn is active before its run starts: a fast run can report its end in the same
-	// workflow task that sees it started, and that report must find its turn.
-	s.st.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "prompt", Since: workflow.Now(ctx)}
+	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
-		s.st.Active = nil
+		s.m.PromptNotStarted()
 		return contracts.TurnStarted{}, err
 	}
 	s.applyEarly(ctx, runID)
-	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: runID, TurnIndex: turn}, nil
-}
-
-// checkResume finds the open question an answer turn claims; it returns the turn to re-attach
-// to when the same clientTurnId answered the same question already.
-func (s *session) checkResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, *contracts.TurnStarted, error) {
-	if t, ended := s.again(req.ClientTurnID, "interrupt-response", req.Token, req.Reconnect); t != nil {
-		ts := s.reattached(t, ended)
-		return contracts.PendingTurn{}, &ts, nil
-	}
-	if s.busyNow() {
-		return contracts.PendingTurn{}, nil, s.busy()
-	}
-	p, ok := s.st.Pending[req.Token]
-	if !ok || strings.TrimSpace(req.Token) == "" {
-		return p, nil, contracts.Errorf(contracts.CodeInvalidResume,
-			"Interrupt is expired, already consumed, or does not belong to session %q.", s.in.SessionID)
-	}
-	if p.Request.RequestID != req.RequestID {
-		return p, nil, &contracts.Error{Code: contracts.CodeResumeMismatch,
-			Message: fmt.Sprintf("Answer names request %q but the token belongs to %q.", req.RequestID, p.Request.RequestID)}
-	}
-	return p, nil, nil
+	return started, nil
 }
 
 func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
@@ -432,7 +268,7 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 		return contracts.TurnStarted{}, err
 	}
 	s.drain(ctx)
-	p, again, err := s.checkResume(req)
+	p, again, err := s.m.CheckResume(req)
 	if err != nil {
 		return contracts.TurnStarted{}, contracts.ToTemporal(err)
 	}
@@ -440,17 +276,9 @@ func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnReque
 		return *again, nil
 	}
 	defer func() { s.changed = true }()
-	delete(s.st.Pending, req.Token)
-	claimed := p
-	s.resumed = &claimed
-	turn := 0
-	if head := s.headCheckpoint(); head != nil {
-		turn = head.TurnIndex + 1
-	}
-	s.st.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: "interrupt-response",
-		Since: workflow.Now(ctx), Token: req.Token}
+	started := s.m.Resume(req, p, workflow.Now(ctx))
 	s.applyEarly(ctx, p.RunID)
-	return contracts.TurnStarted{SessionID: s.in.SessionID, RunID: p.RunID, TurnIndex: turn}, nil
+	return started, nil
 }
 
 // abortTurn releases the active turn of run runID that did not start (its answer was
@@ -459,15 +287,9 @@ func (s *session) abortTurn(ctx workflow.Context, runID string) (bool, error) {
 	if err := s.ready(ctx); err != nil {
 		return false, err
 	}
-	a := s.st.Active
-	if a == nil || a.RunID != runID {
+	if !s.m.Abort(runID) {
 		return false, nil
 	}
-	s.st.Active = nil
-	if s.resumed != nil && s.resumed.RunID == runID {
-		s.st.Pending[s.resumed.Request.Token] = *s.resumed
-	}
-	s.resumed = nil
 	s.changed = true
 	return true, nil
 }
@@ -479,123 +301,14 @@ func (s *session) stop(ctx workflow.Context, runID string) (string, error) {
 		return "", err
 	}
 	s.drain(ctx)
-	a := s.st.Active
-	if a == nil || (runID != "" && a.RunID != runID) {
+	a := s.m.Stoppable(runID)
+	if a == nil {
 		return "", nil
 	}
 	s.cancelRun(ctx, a.RunID)
-	s.remember(a)
-	s.st.Active, s.resumed, s.changed = nil, nil, true
-	return a.RunID, nil
-}
-
-// apply commits what a run reports.
-func (s *session) apply(ctx workflow.Context, rep contracts.CheckpointReport) {
-	// Only the active turn's run moves the session: a late report of a run the session has
-	// moved past (stopped, superseded, rolled back) changes nothing.
-	if rep.Closed {
-		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-			if s.st.Pending[tok].RunID == rep.RunID {
-				delete(s.st.Pending, tok)
-				s.changed = true
-			}
-		}
-	}
-	a := s.st.Active
-	if a == nil && rep.Checkpoint != nil && s.owns(rep.RunID) &&
-		workflow.GetVersion(ctx, "session-answered-on-run", workflow.DefaultVersion, 1) >= 1 {
-		// The run of an open question was answered on the run itself (kortyx.Respond,
-		// starter respond), not through a turn of the session: its report is that answer's
-		// turn, and its questions are no longer open.
-		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-			if s.st.Pending[tok].RunID == rep.RunID {
-				delete(s.st.Pending, tok)
-			}
-		}
-		a = &contracts.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: "interrupt-response", Since: workflow.Now(ctx)}
-		s.st.Active = a
-	}
-	if a == nil || a.RunID != rep.RunID {
-		// Kept until that run's turn starts (the report and the start of its turn can arrive
-		// in the same workflow task); a stale run's report is never applied.
-		s.st.Early = append(s.st.Early, rep)
-		if n := len(s.st.Early); n > maxEarlyReports {
-			s.st.Early = append([]contracts.CheckpointReport(nil), s.st.Early[n-maxEarlyReports:]...)
-		}
-		return
-	}
-	if cp := rep.Checkpoint; cp != nil {
-		a.Committed = true
-		s.append(*cp)
-		for _, p := range cp.ActivePendingRequests {
-			s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
-		}
-	}
-	if rep.TurnEnded {
-		s.remember(s.st.Active)
-		s.st.Active, s.resumed = nil, nil
-	}
+	s.m.Stopped(a)
 	s.changed = true
-}
-
-// owns reports whether run asks one of the session's open questions.
-func (s *session) owns(run string) bool {
-	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-		if s.st.Pending[tok].RunID == run {
-			return true
-		}
-	}
-	return false
-}
-
-// maxEarlyReports bounds the reports kept for turns that have not started.
-const maxEarlyReports = 16
-
-// applyEarly applies the reports of run that arrived before its turn was active.
-func (s *session) applyEarly(ctx workflow.Context, run string) {
-	var mine []contracts.CheckpointReport
-	kept := s.st.Early[:0]
-	for _, rep := range s.st.Early {
-		if rep.RunID == run {
-			mine = append(mine, rep)
-		} else {
-			kept = append(kept, rep)
-		}
-	}
-	s.st.Early = kept
-	for _, rep := range mine {
-		s.apply(ctx, rep)
-	}
-}
-
-func (s *session) append(cp contracts.Checkpoint) {
-	s.st.Checkpoints = append(s.st.Checkpoints, cp)
-	s.st.Head = cp.ID
-	s.st.NextTurn = cp.TurnIndex + 1
-	if n := len(s.st.Checkpoints); n > s.in.MaxCheckpoints {
-		s.st.Checkpoints = append([]contracts.Checkpoint(nil), s.st.Checkpoints[n-s.in.MaxCheckpoints:]...)
-	}
-}
-
-func (s *session) headCheckpoint() *contracts.Checkpoint {
-	for i := range s.st.Checkpoints {
-		if s.st.Checkpoints[i].ID == s.st.Head {
-			return &s.st.Checkpoints[i]
-		}
-	}
-	return nil
-}
-
-func (s *session) checkTarget(id string) (int, error) {
-	if s.busyNow() {
-		return -1, s.busy()
-	}
-	for i, cp := range s.st.Checkpoints {
-		if cp.ID == id {
-			return i, nil
-		}
-	}
-	return -1, &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", id), Details: map[string]any{"checkpointId": id}}
+	return a.RunID, nil
 }
 
 // rollback makes a checkpoint the head (spec F5.4): later checkpoints are deleted, their runs
@@ -606,52 +319,23 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 		return contracts.RollbackResult{}, err
 	}
 	s.drain(ctx)
-	idx, err := s.checkTarget(id)
+	plan, err := s.m.PlanRollback(id)
 	if err != nil {
 		return contracts.RollbackResult{}, contracts.ToTemporal(err)
 	}
 	defer func() { s.changed = true }()
-	target := s.st.Checkpoints[idx]
-	res := contracts.RollbackResult{SessionID: s.in.SessionID, Head: target.Summary(),
-		InvalidatedStructuredStreamIDs: []string{}, InvalidatedInterruptTokens: []string{}, ActivePendingRequests: []contracts.PendingRequest{}}
-	removed := s.st.Checkpoints[idx+1:]
-	if len(removed) == 0 {
-		for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-			res.ActivePendingRequests = append(res.ActivePendingRequests, s.st.Pending[tok].Request)
-		}
-		return res, nil
+	if plan.Noop {
+		return plan.Result, nil
 	}
-	cancelled := map[string]bool{}
-	for _, cp := range removed {
-		res.InvalidatedStructuredStreamIDs = appendNew(res.InvalidatedStructuredStreamIDs, cp.Effects.StructuredStreamIDs...)
-		res.InvalidatedInterruptTokens = appendNew(res.InvalidatedInterruptTokens, cp.Effects.InterruptTokens...)
-		for _, p := range cp.ActivePendingRequests {
-			res.InvalidatedInterruptTokens = appendNew(res.InvalidatedInterruptTokens, p.Token)
-		}
-		if cp.RunID != "" && !cancelled[cp.RunID] {
-			cancelled[cp.RunID] = true
-			s.cancelRun(ctx, cp.RunID)
-		}
+	for _, run := range plan.Cancel {
+		s.cancelRun(ctx, run)
 	}
-	for _, tok := range workflow.DeterministicKeys(s.st.Pending) {
-		if p := s.st.Pending[tok]; !cancelled[p.RunID] {
-			cancelled[p.RunID] = true
-			s.cancelRun(ctx, p.RunID)
-		}
+	for _, run := range s.m.PendingCancels(&plan) {
+		s.cancelRun(ctx, run)
 	}
-	s.st.Pending = map[string]contracts.PendingTurn{}
-	s.st.Checkpoints = append([]contracts.Checkpoint(nil), s.st.Checkpoints[:idx+1]...)
-	s.st.Head, s.st.NextTurn = target.ID, target.TurnIndex+1
-	// The discarded turns are forgotten: their clientTurnIds may run again.
-	kept := s.st.Recent[:0]
-	for _, t := range s.st.Recent {
-		if t.TurnIndex <= target.TurnIndex {
-			kept = append(kept, t)
-		}
-	}
-	s.st.Recent = kept
-	if len(target.ActivePendingRequests) > 0 {
-		runID, err := s.restore(ctx, target, "")
+	res := plan.Result
+	if target := s.m.CommitRollback(plan); target != nil {
+		runID, err := s.restore(ctx, *target, "")
 		if err != nil {
 			return contracts.RollbackResult{}, err
 		}
@@ -664,32 +348,17 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 // restore starts a run from a checkpoint taken while a question was open: it asks the question
 // again (with the tokens the checkpoint holds) and waits.
 func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID string) (string, error) {
-	if cp.Snapshot == nil {
-		return "", contracts.Errorf(contracts.CodeResumeFailed, "Checkpoint %q no longer holds the state to restore its open question.", cp.ID)
+	if err := sessionstate.CanRestore(cp); err != nil {
+		return "", err
 	}
 	if runID == "" {
 		runID = engine.NewID(ctx, "run-")
 	}
-	in := contracts.RunInput{Workflow: cp.Workflow, SessionID: s.in.SessionID, Snapshot: cp.Snapshot,
-		Session: &contracts.SessionBinding{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, SessionID: s.in.SessionID,
-			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests}}
-	if err := s.startRun(ctx, runID, cp.Workflow, in); err != nil {
+	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID)); err != nil {
 		return "", err
 	}
-	for _, p := range cp.ActivePendingRequests {
-		s.st.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: runID, CheckpointID: cp.ID}
-	}
+	s.m.Reopen(cp, runID)
 	return runID, nil
-}
-
-func (s *session) checkFork(req contracts.ForkRequest) error {
-	if _, err := s.checkTarget(req.CheckpointID); err != nil && contracts.CodeOf(err) == contracts.CodeNotFound {
-		return err
-	}
-	if req.NewSessionID != "" && (strings.TrimSpace(req.NewSessionID) != req.NewSessionID || req.NewSessionID == s.in.SessionID) {
-		return contracts.Errorf(contracts.CodeInvalidSession, "newSessionId %q cannot be used: give another id, or none", req.NewSessionID)
-	}
-	return nil
 }
 
 // fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
@@ -699,73 +368,54 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		return contracts.ForkResult{}, err
 	}
 	s.drain(ctx)
-	if err := s.checkFork(req); err != nil {
+	if err := s.m.CheckFork(req); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)
 	}
-	var src contracts.Checkpoint
-	for _, cp := range s.st.Checkpoints {
-		if cp.ID == req.CheckpointID {
-			src = cp
-		}
+	src := s.m.ForkSource(req.CheckpointID)
+	ids := sessionstate.ForkIDs{Session: req.NewSessionID}
+	if ids.Session == "" {
+		ids.Session = engine.NewID(ctx, "session-")
 	}
-	newSession := req.NewSessionID
-	if newSession == "" {
-		newSession = engine.NewID(ctx, "session-")
-	}
-	cp := engine.Clone(src)
-	cp.ID, cp.SessionID, cp.ParentCheckpointID = engine.NewID(ctx, "cp-"), newSession, ""
-	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = s.in.SessionID, src.ID, workflow.Now(ctx)
-	cp.Effects.InterruptTokens = []string{}
-	var reissued []contracts.ReissuedRequest
-	for i, p := range cp.ActivePendingRequests {
+	ids.Checkpoint = engine.NewID(ctx, "cp-")
+	for range src.ActivePendingRequests {
 		token, requestID := engine.NewRequestIDs(ctx)
-		old := p.Token
-		reissued = append(reissued, contracts.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: token, RequestID: requestID})
-		p.Token, p.RequestID = token, requestID
-		cp.ActivePendingRequests[i] = p
-		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
-		if cp.Snapshot != nil {
-			engine.RewritePending(cp.Snapshot, old, p)
-		}
+		ids.Requests = append(ids.Requests, contracts.ReissuedRequest{Token: token, RequestID: requestID})
 	}
-	var runID string
-	if len(cp.ActivePendingRequests) > 0 {
-		runID = engine.NewID(ctx, "run-")
+	if len(src.ActivePendingRequests) > 0 {
+		ids.Run = engine.NewID(ctx, "run-")
 	}
+	fin, reissued := s.m.Fork(src, ids, workflow.Now(ctx))
 	opts := workflow.ChildWorkflowOptions{
-		WorkflowID:            contracts.SessionWorkflowID(newSession),
+		WorkflowID:            contracts.SessionWorkflowID(ids.Session),
 		TaskQueue:             workflow.GetInfo(ctx).TaskQueueName,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(newSession)),
+		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(ids.Session)),
 	}
-	if s.st.Owner != "" {
-		opts.Memo = map[string]any{contracts.SessionOwnerMemo: s.st.Owner}
+	if owner := s.m.State.Owner; owner != "" {
+		opts.Memo = map[string]any{contracts.SessionOwnerMemo: owner}
 	}
-	fin := contracts.SessionInput{
-		SessionID: newSession, MaxCheckpoints: s.in.MaxCheckpoints, RunTaskQueue: s.in.RunTaskQueue,
-		ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: runID, Owner: s.st.Owner}
 	if err := contracts.CheckPayload(fmt.Sprintf("the copy of checkpoint %q", src.ID), fin, "fork from a checkpoint whose state is smaller"); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)
 	}
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, fin)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
-			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", newSession, err), Err: err})
+			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", ids.Session, err), Err: err})
 	}
 	s.changed = true
-	return contracts.ForkResult{SessionID: newSession, ParentSessionID: s.in.SessionID, ForkedFrom: src.ID, Checkpoint: cp.Public(), RunID: runID,
+	return contracts.ForkResult{SessionID: ids.Session, ParentSessionID: s.m.In.SessionID, ForkedFrom: src.ID, Checkpoint: fin.Initial.Public(), RunID: ids.Run,
 		Reissued: reissued}, nil
 }
 
 func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            runID,
-		TaskQueue:             s.in.RunTaskQueue,
+		TaskQueue:             s.m.In.RunTaskQueue,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			contracts.SessionKey.ValueSet(s.in.SessionID),
+			contracts.SessionKey.ValueSet(s.m.In.SessionID),
 			contracts.WorkflowKey.ValueSet(wf),
 			contracts.StatusKey.ValueSet(string(contracts.StatusRunning))),
 	})
@@ -784,32 +434,4 @@ func (s *session) cancelRun(ctx workflow.Context, runID string) {
 	if err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Info("kortyx: cancelling a run of the session failed (it may have ended)", "run", runID, "error", err)
 	}
-}
-
-// compact keeps the carried state under the payload limit by dropping the oldest snapshots.
-func (s *session) compact() contracts.SessionState {
-	st := engine.Clone(s.st)
-	for i := 0; i < len(st.Checkpoints); i++ {
-		b, _ := json.Marshal(st)
-		if len(b) <= maxSessionPayload {
-			break
-		}
-		if st.Checkpoints[i].ID != st.Head {
-			st.Checkpoints[i].Snapshot = nil
-		}
-	}
-	return st
-}
-
-func appendNew(list []string, items ...string) []string {
-	for _, it := range items {
-		dup := false
-		for _, have := range list {
-			dup = dup || have == it
-		}
-		if !dup {
-			list = append(list, it)
-		}
-	}
-	return list
 }

@@ -17,6 +17,7 @@ var workflowSide = []string{
 	module + "/hooks",
 	module + "/internal/engine",
 	module + "/internal/jsonstream",
+	module + "/internal/sessionstate",
 	module + "/workflows",
 }
 

@@ -1,0 +1,14 @@
+// Package sessionstate is the session's state machine: the state a session workflow keeps
+// ([contracts.SessionState]) and its transitions — start a prompt turn, claim an answer turn,
+// abort it, apply a run's report, stop, roll back, fork, prune, and what continue-as-new
+// carries — as plain methods without Temporal calls.
+//
+// Ids, time and the version gate are inputs; what a transition needs done (runs to cancel, the
+// input of a run to start, the memo to write) is returned, and the session workflow
+// (workflows.Runner.Session) executes it in the order the methods are called. That order is
+// part of the workflow's history: the shell asks the machine in small steps (plan, execute,
+// commit) so that every command is issued where it always was.
+//
+// The machine is workflow-side code (it runs inside the session workflow) and must stay
+// deterministic: maps are walked with workflow.DeterministicKeys.
+package sessionstate

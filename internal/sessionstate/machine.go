@@ -1,0 +1,420 @@
+package sessionstate
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Turn kinds (contracts.ActiveTurn.Kind; they persist in the session's state).
+const (
+	KindPrompt = "prompt"
+	KindAnswer = "interrupt-response"
+)
+
+// MaxPayload bounds the state a session carries across continue-as-new; beyond it the
+// snapshots of the oldest checkpoints are dropped (they stay listed, but cannot be restored).
+const MaxPayload = 1536 << 10
+
+// maxEarlyReports bounds the reports kept for turns that have not started.
+const maxEarlyReports = 16
+
+// Machine is one session's state and the transitions over it.
+type Machine struct {
+	// In is the session's input, with its defaults applied (see [New]).
+	In contracts.SessionInput
+	// State is the durable state (carried across continue-as-new).
+	State contracts.SessionState
+	// Resumed is the question the active answer turn claimed (given back by [Machine.Abort]).
+	Resumed *contracts.PendingTurn
+	// Validating is set while an update validator runs: "a turn is active" is not decided
+	// there (the reports that arrived before the request are applied by the handlers).
+	Validating bool
+}
+
+// New returns the machine of a session started (or continued) with in; taskQueue is the
+// session's own task queue, the default for its runs.
+func New(in contracts.SessionInput, taskQueue string) *Machine {
+	m := &Machine{In: in}
+	if in.State != nil {
+		m.State = *in.State
+	} else {
+		m.State.Owner = in.Owner // a fork belongs to its source's owner
+	}
+	if m.State.Pending == nil {
+		m.State.Pending = map[string]contracts.PendingTurn{}
+	}
+	if in.MaxCheckpoints <= 0 {
+		m.In.MaxCheckpoints = contracts.DefaultMaxCheckpoints
+	}
+	if m.In.RunTaskQueue == "" {
+		m.In.RunTaskQueue = taskQueue
+	}
+	return m
+}
+
+// Forked reports whether the session is a fork starting from its first checkpoint.
+func (m *Machine) Forked() bool { return m.In.State == nil && m.In.Initial != nil }
+
+// StartForked makes the fork's copy the first checkpoint; its open questions are open at once,
+// with the new tokens, asked by the run In.InitialRunID. It reports whether that run must be
+// started (the copy has open questions).
+func (m *Machine) StartForked() bool {
+	cp := *m.In.Initial
+	m.State.Checkpoints = []contracts.Checkpoint{cp}
+	m.State.Head = cp.ID
+	m.State.NextTurn = cp.TurnIndex + 1
+	if m.In.InitialRunID != "" {
+		for _, p := range cp.ActivePendingRequests {
+			m.State.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: m.In.InitialRunID, CheckpointID: cp.ID}
+		}
+	}
+	return len(cp.ActivePendingRequests) > 0
+}
+
+// Empty reports whether the session never started a turn.
+func (m *Machine) Empty() bool {
+	return len(m.State.Checkpoints) == 0 && m.State.Active == nil && len(m.State.Pending) == 0
+}
+
+// View is the session query's answer.
+func (m *Machine) View() contracts.SessionView {
+	v := contracts.SessionView{SessionID: m.In.SessionID, Head: m.State.Head, Active: m.State.Active,
+		ParentSessionID: m.In.ParentSessionID, ForkedFrom: m.In.ForkedFrom, Owner: m.State.Owner, Checkpoints: []contracts.CheckpointSummary{}}
+	for _, cp := range m.State.Checkpoints {
+		v.Checkpoints = append(v.Checkpoints, cp.Summary())
+	}
+	for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
+		v.Pending = append(v.Pending, m.State.Pending[tok].Request)
+	}
+	return v
+}
+
+// Checkpoint returns the public form of checkpoint id (the zero checkpoint: none).
+func (m *Machine) Checkpoint(id string) contracts.Checkpoint {
+	for _, cp := range m.State.Checkpoints {
+		if cp.ID == id {
+			return cp.Public()
+		}
+	}
+	return contracts.Checkpoint{}
+}
+
+// Head returns the head checkpoint (nil: none yet).
+func (m *Machine) Head() *contracts.Checkpoint {
+	for i := range m.State.Checkpoints {
+		if m.State.Checkpoints[i].ID == m.State.Head {
+			return &m.State.Checkpoints[i]
+		}
+	}
+	return nil
+}
+
+// busyNow reports whether a turn is active (never while validating).
+func (m *Machine) busyNow() bool { return m.State.Active != nil && !m.Validating }
+
+func (m *Machine) busy() error {
+	a := m.State.Active
+	return &contracts.Error{Code: contracts.CodeSessionBusy,
+		Message: fmt.Sprintf("A turn is already running in session %q (run %s); wait for it to finish, or stop it.", m.In.SessionID, a.RunID),
+		Details: map[string]any{"runId": a.RunID}}
+}
+
+// again returns the turn a request with this clientTurnId and kind already made: the active
+// one, or one that ended (nil: none) — one that failed or was stopped only for a reconnecting
+// reader. token, for answers, must match too.
+func (m *Machine) again(clientTurnID, kind, token string, reconnect bool) (*contracts.ActiveTurn, bool) {
+	if clientTurnID == "" {
+		return nil, false
+	}
+	if a := m.State.Active; a != nil && a.ClientTurnID == clientTurnID && a.Kind == kind && a.Token == token {
+		return a, false
+	}
+	for i := len(m.State.Recent) - 1; i >= 0; i-- {
+		if t := m.State.Recent[i]; t.ClientTurnID == clientTurnID && t.Kind == kind && t.Token == token {
+			if !t.Committed && !reconnect {
+				return nil, false
+			}
+			return &m.State.Recent[i], true
+		}
+	}
+	return nil, false
+}
+
+func (m *Machine) reattached(t *contracts.ActiveTurn, ended bool) contracts.TurnStarted {
+	return contracts.TurnStarted{SessionID: m.In.SessionID, RunID: t.RunID, TurnIndex: t.TurnIndex, Reattached: true, Ended: ended}
+}
+
+// remember keeps an ended turn that had a clientTurnId.
+func (m *Machine) remember(t *contracts.ActiveTurn) {
+	if t == nil || t.ClientTurnID == "" {
+		return
+	}
+	m.State.Recent = append(m.State.Recent, *t)
+	if n := len(m.State.Recent); n > contracts.MaxRecentTurns {
+		m.State.Recent = append([]contracts.ActiveTurn(nil), m.State.Recent[n-contracts.MaxRecentTurns:]...)
+	}
+}
+
+// CheckOwner refuses a turn of another owner than the session's. A session that never
+// committed a checkpoint and has no owner yet is claimed by its first accepted turn.
+func (m *Machine) CheckOwner(owner string) error {
+	if owner == m.State.Owner || (m.State.Owner == "" && m.Empty()) {
+		return nil
+	}
+	return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session belongs to another user."}
+}
+
+// CheckStart checks that a prompt turn can start; it returns the turn to re-attach to when the
+// same clientTurnId started one already.
+func (m *Machine) CheckStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
+	if err := m.CheckOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	if t, ended := m.again(req.ClientTurnID, KindPrompt, "", req.Reconnect); t != nil {
+		ts := m.reattached(t, ended)
+		return &ts, nil
+	}
+	if m.busyNow() {
+		return nil, m.busy()
+	}
+	if strings.TrimSpace(req.Workflow) == "" && m.Head() == nil {
+		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", m.In.SessionID)
+	}
+	return nil, nil
+}
+
+// TurnWorkflow is the workflow a prompt turn runs: the request's, or the head's.
+func (m *Machine) TurnWorkflow(req contracts.TurnRequest) string {
+	wf := strings.TrimSpace(req.Workflow)
+	if wf == "" {
+		if head := m.Head(); head != nil {
+			wf = head.Workflow
+		}
+	}
+	return wf
+}
+
+// Claim makes owner the owner of a session that has none; it reports whether the owner
+// changed (the shell then records it in the session's memo).
+func (m *Machine) Claim(owner string) bool {
+	if owner == "" || m.State.Owner != "" {
+		return false
+	}
+	m.State.Owner = owner
+	return true
+}
+
+// StartSession adds the "session start" checkpoint a session's first turn starts from
+// (spec F5.3), when there is no head yet; id and now are its id and time.
+func (m *Machine) StartSession(id string, now time.Time, wf string) {
+	m.append(contracts.Checkpoint{ID: id, SessionID: m.In.SessionID, TurnIndex: 0, CreatedAt: now,
+		Workflow: wf, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
+		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}})
+}
+
+// PendingRuns are the runs of the open questions, one per question in token order (a new
+// prompt cancels them; see [Machine.ClearPending]).
+func (m *Machine) PendingRuns() []string {
+	var runs []string
+	for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
+		runs = append(runs, m.State.Pending[tok].RunID)
+	}
+	return runs
+}
+
+// ClearPending forgets the open questions (they stay in their checkpoints, where a rollback
+// can ask them again).
+func (m *Machine) ClearPending() { m.State.Pending = map[string]contracts.PendingTurn{} }
+
+// StartPrompt makes the prompt turn of run runID active (before its run starts: a fast run can
+// report its end in the same workflow task that sees it started, and that report must find
+// its turn) and returns the run's input. sessionWorkflowID is the session's workflow id, to
+// which the run reports. The head must exist ([Machine.StartSession]).
+func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowID string, now time.Time) (wf string, in contracts.RunInput, started contracts.TurnStarted) {
+	head := m.Head()
+	wf = req.Workflow
+	if strings.TrimSpace(wf) == "" {
+		wf = head.Workflow
+	}
+	turn := head.TurnIndex + 1
+	in = contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits,
+		Prior:   head.Snapshot,
+		Session: &contracts.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
+	m.State.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now}
+	return wf, in, contracts.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
+}
+
+// PromptNotStarted releases the turn of a run that could not be started.
+func (m *Machine) PromptNotStarted() { m.State.Active = nil }
+
+// CheckResume finds the open question an answer turn claims; it returns the turn to re-attach
+// to when the same clientTurnId answered the same question already.
+func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, *contracts.TurnStarted, error) {
+	if t, ended := m.again(req.ClientTurnID, KindAnswer, req.Token, req.Reconnect); t != nil {
+		ts := m.reattached(t, ended)
+		return contracts.PendingTurn{}, &ts, nil
+	}
+	if m.busyNow() {
+		return contracts.PendingTurn{}, nil, m.busy()
+	}
+	p, ok := m.State.Pending[req.Token]
+	if !ok || strings.TrimSpace(req.Token) == "" {
+		return p, nil, contracts.Errorf(contracts.CodeInvalidResume,
+			"Interrupt is expired, already consumed, or does not belong to session %q.", m.In.SessionID)
+	}
+	if p.Request.RequestID != req.RequestID {
+		return p, nil, &contracts.Error{Code: contracts.CodeResumeMismatch,
+			Message: fmt.Sprintf("Answer names request %q but the token belongs to %q.", req.RequestID, p.Request.RequestID)}
+	}
+	return p, nil, nil
+}
+
+// Resume makes the answer turn of question p (found by [Machine.CheckResume]) active; the
+// question is no longer open. Its run's reports that arrived early are applied next
+// ([Machine.ApplyEarly]).
+func (m *Machine) Resume(req contracts.ResumeTurnRequest, p contracts.PendingTurn, now time.Time) contracts.TurnStarted {
+	delete(m.State.Pending, req.Token)
+	claimed := p
+	m.Resumed = &claimed
+	turn := 0
+	if head := m.Head(); head != nil {
+		turn = head.TurnIndex + 1
+	}
+	m.State.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindAnswer,
+		Since: now, Token: req.Token}
+	return contracts.TurnStarted{SessionID: m.In.SessionID, RunID: p.RunID, TurnIndex: turn}
+}
+
+// Abort releases the active turn of run runID that did not start (its answer was refused):
+// the question it claimed is open again. It reports whether there was such a turn.
+func (m *Machine) Abort(runID string) bool {
+	a := m.State.Active
+	if a == nil || a.RunID != runID {
+		return false
+	}
+	m.State.Active = nil
+	if m.Resumed != nil && m.Resumed.RunID == runID {
+		m.State.Pending[m.Resumed.Request.Token] = *m.Resumed
+	}
+	m.Resumed = nil
+	return true
+}
+
+// Stoppable is the turn a stop request ends: the active one (with runID != "", only when it
+// is that run's; nil: none). The shell cancels its run, then calls [Machine.Stopped].
+func (m *Machine) Stoppable(runID string) *contracts.ActiveTurn {
+	a := m.State.Active
+	if a == nil || (runID != "" && a.RunID != runID) {
+		return nil
+	}
+	return a
+}
+
+// Stopped frees the session of the stopped turn a, remembered by its clientTurnId.
+func (m *Machine) Stopped(a *contracts.ActiveTurn) {
+	m.remember(a)
+	m.State.Active, m.Resumed = nil, nil
+}
+
+// Apply commits what a run reports, and reports whether the session changed. Only the active
+// turn's run moves the session: a late report of a run the session has moved past (stopped,
+// superseded, rolled back) changes nothing, and a report of a run whose turn is not active yet
+// is kept until it is ([Machine.ApplyEarly]). The report of the run of an open question that
+// was answered on the run itself (not through a turn of the session) is that answer's turn
+// when answeredOnRun (the version gate; asked only then) allows it.
+func (m *Machine) Apply(rep contracts.CheckpointReport, now time.Time, answeredOnRun func() bool) bool {
+	changed := false
+	if rep.Closed {
+		for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
+			if m.State.Pending[tok].RunID == rep.RunID {
+				delete(m.State.Pending, tok)
+				changed = true
+			}
+		}
+	}
+	a := m.State.Active
+	if a == nil && rep.Checkpoint != nil && m.owns(rep.RunID) && answeredOnRun() {
+		for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
+			if m.State.Pending[tok].RunID == rep.RunID {
+				delete(m.State.Pending, tok)
+			}
+		}
+		a = &contracts.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: KindAnswer, Since: now}
+		m.State.Active = a
+	}
+	if a == nil || a.RunID != rep.RunID {
+		m.State.Early = append(m.State.Early, rep)
+		if n := len(m.State.Early); n > maxEarlyReports {
+			m.State.Early = append([]contracts.CheckpointReport(nil), m.State.Early[n-maxEarlyReports:]...)
+		}
+		return changed
+	}
+	if cp := rep.Checkpoint; cp != nil {
+		a.Committed = true
+		m.append(*cp)
+		for _, p := range cp.ActivePendingRequests {
+			m.State.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
+		}
+	}
+	if rep.TurnEnded {
+		m.remember(m.State.Active)
+		m.State.Active, m.Resumed = nil, nil
+	}
+	return true
+}
+
+// ApplyEarly applies the reports of run that arrived before its turn was active.
+func (m *Machine) ApplyEarly(run string, now time.Time, answeredOnRun func() bool) bool {
+	var mine []contracts.CheckpointReport
+	kept := m.State.Early[:0]
+	for _, rep := range m.State.Early {
+		if rep.RunID == run {
+			mine = append(mine, rep)
+		} else {
+			kept = append(kept, rep)
+		}
+	}
+	m.State.Early = kept
+	changed := false
+	for _, rep := range mine {
+		changed = m.Apply(rep, now, answeredOnRun) || changed
+	}
+	return changed
+}
+
+// owns reports whether run asks one of the session's open questions.
+func (m *Machine) owns(run string) bool {
+	for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
+		if m.State.Pending[tok].RunID == run {
+			return true
+		}
+	}
+	return false
+}
+
+// append commits cp as the head and prunes the oldest checkpoints beyond In.MaxCheckpoints.
+func (m *Machine) append(cp contracts.Checkpoint) {
+	m.State.Checkpoints = append(m.State.Checkpoints, cp)
+	m.State.Head = cp.ID
+	m.State.NextTurn = cp.TurnIndex + 1
+	if n := len(m.State.Checkpoints); n > m.In.MaxCheckpoints {
+		m.State.Checkpoints = append([]contracts.Checkpoint(nil), m.State.Checkpoints[n-m.In.MaxCheckpoints:]...)
+	}
+}
+
+// CheckTarget finds the checkpoint a rollback or fork names; the session must be idle.
+func (m *Machine) CheckTarget(id string) (int, error) {
+	if m.busyNow() {
+		return -1, m.busy()
+	}
+	for i, cp := range m.State.Checkpoints {
+		if cp.ID == id {
+			return i, nil
+		}
+	}
+	return -1, &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", id), Details: map[string]any{"checkpointId": id}}
+}
