@@ -9,11 +9,10 @@ import (
 
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
-	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/stretchr/testify/require"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 )
 
 // TestReplayRecordedHistories replays histories recorded from real runs (regenerate them with
@@ -28,19 +27,21 @@ func TestReplayRecordedHistories(t *testing.T) {
 	require.NoError(t, testagents.Register(reg))
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			require.NoError(t, err)
-			var rec recorded
-			require.NoError(t, json.Unmarshal(b, &rec))
-			h, err := client.HistoryFromJSON(bytes.NewReader(rec.History), client.HistoryJSONOptions{})
-			require.NoError(t, err)
+			rec, h := readRecorded(t, f)
 			require.NotEmpty(t, h.Events)
-			replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
-			require.NoError(t, err)
-			workflows.NewRunner(reg).Register(replayer)
-			require.NoError(t, replayer.ReplayWorkflowHistoryWithOptions(quietLogger(), h, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: rec.WorkflowID, RunID: "replay"},
-			}))
+			require.NoError(t, kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{WorkflowID: rec.WorkflowID, Logger: quietLogger()}))
 		})
 	}
+}
+
+// readRecorded reads a history kept under testdata (see recordHistory).
+func readRecorded(t *testing.T, path string) (recorded, *historypb.History) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var rec recorded
+	require.NoError(t, json.Unmarshal(b, &rec))
+	h, err := client.HistoryFromJSON(bytes.NewReader(rec.History), client.HistoryJSONOptions{})
+	require.NoError(t, err)
+	return rec, h
 }

@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,14 +17,13 @@ import (
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -231,18 +229,8 @@ func TestReplaySeedHistories(t *testing.T) {
 	reg := seedRegistry(t)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			b, err := os.ReadFile(f)
-			require.NoError(t, err)
-			var rec recorded
-			require.NoError(t, json.Unmarshal(b, &rec))
-			h, err := client.HistoryFromJSON(bytes.NewReader(rec.History), client.HistoryJSONOptions{})
-			require.NoError(t, err)
-			replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
-			require.NoError(t, err)
-			workflows.NewRunner(reg).Register(replayer)
-			require.NoError(t, replayer.ReplayWorkflowHistoryWithOptions(quietLogger(), h, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: rec.WorkflowID, RunID: "replay"},
-			}))
+			rec, h := readRecorded(t, f)
+			require.NoError(t, kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{WorkflowID: rec.WorkflowID, Logger: quietLogger()}))
 		})
 	}
 }
