@@ -94,15 +94,26 @@ type session struct {
 	reports workflow.ReceiveChannel
 	// restoring is set while a forked session starts the run of its open questions.
 	restoring bool
+	// changing is set while an update handler that blocks between its checks and its last
+	// change (cancelling runs, starting one) runs: handlers are coroutines, and another one
+	// running in that gap would check a state that is about to change.
+	changing bool
 }
 
-// ready waits until the session has started the runs it restores at its start (a fork): an
-// update handler that changes the session runs only then.
+// ready waits until the session has started the runs it restores at its start (a fork) and no
+// other handler is in the middle of a change: an update handler that changes the session runs
+// only then.
 func (s *session) ready(ctx workflow.Context) error {
-	if !s.restoring {
+	if !s.restoring && !s.changing {
 		return nil
 	}
-	return workflow.Await(ctx, func() bool { return !s.restoring })
+	return workflow.Await(ctx, func() bool { return !s.restoring && !s.changing })
+}
+
+// change marks the session as changing until the returned function is called (see ready).
+func (s *session) change() func() {
+	s.changing = true
+	return func() { s.changing = false }
 }
 
 func (s *session) install(ctx workflow.Context) error {
@@ -230,6 +241,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	if err := s.ready(ctx); err != nil {
 		return contracts.TurnStarted{}, err
 	}
+	defer s.change()()
 	s.drain(ctx)
 	again, err := s.m.CheckStart(req)
 	if err != nil {
@@ -300,6 +312,7 @@ func (s *session) stop(ctx workflow.Context, runID string) (string, error) {
 	if err := s.ready(ctx); err != nil {
 		return "", err
 	}
+	defer s.change()()
 	s.drain(ctx)
 	a := s.m.Stoppable(runID)
 	if a == nil {
@@ -318,6 +331,7 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 	if err := s.ready(ctx); err != nil {
 		return contracts.RollbackResult{}, err
 	}
+	defer s.change()()
 	s.drain(ctx)
 	plan, err := s.m.PlanRollback(id)
 	if err != nil {
@@ -367,6 +381,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	if err := s.ready(ctx); err != nil {
 		return contracts.ForkResult{}, err
 	}
+	defer s.change()()
 	s.drain(ctx)
 	if err := s.m.CheckFork(req); err != nil {
 		return contracts.ForkResult{}, contracts.ToTemporal(err)

@@ -1,0 +1,56 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// Two prompts that reach the session together while a question is open: the first one
+// cancels the question's run (a blocking command) before its turn is active. The second must
+// wait for it and be refused as busy, not start a second run beside it.
+func TestSessionPromptsDuringACancelDoNotBothStart(t *testing.T) {
+	h := newSessionHarness(t)
+	h.env.OnRequestCancelExternalWorkflow(mock.Anything, mock.Anything, mock.Anything).Return(nil)
+	b, _ := json.Marshal("hi")
+	var first contracts.TurnStarted
+	var refused error
+	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, &first, &refused)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: first.RunID, TurnEnded: true,
+			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: first.RunID, TurnIndex: 1, Workflow: "echo",
+				ActivePendingRequests: []contracts.PendingRequest{question1}}})
+	}, 3*time.Second)
+	codes := map[string]contracts.Code{}
+	done := 0
+	h.env.RegisterDelayedCallback(func() {
+		for _, id := range []string{"p1", "p2"} {
+			h.env.UpdateWorkflow(contracts.SessionStartTurnUpdate, id, &testsuite.TestUpdateCallback{
+				OnAccept: func() {},
+				OnReject: func(err error) { codes[id], done = contracts.CodeOf(err), done+1 },
+				OnComplete: func(_ any, err error) {
+					codes[id], done = "", done+1
+					if err != nil {
+						codes[id] = contracts.CodeOf(err)
+					}
+				},
+			}, contracts.TurnRequest{Workflow: "echo", Input: b})
+		}
+	}, 5*time.Second)
+	var v contracts.SessionView
+	h.view(8*time.Second, &v)
+	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, 9*time.Second)
+	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s"})
+
+	require.NoError(t, refused)
+	require.Equal(t, 2, done)
+	require.Equal(t, map[string]contracts.Code{"p1": "", "p2": contracts.CodeSessionBusy}, codes)
+	require.Len(t, h.runs, 2, "the first turn's run and one prompt's run")
+	require.NotNil(t, v.Active)
+	require.Equal(t, 2, v.Active.TurnIndex)
+}
