@@ -85,13 +85,14 @@ func (ts *turns) slot(a ask) *slot {
 	return s
 }
 
-// put gives back a slot taken with slot; one that never got a turn is forgotten when no other
-// request uses it.
+// put gives back a slot taken with slot; when no other request uses it, it is forgotten if it
+// never got a turn, or if its turn ended and was evicted from the remembered ones while the slot
+// was in use (done could not forget it then).
 func (ts *turns) put(a ask, s *slot) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	s.users--
-	if s.users == 0 && s.last == nil {
+	if s.users == 0 && (s.last == nil || (s.last.finalized && !ts.endedLater(a))) {
 		delete(ts.asks, a)
 	}
 }

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -87,4 +88,25 @@ func TestTurnsForgetAsksWithoutATurn(t *testing.T) {
 	require.Len(t, ts.asks, 1, "a turn is remembered")
 	ts.done(tr, &a)
 	require.Len(t, ts.asks, 1)
+}
+
+// An ask whose ended turn is evicted from the remembered ones while a request still holds its
+// slot is forgotten when that request gives the slot back.
+func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
+	var ts turns
+	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	sl := ts.slot(a)
+	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	ts.done(tr, &a)
+	for i := 0; i < maxRememberedAsks; i++ { // later turns push a out of the remembered ones
+		b := ask{session: "s", clientTurn: "other", kind: "prompt", token: strconv.Itoa(i)}
+		bs := ts.slot(b)
+		btr, _ := ts.attach(bs, contracts.TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
+		ts.put(b, bs)
+		ts.done(btr, &b)
+	}
+	require.Contains(t, ts.asks, a, "still held by its request")
+	ts.put(a, sl)
+	require.NotContains(t, ts.asks, a)
+	require.Len(t, ts.asks, maxRememberedAsks, "the remembered ones stay")
 }
