@@ -18,14 +18,7 @@ func TestSessionPromptsDuringACancelDoNotBothStart(t *testing.T) {
 	h := newSessionHarness(t)
 	h.env.OnRequestCancelExternalWorkflow(mock.Anything, mock.Anything, mock.Anything).Return(nil)
 	b, _ := json.Marshal("hi")
-	var first contracts.TurnStarted
-	var refused error
-	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, &first, &refused)
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: first.RunID, TurnEnded: true,
-			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: first.RunID, TurnIndex: 1, Workflow: "echo",
-				ActivePendingRequests: []contracts.PendingRequest{question1}}})
-	}, 3*time.Second)
+	_, refused := h.firstTurnAsks(3 * time.Second)
 	codes := map[string]contracts.Code{}
 	done := 0
 	h.env.RegisterDelayedCallback(func() {
@@ -47,7 +40,7 @@ func TestSessionPromptsDuringACancelDoNotBothStart(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, 9*time.Second)
 	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s"})
 
-	require.NoError(t, refused)
+	require.NoError(t, *refused)
 	require.Equal(t, 2, done)
 	require.Equal(t, map[string]contracts.Code{"p1": "", "p2": contracts.CodeSessionBusy}, codes)
 	require.Len(t, h.runs, 2, "the first turn's run and one prompt's run")

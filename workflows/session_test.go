@@ -60,6 +60,20 @@ func (h *sessionHarness) view(d time.Duration, out *contracts.SessionView) {
 
 var question1 = contracts.PendingRequest{RequestID: "req-1", Token: "tok-1", Workflow: "echo", Node: "n"}
 
+// firstTurnAsks starts a prompt turn at 1 s whose run reports, at reportAt, a checkpoint that
+// leaves question1 open; it returns the turn (filled in once started) and the update's refusal.
+func (h *sessionHarness) firstTurnAsks(reportAt time.Duration) (*contracts.TurnStarted, *error) {
+	b, _ := json.Marshal("hi")
+	started, refused := new(contracts.TurnStarted), new(error)
+	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, started, refused)
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: started.RunID, TurnEnded: true,
+			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo",
+				ActivePendingRequests: []contracts.PendingRequest{question1}}})
+	}, reportAt)
+	return started, refused
+}
+
 // The shell starts a prompt turn's run as a child with the machine's input, commits the run's
 // report, and continues as new with the machine's state once the turn ended.
 func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
@@ -105,25 +119,17 @@ func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
 // turn that is aborted gives its question back.
 func TestSessionShellReleasesAnAbortedAnswerTurn(t *testing.T) {
 	h := newSessionHarness(t)
-	b, _ := json.Marshal("hi")
-	var started contracts.TurnStarted
-	var refused error
-	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, &started, &refused)
-	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: started.RunID, TurnEnded: true,
-			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo",
-				ActivePendingRequests: []contracts.PendingRequest{question1}}})
-	}, 2*time.Second)
+	started, refused := h.firstTurnAsks(2 * time.Second)
 	var wrong error
 	var none contracts.TurnStarted
 	h.update(3*time.Second, contracts.SessionResumeTurnUpdate, contracts.ResumeTurnRequest{Token: "tok-x", RequestID: "req-1"}, &none, &wrong)
 	var claimed contracts.TurnStarted
-	h.update(4*time.Second, contracts.SessionResumeTurnUpdate, contracts.ResumeTurnRequest{Token: "tok-1", RequestID: "req-1"}, &claimed, &refused)
+	h.update(4*time.Second, contracts.SessionResumeTurnUpdate, contracts.ResumeTurnRequest{Token: "tok-1", RequestID: "req-1"}, &claimed, refused)
 	var during contracts.SessionView
 	h.view(5*time.Second, &during)
 	var aborted bool
 	h.env.RegisterDelayedCallback(func() {
-		h.update(0, contracts.SessionAbortTurnUpdate, claimed.RunID, &aborted, &refused)
+		h.update(0, contracts.SessionAbortTurnUpdate, claimed.RunID, &aborted, refused)
 	}, 6*time.Second)
 	var after contracts.SessionView
 	h.view(7*time.Second, &after)
@@ -131,7 +137,7 @@ func TestSessionShellReleasesAnAbortedAnswerTurn(t *testing.T) {
 	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s"})
 
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "%v", h.env.GetWorkflowError())
-	require.NoError(t, refused)
+	require.NoError(t, *refused)
 	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(wrong), "%v", wrong)
 	require.Empty(t, none.RunID)
 	require.Equal(t, contracts.TurnStarted{SessionID: "s", RunID: started.RunID, TurnIndex: 2}, claimed)
