@@ -14,6 +14,8 @@ import (
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/tools/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -38,6 +40,12 @@ type Activities struct {
 	// MCPHeaders are the headers (e.g. Authorization) sent to each MCP server, by URL. They are
 	// worker configuration, never part of workflow history.
 	MCPHeaders map[string]map[string]string
+	// TracerProvider and MeterProvider record the spans and metrics of the model, tool and
+	// publish activities (telemetry.Telemetry provides both); nil uses the global OpenTelemetry
+	// providers (otel.GetTracerProvider, otel.GetMeterProvider), no-ops unless a program sets
+	// them.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 }
 
 // Config is what [New] checks: the fields of [Activities].
@@ -138,7 +146,11 @@ func (a *Activities) Publish(ctx context.Context, in contracts.PublishInput) err
 	for i, c := range in.Chunks {
 		chunks[i] = stream.Keyed{Key: c.Key, Chunk: c.Chunk}
 	}
-	return a.Stream.Publish(ctx, in.RunID, chunks...)
+	if err := a.Stream.Publish(ctx, in.RunID, chunks...); err != nil {
+		return err
+	}
+	a.recordPublishLag(ctx)
+	return nil
 }
 
 // SegmentID is "<segment>~<attempt>", the text segment a retried model pass publishes under
@@ -187,7 +199,7 @@ func (p *progress) get() any {
 // publishes text-invalidated for that segment, so no client shows the text twice, and streams
 // under [SegmentID]; a retry after attempts that published nothing (a 429 before the first
 // token) publishes no invalidation and keeps the segment.
-func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (resp contracts.ModelResponse, err error) {
 	prog := &progress{}
 	attempt := activity.GetInfo(ctx).Attempt
 	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
@@ -205,6 +217,8 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 			ref.Model = a.DefaultModel
 		}
 	}
+	ctx, pass := a.startModelPass(ctx, ref)
+	defer func() { pass.end(ctx, resp, err) }()
 	p, err := a.Providers.Get(ref.Provider)
 	if err != nil {
 		return contracts.ModelResponse{}, contracts.ToTemporal(err)
@@ -271,7 +285,11 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (co
 			return nil
 		}
 	}
-	resp, err := p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: in.Messages, Tools: defs, Options: in.Options}, onDelta)
+	if onDelta != nil {
+		deliver := onDelta
+		onDelta = func(d string) error { pass.delta(); return deliver(d) }
+	}
+	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: in.Messages, Tools: defs, Options: in.Options}, onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
 			return contracts.ModelResponse{}, ctx.Err()
@@ -404,9 +422,11 @@ const toolRetryType = "TOOL_RETRY"
 
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
-func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res contracts.ToolResult, err error) {
+	ctx, span := a.startTool(ctx, in)
+	defer func() { a.endTool(ctx, span, in, res, err) }()
 	defer keepAlive(ctx)()
-	res, err := a.tool(ctx, in)
+	res, err = a.tool(ctx, in)
 	if err != nil {
 		return res, err
 	}
