@@ -26,7 +26,7 @@ func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
 
 // Register registers the run workflow under its wire name.
 func (r *Runner) Register(w worker.WorkflowRegistry) {
-	w.RegisterWorkflowWithOptions(r.Run, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
+	w.RegisterWorkflowWithOptions(r.meteredRun, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
 	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: contracts.SessionWorkflowName})
 }
 
