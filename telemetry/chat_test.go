@@ -1,0 +1,379 @@
+package telemetry_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/chat"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/telemetry"
+	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+const (
+	agentID   = "otel-agent"
+	modelName = "test-model"
+	toolName  = "lookup"
+)
+
+// The fake's two passes: one tool call, then text; their usage is what the metrics must sum.
+var (
+	callUsage = contracts.Usage{Input: 11, Output: 2, Total: 13}
+	textUsage = contracts.Usage{Input: 20, Output: 5, Total: 25}
+)
+
+type stack struct {
+	spans   *tracetest.InMemoryExporter
+	reader  *sdkmetric.ManualReader
+	tel     *telemetry.Telemetry
+	c       client.Client
+	url     string
+	metrics *httptest.Server
+}
+
+// startStack runs a worker and the chat route, both with the telemetry of an in-memory span
+// exporter, a manual metric reader and a Prometheus exporter.
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	reader := sdkmetric.NewManualReader()
+	prom, scrape, err := telemetry.NewPrometheus()
+	require.NoError(t, err)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithReader(prom))
+	tel, err := telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp, Metrics: scrape,
+		Shutdown: func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx)) }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+
+	co := client.Options{HostPort: srv.Address(), Logger: quietLogger()}
+	tel.ClientOptions(&co)
+	c, err := client.Dial(co)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	lookup, err := tools.Func(toolName, "Looks a word up.", `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`,
+		func(ctx context.Context, call tools.Call, in struct{ Q string }) (map[string]string, error) {
+			return map[string]string{"found": in.Q}, nil
+		})
+	require.NoError(t, err)
+	set, err := tools.NewSet(lookup)
+	require.NoError(t, err)
+	model := fake.New(
+		fake.Turn{ToolCalls: []contracts.ToolCall{{ID: "call-1", Name: toolName, Arguments: json.RawMessage(`{"q":"otel"}`)}}, Usage: callUsage},
+		fake.Turn{Text: "Found it.", Deltas: []string{"Found ", "it."}, Usage: textUsage})
+	broker := stream.NewMemory()
+	acts, err := activities.New(activities.Config{Stream: broker, Providers: providers.NewSet(model), Tools: set,
+		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
+	require.NoError(t, err)
+
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(&workflows.Definition{ID: agentID, Version: "1",
+		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: contracts.Model(fake.ID + ":" + modelName), Input: in.Text(),
+				Tools: []string{toolName}, Timeout: 10 * time.Second})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answer": res.Text}}, nil
+		}}},
+		Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}))
+
+	tq := fmt.Sprintf("otel-%d", time.Now().UnixNano())
+	wo := worker.Options{}
+	tel.WorkerOptions(&wo)
+	w := worker.New(c, tq, wo)
+	workflows.NewRunner(reg).Register(w)
+	acts.Register(w)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	h, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: tq, DefaultWorkflow: agentID, AllowUnauthenticated: true})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/api/chat", h)
+	api := httptest.NewServer(tel.HTTP(mux))
+	t.Cleanup(api.Close)
+	ms := httptest.NewServer(tel.Metrics())
+	t.Cleanup(ms.Close)
+	return &stack{spans: spans, reader: reader, tel: tel, c: c, url: api.URL, metrics: ms}
+}
+
+// chatTurn posts one prompt and reads the SSE response to its end.
+func (s *stack) chatTurn(t *testing.T, session string) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"sessionId": session, "messages": []map[string]any{{"role": "user", "content": "look otel up"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/api/chat", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", b)
+	return string(b)
+}
+
+// waitSpans polls the exporter until the spans named have ended (or fails after 20 s).
+func (s *stack) waitSpans(t *testing.T, names ...string) tracetest.SpanStubs {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := s.spans.GetSpans()
+		missing := []string{}
+		for _, n := range names {
+			if len(byName(got, n)) == 0 {
+				missing = append(missing, n)
+			}
+		}
+		if len(missing) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spans %v never ended; have %v", missing, spanNames(got))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func byName(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
+	var out []tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func spanNames(spans tracetest.SpanStubs) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+func attrs(s tracetest.SpanStub) map[string]any {
+	m := map[string]any{}
+	for _, kv := range s.Attributes {
+		m[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	return m
+}
+
+// ancestry is the names of s's ancestors, nearest first, up to the root.
+func ancestry(t *testing.T, spans tracetest.SpanStubs, s tracetest.SpanStub) []string {
+	t.Helper()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, x := range spans {
+		byID[x.SpanContext.SpanID()] = x
+	}
+	var out []string
+	for s.Parent.IsValid() {
+		p, ok := byID[s.Parent.SpanID()]
+		require.True(t, ok, "the parent of %q is not among the exported spans", s.Name)
+		out = append(out, p.Name)
+		s = p
+	}
+	return out
+}
+
+// Scenario: one chat turn (a tool call, then text) is one trace rooted at the HTTP request,
+// and its metrics count one run, one tool call and the fake's tokens.
+func TestChatTurnIsOneTrace(t *testing.T) {
+	s := startStack(t)
+	session := fmt.Sprintf("otel-session-%d", time.Now().UnixNano())
+	out := s.chatTurn(t, session)
+	require.Contains(t, out, `"delta":"Found "`)
+	require.Contains(t, out, "[DONE]")
+
+	// The session lives on after the turn: cancel it so that its workflow span ends.
+	require.NoError(t, s.c.CancelWorkflow(context.Background(), contracts.SessionWorkflowID(session), ""))
+	spans := s.waitSpans(t, "POST /api/chat", "RunWorkflow:"+contracts.SessionWorkflowName, "RunWorkflow:"+contracts.RunWorkflowName,
+		"chat "+modelName, "execute_tool "+toolName)
+	t.Logf("spans: %v", spanNames(spans))
+
+	// One trace, one root: the HTTP server span.
+	var roots []string
+	for _, sp := range spans {
+		require.Equal(t, spans[0].SpanContext.TraceID(), sp.SpanContext.TraceID(), "span %q is in another trace", sp.Name)
+		if !sp.Parent.IsValid() {
+			roots = append(roots, sp.Name)
+		}
+	}
+	require.Equal(t, []string{"POST /api/chat"}, roots)
+	root := byName(spans, "POST /api/chat")[0]
+	require.Equal(t, trace.SpanKindServer, root.SpanKind)
+
+	// The workflows and activities under it.
+	update := "UpdateWithStartWorkflow:" + contracts.SessionStartTurnUpdate
+	require.Equal(t, []string{update, "POST /api/chat"}, ancestry(t, spans, byName(spans, "RunWorkflow:"+contracts.SessionWorkflowName)[0]))
+	runs := byName(spans, "RunWorkflow:"+contracts.RunWorkflowName)
+	require.Len(t, runs, 1)
+	runUp := ancestry(t, spans, runs[0])
+	require.Equal(t, []string{"StartChildWorkflow:" + contracts.RunWorkflowName, "HandleUpdate:" + contracts.SessionStartTurnUpdate, update, "POST /api/chat"}, runUp)
+
+	passes := byName(spans, "chat "+modelName)
+	require.Len(t, passes, 2)
+	for i, p := range passes {
+		require.Equal(t, append([]string{"RunActivity:" + contracts.ModelActivityName, "StartActivity:" + contracts.ModelActivityName, runs[0].Name}, runUp...),
+			ancestry(t, spans, p), "pass %d", i)
+		require.Equal(t, trace.SpanKindClient, p.SpanKind)
+	}
+	a0, a1 := attrs(passes[0]), attrs(passes[1])
+	require.Equal(t, "chat", a0["gen_ai.operation.name"])
+	require.Equal(t, fake.ID, a0["gen_ai.provider.name"])
+	require.Equal(t, modelName, a0["gen_ai.request.model"])
+	require.Equal(t, int64(callUsage.Input), a0["gen_ai.usage.input_tokens"])
+	require.Equal(t, int64(callUsage.Output), a0["gen_ai.usage.output_tokens"])
+	require.Equal(t, []string{"tool-calls"}, a0["gen_ai.response.finish_reasons"])
+	require.Equal(t, int64(textUsage.Input), a1["gen_ai.usage.input_tokens"])
+	require.Equal(t, int64(textUsage.Output), a1["gen_ai.usage.output_tokens"])
+	require.Equal(t, []string{"stop"}, a1["gen_ai.response.finish_reasons"])
+	require.Greater(t, a1["gen_ai.response.time_to_first_chunk"], 0.0)
+	require.NotContains(t, a0, "gen_ai.response.time_to_first_chunk", "the tool-call pass streamed no text")
+
+	toolSpans := byName(spans, "execute_tool "+toolName)
+	require.Len(t, toolSpans, 1)
+	tup := ancestry(t, spans, toolSpans[0])
+	require.Equal(t, append([]string{"RunActivity:" + contracts.ToolActivityName, "StartActivity:" + contracts.ToolActivityName, runs[0].Name}, runUp...), tup)
+	ta := attrs(toolSpans[0])
+	require.Equal(t, toolName, ta["gen_ai.tool.name"])
+	require.Equal(t, "call-1", ta["gen_ai.tool.call.id"])
+	require.Equal(t, false, ta["kortyx.tool.is_error"])
+	require.True(t, strings.HasSuffix(ta["kortyx.tool.idempotency_key"].(string), ":call-1"), "key %v", ta["kortyx.tool.idempotency_key"])
+
+	// The metrics.
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, s.reader.Collect(context.Background(), &rm))
+	wf := attribute.String(workflows.MetricTagWorkflow, agentID)
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, wf))
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsCompleted, wf))
+	require.Equal(t, int64(1), sum(t, rm, activities.MetricToolCalls, attribute.String("gen_ai.tool.name", toolName)))
+	require.Nil(t, find(rm, activities.MetricToolErrors))
+	require.Nil(t, find(rm, workflows.MetricRunsFailed))
+	require.Equal(t, int64(callUsage.Input+textUsage.Input), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "input")))
+	require.Equal(t, int64(callUsage.Output+textUsage.Output), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "output")))
+	require.Equal(t, uint64(2), histCount(t, rm, activities.MetricOperationDuration))
+	require.Equal(t, uint64(1), histCount(t, rm, activities.MetricTimeToFirstChunk))
+	require.NotZero(t, histCount(t, rm, activities.MetricPublishLag))
+
+	// The same through /metrics.
+	resp, err := http.Get(s.metrics.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain"), resp.Header.Get("Content-Type"))
+	requireSample(t, string(text), "kortyx_runs_completed_total", `kortyx_workflow="otel-agent"`, "1")
+	requireSample(t, string(text), "kortyx_runs_started_total", `kortyx_workflow="otel-agent"`, "1")
+	requireSample(t, string(text), "kortyx_tool_calls_total", `gen_ai_tool_name="lookup"`, "1")
+	requireSample(t, string(text), "gen_ai_client_token_usage_sum", `gen_ai_token_type="input"`, "31")
+	requireSample(t, string(text), "gen_ai_client_token_usage_sum", `gen_ai_token_type="output"`, "7")
+	for _, name := range []string{"gen_ai_client_token_usage", "gen_ai_client_operation_duration_seconds", "gen_ai_client_operation_time_to_first_chunk_seconds",
+		"kortyx_stream_publish_lag_seconds", "kortyx_runs_started_total", "temporal_workflow_completed_total"} {
+		require.Contains(t, string(text), "\n# TYPE "+name, "no %s in\n%s", name, text)
+	}
+}
+
+func find(rm metricdata.ResourceMetrics, name string) *metricdata.Metrics {
+	for _, sm := range rm.ScopeMetrics {
+		for i, m := range sm.Metrics {
+			if m.Name == name {
+				return &sm.Metrics[i]
+			}
+		}
+	}
+	return nil
+}
+
+func has(set attribute.Set, kv attribute.KeyValue) bool {
+	v, ok := set.Value(kv.Key)
+	return ok && v == kv.Value
+}
+
+func sum(t *testing.T, rm metricdata.ResourceMetrics, name string, kv attribute.KeyValue) int64 {
+	t.Helper()
+	m := find(rm, name)
+	require.NotNil(t, m, "no metric %s", name)
+	s, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	var n int64
+	for _, dp := range s.DataPoints {
+		if has(dp.Attributes, kv) {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+func histSum(t *testing.T, rm metricdata.ResourceMetrics, name string, kv attribute.KeyValue) int64 {
+	t.Helper()
+	m := find(rm, name)
+	require.NotNil(t, m, "no metric %s", name)
+	h, ok := m.Data.(metricdata.Histogram[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	var n int64
+	for _, dp := range h.DataPoints {
+		if has(dp.Attributes, kv) {
+			n += dp.Sum
+		}
+	}
+	return n
+}
+
+func histCount(t *testing.T, rm metricdata.ResourceMetrics, name string) uint64 {
+	t.Helper()
+	m := find(rm, name)
+	require.NotNil(t, m, "no metric %s", name)
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	var n uint64
+	for _, dp := range h.DataPoints {
+		n += dp.Count
+	}
+	return n
+}
+
+// requireSample finds the sample of name whose labels include label and checks its value.
+func requireSample(t *testing.T, text, name, label, value string) {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, name+"{") && strings.Contains(l, label) {
+			require.True(t, strings.HasSuffix(l, "} "+value), "sample %s", l)
+			return
+		}
+	}
+	t.Fatalf("no sample %s{%s} in the scrape", name, label)
+}
