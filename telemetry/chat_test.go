@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -40,6 +41,8 @@ const (
 	agentID   = "otel-agent"
 	modelName = "test-model"
 	toolName  = "lookup"
+	boomID    = "otel-boom"  // fails
+	askerID   = "otel-asker" // waits for an answer
 )
 
 // The fake's two passes: one tool call, then text; their usage is what the metrics must sum.
@@ -55,6 +58,7 @@ type stack struct {
 	c       client.Client
 	url     string
 	metrics *httptest.Server
+	tq      string
 }
 
 // startStack runs a worker and the chat route, both with the telemetry of an in-memory span
@@ -104,6 +108,18 @@ func startStack(t *testing.T) *stack {
 			return workflows.NodeResult{Data: map[string]any{"answer": res.Text}}, nil
 		}}},
 		Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}))
+	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
+		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"n": {Run: fn}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "n"}}}
+	}
+	require.NoError(t, reg.Add(
+		one(boomID, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			return workflows.NodeResult{}, contracts.Errorf(contracts.CodeDomainError, "boom")
+		}),
+		one(askerID, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "q", Question: "Why?"})
+			return workflows.NodeResult{}, err
+		})))
 
 	tq := fmt.Sprintf("otel-%d", time.Now().UnixNano())
 	wo := worker.Options{}
@@ -122,7 +138,8 @@ func startStack(t *testing.T) *stack {
 	t.Cleanup(api.Close)
 	ms := httptest.NewServer(tel.Metrics())
 	t.Cleanup(ms.Close)
-	return &stack{spans: spans, reader: reader, tel: tel, c: c, url: api.URL, metrics: ms}
+	require.NoError(t, tel.ObserveWaitingRuns(c))
+	return &stack{spans: spans, reader: reader, tel: tel, c: c, url: api.URL, metrics: ms, tq: tq}
 }
 
 // chatTurn posts one prompt and reads the SSE response to its end.
@@ -283,6 +300,7 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	require.Equal(t, int64(1), sum(t, rm, activities.MetricToolCalls, attribute.String("gen_ai.tool.name", toolName)))
 	require.Nil(t, find(rm, activities.MetricToolErrors))
 	require.Nil(t, find(rm, workflows.MetricRunsFailed))
+	require.Equal(t, int64(0), gauge(t, rm, telemetry.WaitingRunsMetric))
 	require.Equal(t, int64(callUsage.Input+textUsage.Input), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "input")))
 	require.Equal(t, int64(callUsage.Output+textUsage.Output), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "output")))
 	require.Equal(t, uint64(2), histCount(t, rm, activities.MetricOperationDuration))
@@ -376,4 +394,58 @@ func requireSample(t *testing.T, text, name, label, value string) {
 		}
 	}
 	t.Fatalf("no sample %s{%s} in the scrape", name, label)
+}
+
+func gauge(t *testing.T, rm metricdata.ResourceMetrics, name string) int64 {
+	t.Helper()
+	m := find(rm, name)
+	require.NotNil(t, m, "no metric %s", name)
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	require.Len(t, g.DataPoints, 1)
+	return g.DataPoints[0].Value
+}
+
+func (s *stack) collect(t *testing.T) metricdata.ResourceMetrics {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, s.reader.Collect(context.Background(), &rm))
+	return rm
+}
+
+// Scenario: a failing run counts as failed; a run waiting for an answer is counted by the
+// waiting gauge (from visibility) until it is cancelled, and then counts as cancelled.
+func TestRunCountersAndWaitingGauge(t *testing.T) {
+	s := startStack(t)
+	ctx := context.Background()
+	boom, err := kortyx.StartRun(ctx, s.c, contracts.RunInput{Workflow: boomID, Input: json.RawMessage(`"x"`)}, kortyx.StartOptions{TaskQueue: s.tq})
+	require.NoError(t, err)
+	require.Equal(t, contracts.CodeDomainError, contracts.CodeOf(boom.Get(ctx, nil)))
+	asker, err := kortyx.StartRun(ctx, s.c, contracts.RunInput{Workflow: askerID, Input: json.RawMessage(`"x"`)}, kortyx.StartOptions{TaskQueue: s.tq})
+	require.NoError(t, err)
+	waitFor(t, "the waiting gauge to count the asking run", func() bool { return gauge(t, s.collect(t), telemetry.WaitingRunsMetric) == 1 })
+
+	require.NoError(t, s.c.CancelWorkflow(ctx, asker.GetID(), ""))
+	require.Error(t, asker.Get(ctx, nil))
+	waitFor(t, "the waiting gauge to drop the cancelled run", func() bool { return gauge(t, s.collect(t), telemetry.WaitingRunsMetric) == 0 })
+
+	rm := s.collect(t)
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, attribute.String(workflows.MetricTagWorkflow, boomID)))
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsFailed, attribute.String(workflows.MetricTagWorkflow, boomID)))
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, attribute.String(workflows.MetricTagWorkflow, askerID)))
+	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsCancelled, attribute.String(workflows.MetricTagWorkflow, askerID)))
+	require.Nil(t, find(rm, workflows.MetricRunsCompleted))
+	require.Equal(t, int64(0), sum(t, rm, workflows.MetricRunsFailed, attribute.String(workflows.MetricTagWorkflow, askerID)))
+}
+
+// waitFor polls cond every 50 ms for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
