@@ -25,5 +25,7 @@
 //	err = w.Run(worker.InterruptCh())
 //
 // The model activity publishes a pass's text (or structured-data) chunks to the broker as the
-// provider streams them; the tool activity runs one tool call with its idempotency key.
+// provider streams them; the tool activity runs one tool call with its idempotency key. Both
+// record OpenTelemetry spans and metrics (GenAI conventions) on Config.TracerProvider and
+// Config.MeterProvider, or on the global providers when those are nil (docs/observability.md).
 package activities
