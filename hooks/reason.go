@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -167,7 +167,7 @@ func Only(tools ...string) Switch {
 // UNKNOWN_TOOL, INVALID_TOOL_CALL, PAYLOAD_TOO_LARGE, and EXECUTION_CANCELLED when a human
 // cancels at an approval.
 func Reason(ctx workflow.Context, opts ReasonOptions) (contracts.ReasonResult, error) {
-	s, err := engine.From(ctx, "Reason")
+	s, err := execution.From(ctx, "Reason")
 	if err != nil {
 		return contracts.ReasonResult{}, err
 	}
@@ -178,9 +178,9 @@ func Reason(ctx workflow.Context, opts ReasonOptions) (contracts.ReasonResult, e
 	return s.Reason(ctx, spec)
 }
 
-func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
-	bad := func(format string, args ...any) (engine.ReasonSpec, error) {
-		return engine.ReasonSpec{}, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: "+format, args...)
+func reasonSpec(opts ReasonOptions) (execution.ReasonSpec, error) {
+	bad := func(format string, args ...any) (execution.ReasonSpec, error) {
+		return execution.ReasonSpec{}, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: "+format, args...)
 	}
 	var msgs []contracts.ModelMessage
 	if opts.System != "" {
@@ -243,14 +243,14 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 	if te.MissingReturnCorrections < 0 {
 		return bad("ToolExecution.MissingReturnCorrections must not be negative")
 	}
-	spec := engine.ReasonSpec{
+	spec := execution.ReasonSpec{
 		ID: opts.ID, Model: opts.Model, Messages: msgs, Options: opts.Options,
 		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
 		ModelOptions:      mo,
 		ToolOptions:       to,
 		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
-		OutputSchema: opts.OutputSchema, InterruptMode: engine.ModeOptional,
+		OutputSchema: opts.OutputSchema, InterruptMode: execution.ModeOptional,
 	}
 	if o := opts.Outputs; o != nil {
 		if len(o.Emit)+len(o.Return) == 0 {
@@ -277,7 +277,7 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 					prefix = set.stream
 				}
 				if err := contracts.CheckContractName(name, prefix); err != nil {
-					return engine.ReasonSpec{}, err
+					return execution.ReasonSpec{}, err
 				}
 				if c == nil || c.Schema == nil {
 					return bad("output contract %q is nil or has no schema; build it with contracts.NewOutputContract", name)
@@ -292,18 +292,18 @@ func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
 		}
 		for _, name := range workflow.DeterministicKeys(in.Contracts) {
 			if err := contracts.CheckContractName(name, contracts.PrefixRequestInput); err != nil {
-				return engine.ReasonSpec{}, err
+				return execution.ReasonSpec{}, err
 			}
 			if c := in.Contracts[name]; c == nil || c.RequestSchema == nil || c.ResponseSchema == nil {
 				return bad("interrupt contract %q is nil or lacks a schema; build it with contracts.NewInterruptContract", name)
 			}
 		}
 		switch in.Mode {
-		case "", engine.ModeOptional:
-		case engine.ModeRequired:
-			spec.InterruptMode = engine.ModeRequired
+		case "", execution.ModeOptional:
+		case execution.ModeRequired:
+			spec.InterruptMode = execution.ModeRequired
 		default:
-			return bad("Interrupts.Mode must be %q or %q, not %q", engine.ModeOptional, engine.ModeRequired, in.Mode)
+			return bad("Interrupts.Mode must be %q or %q, not %q", execution.ModeOptional, execution.ModeRequired, in.Mode)
 		}
 		if in.MaxRequests < 0 {
 			return bad("Interrupts.MaxRequests must be at least 1")

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -258,14 +258,14 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		}
 	}
 	if s.m.Head() == nil {
-		s.m.StartSession(engine.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
+		s.m.StartSession(execution.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
 	}
 	// A new prompt supersedes the questions still open: their runs stop waiting.
 	for _, run := range s.m.PendingRuns() {
 		s.cancelRun(ctx, run)
 	}
 	s.m.ClearPending()
-	runID := engine.NewID(ctx, "run-")
+	runID := execution.NewID(ctx, "run-")
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
 		s.m.PromptNotStarted()
@@ -366,7 +366,7 @@ func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID s
 		return "", err
 	}
 	if runID == "" {
-		runID = engine.NewID(ctx, "run-")
+		runID = execution.NewID(ctx, "run-")
 	}
 	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID)); err != nil {
 		return "", err
@@ -389,15 +389,15 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	src := s.m.ForkSource(req.CheckpointID)
 	ids := sessionstate.ForkIDs{Session: req.NewSessionID}
 	if ids.Session == "" {
-		ids.Session = engine.NewID(ctx, "session-")
+		ids.Session = execution.NewID(ctx, "session-")
 	}
-	ids.Checkpoint = engine.NewID(ctx, "cp-")
+	ids.Checkpoint = execution.NewID(ctx, "cp-")
 	for range src.ActivePendingRequests {
-		token, requestID := engine.NewRequestIDs(ctx)
+		token, requestID := execution.NewRequestIDs(ctx)
 		ids.Requests = append(ids.Requests, contracts.ReissuedRequest{Token: token, RequestID: requestID})
 	}
 	if len(src.ActivePendingRequests) > 0 {
-		ids.Run = engine.NewID(ctx, "run-")
+		ids.Run = execution.NewID(ctx, "run-")
 	}
 	fin, reissued := s.m.Fork(src, ids, workflow.Now(ctx))
 	opts := workflow.ChildWorkflowOptions{

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -155,7 +155,7 @@ type ForkIDs struct {
 // new session by run ids.Run, restored from the copy. It returns the new session's input and
 // the reissued questions.
 func (m *Machine) Fork(src contracts.Checkpoint, ids ForkIDs, now time.Time) (contracts.SessionInput, []contracts.ReissuedRequest) {
-	cp := engine.Clone(src)
+	cp := execution.Clone(src)
 	cp.ID, cp.SessionID, cp.ParentCheckpointID = ids.Checkpoint, ids.Session, ""
 	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = m.In.SessionID, src.ID, now
 	cp.Effects.InterruptTokens = []string{}
@@ -168,7 +168,7 @@ func (m *Machine) Fork(src contracts.Checkpoint, ids ForkIDs, now time.Time) (co
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
 		if cp.Snapshot != nil {
-			engine.RewritePending(cp.Snapshot, old, p)
+			execution.RewritePending(cp.Snapshot, old, p)
 		}
 	}
 	return contracts.SessionInput{
@@ -189,7 +189,7 @@ func (m *Machine) ContinueAsNewDue(suggested bool, events int) bool {
 func (m *Machine) Carry() contracts.SessionInput {
 	next := m.In
 	next.Initial, next.InitialRunID = nil, ""
-	st := engine.Clone(m.State)
+	st := execution.Clone(m.State)
 	for i := 0; i < len(st.Checkpoints); i++ {
 		b, err := json.Marshal(st)
 		if err != nil {

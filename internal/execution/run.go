@@ -1,7 +1,7 @@
-// Package engine is the workflow-side runtime shared by the hooks and the run workflow: the live
+// Package execution is the workflow-side runtime shared by the hooks and the run workflow: the live
 // state of a run, the hook scope of a node, the chunk outbox, and interrupt answering.
 // Everything here runs as Temporal workflow code and must stay deterministic.
-package engine
+package execution
 
 import (
 	"bytes"
