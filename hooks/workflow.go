@@ -7,6 +7,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -69,7 +70,7 @@ func Workflow(ctx workflow.Context, call WorkflowCall) (WorkflowResult, error) {
 }
 
 // outcome turns a child outcome into the node's result or WorkflowCallError.
-func outcome(target string, o contracts.ChildOutcome) (WorkflowResult, error) {
+func outcome(target string, o protocol.ChildOutcome) (WorkflowResult, error) {
 	if o.Failure == nil {
 		return WorkflowResult{Data: o.Data}, nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -33,9 +34,9 @@ func (r *Runner) Register(w worker.WorkflowRegistry) {
 // Run is the run workflow. It executes nodes in graph order, applies their results (spec
 // F1.3), routes (F2.2), hands over to other workflows (F2.4), answers the state query and
 // accepts answers to interrupts by signal and update. It continues as new between nodes when
-// Temporal suggests it, carrying state, hook state and journal in a [contracts.RunSnapshot].
-func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
-	var snap contracts.RunSnapshot
+// Temporal suggests it, carrying state, hook state and journal in a [protocol.RunSnapshot].
+func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunResult, error) {
+	var snap protocol.RunSnapshot
 	if in.Snapshot != nil {
 		snap = *in.Snapshot
 	}
@@ -114,7 +115,7 @@ func (r *Runner) resolve(id string) (execution.ChildTarget, error) {
 }
 
 // initialState builds the state of a fresh run (spec F2.1).
-func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState, error) {
+func initialState(in protocol.RunStart, def *Definition) (contracts.GraphState, error) {
 	st := contracts.GraphState{
 		LastNode:            contracts.StartNode,
 		CurrentWorkflow:     def.ID,
@@ -397,19 +398,21 @@ func (r *Runner) cancel(ctx workflow.Context, run *execution.Run) (contracts.Run
 }
 
 // continueAsNew continues the run in a new execution with the same workflow ID, between nodes.
-func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in contracts.RunInput) (contracts.RunResult, error) {
+func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in protocol.RunStart) (contracts.RunResult, error) {
 	run.Flush(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return r.cancel(ctx, run)
 	}
 	snap := run.Snap
-	next := contracts.RunInput{
-		Workflow:                in.Workflow,
-		SessionID:               in.SessionID,
-		Snapshot:                &snap,
-		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
-		Session:                 run.Binding(),
-		Child:                   in.Child, // a child stays its parent's (Temporal follows the chain)
+	next := protocol.RunStart{
+		RunInput: contracts.RunInput{
+			Workflow:                in.Workflow,
+			SessionID:               in.SessionID,
+			ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
+		},
+		Snapshot: &snap,
+		Session:  run.Binding(),
+		Child:    in.Child, // a child stays its parent's (Temporal follows the chain)
 	}
 	if err := contracts.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -15,7 +16,7 @@ import (
 // Session is the session workflow ([contracts.SessionWorkflowName]): one execution per session
 // id that holds the session's checkpoints and head, serializes its turns (starting each run as
 // a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
-func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error {
+func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 	s := &session{m: sessionstate.New(in, workflow.GetInfo(ctx).TaskQueueName), reg: r.reg}
 	forked := s.m.Forked()
 	if forked {
@@ -198,7 +199,7 @@ func (s *session) install(ctx workflow.Context) error {
 // drain applies the reports that arrived but were not processed yet (before continue-as-new).
 func (s *session) drain(ctx workflow.Context) {
 	for {
-		var rep contracts.CheckpointReport
+		var rep protocol.CheckpointReport
 		if !s.reports.ReceiveAsync(&rep) {
 			return
 		}
@@ -361,7 +362,7 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 
 // restore starts a run from a checkpoint taken while a question was open: it asks the question
 // again (with the tokens the checkpoint holds) and waits.
-func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID string) (string, error) {
+func (s *session) restore(ctx workflow.Context, cp protocol.Checkpoint, runID string) (string, error) {
 	if err := sessionstate.CanRestore(cp); err != nil {
 		return "", err
 	}
@@ -423,7 +424,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		Reissued: reissued}, nil
 }
 
-func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
+func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.RunStart) error {
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            runID,
 		TaskQueue:             s.m.In.RunTaskQueue,

@@ -17,6 +17,7 @@ var workflowSide = []string{
 	module + "/hooks",
 	module + "/internal/execution",
 	module + "/internal/jsonstream",
+	module + "/internal/protocol",
 	module + "/internal/sessionstate",
 	module + "/workflows",
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -101,7 +102,7 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 	if err := l.run(ctx); err != nil {
 		return contracts.ReasonResult{}, err
 	}
-	s.record(key, contracts.JournalEntry{Kind: entryReason, Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
+	s.record(key, protocol.JournalEntry{Kind: entryReason, Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
 	return l.res, nil
 }
 
@@ -471,7 +472,7 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 		return out, err
 	}
 	out.Passes, out.Steps, out.Fixes = l.passes-passes, append([]contracts.ReasonStep(nil), l.res.Steps[steps:]...), l.schemaFixes-fixes
-	l.s.record(okey, contracts.JournalEntry{Kind: entryReasonCall, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	l.s.record(okey, protocol.JournalEntry{Kind: entryReasonCall, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -800,7 +801,7 @@ func (s *Scope) opID(ctx workflow.Context, key string) string {
 		return id
 	}
 	id = NewID(ctx, "")
-	s.record(key+keyOp, contracts.JournalEntry{Kind: entryReasonOp, Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
+	s.record(key+keyOp, protocol.JournalEntry{Kind: entryReasonOp, Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
 	return id
 }
 
@@ -838,7 +839,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
-	s.record(key+keyList, contracts.JournalEntry{Kind: entryTools, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	s.record(key+keyList, protocol.JournalEntry{Kind: entryTools, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -887,7 +888,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
-	s.record(pkey, contracts.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
+	s.record(pkey, protocol.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
 }
 

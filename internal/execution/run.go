@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -25,7 +26,7 @@ const maxRejections = 20
 type Run struct {
 	ID        string // workflow ID: the run id and the stream id
 	SessionID string
-	Snap      contracts.RunSnapshot
+	Snap      protocol.RunSnapshot
 	Status    contracts.RunStatus
 	Node      string // node executing now
 
@@ -33,16 +34,16 @@ type Run struct {
 	answered  []*pending // recently answered requests, to recognise a repeated signal
 	cancelled bool       // a human cancelled the run through an answer
 
-	session   *contracts.SessionBinding // nil: the run belongs to no session
-	turn      turnEffects               // what the current response touched and published
-	completed bool                      // CompleteResponse ended the response: no more checkpoints
+	session   *protocol.SessionBinding // nil: the run belongs to no session
+	turn      turnEffects              // what the current response touched and published
+	completed bool                     // CompleteResponse ended the response: no more checkpoints
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
 
 	// Child is set when the run is a child workflow call: it publishes to the root's stream
 	// (keys prefixed with its id) and asks its questions through its parent.
-	Child     *contracts.ChildBinding
+	Child     *protocol.ChildBinding
 	stream    string
 	keyPrefix string
 	// Resolve finds the workflows the run's nodes call as children.
@@ -50,10 +51,10 @@ type Run struct {
 	// children are the run's child calls in flight, by child workflow ID; questions the
 	// questions they asked and the run has not presented yet.
 	children  map[string]*liveChild
-	questions map[string]*contracts.ChildQuestion
+	questions map[string]*protocol.ChildQuestion
 	// reservations are the children's reservations the root could not grant yet; grants the
 	// grants a child received.
-	reservations []contracts.Reservation
+	reservations []protocol.Reservation
 	grants       map[string]bool
 	label        string // the label of the next checkpoint
 	// expect are the questions a restored run will ask again (by token): answers to them are
@@ -70,18 +71,18 @@ type pending struct {
 }
 
 // NewRun creates the live run around a snapshot.
-func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) *Run {
+func NewRun(ctx workflow.Context, sessionID string, snap protocol.RunSnapshot) *Run {
 	if snap.Hooks.WorkflowState == nil {
 		snap.Hooks.WorkflowState = map[string]json.RawMessage{}
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
-		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}, grants: map[string]bool{},
+		children: map[string]*liveChild{}, questions: map[string]*protocol.ChildQuestion{}, grants: map[string]bool{},
 		expect: map[string]contracts.PendingRequest{}, early: map[string]*pending{}}
 }
 
 // BindChild makes the run a child call: it publishes to the root's stream.
-func (r *Run) BindChild(c *contracts.ChildBinding) {
+func (r *Run) BindChild(c *protocol.ChildBinding) {
 	if c == nil {
 		return
 	}
@@ -118,14 +119,14 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q contracts.ChildQuestion) {
+	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q protocol.ChildQuestion) {
 		r.questions[q.Child] = &q
 	})
-	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q contracts.Reservation) {
+	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q protocol.Reservation) {
 		r.reservations = append(r.reservations, q)
 		r.serveReservations(ctx)
 	})
-	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g contracts.Grant) {
+	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
 		r.grants[g.ID] = true
 	})
 	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
@@ -448,7 +449,7 @@ func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, 
 func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) error {
 	r.Flush(ctx)
 	snap := Clone(r.Snap)
-	q := contracts.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
+	q := protocol.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
 	if schema != nil {
 		q.Schema = schema.Raw()
 	}
@@ -530,7 +531,7 @@ func (t *turnEffects) stream(id string) {
 }
 
 // Bind ties the run to a session.
-func (r *Run) Bind(b *contracts.SessionBinding) {
+func (r *Run) Bind(b *protocol.SessionBinding) {
 	if b != nil {
 		cp := *b
 		r.session = &cp
@@ -541,7 +542,7 @@ func (r *Run) Bind(b *contracts.SessionBinding) {
 }
 
 // Binding returns the run's session binding as it stands (for continue-as-new).
-func (r *Run) Binding() *contracts.SessionBinding {
+func (r *Run) Binding() *protocol.SessionBinding {
 	if r.session == nil {
 		return nil
 	}
@@ -571,37 +572,36 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 const checkpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
 
 // newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
-func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (contracts.Checkpoint, error) {
+func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error) {
 	id := NewID(ctx, "cp-")
 	snap := Clone(r.Snap)
 	if final {
 		snap.NextNode = ""
-		snap.Hooks = contracts.HookState{WorkflowState: snap.Hooks.WorkflowState}
+		snap.Hooks = protocol.HookState{WorkflowState: snap.Hooks.WorkflowState}
 	}
-	cp := contracts.Checkpoint{
+	cp := protocol.Checkpoint{Checkpoint: contracts.Checkpoint{
 		ID: id, SessionID: r.session.SessionID, RunID: r.ID, TurnIndex: r.session.TurnIndex, CreatedAt: workflow.Now(ctx),
 		Workflow: r.Snap.State.CurrentWorkflow, Nodes: append([]string{}, r.turn.nodes...),
 		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: append([]string{}, r.turn.streams...), InterruptTokens: []string{}},
 		ActivePendingRequests: []contracts.PendingRequest{},
 		ParentCheckpointID:    r.session.ParentCheckpointID,
-		Snapshot:              &snap,
 		Label:                 r.label,
-	}
+	}, Snapshot: &snap}
 	if pending != nil {
 		cp.Effects.InterruptTokens = []string{pending.Token}
 		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
 	}
 	if err := contracts.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
-		contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true}, checkpointFix); err != nil {
+		protocol.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true}, checkpointFix); err != nil {
 		return cp, err
 	}
 	return cp, nil
 }
 
 // commit reports a checkpoint to the session and queues its chunk.
-func (r *Run) commit(ctx workflow.Context, cp contracts.Checkpoint) {
+func (r *Run) commit(ctx workflow.Context, cp protocol.Checkpoint) {
 	r.label = ""
-	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
+	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
 	id := cp.ID
 	turn := cp.TurnIndex
 	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: id, SessionID: cp.SessionID, TurnIndex: &turn})
@@ -616,7 +616,7 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
-	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, TurnEnded: !r.completed, Closed: true})
+	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, TurnEnded: !r.completed, Closed: true})
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
@@ -638,7 +638,7 @@ func (r *Run) CompleteResponse(ctx workflow.Context) (string, error) {
 // Completed reports whether CompleteResponse ended the response.
 func (r *Run) Completed() bool { return r.completed }
 
-func (r *Run) report(ctx workflow.Context, rep contracts.CheckpointReport) {
+func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 	for attempt := 1; ; attempt++ {
 		err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
 		if err == nil {

@@ -1,5 +1,5 @@
 // Package sessionstate is the session's state machine: the state a session workflow keeps
-// ([contracts.SessionState]) and its transitions — start a prompt turn, claim an answer turn,
+// ([protocol.SessionState]) and its transitions — start a prompt turn, claim an answer turn,
 // abort it, apply a run's report, stop, roll back, fork, prune, and what continue-as-new
 // carries — as plain methods without Temporal calls.
 //
