@@ -10,6 +10,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -41,7 +42,9 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		snap = *in.Snapshot
 	}
 	run := execution.NewRun(ctx, in.SessionID, snap)
-	run.Bind(in.Session)
+	if in.Session != nil {
+		run.Bind(sessionstate.NewRunSide(*in.Session))
+	}
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
 	var limitsErr error

@@ -116,7 +116,9 @@ func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
 		HookID: "execution-limit", CreatedAt: workflow.Now(ctx), Input: contracts.InterruptInput{
 			Kind: contracts.InterruptChoice, Question: contracts.LimitQuestion, ID: "execution-limit",
 			Options: []contracts.Option{{ID: contracts.LimitContinue, Label: "Continue"}}}}
-	r.label = contracts.LimitCheckpoint
+	if r.session != nil {
+		r.session.Label(contracts.LimitCheckpoint)
+	}
 	workflow.GetLogger(ctx).Info("kortyx: execution limit reached; asking to continue", "limit", kind, "maximum", b.Limits.Max(kind))
 	if _, err := r.Ask(ctx, req, nil); err != nil {
 		return err

@@ -34,9 +34,8 @@ type Run struct {
 	answered  []*pending // recently answered requests, to recognise a repeated signal
 	cancelled bool       // a human cancelled the run through an answer
 
-	session   *protocol.SessionBinding // nil: the run belongs to no session
-	turn      turnEffects              // what the current response touched and published
-	completed bool                     // CompleteResponse ended the response: no more checkpoints
+	session   SessionSide // nil: the run belongs to no session
+	completed bool        // CompleteResponse ended the response: no more checkpoints
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
@@ -56,7 +55,6 @@ type Run struct {
 	// grants a child received.
 	reservations []protocol.Reservation
 	grants       map[string]bool
-	label        string // the label of the next checkpoint
 	// expect are the questions a restored run will ask again (by token): answers to them are
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest
@@ -277,7 +275,9 @@ func (r *Run) Cancelled() bool { return r.cancelled }
 // them with "<its run id>/"), so a replayed or retried publish is de-duplicated.
 func (r *Run) Emit(c contracts.Chunk) {
 	if c.Type == contracts.ChunkStructuredData || c.Type == contracts.ChunkStructuredInvalidated {
-		r.turn.stream(c.StreamID)
+		if r.session != nil {
+			r.session.Published(c.StreamID)
+		}
 	}
 	r.Snap.Seq++
 	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("%sw:%d", r.keyPrefix, r.Snap.Seq), Chunk: c})
@@ -399,10 +399,8 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 		Input:         contracts.RawJSON(req.Input),
 	})
 	if r.session != nil && !r.completed {
-		if r.session.Restore {
+		if r.session.Reexposing() {
 			// The question a rollback or fork re-exposes: its checkpoint exists already.
-			r.session.Restore = false
-			r.turn = turnEffects{}
 		} else if _, err := r.Checkpoint(ctx, &req, false); err != nil {
 			// A question that cannot be checkpointed is not asked: its chunk is withdrawn
 			// before anything was published.
@@ -426,9 +424,8 @@ func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, 
 		return contracts.Answer{}, false, nil
 	}
 	delete(r.early, req.Token)
-	if r.session != nil && r.session.Restore {
-		r.session.Restore = false
-		r.turn = turnEffects{}
+	if r.session != nil {
+		r.session.Reexposing()
 	}
 	if e.cancel {
 		r.cancelled = true
@@ -453,7 +450,7 @@ func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, sche
 	if schema != nil {
 		q.Schema = schema.Raw()
 	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, checkpointFix); err != nil {
+	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, CheckpointFix); err != nil {
 		return err
 	}
 	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", contracts.ChildQuestionSignal, q).Get(ctx, nil)
@@ -503,41 +500,41 @@ func NewID(ctx workflow.Context, prefix string) string {
 	return id
 }
 
-// turnEffects collects what one response touched (nodes) and published (structured streams).
-type turnEffects struct {
-	nodes   []string
-	streams []string
+// CheckpointFix is what to do about a checkpoint (or a child's question with its state) over
+// the payload limit.
+const CheckpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
+
+// SessionSide is the run's half of the session protocol (sessionstate.RunSide, next to the
+// session's state machine): it keeps the binding and what the current response ran and
+// streamed, and builds the checkpoints and reports; the run generates ids, reads the time,
+// signals the reports and queues the checkpoint chunks.
+type SessionSide interface {
+	// Binding is the binding as it stands (for continue-as-new).
+	Binding() *protocol.SessionBinding
+	// Touched and Published record a node the current response ran and a structured stream it
+	// published to.
+	Touched(node string)
+	Published(streamID string)
+	// Label names the next checkpoint.
+	Label(label string)
+	// Reexposing reports, once, that the question asked now is the one a restored run asks
+	// again (its checkpoint exists).
+	Reexposing() bool
+	// Checkpoint builds the checkpoint of the run as it stands (PAYLOAD_TOO_LARGE when its
+	// report would not fit); Report is the report that commits it; Committed moves on to the
+	// next turn once it was reported.
+	Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error)
+	Report(cp protocol.Checkpoint) protocol.CheckpointReport
+	Committed(cp protocol.Checkpoint)
+	// Closed is the report of a run that ended without a checkpoint.
+	Closed(runID string, turnEnded bool) protocol.CheckpointReport
 }
 
-func (t *turnEffects) touch(node string) {
-	for _, n := range t.nodes {
-		if n == node {
-			return
-		}
-	}
-	t.nodes = append(t.nodes, node)
-}
-
-func (t *turnEffects) stream(id string) {
-	if id == "" {
-		return
-	}
-	for _, s := range t.streams {
-		if s == id {
-			return
-		}
-	}
-	t.streams = append(t.streams, id)
-}
-
-// Bind ties the run to a session.
-func (r *Run) Bind(b *protocol.SessionBinding) {
-	if b != nil {
-		cp := *b
-		r.session = &cp
-		for _, p := range b.Expect {
-			r.expect[p.Token] = p
-		}
+// Bind ties the run to a session: side is its half of the session protocol.
+func (r *Run) Bind(side SessionSide) {
+	r.session = side
+	for _, p := range side.Binding().Expect {
+		r.expect[p.Token] = p
 	}
 }
 
@@ -546,8 +543,7 @@ func (r *Run) Binding() *protocol.SessionBinding {
 	if r.session == nil {
 		return nil
 	}
-	cp := *r.session
-	return &cp
+	return r.session.Binding()
 }
 
 // Checkpoint commits a session checkpoint of the run as it stands and queues the checkpoint
@@ -560,54 +556,16 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	if r.session == nil || r.completed {
 		return "", nil
 	}
-	cp, err := r.newCheckpoint(ctx, pending, final)
+	id := NewID(ctx, "cp-")
+	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, final)
 	if err != nil {
 		return "", err
 	}
-	r.commit(ctx, cp)
-	return cp.ID, nil
-}
-
-// checkpointFix is what to do about a checkpoint over the payload limit.
-const checkpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
-
-// newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
-func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error) {
-	id := NewID(ctx, "cp-")
-	snap := Clone(r.Snap)
-	if final {
-		snap.NextNode = ""
-		snap.Hooks = protocol.HookState{WorkflowState: snap.Hooks.WorkflowState}
-	}
-	cp := protocol.Checkpoint{Checkpoint: contracts.Checkpoint{
-		ID: id, SessionID: r.session.SessionID, RunID: r.ID, TurnIndex: r.session.TurnIndex, CreatedAt: workflow.Now(ctx),
-		Workflow: r.Snap.State.CurrentWorkflow, Nodes: append([]string{}, r.turn.nodes...),
-		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: append([]string{}, r.turn.streams...), InterruptTokens: []string{}},
-		ActivePendingRequests: []contracts.PendingRequest{},
-		ParentCheckpointID:    r.session.ParentCheckpointID,
-		Label:                 r.label,
-	}, Snapshot: &snap}
-	if pending != nil {
-		cp.Effects.InterruptTokens = []string{pending.Token}
-		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
-	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
-		protocol.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true}, checkpointFix); err != nil {
-		return cp, err
-	}
-	return cp, nil
-}
-
-// commit reports a checkpoint to the session and queues its chunk.
-func (r *Run) commit(ctx workflow.Context, cp protocol.Checkpoint) {
-	r.label = ""
-	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
-	id := cp.ID
+	r.report(ctx, r.session.Report(cp))
 	turn := cp.TurnIndex
-	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: id, SessionID: cp.SessionID, TurnIndex: &turn})
-	r.session.TurnIndex++
-	r.session.ParentCheckpointID = id
-	r.turn = turnEffects{}
+	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn})
+	r.session.Committed(cp)
+	return cp.ID, nil
 }
 
 // EndTurn tells the session that the run ended without a checkpoint (failure, cancel): its
@@ -616,7 +574,7 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
-	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, TurnEnded: !r.completed, Closed: true})
+	r.report(ctx, r.session.Closed(r.ID, !r.completed))
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
@@ -640,12 +598,13 @@ func (r *Run) Completed() bool { return r.completed }
 
 func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 	for attempt := 1; ; attempt++ {
-		err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
+		b := r.session.Binding()
+		err := workflow.SignalExternalWorkflow(ctx, b.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
 		if err == nil {
 			return
 		}
 		if attempt == 5 || ctx.Err() != nil {
-			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", r.session.SessionID, "error", err)
+			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", b.SessionID, "error", err)
 			return
 		}
 		_ = workflow.Sleep(ctx, time.Duration(attempt)*time.Second)

@@ -56,7 +56,9 @@ func errClosed(hook, node string) error {
 // node runs again right after itself (retry, self-loop); A→B→A starts A fresh (spec F3.0).
 func (r *Run) BeginNode(node string) {
 	r.Node = node
-	r.turn.touch(node)
+	if r.session != nil {
+		r.session.Touched(node)
+	}
 	r.Snap.Activations++
 	h := &r.Snap.Hooks
 	if h.NodeID != node {
