@@ -2,7 +2,6 @@ package contracts
 
 import (
 	"encoding/json"
-	"time"
 )
 
 // RunStatus is where a run is in its life; it is also the KortyxStatus search attribute.
@@ -23,7 +22,10 @@ const (
 	EndNode   = "__end__"
 )
 
-// RunInput starts a run of a registered workflow definition.
+// RunInput starts a run of a registered workflow definition: what a client sets. The run
+// workflow's parameter embeds it and adds what only Kortyx's workflows set (a snapshot to
+// continue from, the session binding, the prior turn's state, the child binding), so a
+// RunInput from any Temporal client starts a run.
 type RunInput struct {
 	// Workflow is the id of the definition to run.
 	Workflow string `json:"workflow"`
@@ -35,19 +37,9 @@ type RunInput struct {
 	Context json.RawMessage `json:"context,omitempty"`
 	// Messages is the prior conversation (all messages before the current input).
 	Messages []Message `json:"messages,omitempty"`
-	// Snapshot, when set, starts the run from a saved state instead of from the start node
-	// (continue-as-new, and later fork and rollback).
-	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
 	// ContinueAsNewAfterNodes, when > 0, continues the run as new after that many node
 	// executions even if Temporal does not suggest it yet (for tests and very long loops).
 	ContinueAsNewAfterNodes int `json:"continueAsNewAfterNodes,omitempty"`
-	// Session ties the run to a session: it reports a checkpoint at the end of each response.
-	Session *SessionBinding `json:"session,omitempty"`
-	// Prior, for a new turn of a session, is the head's state the turn continues from (data,
-	// conversation, usage, workflow state); Input is the new message.
-	Prior *RunSnapshot `json:"prior,omitempty"`
-	// Child makes the run a child workflow call of another run (hooks.Workflow).
-	Child *ChildBinding `json:"child,omitempty"`
 	// Limits override the worker's default execution limits for this run and its children.
 	Limits *Limits `json:"limits,omitempty"`
 }
@@ -131,43 +123,6 @@ type HistoryEntry struct {
 type ErrorInfo struct {
 	Message string `json:"message"`
 	Code    Code   `json:"code,omitempty"`
-}
-
-// RunSnapshot is everything needed to continue a run in a new execution: the graph state, the
-// hook state (node state, workflow state, journal) and where to go next.
-type RunSnapshot struct {
-	State GraphState `json:"state"`
-	Hooks HookState  `json:"hooks"`
-	// NextNode is the node to execute next in State.CurrentWorkflow.
-	NextNode string `json:"nextNode"`
-	// Seq is the number of workflow-side chunks published so far (their keys continue from it).
-	Seq int64 `json:"seq"`
-	// NodeExecutions counts node executions of the run so far.
-	NodeExecutions int `json:"nodeExecutions"`
-	// Activations counts node activations (a node run with its retries); child workflow ids
-	// include it, so that a node running again calls new children.
-	Activations int `json:"activations,omitempty"`
-	// Budget is the root run's execution limits and what was consumed of them.
-	Budget *Budget `json:"budget,omitempty"`
-	// Rejections keeps the most recent rejected answers.
-	Rejections []Rejection `json:"rejections,omitempty"`
-}
-
-// HookState is the durable state of hooks (spec F3.0): node state and the hook journal of the
-// current node activation, and workflow state shared by all nodes of the run.
-type HookState struct {
-	NodeID        string                     `json:"nodeId,omitempty"`
-	NodeSlots     []json.RawMessage          `json:"nodeSlots,omitempty"`
-	Journal       map[string]JournalEntry    `json:"journal,omitempty"`
-	WorkflowState map[string]json.RawMessage `json:"workflowState,omitempty"`
-}
-
-// JournalEntry is one recorded hook result.
-type JournalEntry struct {
-	Kind   string          `json:"kind"`
-	Answer *Answer         `json:"answer,omitempty"`
-	Value  json.RawMessage `json:"value,omitempty"`
-	At     time.Time       `json:"at"`
 }
 
 // KeyedChunk is a chunk with its deterministic de-duplication key (see the stream package).

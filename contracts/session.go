@@ -28,7 +28,8 @@ type CheckpointEffects struct {
 }
 
 // Checkpoint is a session checkpoint (spec F5.3): the state after a turn, from which the next
-// turn starts and to which a session can be rolled back or forked.
+// turn starts and to which a session can be rolled back or forked. The session keeps it
+// together with the run state to continue from, which never leaves the server.
 type Checkpoint struct {
 	ID                    string            `json:"id"`
 	SessionID             string            `json:"sessionId"`
@@ -43,8 +44,6 @@ type Checkpoint struct {
 	Label                 string            `json:"label,omitempty"`
 	ParentSessionID       string            `json:"parentSessionId,omitempty"`
 	ForkedFrom            string            `json:"forkedFrom,omitempty"`
-	// Snapshot is the run state to continue from; it is kept server-side only.
-	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
 }
 
 // CheckpointSummary is a checkpoint without its run id, state, effects and pending requests.
@@ -65,28 +64,6 @@ type CheckpointSummary struct {
 func (c Checkpoint) Summary() CheckpointSummary {
 	return CheckpointSummary{ID: c.ID, SessionID: c.SessionID, TurnIndex: c.TurnIndex, CreatedAt: c.CreatedAt, Workflow: c.Workflow,
 		Nodes: c.Nodes, ParentCheckpointID: c.ParentCheckpointID, Label: c.Label, ParentSessionID: c.ParentSessionID, ForkedFrom: c.ForkedFrom}
-}
-
-// Public returns the checkpoint without its snapshot (what the checkpoint API returns).
-func (c Checkpoint) Public() Checkpoint {
-	c.Snapshot = nil
-	return c
-}
-
-// SessionBinding ties a run to its session.
-type SessionBinding struct {
-	// WorkflowID is the session workflow to report checkpoints to.
-	WorkflowID string `json:"workflowId"`
-	SessionID  string `json:"sessionId"`
-	// TurnIndex is the turn index of the run's first checkpoint.
-	TurnIndex          int    `json:"turnIndex"`
-	ParentCheckpointID string `json:"parentCheckpointId,omitempty"`
-	// Restore marks a run started to re-expose the question open at a checkpoint (rollback,
-	// fork): its first response repeats that checkpoint and records no new one.
-	Restore bool `json:"restore,omitempty"`
-	// Expect are the questions a restored run asks again: it accepts their answers even before
-	// it has asked.
-	Expect []PendingRequest `json:"expect,omitempty"`
 }
 
 // TurnRequest starts a prompt turn.
@@ -192,62 +169,15 @@ type SessionView struct {
 	Owner string `json:"owner,omitempty"`
 }
 
-// CheckpointReport is what a run tells its session at the end of a response.
-type CheckpointReport struct {
-	RunID string `json:"runId"`
-	// Checkpoint is committed as the new head (nil: the response ended without one).
-	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
-	// TurnEnded frees the session for the next turn.
-	TurnEnded bool `json:"turnEnded"`
-	// Closed says the run ended (failed or cancelled): its questions can no longer be answered.
-	Closed bool `json:"closed,omitempty"`
-}
-
-// SessionInput starts (or continues) a session workflow.
+// SessionInput starts a session workflow: what a client sets. The session workflow's parameter
+// embeds it and adds what only the session sets (a fork's origin, what continue-as-new
+// carries).
 type SessionInput struct {
 	SessionID      string `json:"sessionId"`
 	MaxCheckpoints int    `json:"maxCheckpoints,omitempty"`
 	// RunTaskQueue is where runs are started (default: the session's own task queue).
-	RunTaskQueue    string `json:"runTaskQueue,omitempty"`
-	ParentSessionID string `json:"parentSessionId,omitempty"`
-	ForkedFrom      string `json:"forkedFrom,omitempty"`
-	// Initial is the first checkpoint of a forked session; InitialRunID the id of the run that
-	// asks its open questions again (when it has any).
-	Initial      *Checkpoint `json:"initial,omitempty"`
-	InitialRunID string      `json:"initialRunId,omitempty"`
-	// Owner is the owner of a forked session (the source session's).
-	Owner string `json:"owner,omitempty"`
-	// State carries everything across continue-as-new.
-	State *SessionState `json:"state,omitempty"`
-	// ContinueAsNewAfter, when > 0, continues the session as new after that many events
-	// (turns, reports, rollbacks, forks) even if Temporal does not suggest it yet (for tests).
-	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
-}
-
-// SessionState is the durable state of a session workflow.
-type SessionState struct {
-	Checkpoints []Checkpoint           `json:"checkpoints"`
-	Head        string                 `json:"head,omitempty"`
-	Active      *ActiveTurn            `json:"active,omitempty"`
-	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
-	NextTurn    int                    `json:"nextTurn"`
-	// Owner is the session's owner, set by its first accepted turn (see [TurnRequest].Owner).
-	Owner string `json:"owner,omitempty"`
-	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
-	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
-	// failed or was stopped only for a reconnecting reader: a retry runs it again).
-	Recent []ActiveTurn `json:"recent,omitempty"`
-	// Early are reports of runs that were not the active turn's when they arrived: a workflow
-	// task can see a run's report before the start of its turn (events delivered together).
-	Early []CheckpointReport `json:"early,omitempty"`
+	RunTaskQueue string `json:"runTaskQueue,omitempty"`
 }
 
 // MaxRecentTurns is how many ended turns a session remembers by clientTurnId.
 const MaxRecentTurns = 32
-
-// PendingTurn is an open question of the session: the run that waits for it.
-type PendingTurn struct {
-	Request      PendingRequest `json:"request"`
-	RunID        string         `json:"runId"`
-	CheckpointID string         `json:"checkpointId"`
-}

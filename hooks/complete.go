@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -25,7 +25,7 @@ type CompleteResponseOptions struct {
 // does nothing. A checkpoint over Temporal's payload limit fails with PAYLOAD_TOO_LARGE and
 // ends nothing.
 func CompleteResponse(ctx workflow.Context, opts CompleteResponseOptions) (string, error) {
-	s, err := engine.From(ctx, "CompleteResponse")
+	s, err := execution.From(ctx, "CompleteResponse")
 	if err != nil {
 		return "", err
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -47,7 +47,7 @@ type InterruptOptions struct {
 // cancels ends the run: Interrupt returns an EXECUTION_CANCELLED error, which the node should
 // return.
 func Interrupt(ctx workflow.Context, opts InterruptOptions) (contracts.Answer, error) {
-	s, err := engine.From(ctx, "Interrupt")
+	s, err := execution.From(ctx, "Interrupt")
 	if err != nil {
 		return contracts.Answer{}, err
 	}

@@ -1,145 +1,54 @@
 package hooks
 
 import (
-	"strings"
-	"time"
-
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
-	"go.temporal.io/sdk/temporal"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
-// ReasonOptions is a model call (spec F3.5, F3.6). The zero value of every field works.
-type ReasonOptions struct {
-	// ID is a stable id for this call within its node (recommended); it is copied into the
-	// text and tool chunks. Without it the call is identified by its position.
-	ID string
-	// Model names the model as data, e.g. contracts.Model("openai:gpt-4.1-mini"); an empty
-	// Provider uses the worker's default provider.
-	Model contracts.ModelRef
-	// System is the system prompt.
-	System string
-	// Messages is the conversation so far (before Input).
-	Messages []contracts.ModelMessage
-	// Input is appended as the last user message when not empty.
-	Input string
-	// Options are the generation options (temperature, max output tokens, stop sequences,
-	// reasoning, response format, provider options).
-	Options contracts.CallOptions
-	// Silent publishes no text chunks (Kortyx emit: false).
-	Silent bool
-	// Buffered calls the model without streaming (Kortyx stream: false). Without it the call
-	// streams unless the model's options say {"streaming": false}.
-	Buffered bool
-	// Tools names worker tools the model may call.
-	Tools []string
-	// MCP adds the tools of MCP servers; their list is read once per call and recorded, so
-	// replays and retries see the same tools.
-	MCP []contracts.MCPServer
-	// ToolExecution configures the tool loop.
-	ToolExecution ToolExecution
-	// Outputs lets the model publish typed values while it works (emit) and finish with one
-	// typed result (return) (spec F3.7).
-	Outputs *Outputs
-	// Interrupts lets the model ask a human typed questions (spec F3.8).
-	Interrupts *Interrupts
-	// OutputSchema asks for a JSON final answer valid against the schema; the validated value
-	// is in the result's Output (text chunks are not published).
-	OutputSchema *contracts.Schema
-	// SchemaCorrections is the number of output-only repair passes for an invalid output value
-	// (an emit or return payload, or an OutputSchema answer): nil means 1, a pointer to 0
-	// disables repair (the validation failure is returned), at most 10. See [Corrections].
-	SchemaCorrections *int
-	// Timeout bounds one attempt of a model pass (default 5 minutes); Retry is its retry policy
-	// (default: no attempt limit, backoff from 1 s to 1 min, for at most max(6 × Timeout,
-	// 10 min); non-retryable provider errors stop at once). Your own policy is used as it is:
-	// its MaximumAttempts also counts attempts lost to dead workers.
-	Timeout time.Duration
-	Retry   *temporal.RetryPolicy
-}
+// ReasonOptions is a model call (spec F3.5, F3.6). The zero value of every field works. The
+// fields (documented on the type this aliases: go doc
+// github.com/kortyx-go/kortyx/internal/execution.ReasonOptions):
+//
+//   - ID: a stable id for the call within its node (recommended), copied into its chunks.
+//   - Model: the model as data, e.g. contracts.Model("openai:gpt-4.1-mini"); an empty provider
+//     uses the worker's default.
+//   - System, Messages, Input: the system prompt, the conversation so far, and the last user
+//     message (appended when not empty).
+//   - Options: generation options (temperature, max output tokens, stop, reasoning, response
+//     format, provider options).
+//   - Silent: publish no text chunks. Buffered: call the model without streaming.
+//   - Tools: worker tools the model may call. MCP: MCP servers whose tools it may call (their
+//     list is read once per call and recorded).
+//   - ToolExecution: the tool loop ([ToolExecution]).
+//   - Outputs, Interrupts: output contracts (emit, return) and interrupt contracts
+//     ([Outputs], [Interrupts]; docs/contracts.md).
+//   - OutputSchema: a JSON final answer valid against the schema (in the result's Output).
+//   - SchemaCorrections: repair passes for an invalid output value (nil: 1; see [Corrections]).
+//   - Timeout, Retry: one model pass attempt's timeout (default 5 minutes) and retry policy
+//     (default: no attempt limit, for at most max(6 × Timeout, 10 min)).
+type ReasonOptions = execution.ReasonOptions
 
-// heartbeatTimeout is the heartbeat timeout of model and tool activities.
-const heartbeatTimeout = 10 * time.Second
+// Outputs are the output contracts of a Reason call, by name: Emit contracts publish a value
+// and let the loop continue, Return contracts finish the call with one value, MaxEmissions
+// bounds the emitted values (default 16).
+type Outputs = execution.Outputs
 
-// minRetryWindow is the shortest time a model pass or a tool call is retried for by default.
-const minRetryWindow = 10 * time.Minute
+// Interrupts are the interrupt contracts of a Reason call: Contracts by name, Mode "optional"
+// (default) or "required" (the model must ask at least once), MaxRequests (default 1).
+type Interrupts = execution.Interrupts
 
-// activityOptions are the options of a model or tool activity. The default retry policy has no
-// attempt limit: an attempt lost to a dead worker (a heartbeat or start-to-close timeout) is
-// not the call's fault, and a small attempt budget would fail runs in a crash loop. Instead
-// the call is bounded in time: retried with backoff (1 s doubling up to maxInterval) for at
-// most max(6 × timeout, 10 min). Failures that cannot succeed on retry are non-retryable
-// where they are classified (provider errors, unknown tools) and stop at once. A policy of
-// the caller is used as it is, without that bound: its MaximumAttempts counts every attempt,
-// lost ones included.
-func activityOptions(timeout time.Duration, retry *temporal.RetryPolicy, maxInterval time.Duration) workflow.ActivityOptions {
-	o := workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry, HeartbeatTimeout: heartbeatTimeout}
-	if retry == nil {
-		o.RetryPolicy = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: maxInterval}
-		o.ScheduleToCloseTimeout = max(6*timeout, minRetryWindow)
-	}
-	return o
-}
+// ToolExecution configures the tool loop of [Reason]: MaxSteps (model passes, default 3), Emit
+// (tool chunks), Approval (ask a human before each call), MaxResultChars (default 32,000; -1:
+// unbounded), MissingReturnCorrections, and one tool call attempt's Timeout (default 2
+// minutes) and Retry policy.
+type ToolExecution = execution.ToolExecution
+
+// Switch is "a bool, or per tool": On applies to every tool except those listed in Tools.
+type Switch = execution.Switch
 
 // Corrections returns a SchemaCorrections value.
 func Corrections(n int) *int { return &n }
-
-// Outputs are the output contracts of a Reason call, by name (names match
-// ^[A-Za-z][A-Za-z0-9_-]*$).
-type Outputs struct {
-	// Emit contracts publish a value and let the loop continue.
-	Emit map[string]*contracts.OutputContract
-	// Return contracts finish the call with one value.
-	Return map[string]*contracts.OutputContract
-	// MaxEmissions bounds the emitted values (default 16).
-	MaxEmissions int
-}
-
-// Interrupts are the interrupt contracts of a Reason call.
-type Interrupts struct {
-	Contracts map[string]*contracts.InterruptContract
-	// Mode is "optional" (default) or "required": the model must ask at least once.
-	Mode string
-	// MaxRequests bounds the questions asked (default 1).
-	MaxRequests int
-}
-
-// ToolExecution configures the tool loop of [Reason].
-type ToolExecution struct {
-	// MaxSteps bounds the model passes of the call (default 3, minimum 1).
-	MaxSteps int
-	// Emit publishes tool-call-start / tool-call-result / tool-call-error chunks.
-	Emit Switch
-	// Approval asks a human "Approve <tool>?" before each call (interrupt id "tool:<callId>").
-	Approval Switch
-	// MaxResultChars bounds the text of a tool result sent back to the model (default 32,000;
-	// -1: unbounded); the full result stays in the [contracts.ReasonResult].
-	MaxResultChars int
-	// MissingReturnCorrections is the number of extra passes that ask the model to finish with
-	// a return contract when it answered without one (default 0).
-	MissingReturnCorrections int
-	// Timeout bounds one attempt of a tool call (default 2 minutes); Retry is its retry policy
-	// (default: no attempt limit, backoff from 1 s to 30 s, for at most max(6 × Timeout,
-	// 10 min); only retryable tool errors and lost attempts are retried). Your own policy is
-	// used as it is: its MaximumAttempts also counts attempts lost to dead workers.
-	Timeout time.Duration
-	Retry   *temporal.RetryPolicy
-}
-
-// Switch is "a bool, or per tool": On applies to every tool except those listed in Tools.
-type Switch struct {
-	On    bool
-	Tools map[string]bool
-}
-
-// For reports the setting for a tool.
-func (s Switch) For(tool string) bool {
-	if v, ok := s.Tools[tool]; ok {
-		return v
-	}
-	return s.On
-}
 
 // All is a Switch that is on for every tool.
 var All = Switch{On: true}
@@ -167,157 +76,9 @@ func Only(tools ...string) Switch {
 // UNKNOWN_TOOL, INVALID_TOOL_CALL, PAYLOAD_TOO_LARGE, and EXECUTION_CANCELLED when a human
 // cancels at an approval.
 func Reason(ctx workflow.Context, opts ReasonOptions) (contracts.ReasonResult, error) {
-	s, err := engine.From(ctx, "Reason")
+	s, err := execution.From(ctx, "Reason")
 	if err != nil {
 		return contracts.ReasonResult{}, err
 	}
-	spec, err := reasonSpec(opts)
-	if err != nil {
-		return contracts.ReasonResult{}, err
-	}
-	return s.Reason(ctx, spec)
-}
-
-func reasonSpec(opts ReasonOptions) (engine.ReasonSpec, error) {
-	bad := func(format string, args ...any) (engine.ReasonSpec, error) {
-		return engine.ReasonSpec{}, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: "+format, args...)
-	}
-	var msgs []contracts.ModelMessage
-	if opts.System != "" {
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleSystem, Content: opts.System})
-	}
-	msgs = append(msgs, opts.Messages...)
-	if strings.TrimSpace(opts.Input) != "" {
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleUser, Content: opts.Input})
-	}
-	if len(msgs) == 0 {
-		return bad("nothing to send: give Input, Messages or System")
-	}
-	if r := opts.Options.Reasoning; r != nil && r.IncludeThoughts && opts.Options.ResponseFormat != nil && opts.Options.ResponseFormat.Type != "text" {
-		return bad("Reasoning.IncludeThoughts cannot be combined with a JSON response format")
-	}
-	te := opts.ToolExecution
-	if te.MaxSteps < 0 {
-		return bad("ToolExecution.MaxSteps must be at least 1, not %d", te.MaxSteps)
-	}
-	if te.MaxSteps == 0 {
-		te.MaxSteps = 3
-	}
-	seen := map[string]bool{}
-	for _, t := range opts.Tools {
-		if t == "" || seen[t] {
-			return bad("tool names must be non-empty and listed once (got %q)", t)
-		}
-		seen[t] = true
-	}
-	maxChars := te.MaxResultChars
-	switch {
-	case maxChars == 0:
-		maxChars = 32_000
-	case maxChars < 0:
-		maxChars = 0
-	}
-	stream := !opts.Buffered
-	if v, ok := opts.Model.Options["streaming"].(bool); ok && !v {
-		stream = false
-	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
-	toolTimeout := te.Timeout
-	if toolTimeout <= 0 {
-		toolTimeout = 2 * time.Minute
-	}
-	// The activities heartbeat every second (activities.KeepAliveInterval): a cancellation
-	// reaches a running model pass or tool within about 8 s (80% of the heartbeat timeout).
-	mo := activityOptions(timeout, opts.Retry, time.Minute)
-	to := activityOptions(toolTimeout, te.Retry, 30*time.Second)
-	corrections := 1
-	if opts.SchemaCorrections != nil {
-		corrections = *opts.SchemaCorrections
-		if corrections < 0 || corrections > 10 {
-			return bad("SchemaCorrections must be 0 (no repair) to 10, not %d", corrections)
-		}
-	}
-	if te.MissingReturnCorrections < 0 {
-		return bad("ToolExecution.MissingReturnCorrections must not be negative")
-	}
-	spec := engine.ReasonSpec{
-		ID: opts.ID, Model: opts.Model, Messages: msgs, Options: opts.Options,
-		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
-		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
-		ModelOptions:      mo,
-		ToolOptions:       to,
-		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
-		OutputSchema: opts.OutputSchema, InterruptMode: engine.ModeOptional,
-	}
-	if o := opts.Outputs; o != nil {
-		if len(o.Emit)+len(o.Return) == 0 {
-			return bad("Outputs needs at least one Emit or Return contract")
-		}
-		if opts.OutputSchema != nil {
-			return bad("Outputs cannot be combined with OutputSchema")
-		}
-		if o.MaxEmissions < 0 {
-			return bad("Outputs.MaxEmissions must be at least 1")
-		}
-		spec.MaxEmissions = o.MaxEmissions
-		if spec.MaxEmissions == 0 {
-			spec.MaxEmissions = 16
-		}
-		for _, set := range []struct {
-			m              map[string]*contracts.OutputContract
-			prefix, stream string
-		}{{o.Emit, contracts.PrefixEmit, contracts.PrefixStreamEmit}, {o.Return, contracts.PrefixReturn, contracts.PrefixStreamReturn}} {
-			for _, name := range workflow.DeterministicKeys(set.m) {
-				c := set.m[name]
-				prefix := set.prefix
-				if c != nil && c.Streamed() {
-					prefix = set.stream
-				}
-				if err := contracts.CheckContractName(name, prefix); err != nil {
-					return engine.ReasonSpec{}, err
-				}
-				if c == nil || c.Schema == nil {
-					return bad("output contract %q is nil or has no schema; build it with contracts.NewOutputContract", name)
-				}
-			}
-		}
-		spec.EmitContracts, spec.ReturnContracts = o.Emit, o.Return
-	}
-	if in := opts.Interrupts; in != nil {
-		if len(in.Contracts) == 0 {
-			return bad("Interrupts needs at least one contract")
-		}
-		for _, name := range workflow.DeterministicKeys(in.Contracts) {
-			if err := contracts.CheckContractName(name, contracts.PrefixRequestInput); err != nil {
-				return engine.ReasonSpec{}, err
-			}
-			if c := in.Contracts[name]; c == nil || c.RequestSchema == nil || c.ResponseSchema == nil {
-				return bad("interrupt contract %q is nil or lacks a schema; build it with contracts.NewInterruptContract", name)
-			}
-		}
-		switch in.Mode {
-		case "", engine.ModeOptional:
-		case engine.ModeRequired:
-			spec.InterruptMode = engine.ModeRequired
-		default:
-			return bad("Interrupts.Mode must be %q or %q, not %q", engine.ModeOptional, engine.ModeRequired, in.Mode)
-		}
-		if in.MaxRequests < 0 {
-			return bad("Interrupts.MaxRequests must be at least 1")
-		}
-		spec.MaxRequests = in.MaxRequests
-		if spec.MaxRequests == 0 {
-			spec.MaxRequests = 1
-		}
-		spec.Interrupts = in.Contracts
-	}
-	for _, t := range opts.Tools {
-		if p := contracts.ReservedToolPrefix(t); p != "" {
-			return bad("tool %q uses the reserved prefix %s", t, p)
-		}
-	}
-	return spec, nil
+	return s.Reason(ctx, opts)
 }

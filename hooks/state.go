@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -40,7 +40,7 @@ func (s *State[T]) Update(fn func(T) T) error { return s.Set(fn(s.v)) }
 // (spec F3.1): initial is stored on first use. The value survives node retries, self-loops and
 // waits for answers; a different node running in between resets it.
 func NodeState[T any](ctx workflow.Context, initial T) (*State[T], error) {
-	s, err := engine.From(ctx, "NodeState")
+	s, err := execution.From(ctx, "NodeState")
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func NodeState[T any](ctx workflow.Context, initial T) (*State[T], error) {
 // WorkflowState returns the run-wide state value under key (spec F3.1), shared by every node
 // and by workflows reached with TransitionTo; initial is stored on first use.
 func WorkflowState[T any](ctx workflow.Context, key string, initial T) (*State[T], error) {
-	s, err := engine.From(ctx, "WorkflowState")
+	s, err := execution.From(ctx, "WorkflowState")
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func WorkflowState[T any](ctx workflow.Context, key string, initial T) (*State[T
 // whoever starts the run: never treat it as proof of identity.
 func RuntimeContext[T any](ctx workflow.Context) (T, error) {
 	var out T
-	s, err := engine.From(ctx, "RuntimeContext")
+	s, err := execution.From(ctx, "RuntimeContext")
 	if err != nil {
 		return out, err
 	}
@@ -106,7 +106,7 @@ func RuntimeContext[T any](ctx workflow.Context) (T, error) {
 // activities flush for you, and every node flushes when it returns; call Flush before doing
 // long work of your own (a workflow.Sleep, your own activity) so that clients see them first.
 func Flush(ctx workflow.Context) error {
-	s, err := engine.From(ctx, "Flush")
+	s, err := execution.From(ctx, "Flush")
 	if err != nil {
 		return err
 	}

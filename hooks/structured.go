@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -45,7 +45,7 @@ type StructuredDataOptions struct {
 // validates the path and, when given, the schema first: on any failure nothing is published.
 // A node retried after a failure does not publish the same chunk twice.
 func StructuredData(ctx workflow.Context, opts StructuredDataOptions) (string, error) {
-	s, err := engine.From(ctx, "StructuredData")
+	s, err := execution.From(ctx, "StructuredData")
 	if err != nil {
 		return "", err
 	}

@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -56,11 +57,11 @@ func (r WorkflowResult) Decode(v any) error {
 //
 // The child's workflow ID is "<caller's workflow ID>/<node>#<activation>/<call id>".
 func Workflow(ctx workflow.Context, call WorkflowCall) (WorkflowResult, error) {
-	s, err := engine.From(ctx, "Workflow")
+	s, err := execution.From(ctx, "Workflow")
 	if err != nil {
 		return WorkflowResult{}, err
 	}
-	outs, err := s.Children(ctx, "", []engine.ChildCall{{ID: call.ID, Workflow: call.Workflow, Input: call.Input}})
+	outs, err := s.Children(ctx, "", []execution.ChildCall{{ID: call.ID, Workflow: call.Workflow, Input: call.Input}})
 	if err != nil {
 		return WorkflowResult{}, err
 	}
@@ -69,7 +70,7 @@ func Workflow(ctx workflow.Context, call WorkflowCall) (WorkflowResult, error) {
 }
 
 // outcome turns a child outcome into the node's result or WorkflowCallError.
-func outcome(target string, o contracts.ChildOutcome) (WorkflowResult, error) {
+func outcome(target string, o protocol.ChildOutcome) (WorkflowResult, error) {
 	if o.Failure == nil {
 		return WorkflowResult{Data: o.Data}, nil
 	}
@@ -121,13 +122,13 @@ func (e *ParallelError) Unwrap() error { return e.err }
 // waiting sibling is answered first). Cancellation is returned as is, never as a
 // ParallelError. A node awaits one group at a time; children may run groups of their own.
 func Parallel(ctx workflow.Context, calls ...WorkflowCall) ([]WorkflowResult, error) {
-	s, err := engine.From(ctx, "Parallel")
+	s, err := execution.From(ctx, "Parallel")
 	if err != nil {
 		return nil, err
 	}
-	cc := make([]engine.ChildCall, len(calls))
+	cc := make([]execution.ChildCall, len(calls))
 	for i, c := range calls {
-		cc[i] = engine.ChildCall{ID: c.ID, Workflow: c.Workflow, Input: c.Input}
+		cc[i] = execution.ChildCall{ID: c.ID, Workflow: c.Workflow, Input: c.Input}
 	}
 	outs, err := s.Children(ctx, "parallel", cc)
 	if err != nil {

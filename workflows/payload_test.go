@@ -8,6 +8,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -117,7 +118,7 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 	h := newPayloadHarness(t, def("echo", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{})}, "__start__>n"))
 	// The runs are stand-ins: the test sends their reports itself.
 	h.env.OnWorkflow(contracts.RunWorkflowName, mock.Anything, mock.Anything).Return(
-		func(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
+		func(ctx workflow.Context, in protocol.RunStart) (contracts.RunResult, error) {
 			return contracts.RunResult{}, nil
 		})
 	b, _ := json.Marshal("hi")
@@ -134,10 +135,9 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() { startTurn("t1") }, time.Second)
 	h.env.RegisterDelayedCallback(func() {
 		run := turns[0].RunID
-		snap := contracts.RunSnapshot{State: contracts.GraphState{Data: map[string]any{"blob": overLimit}}}
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: run, TurnEnded: true,
-			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: run, TurnIndex: 1, Workflow: "echo",
-				ActivePendingRequests: []contracts.PendingRequest{}, Snapshot: &snap}})
+		snap := protocol.RunSnapshot{State: contracts.GraphState{Data: map[string]any{"blob": overLimit}}}
+		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: run, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: run, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{}}, Snapshot: &snap}})
 	}, 2*time.Second)
 	var refused error
 	h.env.RegisterDelayedCallback(func() {
@@ -153,7 +153,7 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 		require.NoError(t, v.Get(&view))
 	}, 4*time.Second)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, time.Minute)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s", ContinueAsNewAfter: 1})
+	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 1})
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "the session ran until cancelled: %v", h.env.GetWorkflowError())
 	require.Len(t, turns, 1)
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(refused), "the next turn's run would start from the head's state: %v", refused)

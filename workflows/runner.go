@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -33,14 +35,16 @@ func (r *Runner) Register(w worker.WorkflowRegistry) {
 // Run is the run workflow. It executes nodes in graph order, applies their results (spec
 // F1.3), routes (F2.2), hands over to other workflows (F2.4), answers the state query and
 // accepts answers to interrupts by signal and update. It continues as new between nodes when
-// Temporal suggests it, carrying state, hook state and journal in a [contracts.RunSnapshot].
-func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
-	var snap contracts.RunSnapshot
+// Temporal suggests it, carrying state, hook state and journal in a [protocol.RunSnapshot].
+func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunResult, error) {
+	var snap protocol.RunSnapshot
 	if in.Snapshot != nil {
 		snap = *in.Snapshot
 	}
-	run := engine.NewRun(ctx, in.SessionID, snap)
-	run.Bind(in.Session)
+	run := execution.NewRun(ctx, in.SessionID, snap)
+	if in.Session != nil {
+		run.Bind(sessionstate.NewRunSide(*in.Session))
+	}
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
 	var limitsErr error
@@ -60,7 +64,7 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 			run.Snap.State, err = initialState(in, def)
 			run.Snap.NextNode = def.StartNode()
 			if p := in.Prior; p != nil && p.Hooks.WorkflowState != nil {
-				run.Snap.Hooks.WorkflowState = engine.Clone(p.Hooks.WorkflowState)
+				run.Snap.Hooks.WorkflowState = execution.Clone(p.Hooks.WorkflowState)
 			}
 		}
 	} else {
@@ -105,16 +109,16 @@ func (r *Runner) Run(ctx workflow.Context, in contracts.RunInput) (contracts.Run
 
 // resolve finds a workflow a node calls as a child (spec F3.13): registered under exactly that
 // id (no fallback).
-func (r *Runner) resolve(id string) (engine.ChildTarget, error) {
+func (r *Runner) resolve(id string) (execution.ChildTarget, error) {
 	def, ok := r.reg.Lookup(strings.TrimSpace(id))
 	if !ok {
-		return engine.ChildTarget{}, contracts.Errorf(contracts.CodeUnknownWorkflow, "no workflow %q is registered on this worker", id)
+		return execution.ChildTarget{}, contracts.Errorf(contracts.CodeUnknownWorkflow, "no workflow %q is registered on this worker", id)
 	}
-	return engine.ChildTarget{ID: def.ID, Version: def.Version, InputSchema: def.InputSchema, OutputSchema: def.OutputSchema}, nil
+	return execution.ChildTarget{ID: def.ID, Version: def.Version, InputSchema: def.InputSchema, OutputSchema: def.OutputSchema}, nil
 }
 
 // initialState builds the state of a fresh run (spec F2.1).
-func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState, error) {
+func initialState(in protocol.RunStart, def *Definition) (contracts.GraphState, error) {
 	st := contracts.GraphState{
 		LastNode:            contracts.StartNode,
 		CurrentWorkflow:     def.ID,
@@ -133,7 +137,7 @@ func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState,
 	}
 	if p := in.Prior; p != nil {
 		// A new turn of a session continues from the head's state (spec F5.3).
-		prior := engine.Clone(p.State)
+		prior := execution.Clone(p.State)
 		if prior.Data != nil {
 			st.Data = prior.Data
 		}
@@ -157,7 +161,7 @@ func initialState(in contracts.RunInput, def *Definition) (contracts.GraphState,
 
 // execNode runs one node with its retry behaviour (spec F1.4). Every attempt gets a fresh
 // scope over the same journal, so completed hook results of a failed attempt are reused.
-func (r *Runner) execNode(ctx workflow.Context, run *engine.Run, def *Definition, id string) (NodeResult, error) {
+func (r *Runner) execNode(ctx workflow.Context, run *execution.Run, def *Definition, id string) (NodeResult, error) {
 	node, ok := def.Nodes[id]
 	if !ok || node.Run == nil {
 		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition,
@@ -175,11 +179,11 @@ func (r *Runner) execNode(ctx workflow.Context, run *engine.Run, def *Definition
 		}
 		run.Snap.NodeExecutions++
 		nctx, scope := run.Enter(ctx, id, def.ID)
-		params := engine.Clone(node.Params)
+		params := execution.Clone(node.Params)
 		if params == nil {
 			params = map[string]any{}
 		}
-		res, err := node.Run(nctx, NodeInput{Input: engine.Clone(run.Snap.State.Input), Params: params})
+		res, err := node.Run(nctx, NodeInput{Input: execution.Clone(run.Snap.State.Input), Params: params})
 		scope.Close()
 		if err == nil && !run.Cancelled() {
 			run.EndNode()
@@ -200,7 +204,7 @@ func (r *Runner) execNode(ctx workflow.Context, run *engine.Run, def *Definition
 	}
 }
 
-func isCancel(ctx workflow.Context, run *engine.Run, err error) bool {
+func isCancel(ctx workflow.Context, run *execution.Run, err error) bool {
 	if run.Cancelled() || ctx.Err() != nil {
 		return true
 	}
@@ -209,7 +213,7 @@ func isCancel(ctx workflow.Context, run *engine.Run, err error) bool {
 
 // apply applies a node result in the order of spec F1.3 and chooses the next node; it returns
 // the definition to continue with (another one after a transition).
-func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, id string, res NodeResult) (*Definition, error) {
+func (r *Runner) apply(ctx workflow.Context, run *execution.Run, def *Definition, id string, res NodeResult) (*Definition, error) {
 	if res.TransitionTo != "" && run.Child != nil {
 		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed,
 			"Transition to '%s' rejected: a workflow called as a child cannot hand off (transitionTo).", res.TransitionTo)
@@ -235,9 +239,9 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 	// condition set by an earlier node never routes a later one.
 	st.LastCondition, st.LastIntent = res.Condition, res.Intent
 	if res.Data != nil {
-		data := engine.Clone(res.Data)
-		st.Input = engine.DeepMerge(engine.ToRecord(st.Input), data)
-		st.Data = engine.DeepMerge(st.Data, data)
+		data := execution.Clone(res.Data)
+		st.Input = execution.DeepMerge(execution.ToRecord(st.Input), data)
+		st.Data = execution.DeepMerge(st.Data, data)
 	}
 	if res.UI != nil {
 		ui := contracts.UIState{}
@@ -248,8 +252,8 @@ func (r *Runner) apply(ctx workflow.Context, run *engine.Run, def *Definition, i
 			ui.Message = res.UI.Message
 		}
 		if res.UI.Structured != nil {
-			structured := engine.Clone(res.UI.Structured)
-			ui.Structured = engine.DeepMerge(ui.Structured, structured)
+			structured := execution.Clone(res.UI.Structured)
+			ui.Structured = execution.DeepMerge(ui.Structured, structured)
 			run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal,
 				StreamID: run.NewStreamID(), DataType: inferDataType(structured), Node: id, Data: contracts.RawJSON(structured)})
 		}
@@ -287,7 +291,7 @@ func checkEncodable(node string, res NodeResult) error {
 
 // transition hands the run over to another workflow in the same run and stream (spec F2.4).
 // The target must be registered under that id: a hand-off never falls back silently.
-func (r *Runner) transition(ctx workflow.Context, run *engine.Run, res NodeResult) (*Definition, error) {
+func (r *Runner) transition(ctx workflow.Context, run *execution.Run, res NodeResult) (*Definition, error) {
 	target, ok := r.reg.Lookup(res.TransitionTo)
 	if !ok {
 		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow,
@@ -299,7 +303,7 @@ func (r *Runner) transition(ctx workflow.Context, run *engine.Run, res NodeResul
 		data[k] = st.Data[k]
 	}
 	for _, k := range workflow.DeterministicKeys(res.Data) {
-		data[k] = engine.Clone(res.Data[k])
+		data[k] = execution.Clone(res.Data[k])
 	}
 	st.Data = data
 	if raw, ok := res.Data["rawInput"].(string); ok {
@@ -334,7 +338,7 @@ func inferDataType(m map[string]any) string {
 	return "generic"
 }
 
-func (r *Runner) complete(ctx workflow.Context, run *engine.Run, def *Definition) (contracts.RunResult, error) {
+func (r *Runner) complete(ctx workflow.Context, run *execution.Run, def *Definition) (contracts.RunResult, error) {
 	st := &run.Snap.State
 	if def != nil && def.OutputSchema != nil {
 		if issues := def.OutputSchema.Validate(st.Data); len(issues) > 0 {
@@ -364,7 +368,7 @@ const stateFix = "keep large values (documents, tool results) out of the run's d
 // ApplicationError whose type is the code. Clients get the safe message of the failure
 // descriptor (a *contracts.Error's own message; "An unexpected error occurred." for any other
 // error); the full error text goes to the Temporal failure and the state, for operators.
-func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contracts.RunResult, error) {
+func (r *Runner) fail(ctx workflow.Context, run *execution.Run, err error) (contracts.RunResult, error) {
 	f := contracts.FailureOf(err)
 	msg := err.Error()
 	if ke := (*contracts.Error)(nil); errors.As(err, &ke) {
@@ -383,7 +387,7 @@ func (r *Runner) fail(ctx workflow.Context, run *engine.Run, err error) (contrac
 }
 
 // cancel ends the run cancelled: cancelled and done chunks, then a Temporal cancellation.
-func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunResult, error) {
+func (r *Runner) cancel(ctx workflow.Context, run *execution.Run) (contracts.RunResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	const reason = "Execution cancelled."
 	run.EndTurn(dctx)
@@ -397,19 +401,21 @@ func (r *Runner) cancel(ctx workflow.Context, run *engine.Run) (contracts.RunRes
 }
 
 // continueAsNew continues the run in a new execution with the same workflow ID, between nodes.
-func (r *Runner) continueAsNew(ctx workflow.Context, run *engine.Run, in contracts.RunInput) (contracts.RunResult, error) {
+func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in protocol.RunStart) (contracts.RunResult, error) {
 	run.Flush(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return r.cancel(ctx, run)
 	}
 	snap := run.Snap
-	next := contracts.RunInput{
-		Workflow:                in.Workflow,
-		SessionID:               in.SessionID,
-		Snapshot:                &snap,
-		ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
-		Session:                 run.Binding(),
-		Child:                   in.Child, // a child stays its parent's (Temporal follows the chain)
+	next := protocol.RunStart{
+		RunInput: contracts.RunInput{
+			Workflow:                in.Workflow,
+			SessionID:               in.SessionID,
+			ContinueAsNewAfterNodes: in.ContinueAsNewAfterNodes,
+		},
+		Snapshot: &snap,
+		Session:  run.Binding(),
+		Child:    in.Child, // a child stays its parent's (Temporal follows the chain)
 	}
 	if err := contracts.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)

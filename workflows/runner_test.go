@@ -11,6 +11,7 @@ import (
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -750,7 +751,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	}
 	d := def("loop", map[string]workflows.NodeFunc{"step": counter}, "__start__>step", "step>step?more")
 	h := newHarness(t, d)
-	in := contracts.RunInput{Workflow: "loop", Input: json.RawMessage(`"go"`), SessionID: "s", ContinueAsNewAfterNodes: 2}
+	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: "loop", Input: json.RawMessage(`"go"`), SessionID: "s", ContinueAsNewAfterNodes: 2}}
 	executions := 0
 	for {
 		executions++
@@ -801,16 +802,16 @@ func TestRunFromSnapshotReusesJournal(t *testing.T) {
 	answered := contracts.Answer{RequestID: "human-1", Kind: contracts.InterruptText, Text: "Ada", Value: json.RawMessage(`"Ada"`)}
 	published := contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal, StreamID: "s-1", DataType: "generic",
 		Node: "ask", Data: json.RawMessage(`{"step":"asking"}`)}
-	snap := &contracts.RunSnapshot{
+	snap := &protocol.RunSnapshot{
 		State:    contracts.GraphState{Input: "hi", CurrentWorkflow: "w", LastNode: "__start__", Data: map[string]any{}},
 		NextNode: "ask",
 		Seq:      3,
-		Hooks: contracts.HookState{NodeID: "ask", Journal: map[string]contracts.JournalEntry{
+		Hooks: protocol.HookState{NodeID: "ask", Journal: map[string]protocol.JournalEntry{
 			"structured#0":   {Kind: "structured", Value: contracts.RawJSON(published)},
 			"interrupt:name": {Kind: "interrupt", Answer: &answered},
 		}},
 	}
-	h.env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Snapshot: snap})
+	h.env.ExecuteWorkflow(contracts.RunWorkflowName, protocol.RunStart{RunInput: contracts.RunInput{}, Snapshot: snap})
 	res, err := h.result()
 	require.NoError(t, err)
 	require.Equal(t, "Ada", res.State.Data["name"])

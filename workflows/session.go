@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/sessionstate"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
@@ -15,7 +16,7 @@ import (
 // Session is the session workflow ([contracts.SessionWorkflowName]): one execution per session
 // id that holds the session's checkpoints and head, serializes its turns (starting each run as
 // a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
-func (r *Runner) Session(ctx workflow.Context, in contracts.SessionInput) error {
+func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 	s := &session{m: sessionstate.New(in, workflow.GetInfo(ctx).TaskQueueName), reg: r.reg}
 	forked := s.m.Forked()
 	if forked {
@@ -198,7 +199,7 @@ func (s *session) install(ctx workflow.Context) error {
 // drain applies the reports that arrived but were not processed yet (before continue-as-new).
 func (s *session) drain(ctx workflow.Context) {
 	for {
-		var rep contracts.CheckpointReport
+		var rep protocol.CheckpointReport
 		if !s.reports.ReceiveAsync(&rep) {
 			return
 		}
@@ -258,14 +259,14 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		}
 	}
 	if s.m.Head() == nil {
-		s.m.StartSession(engine.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
+		s.m.StartSession(execution.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
 	}
 	// A new prompt supersedes the questions still open: their runs stop waiting.
 	for _, run := range s.m.PendingRuns() {
 		s.cancelRun(ctx, run)
 	}
 	s.m.ClearPending()
-	runID := engine.NewID(ctx, "run-")
+	runID := execution.NewID(ctx, "run-")
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
 		s.m.PromptNotStarted()
@@ -361,12 +362,12 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 
 // restore starts a run from a checkpoint taken while a question was open: it asks the question
 // again (with the tokens the checkpoint holds) and waits.
-func (s *session) restore(ctx workflow.Context, cp contracts.Checkpoint, runID string) (string, error) {
+func (s *session) restore(ctx workflow.Context, cp protocol.Checkpoint, runID string) (string, error) {
 	if err := sessionstate.CanRestore(cp); err != nil {
 		return "", err
 	}
 	if runID == "" {
-		runID = engine.NewID(ctx, "run-")
+		runID = execution.NewID(ctx, "run-")
 	}
 	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID)); err != nil {
 		return "", err
@@ -389,15 +390,15 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	src := s.m.ForkSource(req.CheckpointID)
 	ids := sessionstate.ForkIDs{Session: req.NewSessionID}
 	if ids.Session == "" {
-		ids.Session = engine.NewID(ctx, "session-")
+		ids.Session = execution.NewID(ctx, "session-")
 	}
-	ids.Checkpoint = engine.NewID(ctx, "cp-")
+	ids.Checkpoint = execution.NewID(ctx, "cp-")
 	for range src.ActivePendingRequests {
-		token, requestID := engine.NewRequestIDs(ctx)
+		token, requestID := execution.NewRequestIDs(ctx)
 		ids.Requests = append(ids.Requests, contracts.ReissuedRequest{Token: token, RequestID: requestID})
 	}
 	if len(src.ActivePendingRequests) > 0 {
-		ids.Run = engine.NewID(ctx, "run-")
+		ids.Run = execution.NewID(ctx, "run-")
 	}
 	fin, reissued := s.m.Fork(src, ids, workflow.Now(ctx))
 	opts := workflow.ChildWorkflowOptions{
@@ -423,7 +424,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		Reissued: reissued}, nil
 }
 
-func (s *session) startRun(ctx workflow.Context, runID, wf string, in contracts.RunInput) error {
+func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.RunStart) error {
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            runID,
 		TaskQueue:             s.m.In.RunTaskQueue,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -19,13 +20,13 @@ import (
 // sessionHarness runs the session workflow with stand-in runs: the test sends their reports.
 type sessionHarness struct {
 	*harness
-	runs []contracts.RunInput // the inputs of the runs the session started, in order
+	runs []protocol.RunStart // the inputs of the runs the session started, in order
 }
 
 func newSessionHarness(t *testing.T) *sessionHarness {
 	h := &sessionHarness{harness: newHarness(t, def("echo", map[string]workflows.NodeFunc{"n": returns(workflows.NodeResult{})}, "__start__>n"))}
 	h.env.OnWorkflow(contracts.RunWorkflowName, mock.Anything, mock.Anything).Return(
-		func(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
+		func(ctx workflow.Context, in protocol.RunStart) (contracts.RunResult, error) {
 			h.runs = append(h.runs, in)
 			return contracts.RunResult{}, nil
 		})
@@ -67,9 +68,8 @@ func (h *sessionHarness) firstTurnAsks(reportAt time.Duration) (*contracts.TurnS
 	started, refused := new(contracts.TurnStarted), new(error)
 	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, started, refused)
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: started.RunID, TurnEnded: true,
-			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo",
-				ActivePendingRequests: []contracts.PendingRequest{question1}}})
+		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
 	}, reportAt)
 	return started, refused
 }
@@ -85,11 +85,10 @@ func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
 	var busy contracts.SessionView
 	h.view(2*time.Second, &busy)
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, contracts.CheckpointReport{RunID: started.RunID, TurnEnded: true,
-			Checkpoint: &contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo",
-				ActivePendingRequests: []contracts.PendingRequest{question1}}})
+		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
 	}, 3*time.Second)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s", ContinueAsNewAfter: 2})
+	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 2})
 
 	require.NoError(t, refused)
 	require.Regexp(t, `^run-`, started.RunID)
@@ -106,12 +105,12 @@ func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "%v", h.env.GetWorkflowError())
 	require.Equal(t, contracts.SessionWorkflowName, can.WorkflowType.Name)
-	var next contracts.SessionInput
+	var next protocol.SessionStart
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, "cp-1", next.State.Head)
 	require.Nil(t, next.State.Active)
 	require.Equal(t, "alice", next.State.Owner)
-	require.Equal(t, contracts.PendingTurn{Request: question1, RunID: started.RunID, CheckpointID: "cp-1"}, next.State.Pending["tok-1"])
+	require.Equal(t, protocol.PendingTurn{Request: question1, RunID: started.RunID, CheckpointID: "cp-1"}, next.State.Pending["tok-1"])
 	require.Len(t, next.State.Checkpoints, 2)
 }
 

@@ -15,8 +15,9 @@ const module = "github.com/kortyx-go/kortyx"
 var workflowSide = []string{
 	module + "/contracts",
 	module + "/hooks",
-	module + "/internal/engine",
+	module + "/internal/execution",
 	module + "/internal/jsonstream",
+	module + "/internal/protocol",
 	module + "/internal/sessionstate",
 	module + "/workflows",
 }
@@ -45,7 +46,7 @@ var notImported = []string{"net/http", "net/http/httptest", "go.temporal.io/sdk/
 // The client package holds no workflow code.
 func TestClientPackageHoldsNoWorkflowCode(t *testing.T) {
 	imports := goList(t, "-f", `{{join .Imports " "}}`, module)
-	for _, imp := range []string{"go.temporal.io/sdk/workflow", module + "/internal/engine", module + "/hooks", module + "/workflows"} {
+	for _, imp := range []string{"go.temporal.io/sdk/workflow", module + "/internal/execution", module + "/hooks", module + "/workflows"} {
 		if slices.Contains(imports, imp) {
 			t.Errorf("the client package %s imports %s", module, imp)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/testagents"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -167,7 +168,7 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	ctx := context.Background()
 	session := "s-" + taskQueue(t)
 	first, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contracts.SessionWorkflowID(session), TaskQueue: e.tq},
-		contracts.SessionWorkflowName, contracts.SessionInput{SessionID: session, MaxCheckpoints: 3, ContinueAsNewAfter: 3})
+		contracts.SessionWorkflowName, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: session, MaxCheckpoints: 3}, ContinueAsNewAfter: 3})
 	require.NoError(t, err)
 
 	var last contracts.Chunk

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/engine"
+	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -20,7 +21,7 @@ type RollbackPlan struct {
 	// Noop is set when the checkpoint is the last one: nothing is discarded or committed.
 	Noop      bool
 	idx       int
-	target    contracts.Checkpoint
+	target    protocol.Checkpoint
 	cancelled map[string]bool
 }
 
@@ -76,10 +77,10 @@ func (m *Machine) PendingCancels(plan *RollbackPlan) []string {
 // checkpoints and the turns they ended are dropped (their clientTurnIds may run again). It
 // returns the head when it holds open questions, which a run restored from it asks again
 // ([Machine.RestoreInput]).
-func (m *Machine) CommitRollback(plan RollbackPlan) *contracts.Checkpoint {
+func (m *Machine) CommitRollback(plan RollbackPlan) *protocol.Checkpoint {
 	target := plan.target
-	m.State.Pending = map[string]contracts.PendingTurn{}
-	m.State.Checkpoints = append([]contracts.Checkpoint(nil), m.State.Checkpoints[:plan.idx+1]...)
+	m.State.Pending = map[string]protocol.PendingTurn{}
+	m.State.Checkpoints = append([]protocol.Checkpoint(nil), m.State.Checkpoints[:plan.idx+1]...)
 	m.State.Head, m.State.NextTurn = target.ID, target.TurnIndex+1
 	kept := m.State.Recent[:0]
 	for _, t := range m.State.Recent {
@@ -95,7 +96,7 @@ func (m *Machine) CommitRollback(plan RollbackPlan) *contracts.Checkpoint {
 }
 
 // CanRestore checks that cp still holds the state to restore its open questions from.
-func CanRestore(cp contracts.Checkpoint) error {
+func CanRestore(cp protocol.Checkpoint) error {
 	if cp.Snapshot == nil {
 		return contracts.Errorf(contracts.CodeResumeFailed, "Checkpoint %q no longer holds the state to restore its open question.", cp.ID)
 	}
@@ -104,16 +105,16 @@ func CanRestore(cp contracts.Checkpoint) error {
 
 // RestoreInput is the input of run that restores cp (taken while a question was open): it asks
 // the question again, with the tokens cp holds, and waits.
-func (m *Machine) RestoreInput(cp contracts.Checkpoint, sessionWorkflowID string) contracts.RunInput {
-	return contracts.RunInput{Workflow: cp.Workflow, SessionID: m.In.SessionID, Snapshot: cp.Snapshot,
-		Session: &contracts.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID,
+func (m *Machine) RestoreInput(cp protocol.Checkpoint, sessionWorkflowID string) protocol.RunStart {
+	return protocol.RunStart{RunInput: contracts.RunInput{Workflow: cp.Workflow, SessionID: m.In.SessionID}, Snapshot: cp.Snapshot,
+		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID,
 			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests}}
 }
 
 // Reopen opens cp's questions again, asked by run (restored from cp).
-func (m *Machine) Reopen(cp contracts.Checkpoint, run string) {
+func (m *Machine) Reopen(cp protocol.Checkpoint, run string) {
 	for _, p := range cp.ActivePendingRequests {
-		m.State.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: run, CheckpointID: cp.ID}
+		m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: run, CheckpointID: cp.ID}
 	}
 }
 
@@ -130,8 +131,8 @@ func (m *Machine) CheckFork(req contracts.ForkRequest) error {
 }
 
 // ForkSource is the checkpoint a checked fork request copies.
-func (m *Machine) ForkSource(id string) contracts.Checkpoint {
-	var src contracts.Checkpoint
+func (m *Machine) ForkSource(id string) protocol.Checkpoint {
+	var src protocol.Checkpoint
 	for _, cp := range m.State.Checkpoints {
 		if cp.ID == id {
 			src = cp
@@ -154,8 +155,8 @@ type ForkIDs struct {
 // request id of ids.Requests (their From fields are filled in here), and is asked again in the
 // new session by run ids.Run, restored from the copy. It returns the new session's input and
 // the reissued questions.
-func (m *Machine) Fork(src contracts.Checkpoint, ids ForkIDs, now time.Time) (contracts.SessionInput, []contracts.ReissuedRequest) {
-	cp := engine.Clone(src)
+func (m *Machine) Fork(src protocol.Checkpoint, ids ForkIDs, now time.Time) (protocol.SessionStart, []contracts.ReissuedRequest) {
+	cp := execution.Clone(src)
 	cp.ID, cp.SessionID, cp.ParentCheckpointID = ids.Checkpoint, ids.Session, ""
 	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = m.In.SessionID, src.ID, now
 	cp.Effects.InterruptTokens = []string{}
@@ -168,11 +169,11 @@ func (m *Machine) Fork(src contracts.Checkpoint, ids ForkIDs, now time.Time) (co
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
 		if cp.Snapshot != nil {
-			engine.RewritePending(cp.Snapshot, old, p)
+			execution.RewritePending(cp.Snapshot, old, p)
 		}
 	}
-	return contracts.SessionInput{
-		SessionID: ids.Session, MaxCheckpoints: m.In.MaxCheckpoints, RunTaskQueue: m.In.RunTaskQueue,
+	return protocol.SessionStart{
+		SessionInput:    contracts.SessionInput{SessionID: ids.Session, MaxCheckpoints: m.In.MaxCheckpoints, RunTaskQueue: m.In.RunTaskQueue},
 		ParentSessionID: m.In.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: ids.Run, Owner: m.State.Owner}, reissued
 }
 
@@ -186,10 +187,10 @@ func (m *Machine) ContinueAsNewDue(suggested bool, events int) bool {
 
 // Carry is the input the session continues as new with: its state, under [MaxPayload] by
 // dropping the snapshots of the oldest checkpoints (never the head's).
-func (m *Machine) Carry() contracts.SessionInput {
+func (m *Machine) Carry() protocol.SessionStart {
 	next := m.In
 	next.Initial, next.InitialRunID = nil, ""
-	st := engine.Clone(m.State)
+	st := execution.Clone(m.State)
 	for i := 0; i < len(st.Checkpoints); i++ {
 		b, err := json.Marshal(st)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -25,11 +26,11 @@ const maxEarlyReports = 16
 // Machine is one session's state and the transitions over it.
 type Machine struct {
 	// In is the session's input, with its defaults applied (see [New]).
-	In contracts.SessionInput
+	In protocol.SessionStart
 	// State is the durable state (carried across continue-as-new).
-	State contracts.SessionState
+	State protocol.SessionState
 	// Resumed is the question the active answer turn claimed (given back by [Machine.Abort]).
-	Resumed *contracts.PendingTurn
+	Resumed *protocol.PendingTurn
 	// Validating is set while an update validator runs: "a turn is active" is not decided
 	// there (the reports that arrived before the request are applied by the handlers).
 	Validating bool
@@ -37,7 +38,7 @@ type Machine struct {
 
 // New returns the machine of a session started (or continued) with in; taskQueue is the
 // session's own task queue, the default for its runs.
-func New(in contracts.SessionInput, taskQueue string) *Machine {
+func New(in protocol.SessionStart, taskQueue string) *Machine {
 	m := &Machine{In: in}
 	if in.State != nil {
 		m.State = *in.State
@@ -45,7 +46,7 @@ func New(in contracts.SessionInput, taskQueue string) *Machine {
 		m.State.Owner = in.Owner // a fork belongs to its source's owner
 	}
 	if m.State.Pending == nil {
-		m.State.Pending = map[string]contracts.PendingTurn{}
+		m.State.Pending = map[string]protocol.PendingTurn{}
 	}
 	if in.MaxCheckpoints <= 0 {
 		m.In.MaxCheckpoints = contracts.DefaultMaxCheckpoints
@@ -64,12 +65,12 @@ func (m *Machine) Forked() bool { return m.In.State == nil && m.In.Initial != ni
 // started (the copy has open questions).
 func (m *Machine) StartForked() bool {
 	cp := *m.In.Initial
-	m.State.Checkpoints = []contracts.Checkpoint{cp}
+	m.State.Checkpoints = []protocol.Checkpoint{cp}
 	m.State.Head = cp.ID
 	m.State.NextTurn = cp.TurnIndex + 1
 	if m.In.InitialRunID != "" {
 		for _, p := range cp.ActivePendingRequests {
-			m.State.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: m.In.InitialRunID, CheckpointID: cp.ID}
+			m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: m.In.InitialRunID, CheckpointID: cp.ID}
 		}
 	}
 	return len(cp.ActivePendingRequests) > 0
@@ -104,7 +105,7 @@ func (m *Machine) Checkpoint(id string) contracts.Checkpoint {
 }
 
 // Head returns the head checkpoint (nil: none yet).
-func (m *Machine) Head() *contracts.Checkpoint {
+func (m *Machine) Head() *protocol.Checkpoint {
 	for i := range m.State.Checkpoints {
 		if m.State.Checkpoints[i].ID == m.State.Head {
 			return &m.State.Checkpoints[i]
@@ -211,9 +212,9 @@ func (m *Machine) Claim(owner string) bool {
 // StartSession adds the "session start" checkpoint a session's first turn starts from
 // (spec F5.3), when there is no head yet; id and now are its id and time.
 func (m *Machine) StartSession(id string, now time.Time, wf string) {
-	m.append(contracts.Checkpoint{ID: id, SessionID: m.In.SessionID, TurnIndex: 0, CreatedAt: now,
+	m.append(protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: id, SessionID: m.In.SessionID, TurnIndex: 0, CreatedAt: now,
 		Workflow: wf, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
-		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}})
+		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}})
 }
 
 // PendingRuns are the runs of the open questions, one per question in token order (a new
@@ -228,22 +229,22 @@ func (m *Machine) PendingRuns() []string {
 
 // ClearPending forgets the open questions (they stay in their checkpoints, where a rollback
 // can ask them again).
-func (m *Machine) ClearPending() { m.State.Pending = map[string]contracts.PendingTurn{} }
+func (m *Machine) ClearPending() { m.State.Pending = map[string]protocol.PendingTurn{} }
 
 // StartPrompt makes the prompt turn of run runID active (before its run starts: a fast run can
 // report its end in the same workflow task that sees it started, and that report must find
 // its turn) and returns the run's input. sessionWorkflowID is the session's workflow id, to
 // which the run reports. The head must exist ([Machine.StartSession]).
-func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowID string, now time.Time) (wf string, in contracts.RunInput, started contracts.TurnStarted) {
+func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowID string, now time.Time) (wf string, in protocol.RunStart, started contracts.TurnStarted) {
 	head := m.Head()
 	wf = req.Workflow
 	if strings.TrimSpace(wf) == "" {
 		wf = head.Workflow
 	}
 	turn := head.TurnIndex + 1
-	in = contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits,
+	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits},
 		Prior:   head.Snapshot,
-		Session: &contracts.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
+		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
 	m.State.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now}
 	return wf, in, contracts.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
 }
@@ -253,13 +254,13 @@ func (m *Machine) PromptNotStarted() { m.State.Active = nil }
 
 // CheckResume finds the open question an answer turn claims; it returns the turn to re-attach
 // to when the same clientTurnId answered the same question already.
-func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (contracts.PendingTurn, *contracts.TurnStarted, error) {
+func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (protocol.PendingTurn, *contracts.TurnStarted, error) {
 	if t, ended := m.again(req.ClientTurnID, KindAnswer, req.Token, req.Reconnect); t != nil {
 		ts := m.reattached(t, ended)
-		return contracts.PendingTurn{}, &ts, nil
+		return protocol.PendingTurn{}, &ts, nil
 	}
 	if m.busyNow() {
-		return contracts.PendingTurn{}, nil, m.busy()
+		return protocol.PendingTurn{}, nil, m.busy()
 	}
 	p, ok := m.State.Pending[req.Token]
 	if !ok || strings.TrimSpace(req.Token) == "" {
@@ -276,7 +277,7 @@ func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (contracts.Pendin
 // Resume makes the answer turn of question p (found by [Machine.CheckResume]) active; the
 // question is no longer open. Its run's reports that arrived early are applied next
 // ([Machine.ApplyEarly]).
-func (m *Machine) Resume(req contracts.ResumeTurnRequest, p contracts.PendingTurn, now time.Time) contracts.TurnStarted {
+func (m *Machine) Resume(req contracts.ResumeTurnRequest, p protocol.PendingTurn, now time.Time) contracts.TurnStarted {
 	delete(m.State.Pending, req.Token)
 	claimed := p
 	m.Resumed = &claimed
@@ -326,7 +327,7 @@ func (m *Machine) Stopped(a *contracts.ActiveTurn) {
 // is kept until it is ([Machine.ApplyEarly]). The report of the run of an open question that
 // was answered on the run itself (not through a turn of the session) is that answer's turn
 // when answeredOnRun (the version gate; asked only then) allows it.
-func (m *Machine) Apply(rep contracts.CheckpointReport, now time.Time, answeredOnRun func() bool) bool {
+func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOnRun func() bool) bool {
 	changed := false
 	if rep.Closed {
 		for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
@@ -349,7 +350,7 @@ func (m *Machine) Apply(rep contracts.CheckpointReport, now time.Time, answeredO
 	if a == nil || a.RunID != rep.RunID {
 		m.State.Early = append(m.State.Early, rep)
 		if n := len(m.State.Early); n > maxEarlyReports {
-			m.State.Early = append([]contracts.CheckpointReport(nil), m.State.Early[n-maxEarlyReports:]...)
+			m.State.Early = append([]protocol.CheckpointReport(nil), m.State.Early[n-maxEarlyReports:]...)
 		}
 		return changed
 	}
@@ -357,7 +358,7 @@ func (m *Machine) Apply(rep contracts.CheckpointReport, now time.Time, answeredO
 		a.Committed = true
 		m.append(*cp)
 		for _, p := range cp.ActivePendingRequests {
-			m.State.Pending[p.Token] = contracts.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
+			m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
 		}
 	}
 	if rep.TurnEnded {
@@ -369,7 +370,7 @@ func (m *Machine) Apply(rep contracts.CheckpointReport, now time.Time, answeredO
 
 // ApplyEarly applies the reports of run that arrived before its turn was active.
 func (m *Machine) ApplyEarly(run string, now time.Time, answeredOnRun func() bool) bool {
-	var mine []contracts.CheckpointReport
+	var mine []protocol.CheckpointReport
 	kept := m.State.Early[:0]
 	for _, rep := range m.State.Early {
 		if rep.RunID == run {
@@ -397,12 +398,12 @@ func (m *Machine) owns(run string) bool {
 }
 
 // append commits cp as the head and prunes the oldest checkpoints beyond In.MaxCheckpoints.
-func (m *Machine) append(cp contracts.Checkpoint) {
+func (m *Machine) append(cp protocol.Checkpoint) {
 	m.State.Checkpoints = append(m.State.Checkpoints, cp)
 	m.State.Head = cp.ID
 	m.State.NextTurn = cp.TurnIndex + 1
 	if n := len(m.State.Checkpoints); n > m.In.MaxCheckpoints {
-		m.State.Checkpoints = append([]contracts.Checkpoint(nil), m.State.Checkpoints[n-m.In.MaxCheckpoints:]...)
+		m.State.Checkpoints = append([]protocol.Checkpoint(nil), m.State.Checkpoints[n-m.In.MaxCheckpoints:]...)
 	}
 }
 

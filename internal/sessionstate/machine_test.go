@@ -1,11 +1,13 @@
 package sessionstate
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,17 +23,20 @@ func question(token string) contracts.PendingRequest {
 }
 
 // checkpoint is a checkpoint of run at turn asking questions.
-func checkpoint(id, run string, turn int, questions ...contracts.PendingRequest) contracts.Checkpoint {
+func checkpoint(id, run string, turn int, questions ...contracts.PendingRequest) protocol.Checkpoint {
 	if questions == nil {
 		questions = []contracts.PendingRequest{}
 	}
-	return contracts.Checkpoint{ID: id, SessionID: "s1", RunID: run, TurnIndex: turn, CreatedAt: t0, Workflow: "wf", Nodes: []string{"n"},
-		ActivePendingRequests: questions, Snapshot: &contracts.RunSnapshot{NextNode: "n-" + id},
-		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{"st-" + id}, InterruptTokens: []string{}}}
+	return protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: id, SessionID: "s1", RunID: run, TurnIndex: turn, CreatedAt: t0, Workflow: "wf", Nodes: []string{"n"},
+		ActivePendingRequests: questions,
+		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: []string{"st-" + id}, InterruptTokens: []string{}}},
+		Snapshot: &protocol.RunSnapshot{NextNode: "n-" + id}}
 }
 
 // fresh is a new session.
-func fresh() *Machine { return New(contracts.SessionInput{SessionID: "s1"}, "q") }
+func fresh() *Machine {
+	return New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}}, "q")
+}
 
 // prompted is a session whose first prompt turn (run-1, clientTurnId c1) is active.
 func prompted(t *testing.T) *Machine {
@@ -48,32 +53,31 @@ func asked(t *testing.T) *Machine {
 	t.Helper()
 	m := prompted(t)
 	cp := checkpoint("cp-1", "run-1", 1, question("tok"))
-	require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+	require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 	return m
 }
 
 func TestNew(t *testing.T) {
 	tests := []struct {
 		name  string
-		in    contracts.SessionInput
+		in    protocol.SessionStart
 		check func(t *testing.T, m *Machine)
 	}{
-		{"defaults", contracts.SessionInput{SessionID: "s1"}, func(t *testing.T, m *Machine) {
+		{"defaults", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}}, func(t *testing.T, m *Machine) {
 			require.Equal(t, contracts.DefaultMaxCheckpoints, m.In.MaxCheckpoints)
 			require.Equal(t, "q", m.In.RunTaskQueue)
 			require.NotNil(t, m.State.Pending)
 			require.True(t, m.Empty())
 			require.False(t, m.Forked())
 		}},
-		{"explicit settings kept", contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 3, RunTaskQueue: "runs"}, func(t *testing.T, m *Machine) {
+		{"explicit settings kept", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 3, RunTaskQueue: "runs"}}, func(t *testing.T, m *Machine) {
 			require.Equal(t, 3, m.In.MaxCheckpoints)
 			require.Equal(t, "runs", m.In.RunTaskQueue)
 		}},
-		{"a fork belongs to its source's owner", contracts.SessionInput{SessionID: "s1", Owner: "alice"}, func(t *testing.T, m *Machine) {
+		{"a fork belongs to its source's owner", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Owner: "alice"}, func(t *testing.T, m *Machine) {
 			require.Equal(t, "alice", m.State.Owner)
 		}},
-		{"continued state is carried, not the input's owner", contracts.SessionInput{SessionID: "s1", Owner: "bob",
-			State: &contracts.SessionState{Owner: "alice", Head: "cp-1", NextTurn: 2}}, func(t *testing.T, m *Machine) {
+		{"continued state is carried, not the input's owner", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Owner: "bob", State: &protocol.SessionState{Owner: "alice", Head: "cp-1", NextTurn: 2}}, func(t *testing.T, m *Machine) {
 			require.Equal(t, "alice", m.State.Owner)
 			require.Equal(t, "cp-1", m.State.Head)
 			require.NotNil(t, m.State.Pending)
@@ -87,7 +91,7 @@ func TestNew(t *testing.T) {
 func TestStartForked(t *testing.T) {
 	t.Run("open questions are asked by the initial run", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 4, question("t1"), question("t2"))
-		m := New(contracts.SessionInput{SessionID: "s2", Initial: &cp, InitialRunID: "run-f"}, "q")
+		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2"}, Initial: &cp, InitialRunID: "run-f"}, "q")
 		require.True(t, m.Forked())
 		require.True(t, m.StartForked())
 		require.Equal(t, "cp-f", m.State.Head)
@@ -97,7 +101,7 @@ func TestStartForked(t *testing.T) {
 	})
 	t.Run("no open questions: nothing to restore", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 4)
-		m := New(contracts.SessionInput{SessionID: "s2", Initial: &cp}, "q")
+		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2"}, Initial: &cp}, "q")
 		require.False(t, m.StartForked())
 		require.Empty(t, m.State.Pending)
 		require.False(t, m.Empty())
@@ -180,7 +184,7 @@ func TestStartPrompt(t *testing.T) {
 		wf, in, started := m.StartPrompt(contracts.TurnRequest{Workflow: "wf", ClientTurnID: "c1", Input: []byte(`"hi"`)}, "run-1", wfID, t0)
 		require.Equal(t, "wf", wf)
 		require.Equal(t, contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1}, started)
-		require.Equal(t, &contracts.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 1, ParentCheckpointID: "cp-0"}, in.Session)
+		require.Equal(t, &protocol.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 1, ParentCheckpointID: "cp-0"}, in.Session)
 		require.Nil(t, in.Prior)
 		require.Equal(t, &contracts.ActiveTurn{RunID: "run-1", TurnIndex: 1, ClientTurnID: "c1", Kind: KindPrompt, Since: t0}, m.State.Active)
 	})
@@ -270,7 +274,7 @@ func TestResumeAndAbort(t *testing.T) {
 	t.Run("abort after the answer's turn ended changes nothing", func(t *testing.T) {
 		m := resumed(t)
 		cp := checkpoint("cp-2", "run-1", 2)
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 		require.False(t, m.Abort("run-1"))
 		require.Empty(t, m.State.Pending)
 	})
@@ -283,20 +287,20 @@ func TestApply(t *testing.T) {
 		require.Equal(t, "cp-1", m.State.Head)
 		require.Equal(t, 2, m.State.NextTurn)
 		require.Len(t, m.State.Checkpoints, 2)
-		require.Equal(t, contracts.PendingTurn{Request: question("tok"), RunID: "run-1", CheckpointID: "cp-1"}, m.State.Pending["tok"])
+		require.Equal(t, protocol.PendingTurn{Request: question("tok"), RunID: "run-1", CheckpointID: "cp-1"}, m.State.Pending["tok"])
 		require.Len(t, m.State.Recent, 1)
 		require.True(t, m.State.Recent[0].Committed)
 	})
 	t.Run("a checkpoint without the turn's end keeps the turn", func(t *testing.T) {
 		m := prompted(t)
 		cp := checkpoint("cp-1", "run-1", 1)
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp}, t0, yes))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp}, t0, yes))
 		require.True(t, m.State.Active.Committed)
 		require.Equal(t, "cp-1", m.State.Head)
 	})
 	t.Run("a turn that ends without a checkpoint commits nothing", func(t *testing.T) {
 		m := prompted(t)
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", TurnEnded: true, Closed: true}, t0, yes))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", TurnEnded: true, Closed: true}, t0, yes))
 		require.Nil(t, m.State.Active)
 		require.Equal(t, "cp-0", m.State.Head)
 		require.False(t, m.State.Recent[0].Committed)
@@ -305,9 +309,9 @@ func TestApply(t *testing.T) {
 		m := asked(t)
 		m.ClearPending()
 		cp := checkpoint("cp-2", "run-2", 2)
-		rep := contracts.CheckpointReport{RunID: "run-2", Checkpoint: &cp, TurnEnded: true}
+		rep := protocol.CheckpointReport{RunID: "run-2", Checkpoint: &cp, TurnEnded: true}
 		require.False(t, m.Apply(rep, t0, yes))
-		require.Equal(t, []contracts.CheckpointReport{rep}, m.State.Early)
+		require.Equal(t, []protocol.CheckpointReport{rep}, m.State.Early)
 		require.Equal(t, "cp-1", m.State.Head)
 		m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
 		require.True(t, m.ApplyEarly("run-2", t0, yes))
@@ -319,7 +323,7 @@ func TestApply(t *testing.T) {
 		// run-1's end and the next prompt are delivered together; the handler drains first.
 		m := prompted(t)
 		cp := checkpoint("cp-1", "run-1", 1)
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 		_, err := m.CheckStart(contracts.TurnRequest{Owner: "alice"})
 		require.NoError(t, err)
 		_, _, started := m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
@@ -331,7 +335,7 @@ func TestApply(t *testing.T) {
 		// task before the claim's handler runs. Without an answered-on-run gate it waits.
 		m := asked(t)
 		cp := checkpoint("cp-2", "run-1", 2)
-		rep := contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}
+		rep := protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}
 		require.False(t, m.Apply(rep, t0, func() bool { return false }))
 		require.Len(t, m.State.Early, 1)
 		req := contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}
@@ -347,7 +351,7 @@ func TestApply(t *testing.T) {
 		cp := checkpoint("cp-2", "run-1", 2, question("tok2"))
 		asks := 0
 		gate := func() bool { asks++; return true }
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp}, t0, gate))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp}, t0, gate))
 		require.Equal(t, 1, asks)
 		require.Equal(t, &contracts.ActiveTurn{RunID: "run-1", TurnIndex: 2, Kind: KindAnswer, Since: t0, Committed: true}, m.State.Active)
 		require.Equal(t, "cp-2", m.State.Head)
@@ -358,26 +362,26 @@ func TestApply(t *testing.T) {
 		m := prompted(t)
 		gate := func() bool { t.Fatal("gate asked"); return false }
 		cp := checkpoint("cp-1", "run-1", 1)
-		m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, gate)
-		m.Apply(contracts.CheckpointReport{RunID: "run-x", Checkpoint: &cp}, t0, gate)
+		m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, gate)
+		m.Apply(protocol.CheckpointReport{RunID: "run-x", Checkpoint: &cp}, t0, gate)
 	})
 	t.Run("a stale run's report is never applied", func(t *testing.T) {
 		m := asked(t)
 		cp := checkpoint("cp-x", "run-old", 5)
-		require.False(t, m.Apply(contracts.CheckpointReport{RunID: "run-old", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+		require.False(t, m.Apply(protocol.CheckpointReport{RunID: "run-old", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 		require.Equal(t, "cp-1", m.State.Head)
 		require.Len(t, m.State.Early, 1)
 	})
 	t.Run("a closed run's questions are no longer open", func(t *testing.T) {
 		m := asked(t)
-		require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Closed: true}, t0, yes))
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Closed: true}, t0, yes))
 		require.Empty(t, m.State.Pending)
 		require.True(t, m.Empty() == false)
 	})
 	t.Run("early reports are bounded", func(t *testing.T) {
 		m := asked(t)
 		for i := 0; i < maxEarlyReports+4; i++ {
-			m.Apply(contracts.CheckpointReport{RunID: "run-" + strings.Repeat("x", i+1)}, t0, yes)
+			m.Apply(protocol.CheckpointReport{RunID: "run-" + strings.Repeat("x", i+1)}, t0, yes)
 		}
 		require.Len(t, m.State.Early, maxEarlyReports)
 		require.Equal(t, "run-xxxxx", m.State.Early[0].RunID, "the oldest are dropped")
@@ -403,14 +407,14 @@ func TestStop(t *testing.T) {
 	t.Run("a report that arrives first ends the turn: nothing to stop", func(t *testing.T) {
 		m := prompted(t)
 		cp := checkpoint("cp-1", "run-1", 1)
-		m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes)
+		m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes)
 		require.Nil(t, m.Stoppable(""))
 		require.Equal(t, "cp-1", m.State.Head)
 	})
 	t.Run("a report after the stop is stale", func(t *testing.T) {
 		m := stopped(t)
 		cp := checkpoint("cp-1", "run-1", 1)
-		require.False(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+		require.False(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 		require.Equal(t, "cp-0", m.State.Head)
 		require.Nil(t, m.State.Active)
 	})
@@ -429,7 +433,7 @@ func twoTurns(t *testing.T) *Machine {
 	t.Helper()
 	m := resumed(t)
 	cp := checkpoint("cp-2", "run-1", 2, question("tok2"))
-	require.True(t, m.Apply(contracts.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+	require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
 	return m
 }
 
@@ -452,15 +456,15 @@ func TestRollback(t *testing.T) {
 		require.Equal(t, "c1", m.State.Recent[0].ClientTurnID)
 		require.NotNil(t, target, "cp-1 asks tok again")
 		in := m.RestoreInput(*target, wfID)
-		require.Equal(t, &contracts.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 2, ParentCheckpointID: "cp-1",
+		require.Equal(t, &protocol.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 2, ParentCheckpointID: "cp-1",
 			Restore: true, Expect: []contracts.PendingRequest{question("tok")}}, in.Session)
 		m.Reopen(*target, "run-r")
 		require.Equal(t, []string{"run-r"}, m.PendingRuns())
 	})
 	t.Run("open questions of other runs are cancelled once each", func(t *testing.T) {
 		m := twoTurns(t)
-		m.State.Pending["tok3"] = contracts.PendingTurn{Request: question("tok3"), RunID: "run-9"}
-		m.State.Pending["tok4"] = contracts.PendingTurn{Request: question("tok4"), RunID: "run-9"}
+		m.State.Pending["tok3"] = protocol.PendingTurn{Request: question("tok3"), RunID: "run-9"}
+		m.State.Pending["tok4"] = protocol.PendingTurn{Request: question("tok4"), RunID: "run-9"}
 		plan, err := m.PlanRollback("cp-0")
 		require.NoError(t, err)
 		require.Equal(t, []string{"run-1"}, plan.Cancel)
@@ -534,23 +538,25 @@ func TestFork(t *testing.T) {
 		require.Equal(t, at, cp.CreatedAt)
 		require.Equal(t, []string{"new-tok"}, cp.Effects.InterruptTokens)
 		require.Equal(t, "new-tok", cp.ActivePendingRequests[0].Token)
-		require.Equal(t, contracts.SessionInput{SessionID: "s2", MaxCheckpoints: contracts.DefaultMaxCheckpoints, RunTaskQueue: "q",
-			ParentSessionID: "s1", ForkedFrom: "cp-2", Initial: cp, InitialRunID: "run-n", Owner: "alice"}, fin)
+		require.Equal(t, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2", MaxCheckpoints: contracts.DefaultMaxCheckpoints, RunTaskQueue: "q"}, ParentSessionID: "s1", ForkedFrom: "cp-2", Initial: cp, InitialRunID: "run-n", Owner: "alice"}, fin)
 		require.Equal(t, "tok2", m.ForkSource("cp-2").ActivePendingRequests[0].Token, "the source is unchanged")
 	})
 }
 
 func TestPrune(t *testing.T) {
-	m := New(contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 2}, "q")
+	m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 2}}, "q")
 	m.StartSession("cp-0", t0, "wf")
 	for i, run := range []string{"run-1", "run-2"} {
 		m.StartPrompt(contracts.TurnRequest{}, run, wfID, t0)
 		cp := checkpoint("cp-"+run, run, i+1)
-		m.Apply(contracts.CheckpointReport{RunID: run, Checkpoint: &cp, TurnEnded: true}, t0, yes)
+		m.Apply(protocol.CheckpointReport{RunID: run, Checkpoint: &cp, TurnEnded: true}, t0, yes)
 	}
 	require.Equal(t, []string{"cp-run-1", "cp-run-2"}, []string{m.State.Checkpoints[0].ID, m.State.Checkpoints[1].ID})
 	require.Equal(t, contracts.Checkpoint{}, m.Checkpoint("cp-0"))
-	require.Nil(t, m.Checkpoint("cp-run-2").Snapshot, "the public checkpoint has no snapshot")
+	public, err := json.Marshal(m.Checkpoint("cp-run-2"))
+	require.NoError(t, err)
+	require.NotContains(t, string(public), `"snapshot"`, "the public checkpoint has no snapshot")
+	require.NotNil(t, m.State.Checkpoints[1].Snapshot, "the session keeps it")
 	require.Equal(t, 3, m.State.NextTurn)
 }
 
@@ -575,7 +581,7 @@ func TestContinueAsNew(t *testing.T) {
 	}
 	t.Run("carries the state, not the fork's start", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 1)
-		m := New(contracts.SessionInput{SessionID: "s1", Initial: &cp, InitialRunID: "run-f"}, "q")
+		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Initial: &cp, InitialRunID: "run-f"}, "q")
 		m.StartForked()
 		next := m.Carry()
 		require.Nil(t, next.Initial)
@@ -587,12 +593,12 @@ func TestContinueAsNew(t *testing.T) {
 		m := asked(t)
 		big := strings.Repeat("x", MaxPayload/2)
 		for i := range m.State.Checkpoints {
-			m.State.Checkpoints[i].Snapshot = &contracts.RunSnapshot{NextNode: big}
+			m.State.Checkpoints[i].Snapshot = &protocol.RunSnapshot{NextNode: big}
 		}
 		cp := checkpoint("cp-2", "run-2", 2)
-		cp.Snapshot = &contracts.RunSnapshot{NextNode: big}
+		cp.Snapshot = &protocol.RunSnapshot{NextNode: big}
 		m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
-		m.Apply(contracts.CheckpointReport{RunID: "run-2", Checkpoint: &cp, TurnEnded: true}, t0, yes)
+		m.Apply(protocol.CheckpointReport{RunID: "run-2", Checkpoint: &cp, TurnEnded: true}, t0, yes)
 		st := m.Carry().State
 		require.Nil(t, st.Checkpoints[0].Snapshot)
 		require.Nil(t, st.Checkpoints[1].Snapshot)

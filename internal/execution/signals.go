@@ -1,4 +1,4 @@
-package engine
+package execution
 
 import "go.temporal.io/sdk/workflow"
 

@@ -1,4 +1,4 @@
-package engine
+package execution
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -55,7 +56,9 @@ func errClosed(hook, node string) error {
 // node runs again right after itself (retry, self-loop); A→B→A starts A fresh (spec F3.0).
 func (r *Run) BeginNode(node string) {
 	r.Node = node
-	r.turn.touch(node)
+	if r.session != nil {
+		r.session.Touched(node)
+	}
 	r.Snap.Activations++
 	h := &r.Snap.Hooks
 	if h.NodeID != node {
@@ -108,15 +111,15 @@ func (s *Scope) key(kind, id string) (string, error) {
 	return kind + keyNth + strconv.Itoa(n), nil
 }
 
-func (s *Scope) journal(key string) (contracts.JournalEntry, bool) {
+func (s *Scope) journal(key string) (protocol.JournalEntry, bool) {
 	e, ok := s.run.Snap.Hooks.Journal[key]
 	return e, ok
 }
 
-func (s *Scope) record(key string, e contracts.JournalEntry) {
+func (s *Scope) record(key string, e protocol.JournalEntry) {
 	h := &s.run.Snap.Hooks
 	if h.Journal == nil {
-		h.Journal = map[string]contracts.JournalEntry{}
+		h.Journal = map[string]protocol.JournalEntry{}
 	}
 	h.Journal[key] = e
 }
@@ -206,7 +209,7 @@ func (s *Scope) Structured(ctx workflow.Context, c contracts.Chunk) (string, err
 		return c.StreamID, nil
 	}
 	s.run.Emit(c)
-	s.record(key, contracts.JournalEntry{Kind: entryStructured, Value: body, At: workflow.Now(ctx)})
+	s.record(key, protocol.JournalEntry{Kind: entryStructured, Value: body, At: workflow.Now(ctx)})
 	return c.StreamID, nil
 }
 
@@ -244,12 +247,12 @@ func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in cont
 		}
 		// Recorded before waiting, so that a checkpoint taken while waiting lets a restored run
 		// ask this question again under the same token.
-		s.record(key, contracts.JournalEntry{Kind: entryPending, Value: contracts.RawJSON(req), At: req.CreatedAt})
+		s.record(key, protocol.JournalEntry{Kind: entryPending, Value: contracts.RawJSON(req), At: req.CreatedAt})
 	}
 	ans, err := s.run.Ask(ctx, req, responseSchema)
 	if err != nil {
 		return contracts.Answer{}, err
 	}
-	s.record(key, contracts.JournalEntry{Kind: entryInterrupt, Answer: &ans, At: workflow.Now(ctx)})
+	s.record(key, protocol.JournalEntry{Kind: entryInterrupt, Answer: &ans, At: workflow.Now(ctx)})
 	return ans, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package execution
 
 // Journal entry kinds and key formats. Journals are persisted in run snapshots — session
 // checkpoints, continue-as-new inputs, workflow histories — and read back by node retries,

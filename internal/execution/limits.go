@@ -1,9 +1,10 @@
-package engine
+package execution
 
 import (
 	"fmt"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -13,7 +14,7 @@ func (r *Run) SetLimits(l contracts.Limits) {
 	if r.Snap.Budget != nil || l == (contracts.Limits{}) {
 		return
 	}
-	r.Snap.Budget = &contracts.Budget{Limits: l}
+	r.Snap.Budget = &protocol.Budget{Limits: l}
 }
 
 // limits returns the limits that bind the run (a child is bound by its root's).
@@ -66,12 +67,12 @@ func (r *Run) tryReserve(kind string) bool {
 // reserveAtRoot asks the root for a unit and waits for the grant.
 func (r *Run) reserveAtRoot(ctx workflow.Context, kind string) error {
 	if r.Snap.Budget == nil {
-		r.Snap.Budget = &contracts.Budget{}
+		r.Snap.Budget = &protocol.Budget{}
 	}
 	r.Snap.Budget.Seq++
 	id := fmt.Sprintf("%s:%d", r.ID, r.Snap.Budget.Seq)
 	if err := workflow.SignalExternalWorkflow(ctx, r.Child.RootID, "", contracts.BudgetReserveSignal,
-		contracts.Reservation{ID: id, From: r.ID, Kind: kind}).Get(ctx, nil); err != nil {
+		protocol.Reservation{ID: id, From: r.ID, Kind: kind}).Get(ctx, nil); err != nil {
 		return err
 	}
 	if err := workflow.Await(ctx, func() bool { return r.grants[id] }); err != nil {
@@ -90,7 +91,7 @@ func (r *Run) serveReservations(ctx workflow.Context) {
 			return
 		}
 		r.reservations = r.reservations[1:]
-		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", contracts.BudgetGrantSignal, contracts.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
+		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", contracts.BudgetGrantSignal, protocol.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Info("kortyx: granting a reservation failed (the child may have ended)", "child", q.From, "error", err)
 		}
 	}
@@ -115,7 +116,9 @@ func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
 		HookID: "execution-limit", CreatedAt: workflow.Now(ctx), Input: contracts.InterruptInput{
 			Kind: contracts.InterruptChoice, Question: contracts.LimitQuestion, ID: "execution-limit",
 			Options: []contracts.Option{{ID: contracts.LimitContinue, Label: "Continue"}}}}
-	r.label = contracts.LimitCheckpoint
+	if r.session != nil {
+		r.session.Label(contracts.LimitCheckpoint)
+	}
 	workflow.GetLogger(ctx).Info("kortyx: execution limit reached; asking to continue", "limit", kind, "maximum", b.Limits.Max(kind))
 	if _, err := r.Ask(ctx, req, nil); err != nil {
 		return err

@@ -1,7 +1,7 @@
-// Package engine is the workflow-side runtime shared by the hooks and the run workflow: the live
+// Package execution is the workflow-side runtime shared by the hooks and the run workflow: the live
 // state of a run, the hook scope of a node, the chunk outbox, and interrupt answering.
 // Everything here runs as Temporal workflow code and must stay deterministic.
-package engine
+package execution
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -25,7 +26,7 @@ const maxRejections = 20
 type Run struct {
 	ID        string // workflow ID: the run id and the stream id
 	SessionID string
-	Snap      contracts.RunSnapshot
+	Snap      protocol.RunSnapshot
 	Status    contracts.RunStatus
 	Node      string // node executing now
 
@@ -33,16 +34,15 @@ type Run struct {
 	answered  []*pending // recently answered requests, to recognise a repeated signal
 	cancelled bool       // a human cancelled the run through an answer
 
-	session   *contracts.SessionBinding // nil: the run belongs to no session
-	turn      turnEffects               // what the current response touched and published
-	completed bool                      // CompleteResponse ended the response: no more checkpoints
+	session   SessionSide // nil: the run belongs to no session
+	completed bool        // CompleteResponse ended the response: no more checkpoints
 	outbox    []contracts.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
 
 	// Child is set when the run is a child workflow call: it publishes to the root's stream
 	// (keys prefixed with its id) and asks its questions through its parent.
-	Child     *contracts.ChildBinding
+	Child     *protocol.ChildBinding
 	stream    string
 	keyPrefix string
 	// Resolve finds the workflows the run's nodes call as children.
@@ -50,12 +50,11 @@ type Run struct {
 	// children are the run's child calls in flight, by child workflow ID; questions the
 	// questions they asked and the run has not presented yet.
 	children  map[string]*liveChild
-	questions map[string]*contracts.ChildQuestion
+	questions map[string]*protocol.ChildQuestion
 	// reservations are the children's reservations the root could not grant yet; grants the
 	// grants a child received.
-	reservations []contracts.Reservation
+	reservations []protocol.Reservation
 	grants       map[string]bool
-	label        string // the label of the next checkpoint
 	// expect are the questions a restored run will ask again (by token): answers to them are
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest
@@ -70,18 +69,18 @@ type pending struct {
 }
 
 // NewRun creates the live run around a snapshot.
-func NewRun(ctx workflow.Context, sessionID string, snap contracts.RunSnapshot) *Run {
+func NewRun(ctx workflow.Context, sessionID string, snap protocol.RunSnapshot) *Run {
 	if snap.Hooks.WorkflowState == nil {
 		snap.Hooks.WorkflowState = map[string]json.RawMessage{}
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
-		children: map[string]*liveChild{}, questions: map[string]*contracts.ChildQuestion{}, grants: map[string]bool{},
+		children: map[string]*liveChild{}, questions: map[string]*protocol.ChildQuestion{}, grants: map[string]bool{},
 		expect: map[string]contracts.PendingRequest{}, early: map[string]*pending{}}
 }
 
 // BindChild makes the run a child call: it publishes to the root's stream.
-func (r *Run) BindChild(c *contracts.ChildBinding) {
+func (r *Run) BindChild(c *protocol.ChildBinding) {
 	if c == nil {
 		return
 	}
@@ -118,14 +117,14 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q contracts.ChildQuestion) {
+	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q protocol.ChildQuestion) {
 		r.questions[q.Child] = &q
 	})
-	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q contracts.Reservation) {
+	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q protocol.Reservation) {
 		r.reservations = append(r.reservations, q)
 		r.serveReservations(ctx)
 	})
-	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g contracts.Grant) {
+	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
 		r.grants[g.ID] = true
 	})
 	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
@@ -276,7 +275,9 @@ func (r *Run) Cancelled() bool { return r.cancelled }
 // them with "<its run id>/"), so a replayed or retried publish is de-duplicated.
 func (r *Run) Emit(c contracts.Chunk) {
 	if c.Type == contracts.ChunkStructuredData || c.Type == contracts.ChunkStructuredInvalidated {
-		r.turn.stream(c.StreamID)
+		if r.session != nil {
+			r.session.Published(c.StreamID)
+		}
 	}
 	r.Snap.Seq++
 	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("%sw:%d", r.keyPrefix, r.Snap.Seq), Chunk: c})
@@ -398,10 +399,8 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 		Input:         contracts.RawJSON(req.Input),
 	})
 	if r.session != nil && !r.completed {
-		if r.session.Restore {
+		if r.session.Reexposing() {
 			// The question a rollback or fork re-exposes: its checkpoint exists already.
-			r.session.Restore = false
-			r.turn = turnEffects{}
 		} else if _, err := r.Checkpoint(ctx, &req, false); err != nil {
 			// A question that cannot be checkpointed is not asked: its chunk is withdrawn
 			// before anything was published.
@@ -425,9 +424,8 @@ func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, 
 		return contracts.Answer{}, false, nil
 	}
 	delete(r.early, req.Token)
-	if r.session != nil && r.session.Restore {
-		r.session.Restore = false
-		r.turn = turnEffects{}
+	if r.session != nil {
+		r.session.Reexposing()
 	}
 	if e.cancel {
 		r.cancelled = true
@@ -448,11 +446,11 @@ func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, 
 func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) error {
 	r.Flush(ctx)
 	snap := Clone(r.Snap)
-	q := contracts.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
+	q := protocol.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
 	if schema != nil {
 		q.Schema = schema.Raw()
 	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, checkpointFix); err != nil {
+	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, CheckpointFix); err != nil {
 		return err
 	}
 	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", contracts.ChildQuestionSignal, q).Get(ctx, nil)
@@ -502,51 +500,50 @@ func NewID(ctx workflow.Context, prefix string) string {
 	return id
 }
 
-// turnEffects collects what one response touched (nodes) and published (structured streams).
-type turnEffects struct {
-	nodes   []string
-	streams []string
+// CheckpointFix is what to do about a checkpoint (or a child's question with its state) over
+// the payload limit.
+const CheckpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
+
+// SessionSide is the run's half of the session protocol (sessionstate.RunSide, next to the
+// session's state machine): it keeps the binding and what the current response ran and
+// streamed, and builds the checkpoints and reports; the run generates ids, reads the time,
+// signals the reports and queues the checkpoint chunks.
+type SessionSide interface {
+	// Binding is the binding as it stands (for continue-as-new).
+	Binding() *protocol.SessionBinding
+	// Touched and Published record a node the current response ran and a structured stream it
+	// published to.
+	Touched(node string)
+	Published(streamID string)
+	// Label names the next checkpoint.
+	Label(label string)
+	// Reexposing reports, once, that the question asked now is the one a restored run asks
+	// again (its checkpoint exists).
+	Reexposing() bool
+	// Checkpoint builds the checkpoint of the run as it stands (PAYLOAD_TOO_LARGE when its
+	// report would not fit); Report is the report that commits it; Committed moves on to the
+	// next turn once it was reported.
+	Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error)
+	Report(cp protocol.Checkpoint) protocol.CheckpointReport
+	Committed(cp protocol.Checkpoint)
+	// Closed is the report of a run that ended without a checkpoint.
+	Closed(runID string, turnEnded bool) protocol.CheckpointReport
 }
 
-func (t *turnEffects) touch(node string) {
-	for _, n := range t.nodes {
-		if n == node {
-			return
-		}
-	}
-	t.nodes = append(t.nodes, node)
-}
-
-func (t *turnEffects) stream(id string) {
-	if id == "" {
-		return
-	}
-	for _, s := range t.streams {
-		if s == id {
-			return
-		}
-	}
-	t.streams = append(t.streams, id)
-}
-
-// Bind ties the run to a session.
-func (r *Run) Bind(b *contracts.SessionBinding) {
-	if b != nil {
-		cp := *b
-		r.session = &cp
-		for _, p := range b.Expect {
-			r.expect[p.Token] = p
-		}
+// Bind ties the run to a session: side is its half of the session protocol.
+func (r *Run) Bind(side SessionSide) {
+	r.session = side
+	for _, p := range side.Binding().Expect {
+		r.expect[p.Token] = p
 	}
 }
 
 // Binding returns the run's session binding as it stands (for continue-as-new).
-func (r *Run) Binding() *contracts.SessionBinding {
+func (r *Run) Binding() *protocol.SessionBinding {
 	if r.session == nil {
 		return nil
 	}
-	cp := *r.session
-	return &cp
+	return r.session.Binding()
 }
 
 // Checkpoint commits a session checkpoint of the run as it stands and queues the checkpoint
@@ -559,55 +556,16 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	if r.session == nil || r.completed {
 		return "", nil
 	}
-	cp, err := r.newCheckpoint(ctx, pending, final)
+	id := NewID(ctx, "cp-")
+	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, final)
 	if err != nil {
 		return "", err
 	}
-	r.commit(ctx, cp)
-	return cp.ID, nil
-}
-
-// checkpointFix is what to do about a checkpoint over the payload limit.
-const checkpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
-
-// newCheckpoint builds the checkpoint of the run as it stands and checks the size of its report.
-func (r *Run) newCheckpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (contracts.Checkpoint, error) {
-	id := NewID(ctx, "cp-")
-	snap := Clone(r.Snap)
-	if final {
-		snap.NextNode = ""
-		snap.Hooks = contracts.HookState{WorkflowState: snap.Hooks.WorkflowState}
-	}
-	cp := contracts.Checkpoint{
-		ID: id, SessionID: r.session.SessionID, RunID: r.ID, TurnIndex: r.session.TurnIndex, CreatedAt: workflow.Now(ctx),
-		Workflow: r.Snap.State.CurrentWorkflow, Nodes: append([]string{}, r.turn.nodes...),
-		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: append([]string{}, r.turn.streams...), InterruptTokens: []string{}},
-		ActivePendingRequests: []contracts.PendingRequest{},
-		ParentCheckpointID:    r.session.ParentCheckpointID,
-		Snapshot:              &snap,
-		Label:                 r.label,
-	}
-	if pending != nil {
-		cp.Effects.InterruptTokens = []string{pending.Token}
-		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
-	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
-		contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true}, checkpointFix); err != nil {
-		return cp, err
-	}
-	return cp, nil
-}
-
-// commit reports a checkpoint to the session and queues its chunk.
-func (r *Run) commit(ctx workflow.Context, cp contracts.Checkpoint) {
-	r.label = ""
-	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, Checkpoint: &cp, TurnEnded: true})
-	id := cp.ID
+	r.report(ctx, r.session.Report(cp))
 	turn := cp.TurnIndex
-	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: id, SessionID: cp.SessionID, TurnIndex: &turn})
-	r.session.TurnIndex++
-	r.session.ParentCheckpointID = id
-	r.turn = turnEffects{}
+	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn})
+	r.session.Committed(cp)
+	return cp.ID, nil
 }
 
 // EndTurn tells the session that the run ended without a checkpoint (failure, cancel): its
@@ -616,7 +574,7 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
-	r.report(ctx, contracts.CheckpointReport{RunID: r.ID, TurnEnded: !r.completed, Closed: true})
+	r.report(ctx, r.session.Closed(r.ID, !r.completed))
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
@@ -638,14 +596,15 @@ func (r *Run) CompleteResponse(ctx workflow.Context) (string, error) {
 // Completed reports whether CompleteResponse ended the response.
 func (r *Run) Completed() bool { return r.completed }
 
-func (r *Run) report(ctx workflow.Context, rep contracts.CheckpointReport) {
+func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 	for attempt := 1; ; attempt++ {
-		err := workflow.SignalExternalWorkflow(ctx, r.session.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
+		b := r.session.Binding()
+		err := workflow.SignalExternalWorkflow(ctx, b.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
 		if err == nil {
 			return
 		}
 		if attempt == 5 || ctx.Err() != nil {
-			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", r.session.SessionID, "error", err)
+			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", b.SessionID, "error", err)
 			return
 		}
 		_ = workflow.Sleep(ctx, time.Duration(attempt)*time.Second)

@@ -1,4 +1,4 @@
-package engine
+package execution
 
 import (
 	"encoding/json"
@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -38,11 +39,11 @@ type liveChild struct {
 
 // callState is the journal entry of a child call.
 type callState struct {
-	Fingerprint string                  `json:"fingerprint"`
-	Child       string                  `json:"child"`
-	Outcome     *contracts.ChildOutcome `json:"outcome,omitempty"` // set once the call settled
+	Fingerprint string                 `json:"fingerprint"`
+	Child       string                 `json:"child"`
+	Outcome     *protocol.ChildOutcome `json:"outcome,omitempty"` // set once the call settled
 	// Snapshot is the child's state while it waits for an answer (cleared when it settles).
-	Snapshot *contracts.RunSnapshot `json:"snapshot,omitempty"`
+	Snapshot *protocol.RunSnapshot `json:"snapshot,omitempty"`
 }
 
 // childID is the workflow ID of a call of this run: "<run>/<node>#<activation>/<call id>".
@@ -82,7 +83,7 @@ func plainInput(target string, v any) (json.RawMessage, error) {
 // until every call has settled. Outcomes are in call order. A call already settled in this
 // node activation (an earlier attempt, a restored run) returns its recorded outcome without
 // running again. group names a parallel group ("" for a single call).
-func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) ([]contracts.ChildOutcome, error) {
+func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) ([]protocol.ChildOutcome, error) {
 	r := s.run
 	if s.joining {
 		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed,
@@ -112,7 +113,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if e, ok := s.journal(key); ok && string(e.Value) != string(members) {
 			return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed, "Parallel call membership changed during replay.")
 		}
-		s.record(key, contracts.JournalEntry{Kind: entryParallel, Value: members, At: workflow.Now(ctx)})
+		s.record(key, protocol.JournalEntry{Kind: entryParallel, Value: members, At: workflow.Now(ctx)})
 	}
 
 	type slot struct {
@@ -166,7 +167,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 					Message: fmt.Sprintf("Workflow '%s': input does not match its input schema", c.Workflow), Issues: issues}
 			}
 			sl.state = callState{Fingerprint: fp, Child: r.childID(s.node, c.ID)}
-			s.record(key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			s.record(key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		}
 		sl.call.Input = input
 		slots[i] = sl
@@ -203,12 +204,12 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			sl.live = lc // started by an earlier attempt of this activation, still known
 			continue
 		}
-		var from *contracts.RunSnapshot
+		var from *protocol.RunSnapshot
 		if !strings.HasPrefix(sl.state.Child, r.ID+"/") {
 			// Recorded by the run this one was restored from (rollback, fork): the call gets a
 			// child of this run, restored from the state the old child had while it waited.
 			sl.state.Child, from = r.childID(s.node, sl.call.ID), sl.state.Snapshot
-			s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		} else if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
 			cancelAll()
 			return nil, err
@@ -219,7 +220,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if sl.state.Outcome != nil || sl.live == nil || !sl.live.done {
 			return
 		}
-		out := contracts.ChildOutcome{}
+		out := protocol.ChildOutcome{}
 		if sl.live.err != nil {
 			f := contracts.FailureOf(sl.live.err)
 			out.Failure = &f
@@ -231,7 +232,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			r.addTokenUsage(sl.live.res.State.Runtime.TokenUsage)
 		}
 		sl.state.Outcome, sl.state.Snapshot = &out, nil
-		s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+		s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 		delete(r.children, sl.state.Child)
 	}
 	for {
@@ -265,7 +266,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			// the checkpoint taken then lets a restored run restore them all.
 			if q := r.questions[sl.state.Child]; q != nil && q.Snapshot != nil && sl.state.Snapshot != q.Snapshot {
 				sl.state.Snapshot = q.Snapshot
-				s.record(sl.key, contracts.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+				s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
 			}
 		}
 		var asking *slot
@@ -285,7 +286,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			return nil, err
 		}
 	}
-	out := make([]contracts.ChildOutcome, len(slots))
+	out := make([]protocol.ChildOutcome, len(slots))
 	for i, sl := range slots {
 		out[i] = *sl.state.Outcome
 	}
@@ -293,7 +294,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 }
 
 // relay presents a child's question as this run's own and sends the answer down to the child.
-func (r *Run) relay(ctx workflow.Context, child string, q *contracts.ChildQuestion) error {
+func (r *Run) relay(ctx workflow.Context, child string, q *protocol.ChildQuestion) error {
 	var schema *contracts.Schema
 	if len(q.Schema) > 0 {
 		sc, err := contracts.CompileSchema(q.Schema)
@@ -317,7 +318,7 @@ func (r *Run) relay(ctx workflow.Context, child string, q *contracts.ChildQuesti
 }
 
 // startChild starts one child call as a Temporal child workflow.
-func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID string, depth int, from *contracts.RunSnapshot) *liveChild {
+func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID string, depth int, from *protocol.RunSnapshot) *liveChild {
 	cctx, cancel := workflow.WithCancel(ctx)
 	root, stream := r.ID, r.stream
 	if r.Child != nil {
@@ -340,8 +341,8 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 		runtimeCtx = contracts.RawJSON(r.Snap.State.Config.Context)
 	}
 	input, _ := c.Input.(json.RawMessage)
-	in := contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx, Snapshot: from,
-		Child: &contracts.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
+	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx}, Snapshot: from,
+		Child: &protocol.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
 			Limits: r.limits()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
@@ -360,7 +361,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 
 // RewritePending gives a question waiting in a snapshot — in the run's journal, or in a child's
 // snapshot kept there, at any depth — a new token and request id (a fork).
-func RewritePending(snap *contracts.RunSnapshot, oldToken string, p contracts.PendingRequest) {
+func RewritePending(snap *protocol.RunSnapshot, oldToken string, p contracts.PendingRequest) {
 	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
 		e := snap.Hooks.Journal[key]
 		switch e.Kind {

@@ -1,4 +1,4 @@
-package engine
+package execution
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -19,8 +20,8 @@ const (
 	ModeRequired = "required"
 )
 
-// ReasonSpec is a normalized hooks.Reason call.
-type ReasonSpec struct {
+// reasonSpec is a checked Reason call with its defaults filled in ([ReasonOptions.spec]).
+type reasonSpec struct {
 	ID       string
 	Model    contracts.ModelRef
 	Messages []contracts.ModelMessage
@@ -58,7 +59,7 @@ type ReasonSpec struct {
 }
 
 // offered returns every business tool name the model may call.
-func (spec ReasonSpec) offered() []string {
+func (spec reasonSpec) offered() []string {
 	out := append([]string(nil), spec.Tools...)
 	for _, t := range spec.mcpTools {
 		out = append(out, t.Name)
@@ -67,7 +68,7 @@ func (spec ReasonSpec) offered() []string {
 }
 
 // mcpServer returns the MCP server of a tool, or nil for a worker tool.
-func (spec ReasonSpec) mcpServer(name string) *contracts.MCPServer {
+func (spec reasonSpec) mcpServer(name string) *contracts.MCPServer {
 	for _, t := range spec.mcpTools {
 		if t.Name == name {
 			srv := spec.MCP[t.Server]
@@ -81,7 +82,11 @@ func (spec ReasonSpec) mcpServer(name string) *contracts.MCPServer {
 // tool call is an activity whose result is recorded in the journal, so a node retry (or a run
 // started from a snapshot) replays recorded passes, tool results, emissions and answers without
 // paying for them or publishing them again; a completed call returns its recorded result.
-func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonResult, error) {
+func (s *Scope) Reason(ctx workflow.Context, opts ReasonOptions) (contracts.ReasonResult, error) {
+	spec, err := opts.spec()
+	if err != nil {
+		return contracts.ReasonResult{}, err
+	}
 	key, err := s.key(entryReason, spec.ID)
 	if err != nil {
 		return contracts.ReasonResult{}, err
@@ -101,7 +106,7 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 	if err := l.run(ctx); err != nil {
 		return contracts.ReasonResult{}, err
 	}
-	s.record(key, contracts.JournalEntry{Kind: entryReason, Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
+	s.record(key, protocol.JournalEntry{Kind: entryReason, Value: contracts.RawJSON(l.res), At: workflow.Now(ctx)})
 	return l.res, nil
 }
 
@@ -110,7 +115,7 @@ func (s *Scope) Reason(ctx workflow.Context, spec ReasonSpec) (contracts.ReasonR
 // counters included).
 type loop struct {
 	s    *Scope
-	spec ReasonSpec
+	spec reasonSpec
 	key  string
 	msgs []contracts.ModelMessage
 	res  contracts.ReasonResult
@@ -471,7 +476,7 @@ func (l *loop) process(ctx workflow.Context, resp contracts.ModelResponse, calls
 		return out, err
 	}
 	out.Passes, out.Steps, out.Fixes = l.passes-passes, append([]contracts.ReasonStep(nil), l.res.Steps[steps:]...), l.schemaFixes-fixes
-	l.s.record(okey, contracts.JournalEntry{Kind: entryReasonCall, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	l.s.record(okey, protocol.JournalEntry{Kind: entryReasonCall, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -800,7 +805,7 @@ func (s *Scope) opID(ctx workflow.Context, key string) string {
 		return id
 	}
 	id = NewID(ctx, "")
-	s.record(key+keyOp, contracts.JournalEntry{Kind: entryReasonOp, Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
+	s.record(key+keyOp, protocol.JournalEntry{Kind: entryReasonOp, Value: contracts.RawJSON(id), At: workflow.Now(ctx)})
 	return id
 }
 
@@ -825,7 +830,7 @@ func merge(res *contracts.ReasonResult, resp contracts.ModelResponse) {
 
 // listTools reads the tool list of the call's MCP servers once (an activity, recorded in
 // history and in the journal) so that every pass, replay and retry sees the same tools.
-func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]contracts.OfferedTool, error) {
+func (s *Scope) listTools(ctx workflow.Context, key string, spec reasonSpec) ([]contracts.OfferedTool, error) {
 	var out []contracts.OfferedTool
 	if s.recorded(key+keyList, &out) {
 		return out, nil
@@ -838,7 +843,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec ReasonSpec) ([]
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
-	s.record(key+keyList, contracts.JournalEntry{Kind: entryTools, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
+	s.record(key+keyList, protocol.JournalEntry{Kind: entryTools, Value: contracts.RawJSON(out), At: workflow.Now(ctx)})
 	return out, nil
 }
 
@@ -887,12 +892,12 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
-	s.record(pkey, contracts.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
+	s.record(pkey, protocol.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
 }
 
 // toolCall runs one business tool call, after approval when required.
-func (s *Scope) toolCall(ctx workflow.Context, key string, spec ReasonSpec, opID string, call contracts.ToolCall) (contracts.ToolResult, error) {
+func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID string, call contracts.ToolCall) (contracts.ToolResult, error) {
 	var res contracts.ToolResult
 	emit := spec.EmitTool(call.Name)
 	attr := func(c contracts.Chunk) contracts.Chunk {

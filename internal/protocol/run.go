@@ -1,0 +1,86 @@
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// RunStart is the parameter of the run workflow: what a client sets ([contracts.RunInput],
+// whose fields it embeds, so a client's RunInput decodes into it) and what only Kortyx's
+// workflows set.
+type RunStart struct {
+	contracts.RunInput
+	// Snapshot, when set, starts the run from a saved state instead of from the start node
+	// (continue-as-new, rollback and fork).
+	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
+	// Session ties the run to a session: it reports a checkpoint at the end of each response.
+	Session *SessionBinding `json:"session,omitempty"`
+	// Prior, for a new turn of a session, is the head's state the turn continues from (data,
+	// conversation, usage, workflow state); Input is the new message.
+	Prior *RunSnapshot `json:"prior,omitempty"`
+	// Child makes the run a child workflow call of another run (hooks.Workflow).
+	Child *ChildBinding `json:"child,omitempty"`
+}
+
+// runStartJSON is RunStart's JSON in the field order of the recorded histories (RunInput had
+// all these fields, in this order).
+type runStartJSON struct {
+	Workflow                string              `json:"workflow"`
+	Input                   json.RawMessage     `json:"input,omitempty"`
+	SessionID               string              `json:"sessionId,omitempty"`
+	Context                 json.RawMessage     `json:"context,omitempty"`
+	Messages                []contracts.Message `json:"messages,omitempty"`
+	Snapshot                *RunSnapshot        `json:"snapshot,omitempty"`
+	ContinueAsNewAfterNodes int                 `json:"continueAsNewAfterNodes,omitempty"`
+	Session                 *SessionBinding     `json:"session,omitempty"`
+	Prior                   *RunSnapshot        `json:"prior,omitempty"`
+	Child                   *ChildBinding       `json:"child,omitempty"`
+	Limits                  *contracts.Limits   `json:"limits,omitempty"`
+}
+
+// MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
+// fields would come first).
+func (r RunStart) MarshalJSON() ([]byte, error) {
+	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
+		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits})
+}
+
+// RunSnapshot is everything needed to continue a run in a new execution: the graph state, the
+// hook state (node state, workflow state, journal) and where to go next.
+type RunSnapshot struct {
+	State contracts.GraphState `json:"state"`
+	Hooks HookState            `json:"hooks"`
+	// NextNode is the node to execute next in State.CurrentWorkflow.
+	NextNode string `json:"nextNode"`
+	// Seq is the number of workflow-side chunks published so far (their keys continue from it).
+	Seq int64 `json:"seq"`
+	// NodeExecutions counts node executions of the run so far.
+	NodeExecutions int `json:"nodeExecutions"`
+	// Activations counts node activations (a node run with its retries); child workflow ids
+	// include it, so that a node running again calls new children.
+	Activations int `json:"activations,omitempty"`
+	// Budget is the root run's execution limits and what was consumed of them.
+	Budget *Budget `json:"budget,omitempty"`
+	// Rejections keeps the most recent rejected answers.
+	Rejections []contracts.Rejection `json:"rejections,omitempty"`
+}
+
+// HookState is the durable state of hooks (spec F3.0): node state and the hook journal of the
+// current node activation, and workflow state shared by all nodes of the run.
+type HookState struct {
+	NodeID        string                     `json:"nodeId,omitempty"`
+	NodeSlots     []json.RawMessage          `json:"nodeSlots,omitempty"`
+	Journal       map[string]JournalEntry    `json:"journal,omitempty"`
+	WorkflowState map[string]json.RawMessage `json:"workflowState,omitempty"`
+}
+
+// JournalEntry is one recorded hook result.
+type JournalEntry struct {
+	Kind   string            `json:"kind"`
+	Answer *contracts.Answer `json:"answer,omitempty"`
+	Value  json.RawMessage   `json:"value,omitempty"`
+	At     time.Time         `json:"at"`
+}

@@ -1,0 +1,87 @@
+package protocol
+
+import "github.com/kortyx-go/kortyx/contracts"
+
+// Checkpoint is a session checkpoint as the session keeps it: the public checkpoint and the
+// run state to continue from, which stays server-side ([Checkpoint.Public] drops it).
+type Checkpoint struct {
+	contracts.Checkpoint
+	// Snapshot is the run state to continue from.
+	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
+}
+
+// Public returns the checkpoint without its snapshot (what the checkpoint API returns).
+func (c Checkpoint) Public() contracts.Checkpoint { return c.Checkpoint }
+
+// SessionBinding ties a run to its session.
+type SessionBinding struct {
+	// WorkflowID is the session workflow to report checkpoints to.
+	WorkflowID string `json:"workflowId"`
+	SessionID  string `json:"sessionId"`
+	// TurnIndex is the turn index of the run's first checkpoint.
+	TurnIndex          int    `json:"turnIndex"`
+	ParentCheckpointID string `json:"parentCheckpointId,omitempty"`
+	// Restore marks a run started to re-expose the question open at a checkpoint (rollback,
+	// fork): its first response repeats that checkpoint and records no new one.
+	Restore bool `json:"restore,omitempty"`
+	// Expect are the questions a restored run asks again: it accepts their answers even before
+	// it has asked.
+	Expect []contracts.PendingRequest `json:"expect,omitempty"`
+}
+
+// CheckpointReport is what a run tells its session at the end of a response.
+type CheckpointReport struct {
+	RunID string `json:"runId"`
+	// Checkpoint is committed as the new head (nil: the response ended without one).
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// TurnEnded frees the session for the next turn.
+	TurnEnded bool `json:"turnEnded"`
+	// Closed says the run ended (failed or cancelled): its questions can no longer be answered.
+	Closed bool `json:"closed,omitempty"`
+}
+
+// SessionStart is the parameter of the session workflow: what a client sets
+// ([contracts.SessionInput], embedded) and what only the session sets — a fork's origin, and
+// what continue-as-new carries. The fields are in the order of the recorded histories.
+type SessionStart struct {
+	contracts.SessionInput
+	ParentSessionID string `json:"parentSessionId,omitempty"`
+	ForkedFrom      string `json:"forkedFrom,omitempty"`
+	// Initial is the first checkpoint of a forked session; InitialRunID the id of the run that
+	// asks its open questions again (when it has any).
+	Initial      *Checkpoint `json:"initial,omitempty"`
+	InitialRunID string      `json:"initialRunId,omitempty"`
+	// Owner is the owner of a forked session (the source session's).
+	Owner string `json:"owner,omitempty"`
+	// State carries everything across continue-as-new.
+	State *SessionState `json:"state,omitempty"`
+	// ContinueAsNewAfter, when > 0, continues the session as new after that many events
+	// (turns, reports, rollbacks, forks) even if Temporal does not suggest it yet (for tests).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
+}
+
+// SessionState is the durable state of a session workflow.
+type SessionState struct {
+	Checkpoints []Checkpoint           `json:"checkpoints"`
+	Head        string                 `json:"head,omitempty"`
+	Active      *contracts.ActiveTurn  `json:"active,omitempty"`
+	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
+	NextTurn    int                    `json:"nextTurn"`
+	// Owner is the session's owner, set by its first accepted turn (see
+	// [contracts.TurnRequest].Owner).
+	Owner string `json:"owner,omitempty"`
+	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
+	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
+	// failed or was stopped only for a reconnecting reader: a retry runs it again).
+	Recent []contracts.ActiveTurn `json:"recent,omitempty"`
+	// Early are reports of runs that were not the active turn's when they arrived: a workflow
+	// task can see a run's report before the start of its turn (events delivered together).
+	Early []CheckpointReport `json:"early,omitempty"`
+}
+
+// PendingTurn is an open question of the session: the run that waits for it.
+type PendingTurn struct {
+	Request      contracts.PendingRequest `json:"request"`
+	RunID        string                   `json:"runId"`
+	CheckpointID string                   `json:"checkpointId"`
+}
