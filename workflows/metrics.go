@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -27,7 +28,7 @@ const (
 )
 
 // meteredRun is [Runner.Run] counting its start and its end.
-func (r *Runner) meteredRun(ctx workflow.Context, in contracts.RunInput) (contracts.RunResult, error) {
+func (r *Runner) meteredRun(ctx workflow.Context, in protocol.RunStart) (contracts.RunResult, error) {
 	wf := strings.TrimSpace(in.Workflow)
 	if wf == "" && in.Snapshot != nil {
 		wf = in.Snapshot.State.CurrentWorkflow
