@@ -10,6 +10,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/jsonstream"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
@@ -138,7 +139,7 @@ func mcpError(ctx context.Context, err error) error {
 
 // Publish appends workflow-side chunks to the run's stream. Their keys are deterministic, so a
 // retried or replayed publish never duplicates a chunk.
-func (a *Activities) Publish(ctx context.Context, in contracts.PublishInput) error {
+func (a *Activities) Publish(ctx context.Context, in protocol.PublishInput) error {
 	if a.Stream == nil {
 		return errors.New("kortyx: Activities.Stream is nil; give the activities a stream broker (stream.NewMemory())")
 	}

@@ -124,15 +124,3 @@ type ErrorInfo struct {
 	Message string `json:"message"`
 	Code    Code   `json:"code,omitempty"`
 }
-
-// KeyedChunk is a chunk with its deterministic de-duplication key (see the stream package).
-type KeyedChunk struct {
-	Key   string `json:"key"`
-	Chunk Chunk  `json:"chunk"`
-}
-
-// PublishInput is the input of the publish activity: workflow-side chunks of one run, in order.
-type PublishInput struct {
-	RunID  string       `json:"runId"`
-	Chunks []KeyedChunk `json:"chunks"`
-}

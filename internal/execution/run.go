@@ -36,7 +36,7 @@ type Run struct {
 
 	session   SessionSide // nil: the run belongs to no session
 	completed bool        // CompleteResponse ended the response: no more checkpoints
-	outbox    []contracts.KeyedChunk
+	outbox    []protocol.KeyedChunk
 	flushing  bool
 	saStatus  contracts.RunStatus
 
@@ -280,7 +280,7 @@ func (r *Run) Emit(c contracts.Chunk) {
 		}
 	}
 	r.Snap.Seq++
-	r.outbox = append(r.outbox, contracts.KeyedChunk{Key: fmt.Sprintf("%sw:%d", r.keyPrefix, r.Snap.Seq), Chunk: c})
+	r.outbox = append(r.outbox, protocol.KeyedChunk{Key: fmt.Sprintf("%sw:%d", r.keyPrefix, r.Snap.Seq), Chunk: c})
 }
 
 // Flush publishes queued chunks through the publish local activity, in order. Concurrent
@@ -309,7 +309,7 @@ func (r *Run) Flush(ctx workflow.Context) {
 		},
 	})
 	err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
-		contracts.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
+		protocol.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
 	if err != nil && ctx.Err() != nil {
 		// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
 		// context) so that the stream still shows them before cancelled and done.

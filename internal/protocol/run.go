@@ -84,3 +84,15 @@ type JournalEntry struct {
 	Value  json.RawMessage   `json:"value,omitempty"`
 	At     time.Time         `json:"at"`
 }
+
+// KeyedChunk is a chunk with its deterministic de-duplication key (see the stream package).
+type KeyedChunk struct {
+	Key   string          `json:"key"`
+	Chunk contracts.Chunk `json:"chunk"`
+}
+
+// PublishInput is the input of the publish activity: workflow-side chunks of one run, in order.
+type PublishInput struct {
+	RunID  string       `json:"runId"`
+	Chunks []KeyedChunk `json:"chunks"`
+}

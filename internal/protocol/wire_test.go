@@ -44,7 +44,7 @@ func TestWireUnchanged(t *testing.T) {
 	co := ChildOutcome{Data: map[string]any{"x": 1}, Failure: &contracts.Failure{Code: "X", Message: "m"}}
 	fr := contracts.ForkResult{SessionID: "s2", ParentSessionID: "s", ForkedFrom: "cp1", Checkpoint: cp.Public(), RunID: "r", Reissued: []contracts.ReissuedRequest{{FromToken: "a"}}}
 	sv := contracts.SessionView{SessionID: "s", Head: "cp1", Checkpoints: []contracts.CheckpointSummary{cp.Summary()}, Active: st.Active, Pending: []contracts.PendingRequest{pr}, Owner: "o"}
-	pub := contracts.PublishInput{RunID: "r", Chunks: []contracts.KeyedChunk{{Key: "w:1", Chunk: contracts.Chunk{Type: "text-delta"}}}}
+	pub := PublishInput{RunID: "r", Chunks: []KeyedChunk{{Key: "w:1", Chunk: contracts.Chunk{Type: "text-delta"}}}}
 	values := []struct {
 		was string
 		v   any
@@ -60,7 +60,7 @@ func TestWireUnchanged(t *testing.T) {
 		{"contracts.Checkpoint", cp.Public(), func() any { return &contracts.Checkpoint{} }},
 		{"contracts.ForkResult", fr, func() any { return &contracts.ForkResult{} }},
 		{"contracts.SessionView", sv, func() any { return &contracts.SessionView{} }},
-		{"contracts.PublishInput", pub, func() any { return &contracts.PublishInput{} }},
+		{"contracts.PublishInput", pub, func() any { return &PublishInput{} }},
 	}
 	f, err := os.Open("testdata/wire.golden")
 	require.NoError(t, err)
