@@ -22,7 +22,7 @@
 //		return err
 //	}
 //	w := app.NewWorker(t.Client, cfg, reg, acts)
-//	if _, _, err := app.ServeHTTP(ctx, cfg.HTTPAddr, app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue}); err != nil {
+//	if _, _, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue}); err != nil {
 //		return err
 //	}
 //	return w.Run(worker.InterruptCh())

@@ -85,6 +85,8 @@ const (
 	CodeReasonInterruptRequired Code = "REASON_INTERRUPT_REQUIRED"
 	// CodeTemporalUnavailable: the Temporal service did not answer (HTTP 503); retry later.
 	CodeTemporalUnavailable Code = "TEMPORAL_UNAVAILABLE"
+	// CodeStreamUnavailable: the stream broker (Redis) did not answer (HTTP 503); retry later.
+	CodeStreamUnavailable Code = "STREAM_UNAVAILABLE"
 	// CodeActivityTimeout: an activity (a model pass, a tool call…) did not complete within its
 	// timeouts and retries, e.g. its workers kept dying; the failure's context names the
 	// activity and the timeout.
@@ -113,7 +115,7 @@ var declared = map[Code]bool{
 	CodePayloadTooLarge: true, CodeReasonMaxSteps: true, CodeUnknownTool: true,
 	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
 	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
-	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
+	CodeStreamUnavailable: true, CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
 }
 
 // Declared reports whether c is one of the codes of this module (the constants of this
@@ -154,7 +156,7 @@ func (c Code) Category() Category {
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
 		return CategoryWorkflow
-	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable:
+	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden,
