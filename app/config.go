@@ -40,6 +40,9 @@ type Config struct {
 	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
 	// [Config.ListenAddr].
 	HTTPAddr string
+	// HealthAddr is KORTYX_HEALTH_ADDR: where a worker that serves no HTTP API serves /healthz
+	// and /readyz alone (a container's healthcheck; "" serves nothing).
+	HealthAddr string
 	// RedisURL is KORTYX_REDIS_URL: the Redis stream broker ("" keeps the in-memory broker).
 	RedisURL string
 	// StreamRetention is KORTYX_STREAM_RETENTION (a Go duration, e.g. 24h; 0: the broker's
@@ -72,14 +75,15 @@ type Config struct {
 // and [Connect].
 func ConfigFromEnv() Config {
 	c := Config{
-		TaskQueue: envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
-		HTTPAddr:  os.Getenv("KORTYX_HTTP_ADDR"),
-		RedisURL:  os.Getenv("KORTYX_REDIS_URL"),
-		LogFormat: envOr("KORTYX_LOG_FORMAT", "text"),
-		DevPort:   envInt("KORTYX_DEV_PORT", 7233),
-		DevUIPort: envInt("KORTYX_DEV_UI_PORT", 8233),
-		DevDB:     "temporal.db",
-		Root:      os.Getenv("KORTYX_ROOT"),
+		TaskQueue:  envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
+		HTTPAddr:   os.Getenv("KORTYX_HTTP_ADDR"),
+		RedisURL:   os.Getenv("KORTYX_REDIS_URL"),
+		HealthAddr: os.Getenv("KORTYX_HEALTH_ADDR"),
+		LogFormat:  envOr("KORTYX_LOG_FORMAT", "text"),
+		DevPort:    envInt("KORTYX_DEV_PORT", 7233),
+		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
+		DevDB:      "temporal.db",
+		Root:       os.Getenv("KORTYX_ROOT"),
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
 	if err != nil {

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kortyx-go/kortyx/internal/httpapi"
 
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -119,6 +122,32 @@ func healthHandler(rw http.ResponseWriter, _ *http.Request) {
 	rw.Header().Set("Content-Type", "application/json")
 	rw.Header().Set("Cache-Control", "no-store")
 	_, _ = rw.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// ServeHealth serves /healthz and /readyz alone on addr until ctx ends (KORTYX_HEALTH_ADDR of a
+// worker that serves no HTTP API): Temporal through c, broker's store when it is a [Pinger],
+// and w. It returns the address it listens on.
+func ServeHealth(ctx context.Context, addr string, c client.Client, broker any, w *WorkerState, logger *slog.Logger) (string, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("kortyx: health endpoints cannot listen on %s (set KORTYX_HEALTH_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthHandler)
+	mux.HandleFunc("GET /readyz", readyHandler(c, broker, w, logger))
+	srv := &http.Server{Handler: httpapi.JSONErrors(mux, logger), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return ln.Addr().String(), nil
 }
 
 // Probe GETs url and returns nil when it answers 200 within timeout: the healthcheck of a

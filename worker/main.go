@@ -1,7 +1,8 @@
 // Command worker runs a Kortyx worker: the run and session workflows, their activities, the
 // example agents of KORTYX_EXAMPLES (default: all of them), the workflow files of
 // KORTYX_WORKFLOWS, and — when KORTYX_HTTP_ADDR is set, or in dev mode — the HTTP API (chat,
-// checkpoints, run streams, /healthz, /readyz). With --api-only it serves the HTTP API and
+// checkpoints, run streams, /healthz, /readyz); a worker without it serves /healthz and /readyz
+// alone on KORTYX_HEALTH_ADDR when that is set. With --api-only it serves the HTTP API and
 // polls nothing.
 //
 // The Temporal connection is the standard client configuration (TEMPORAL_ADDRESS,
@@ -144,6 +145,12 @@ func run(apiOnly bool) error {
 			return err
 		}
 		logAPI(logger, addr)
+	} else if cfg.HealthAddr != "" {
+		addr, err := app.ServeHealth(ctx, cfg.HealthAddr, t.Client, broker, state, logger)
+		if err != nil {
+			return err
+		}
+		logger.Info("kortyx worker: health endpoints", "addr", "http://"+addr, "routes", "/healthz, /readyz")
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
