@@ -7,11 +7,13 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,4 +215,34 @@ func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
 		return p
 	}
 	return write("ca.pem", "CERTIFICATE", caDER), write("client.pem", "CERTIFICATE", clientDER), write("client.key", "EC PRIVATE KEY", keyDER)
+}
+
+// KORTYX_LOG_FORMAT=json writes one JSON object per line; KORTYX_LOG_LEVEL drops what is below
+// it. The Temporal client logs through the same logger (ClientOptions wraps Config.Logger).
+func TestNewLogger(t *testing.T) {
+	isolate(t)
+	t.Setenv("KORTYX_LOG_FORMAT", "json")
+	t.Setenv("KORTYX_LOG_LEVEL", "warn")
+	cfg := app.ConfigFromEnv()
+	var buf strings.Builder
+	logger := cfg.NewLogger(&buf)
+	logger.Info("hidden")
+	logger.Warn("kortyx worker: HTTP API", "addr", "http://127.0.0.1:8080")
+	var line map[string]any
+	require.NoError(t, json.Unmarshal([]byte(buf.String()), &line), buf.String())
+	delete(line, "time")
+	require.Equal(t, map[string]any{"level": "WARN", "msg": "kortyx worker: HTTP API", "addr": "http://127.0.0.1:8080"}, line)
+
+	buf.Reset()
+	cfg.Logger = logger
+	o, err := cfg.ClientOptions()
+	require.NoError(t, err)
+	o.Logger.Warn("from the SDK", "Namespace", "default")
+	require.Contains(t, buf.String(), `"msg":"from the SDK","Namespace":"default"`)
+
+	t.Setenv("KORTYX_LOG_FORMAT", "")
+	t.Setenv("KORTYX_LOG_LEVEL", "")
+	buf.Reset()
+	app.ConfigFromEnv().NewLogger(&buf).Info("polling", "task_queue", "kortyx")
+	require.Regexp(t, `^time=\S+ level=INFO msg=polling task_queue=kortyx\n$`, buf.String())
 }

@@ -106,6 +106,7 @@ func TestProcessRoles(t *testing.T) {
 	health := strings.TrimPrefix(logAttr(w.until(t, `msg="kortyx worker: health endpoints"`), "addr"), "http://")
 	w.until(t, `msg="kortyx worker: polling task queue"`)
 	require.NotContains(t, w.log.String(), `msg="kortyx worker: HTTP API"`)
+	require.Contains(t, w.log.String(), `level=INFO msg="Started Worker" Namespace=default TaskQueue=`+tq, "the SDK logs through the same handler")
 	status, body := readyz(t, "http://"+health)
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "worker": "ok"}}, body)
