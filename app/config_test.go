@@ -7,13 +7,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"log/slog"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -188,61 +186,58 @@ func TestConfigKortyxVariables(t *testing.T) {
 	}
 }
 
+// testCA is a certificate authority of a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	der  []byte
+}
+
+func newCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kortyx-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	return &testCA{cert: cert, key: key, der: der}
+}
+
+// issue returns a certificate for cn (a client certificate, or a server certificate for the
+// DNS name cn) signed by the CA, and its key, as PEM.
+func (ca *testCA) issue(t *testing.T, cn string, server bool) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage, tmpl.DNSNames = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []string{cn}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
 // writeCerts writes a CA and a client certificate and key signed by it; it returns their paths.
 func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kortyx-test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	caCert, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	clientTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kortyx-worker"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, caCert, &clientKey.PublicKey, caKey)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(clientKey)
-	require.NoError(t, err)
-	write := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-		return p
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("client.pem", "CERTIFICATE", clientDER), write("client.key", "EC PRIVATE KEY", keyDER)
-}
-
-// KORTYX_LOG_FORMAT=json writes one JSON object per line; KORTYX_LOG_LEVEL drops what is below
-// it. The Temporal client logs through the same logger (ClientOptions wraps Config.Logger).
-func TestNewLogger(t *testing.T) {
-	isolate(t)
-	t.Setenv("KORTYX_LOG_FORMAT", "json")
-	t.Setenv("KORTYX_LOG_LEVEL", "warn")
-	cfg := app.ConfigFromEnv()
-	var buf strings.Builder
-	logger := cfg.NewLogger(&buf)
-	logger.Info("hidden")
-	logger.Warn("kortyx worker: HTTP API", "addr", "http://127.0.0.1:8080")
-	var line map[string]any
-	require.NoError(t, json.Unmarshal([]byte(buf.String()), &line), buf.String())
-	delete(line, "time")
-	require.Equal(t, map[string]any{"level": "WARN", "msg": "kortyx worker: HTTP API", "addr": "http://127.0.0.1:8080"}, line)
-
-	buf.Reset()
-	cfg.Logger = logger
-	o, err := cfg.ClientOptions()
-	require.NoError(t, err)
-	o.Logger.Warn("from the SDK", "Namespace", "default")
-	require.Contains(t, buf.String(), `"msg":"from the SDK","Namespace":"default"`)
-
-	t.Setenv("KORTYX_LOG_FORMAT", "")
-	t.Setenv("KORTYX_LOG_LEVEL", "")
-	buf.Reset()
-	app.ConfigFromEnv().NewLogger(&buf).Info("polling", "task_queue", "kortyx")
-	require.Regexp(t, `^time=\S+ level=INFO msg=polling task_queue=kortyx\n$`, buf.String())
+	c := newCA(t)
+	certPEM, keyPEM := c.issue(t, "kortyx-worker", false)
+	return writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.der})),
+		writeFile(t, dir, "client.pem", certPEM), writeFile(t, dir, "client.key", keyPEM)
 }
