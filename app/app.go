@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -234,8 +235,7 @@ func (s *Stack) Stop() {
 // with cfg.StreamRetention, else a new in-memory broker. Call the returned function to close it.
 func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
 	if cfg.RedisURL != "" {
-		return nil, nil, contracts.Errorf(contracts.CodeProviderConfiguration,
-			"KORTYX_REDIS_URL is set, but this build has no Redis stream broker; unset it to use the in-memory broker")
+		return nil, nil, errors.New("kortyx: KORTYX_REDIS_URL is set, but this build has no Redis stream broker; unset it to use the in-memory broker")
 	}
 	return stream.NewMemory(), func() error { return nil }, nil
 }
