@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/redisstream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -235,7 +235,11 @@ func (s *Stack) Stop() {
 // with cfg.StreamRetention, else a new in-memory broker. Call the returned function to close it.
 func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
 	if cfg.RedisURL != "" {
-		return nil, nil, errors.New("kortyx: KORTYX_REDIS_URL is set, but this build has no Redis stream broker; unset it to use the in-memory broker")
+		b, err := redisstream.New(ctx, redisstream.Options{URL: cfg.RedisURL, Retention: cfg.StreamRetention})
+		if err != nil {
+			return nil, nil, fmt.Errorf("kortyx: the stream broker of KORTYX_REDIS_URL: %w", err)
+		}
+		return b, b.Close, nil
 	}
 	return stream.NewMemory(), func() error { return nil }, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 )
@@ -138,4 +139,39 @@ func TestProbe(t *testing.T) {
 	require.NoError(t, ln.Close())
 	require.ErrorContains(t, app.Probe(ctx, closed, 5*time.Second), "kortyx probe: GET "+closed+": ")
 	require.ErrorContains(t, app.Probe(ctx, "::nope", time.Second), "is not a URL")
+}
+
+// /readyz of a process on the Redis broker: "redis":"ok" while Redis answers, 503
+// STREAM_UNAVAILABLE once it is gone (killed, its port closed), "ok" again after it restarts.
+func TestReadinessRedis(t *testing.T) {
+	_, cfg := devServer(t)
+	c, err := app.Dial(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	redis := redistest.Start(t)
+	cfg.RedisURL = redis.URL()
+	broker, closeBroker, err := app.OpenBroker(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeBroker() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue})
+	require.NoError(t, err)
+
+	status, body, _ := get(t, "http://"+addr+"/readyz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "redis": "ok"}}, body)
+
+	redis.Kill()
+	status, body, _ = get(t, "http://"+addr+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, map[string]any{"temporal": "ok", "redis": "STREAM_UNAVAILABLE"}, body["checks"])
+	require.Equal(t, "STREAM_UNAVAILABLE", body["failure"].(map[string]any)["code"])
+	require.NotContains(t, body["error"], redis.Addr(), "no internal detail to clients")
+
+	redis.Restart()
+	require.Eventually(t, func() bool {
+		status, _, _ := get(t, "http://"+addr+"/readyz")
+		return status == 200
+	}, 30*time.Second, 100*time.Millisecond)
 }
