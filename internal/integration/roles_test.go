@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -172,4 +174,55 @@ func TestAPIOnlyNeedsATemporalServer(t *testing.T) {
 	for _, want := range []string{"usage: worker [--api-only] | worker --probe URL", "-api-only", "-probe URL"} {
 		require.Contains(t, string(out), want)
 	}
+}
+
+// The compose shape over Redis: a worker that serves no API and an --api-only process, both on
+// one Redis. A chat served by the API process runs on the worker, and its chunks cross
+// processes through Redis; the worker logs no in-memory warning; /readyz of each checks Redis;
+// a reader reconnecting with Last-Event-ID to the API process gets the rest of the turn.
+func TestProcessRolesOverRedis(t *testing.T) {
+	redis := redistest.Start(t)
+	tq := taskQueue(t)
+	w := startProgram(t, tq, nil, "KORTYX_REDIS_URL="+redis.URL(), "KORTYX_HEALTH_ADDR=127.0.0.1:0", "KORTYX_EXAMPLES=hello")
+	health := strings.TrimPrefix(logAttr(w.until(t, `msg="kortyx worker: health endpoints"`), "addr"), "http://")
+	w.until(t, `msg="kortyx worker: polling task queue"`)
+	require.NotContains(t, w.log.String(), "in-memory stream broker")
+	status, body := readyz(t, "http://"+health)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "redis": "ok", "worker": "ok"}}, body)
+
+	api := startProgram(t, tq, []string{"--api-only"}, "KORTYX_REDIS_URL="+redis.URL(), "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_EXAMPLES=hello")
+	addr := strings.TrimPrefix(logAttr(api.until(t, `msg="kortyx worker: HTTP API"`), "addr"), "http://")
+	require.NotContains(t, api.log.String(), "in-memory stream broker")
+	status, body = readyz(t, "http://"+addr)
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "redis": "ok"}}, body)
+
+	c := &chatEnv{url: "http://" + addr}
+	r := c.send(t, prompt("roles-redis-1", "t1", "hello", "hi"))
+	require.Equal(t, http.StatusOK, r.Status, r.Body)
+	chunks := r.Chunks(t)
+	require.Equal(t, []string{"session", "interrupt", "checkpoint", "done"}, types(chunks), r.Body)
+	require.Equal(t, "[DONE]", r.Events[len(r.Events)-1].Data)
+	require.Equal(t, []string{"", "1", "2", "3", ""}, eventIDs(r.Events))
+
+	// Reattach with Last-Event-ID 1: the rest of the turn, from Redis, through the API process.
+	again := c.send(t, prompt("roles-redis-1", "t1", "hello", "hi"), "Last-Event-ID: 1")
+	require.Equal(t, http.StatusOK, again.Status, again.Body)
+	require.Equal(t, []string{"session", "checkpoint", "done"}, types(again.Chunks(t)), again.Body)
+	require.Equal(t, []string{"", "2", "3", ""}, eventIDs(again.Events), "the session chunk has no id; the rest follows offset 1")
+
+	// Answer through the API process; the run continues on the worker.
+	ask := chunkOf(t, chunks, contracts.ChunkInterrupt)
+	answer := c.send(t, resumeBody("roles-redis-1", "t2", ask, "Ada", nil))
+	require.Equal(t, http.StatusOK, answer.Status, answer.Body)
+	require.Contains(t, answer.Body, "Hello, Ada!")
+}
+
+func eventIDs(events []event) []string {
+	out := make([]string, len(events))
+	for i, ev := range events {
+		out[i] = ev.ID
+	}
+	return out
 }
