@@ -1,7 +1,7 @@
 # Kortyx for Go on Temporal.
 #
-#   make check   gofmt, go vet, workflowcheck, staticcheck, errcheck and every test (integration
-#                tests included)
+#   make check   gofmt, go vet, workflowcheck, staticcheck, errcheck, docker-compose config and
+#                every test (integration tests included)
 #   make demo    the triage agent end to end on the embedded dev server
 #   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once)
 
@@ -12,9 +12,9 @@ STATICCHECK   := $(TOOLS)/staticcheck
 ERRCHECK      := $(TOOLS)/errcheck
 GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
 
-.PHONY: check tools fmt vet workflowcheck staticcheck errcheck test demo bench record-histories
+.PHONY: check tools fmt vet workflowcheck staticcheck errcheck compose test demo bench record-histories
 
-check: tools fmt vet workflowcheck staticcheck errcheck test
+check: tools fmt vet workflowcheck staticcheck errcheck compose test
 
 tools: $(TEMPORAL) $(WORKFLOWCHECK) $(STATICCHECK) $(ERRCHECK)
 
@@ -46,6 +46,11 @@ staticcheck: $(STATICCHECK)
 # Errors of non-test code are handled; errcheck.excludes lists the few calls whose errors are not.
 errcheck: $(ERRCHECK)
 	$(ERRCHECK) -ignoretests -exclude errcheck.excludes ./...
+
+# docker-compose.yml is valid with the variables of .env.example (no container engine needed;
+# .ci/run installs the docker-compose package when it is absent).
+compose:
+	docker-compose --env-file .env.example config -q
 
 # Integration tests start a real Temporal dev server (.tools/bin/temporal); they fail, never
 # skip, when it is missing.

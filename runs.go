@@ -20,6 +20,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // StartOptions are the Temporal options of a new run; the zero value works.
@@ -203,22 +205,35 @@ func CheckSearchAttributes(ctx context.Context, c client.Client, namespace strin
 
 func missingError(namespace string, missing []string, cause error) error {
 	cmd := "temporal operator search-attribute create --namespace " + namespace
+	cloud := "tcld namespace search-attributes add --namespace " + namespace
 	for _, name := range missing {
 		cmd += " --name " + name + " --type Keyword"
+		cloud += " --search-attribute " + name + "=Keyword"
 	}
 	msg := fmt.Sprintf("kortyx: namespace %q lacks the search attributes %s; create them (operator rights needed) with: %s",
 		namespace, strings.Join(missing, ", "), cmd)
-	if cause != nil {
-		return fmt.Errorf("%s (or kortyx.RegisterSearchAttributes): %w", msg, cause)
+	if cause == nil {
+		return errors.New(msg + " (or call kortyx.RegisterSearchAttributes)")
 	}
-	return errors.New(msg + " (or call kortyx.RegisterSearchAttributes)")
+	var denied *serviceerror.PermissionDenied
+	var unimplemented *serviceerror.Unimplemented
+	if errors.As(cause, &denied) || errors.As(cause, &unimplemented) || status.Code(cause) == codes.Unauthenticated ||
+		status.Code(cause) == codes.PermissionDenied || status.Code(cause) == codes.Unimplemented {
+		return fmt.Errorf("kortyx: namespace %q lacks the search attributes %s, and this client may not add them: adding search attributes "+
+			"needs the operator permission AddSearchAttributes on the namespace (a self-hosted server's admin; on Temporal Cloud no SDK client "+
+			"can add them). Add them once, each of type Keyword: on Temporal Cloud in the Cloud UI (Namespaces → %s → Search Attributes) or "+
+			"with: %s; on a self-hosted server with: %s: %w", namespace, strings.Join(missing, ", "), namespace, cloud, cmd, cause)
+	}
+	return fmt.Errorf("%s (or kortyx.RegisterSearchAttributes): %w", msg, cause)
 }
 
 // RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
 // all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
 // server registers them at start; call this for any other server (it needs operator rights:
 // AddSearchAttributes on the namespace), or create them with the command that
-// [CheckSearchAttributes]'s error names.
+// [CheckSearchAttributes]'s error names. When the server refuses (permission denied,
+// unauthenticated, unimplemented — Temporal Cloud lets no SDK client add them), the error names
+// the missing attributes, the permission, and the Cloud UI and tcld step that adds them.
 func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
 	missing, err := MissingSearchAttributes(ctx, c, namespace)
 	if err != nil || len(missing) == 0 {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,80 +19,12 @@ import (
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/redisstream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 )
-
-// Config is read from the environment by [ConfigFromEnv].
-type Config struct {
-	// TemporalAddress is TEMPORAL_ADDRESS; empty means the embedded dev server.
-	TemporalAddress string
-	// Namespace is TEMPORAL_NAMESPACE (default "default").
-	Namespace string
-	// TaskQueue is KORTYX_TASK_QUEUE (default "kortyx").
-	TaskQueue string
-	// HTTPAddr is KORTYX_HTTP_ADDR (default 127.0.0.1:8080): the worker's HTTP API (chat and
-	// checkpoint routes, run streams).
-	HTTPAddr string
-	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
-	// KORTYX_DEV_UI_PORT, default 8233).
-	DevPort, DevUIPort int
-	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
-	DevDB string
-	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
-	// nearest directory above the working directory with a go.mod, else the working directory).
-	Root string
-}
-
-// ConfigFromEnv reads the configuration.
-func ConfigFromEnv() Config {
-	c := Config{
-		TemporalAddress: os.Getenv("TEMPORAL_ADDRESS"),
-		Namespace:       envOr("TEMPORAL_NAMESPACE", "default"),
-		TaskQueue:       envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
-		HTTPAddr:        envOr("KORTYX_HTTP_ADDR", "127.0.0.1:8080"),
-		DevPort:         envInt("KORTYX_DEV_PORT", 7233),
-		DevUIPort:       envInt("KORTYX_DEV_UI_PORT", 8233),
-		DevDB:           "temporal.db",
-		Root:            os.Getenv("KORTYX_ROOT"),
-	}
-	if c.Root == "" {
-		c.Root = projectRoot()
-	}
-	return c
-}
-
-// Address is where clients reach Temporal: TEMPORAL_ADDRESS, else the embedded server's port.
-func (c Config) Address() string {
-	if c.TemporalAddress != "" {
-		return c.TemporalAddress
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.DevPort))
-}
-
-// StreamURL is the base URL of the worker's HTTP API.
-func (c Config) StreamURL() string {
-	if u := os.Getenv("KORTYX_STREAM_URL"); u != "" {
-		return u
-	}
-	return "http://" + c.HTTPAddr
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return n
-	}
-	return def
-}
 
 func projectRoot() string {
 	wd, err := os.Getwd()
@@ -145,19 +76,6 @@ func mkdir(parts ...string) string {
 	return dir
 }
 
-// Dial connects a Temporal client with a quiet logger.
-func Dial(cfg Config) (client.Client, error) {
-	c, err := client.Dial(client.Options{
-		HostPort:  cfg.Address(),
-		Namespace: cfg.Namespace,
-		Logger:    log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s (start the worker in dev mode, or set TEMPORAL_ADDRESS): %w", cfg.Address(), err)
-	}
-	return c, nil
-}
-
 // Temporal is a program's connection to Temporal, with the dev server it started, if any.
 type Temporal struct {
 	Client client.Client
@@ -173,18 +91,24 @@ func (t *Temporal) Close() {
 	}
 }
 
-// Connect reaches Temporal for a program that hosts workers: without TEMPORAL_ADDRESS it starts
+// Connect reaches Temporal for a program that hosts workers: in dev mode ([Config.DevMode]) it starts
 // the dev server (progress to out; cfg.TemporalAddress is set to its address), otherwise it
 // registers the search attributes the namespace lacks.
 func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
+	if err := cfg.Err(); err != nil {
+		return nil, err
+	}
 	t := &Temporal{}
-	if cfg.TemporalAddress == "" {
+	if cfg.DevMode() {
 		srv, err := StartDevServer(ctx, *cfg, out)
 		if err != nil {
 			return nil, err
 		}
 		t.Dev = srv
 		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+		// The dev server is plain gRPC: an API key or TLS settings without an address are not
+		// for it.
+		cfg.Temporal = envconfig.ClientConfigProfile{}
 	}
 	c, err := Dial(*cfg)
 	if err != nil {
@@ -242,11 +166,13 @@ func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activ
 	return w
 }
 
-// Stack is a started worker with its in-memory broker and the HTTP API that streams its runs.
+// Stack is a started worker with its broker and the HTTP API that streams its runs.
 type Stack struct {
 	Worker   worker.Worker
-	Broker   *stream.Memory
+	Broker   stream.Broker
 	HTTPAddr string // where the HTTP API listens
+
+	closeBroker func() error
 }
 
 // StackOptions is what [StartStack] starts.
@@ -259,15 +185,22 @@ type StackOptions struct {
 	DefaultWorkflow string
 	// Register, when not nil, adds more activities to the worker before it starts.
 	Register func(worker.ActivityRegistry)
+	// Logger logs the HTTP API's failures (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // StartStack starts a worker for o.Registry on cfg.TaskQueue, with the activities of o.Backend
-// over a new in-memory broker, and the HTTP API on o.HTTPAddr; the API stops when ctx ends,
-// the worker on [Stack.Stop].
+// over the broker of cfg ([OpenBroker]: Redis with KORTYX_REDIS_URL, else a new in-memory
+// one), and the HTTP API on o.HTTPAddr; the API stops when ctx ends, the worker and the broker
+// on [Stack.Stop].
 func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions) (*Stack, error) {
-	broker := stream.NewMemory()
+	broker, closeBroker, err := OpenBroker(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	acts, err := o.Backend.Activities(broker)
 	if err != nil {
+		_ = closeBroker()
 		return nil, err
 	}
 	w := NewWorker(c, cfg, o.Registry, acts)
@@ -275,48 +208,81 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 		o.Register(w)
 	}
 	if err := w.Start(); err != nil {
+		_ = closeBroker()
 		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
 	}
-	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow})
+	state := &WorkerState{}
+	state.Started()
+	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow,
+		Worker: state, Logger: o.Logger})
 	if err != nil {
 		w.Stop()
+		_ = closeBroker()
 		return nil, err
 	}
-	return &Stack{Worker: w, Broker: broker, HTTPAddr: addr}, nil
+	return &Stack{Worker: w, Broker: broker, HTTPAddr: addr, closeBroker: closeBroker}, nil
 }
 
-// Stop stops the worker.
-func (s *Stack) Stop() { s.Worker.Stop() }
+// Stop stops the worker and closes the broker.
+func (s *Stack) Stop() {
+	s.Worker.Stop()
+	if s.closeBroker != nil {
+		_ = s.closeBroker() // the program is ending; a close error changes nothing
+	}
+}
+
+// OpenBroker opens the stream broker of cfg: the Redis broker at cfg.RedisURL (KORTYX_REDIS_URL)
+// with cfg.StreamRetention, else a new in-memory broker. Call the returned function to close it.
+func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
+	if cfg.RedisURL != "" {
+		b, err := redisstream.New(ctx, redisstream.Options{URL: cfg.RedisURL, Retention: cfg.StreamRetention})
+		if err != nil {
+			return nil, nil, fmt.Errorf("kortyx: the stream broker of KORTYX_REDIS_URL: %w", err)
+		}
+		return b, b.Close, nil
+	}
+	return stream.NewMemory(), func() error { return nil }, nil
+}
 
 // API is what the development HTTP API serves.
 type API struct {
 	Client    client.Client
-	Broker    stream.Broker // the broker the worker's activities publish to
+	Broker    stream.Broker // the broker the workers' activities publish to
 	TaskQueue string        // where chat turns start their runs
 	// DefaultWorkflow runs a chat session's first turn when the request names none ("": such
 	// a request is refused with UNKNOWN_WORKFLOW).
 	DefaultWorkflow string
+	// Worker, when not nil, is the state of the worker of this process, checked by /readyz
+	// (nil: an API-only process, no worker check).
+	Worker *WorkerState
+	// Logger logs failed requests and failed readiness probes (nil: slog.Default()).
+	Logger *slog.Logger
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
 // /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
-// /v1/runs/{runID}/stream, liveness at /healthz and readiness (Temporal answers) at /readyz.
+// /v1/runs/{runID}/stream, liveness at /healthz ({"status":"ok"}) and readiness at /readyz
+// ([Readiness]: Temporal answers, the broker answers when it has a Ping, the worker polls).
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
 // no authentication: this is the development API; put the chat package's handlers behind your
 // own authentication in production. It returns the server and the address it listens on.
 func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string, error) {
 	c, broker := api.Client, api.Broker
+	logger := api.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true})
+		AllowUnauthenticated: true, Logger: logger})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
 	}
-	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true})
+	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -326,18 +292,10 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle("/v1/runs/", stream.Handler(broker))
-	// Liveness: the process serves HTTP.
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	// Readiness: Temporal answers a health check.
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := chat.CheckHealth(r.Context(), c); err != nil {
-			httpapi.WriteError(w, r, nil, 0, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"ready"}`+"\n")
-	})
-	srv := &http.Server{Handler: httpapi.JSONErrors(mux, nil), ReadHeaderTimeout: 10 * time.Second}
+	mux.HandleFunc("GET /healthz", healthHandler)
+	mux.HandleFunc("GET /readyz", readyHandler(c, broker, api.Worker, logger))
+	srv := &http.Server{Handler: httpapi.JSONErrors(mux, logger), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()

@@ -35,7 +35,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	w := app.NewWorker(t.Client, cfg, reg, acts)
-	if _, _, err := app.ServeHTTP(ctx, cfg.HTTPAddr, app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue}); err != nil {
+	if _, _, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue}); err != nil {
 		log.Fatal(err)
 	}
 	if err := w.Run(worker.InterruptCh()); err != nil {

@@ -89,6 +89,13 @@ const (
 	// timeouts and retries, e.g. its workers kept dying; the failure's context names the
 	// activity and the timeout.
 	CodeActivityTimeout Code = "ACTIVITY_TIMEOUT"
+	// CodeStreamUnavailable: the stream broker's store (Redis) did not answer; retryable, the
+	// chunks of a failed publish stay in the run's outbox and are published again in order.
+	CodeStreamUnavailable Code = "STREAM_UNAVAILABLE"
+	// CodeStreamGone: a reader asked to continue a run's stream after an offset the broker can
+	// no longer serve exactly (the stream was lost, expired, or trimmed past the reader); not
+	// retryable: read the run's result or start over from offset 0.
+	CodeStreamGone Code = "STREAM_GONE"
 )
 
 // declared is every code of this module. Only these are taken as Kortyx codes when they come
@@ -114,6 +121,7 @@ var declared = map[Code]bool{
 	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
 	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
 	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
+	CodeStreamUnavailable: true, CodeStreamGone: true,
 }
 
 // Declared reports whether c is one of the codes of this module (the constants of this
@@ -154,12 +162,12 @@ func (c Code) Category() Category {
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
 		return CategoryWorkflow
-	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable:
+	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden,
 		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
-		CodeUnknownWorkflow:
+		CodeUnknownWorkflow, CodeStreamGone:
 		return CategoryRequest
 	case CodeMalformedStream, CodeTruncatedStream:
 		return CategoryTransport

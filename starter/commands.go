@@ -63,7 +63,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	if len(pos) != 2 {
 		return usagef("run needs <workflow> <input>")
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
@@ -205,7 +205,7 @@ func cmdRespond(ctx context.Context, args []string) error {
 		}
 		resp.Value = json.RawMessage(*value)
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
@@ -258,7 +258,7 @@ func cmdWaiting(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ func cmdStatus(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("status needs <runID>")
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
@@ -316,7 +316,7 @@ func cmdCancel(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("cancel needs <runID>")
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	c, err := app.Dial(cfg)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/stream"
+	"go.temporal.io/sdk/contrib/envconfig"
 )
 
 // demoMessages are the default inputs of the demo workflows.
@@ -41,7 +42,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		message = strings.Join(pos, " ")
 	}
-	cfg := app.ConfigFromEnv()
+	cfg := config()
 	cfg.TaskQueue = "kortyx-demo"
 	p := newPrinter(os.Stdout, false)
 	if cfg.TemporalAddress == "" {
@@ -54,6 +55,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 		}
 		defer func() { _ = srv.Stop() }() // exiting: a stop error changes nothing
 		cfg.TemporalAddress = srv.Address()
+		cfg.Temporal = envconfig.ClientConfigProfile{} // the dev server is plain gRPC
 		p.note("Temporal dev server ready at %s (UI http://%s while the demo runs)", srv.Address(), srv.UIAddress())
 	}
 	c, err := app.Dial(cfg)

@@ -7,18 +7,24 @@
 //	starter status <runID>                    state and pending question of a run
 //	starter cancel <runID>                    cancel a run
 //
-// It reaches Temporal at TEMPORAL_ADDRESS (default 127.0.0.1:7233, the worker's dev server) and
-// run streams at KORTYX_STREAM_URL (default http://127.0.0.1:8080, the worker's HTTP API).
+// It reaches Temporal through the standard client configuration (TEMPORAL_ADDRESS, default
+// 127.0.0.1:7233, the worker's dev server; TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*,
+// TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE) and run streams at KORTYX_STREAM_URL (default
+// http://127.0.0.1:8080, the worker's HTTP API). Its human output goes to stdout; diagnostics
+// (the Temporal SDK's among them) go to stderr through log/slog (KORTYX_LOG_FORMAT,
+// KORTYX_LOG_LEVEL, default warn).
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
@@ -35,8 +41,9 @@ commands:
   status <runID>                 the run's status, state and pending question
   cancel <runID>                 cancel a run
 
-environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, KORTYX_TASK_QUEUE,
-KORTYX_STREAM_URL (default http://127.0.0.1:8080)
+environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE, KORTYX_TASK_QUEUE,
+KORTYX_STREAM_URL (default http://127.0.0.1:8080), KORTYX_LOG_FORMAT, KORTYX_LOG_LEVEL
 `
 
 func main() {
@@ -82,6 +89,18 @@ func main() {
 		fmt.Fprintln(os.Stderr)
 		os.Exit(1)
 	}
+}
+
+// config is the environment's configuration with the CLI's diagnostics logger: slog on stderr
+// (stdout is the CLI's output), warnings and errors unless KORTYX_LOG_LEVEL says otherwise.
+func config() app.Config {
+	cfg := app.ConfigFromEnv()
+	if os.Getenv("KORTYX_LOG_LEVEL") == "" {
+		cfg.LogLevel = slog.LevelWarn
+	}
+	cfg.Logger = cfg.NewLogger(os.Stderr)
+	slog.SetDefault(cfg.Logger)
+	return cfg
 }
 
 type usageError struct{ msg string }

@@ -39,6 +39,25 @@ type Broker interface {
 	Wait(ctx context.Context, runID string, after int64) error
 	// Last returns the offset of the run's last entry (0 if none).
 	Last(ctx context.Context, runID string) (int64, error)
+	// Bounds returns the offset of the run's oldest retained entry and of its last entry
+	// (0, 0 when the broker has nothing for the run). Entries first..last are retained;
+	// offsets below first were dropped by a bound or were never stored.
+	Bounds(ctx context.Context, runID string) (first, last int64, err error)
+}
+
+// Gone is the *contracts.Error with code STREAM_GONE that [Follow] returns when it cannot
+// continue runID's stream exactly after offset after: the broker's entries of the run are
+// first..last (0, 0: none).
+func Gone(runID string, after, first, last int64) *contracts.Error {
+	why := fmt.Sprintf("the entries after it were dropped (the oldest kept is %d)", first)
+	if last < after {
+		why = "the broker has no entry that far (the stream was lost or expired)"
+	}
+	e := contracts.Errorf(contracts.CodeStreamGone,
+		"stream: the stream of run %q can no longer be followed after offset %d: %s; read the run's result or follow it again from offset 0",
+		runID, after, why)
+	e.Details = map[string]any{"after": after, "first": first, "last": last}
+	return e
 }
 
 // Until says when [Follow] (and the SSE endpoint) stops. The zero value is [UntilRun].
@@ -121,7 +140,14 @@ const followBatch = 1024
 // fn) to learn whether the response in progress already contains an interrupt, so that a
 // reconnecting reader stops exactly where an uninterrupted one would; if the entry at after is
 // the done chunk that ended the run, Follow returns nil at once. (With [UntilResponse], after
-// at a done chunk means the next response.) Entries dropped by the broker are not seen.
+// at a done chunk means the next response.)
+//
+// With after > 0, Follow continues exactly after that offset or not at all: when the broker's
+// last offset for the run is below after (the stream was lost, e.g. an in-memory broker
+// restarted, or it expired) or its oldest retained entry is above after+1 (entries were dropped
+// past the reader, at the start or while following), Follow returns a *contracts.Error with
+// code STREAM_GONE (see [Gone]) without calling fn for the entries after the gap. With
+// after == 0 it starts at the oldest retained entry.
 func Follow(ctx context.Context, b Broker, runID string, after int64, until Until, fn func(Entry) error) error {
 	return follow(ctx, b, runID, after, until, fn, 0, nil)
 }
@@ -131,6 +157,15 @@ func Follow(ctx context.Context, b Broker, runID string, after int64, until Unti
 func follow(ctx context.Context, b Broker, runID string, after int64, until Until,
 	fn func(Entry) error, idle time.Duration, onIdle func() error) error {
 	t := tracker{until: until}
+	if after > 0 {
+		first, last, err := b.Bounds(ctx, runID)
+		if err != nil {
+			return err
+		}
+		if last < after || first > after+1 {
+			return Gone(runID, after, first, last)
+		}
+	}
 	if until == UntilRun && after > 0 {
 		ended, err := prime(ctx, b, runID, after, &t)
 		if err != nil || ended {
@@ -141,6 +176,13 @@ func follow(ctx context.Context, b Broker, runID string, after int64, until Unti
 		entries, err := b.Read(ctx, runID, after, followBatch)
 		if err != nil {
 			return err
+		}
+		if len(entries) > 0 && after > 0 && entries[0].Offset > after+1 {
+			first, last, err := b.Bounds(ctx, runID)
+			if err != nil {
+				return err
+			}
+			return Gone(runID, after, first, last)
 		}
 		for _, e := range entries {
 			after = e.Offset

@@ -246,6 +246,19 @@ func (m *Memory) Last(ctx context.Context, runID string) (int64, error) {
 	return 0, nil
 }
 
+// Bounds implements [Broker].
+func (m *Memory) Bounds(ctx context.Context, runID string) (first, last int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r := m.runs[runID]; r != nil && r.n > 0 {
+		return r.at(0).Offset, r.last, nil
+	}
+	return 0, 0, nil
+}
+
 // Forget drops everything stored for runID: its entries, keys and offset counter. Readers
 // waiting on it are woken and keep waiting; a later publish starts again at offset 1.
 func (m *Memory) Forget(runID string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/streamtest"
 )
 
 // testCtx returns a context bounded by a deadline, so that a broken test fails instead of
@@ -395,4 +396,10 @@ func TestMemoryForget(t *testing.T) {
 	require.Zero(t, last)
 	require.NoError(t, m.Publish(ctx, "run", delta("a", "x")))
 	require.Equal(t, []int64{1}, offsets(readAll(t, m, "run")))
+}
+
+func TestMemoryContract(t *testing.T) {
+	streamtest.Run(t, func(t *testing.T) stream.Broker {
+		return stream.NewMemory(stream.WithMaxEntriesPerRun(streamtest.MaxEntriesPerRun))
+	})
 }

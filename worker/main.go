@@ -1,48 +1,90 @@
 // Command worker runs a Kortyx worker: the run and session workflows, their activities, the
 // example agents of KORTYX_EXAMPLES (default: all of them), the workflow files of
-// KORTYX_WORKFLOWS, and the HTTP API (chat, checkpoints, run streams).
+// KORTYX_WORKFLOWS, and — when KORTYX_HTTP_ADDR is set, or in dev mode — the HTTP API (chat,
+// checkpoints, run streams, /healthz, /readyz); a worker without it serves /healthz and /readyz
+// alone on KORTYX_HEALTH_ADDR when that is set. With --api-only it serves the HTTP API and
+// polls nothing.
 //
-// Without TEMPORAL_ADDRESS it runs in dev mode: it finds the Temporal CLI (TEMPORAL_CLI_PATH,
+// The Temporal connection is the standard client configuration (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).
+// With no address configured it runs in dev mode: it finds the Temporal CLI (TEMPORAL_CLI_PATH,
 // .tools/bin, PATH) or installs it into .tools/bin, starts a tuned dev server with its database
-// in .kortyx/temporal.db and the search attributes registered, and stops it on exit.
+// in .kortyx/temporal.db and the search attributes registered, serves the HTTP API on
+// 127.0.0.1:8080, and stops the server on exit. Logs go to stdout through log/slog
+// (KORTYX_LOG_FORMAT=text|json, KORTYX_LOG_LEVEL).
 //
 //	go run ./worker                       # dev mode
-//	TEMPORAL_ADDRESS=host:7233 KORTYX_EXAMPLES=none KORTYX_WORKFLOWS=./agents go run ./worker
+//	TEMPORAL_ADDRESS=host:7233 KORTYX_REDIS_URL=redis://redis:6379 go run ./worker
+//	TEMPORAL_ADDRESS=host:7233 KORTYX_REDIS_URL=redis://redis:6379 KORTYX_HTTP_ADDR=:8080 go run ./worker --api-only
+//	worker --probe http://127.0.0.1:8080/readyz   # exit 0 when it answers 200: a container healthcheck
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
-	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/worker"
 )
 
 func main() {
-	if err := run(); err != nil {
+	apiOnly := flag.Bool("api-only", false, "serve the HTTP API (on KORTYX_HTTP_ADDR, default "+app.DefaultHTTPAddr+") without polling tasks; needs a Temporal server (TEMPORAL_ADDRESS or a profile) and, to read the workers' streams, KORTYX_REDIS_URL")
+	probe := flag.String("probe", "", "GET `URL` and exit with 0 if it answers 200, else 1 (a container healthcheck without curl)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--api-only] | worker --probe URL\n\n"+
+			"Runs a Kortyx worker (polls the task queue; serves the HTTP API when KORTYX_HTTP_ADDR is set, or in dev mode).\n\nflags:\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "worker: unexpected argument %q\n", flag.Arg(0))
+		flag.Usage()
+		os.Exit(2)
+	}
+	if *probe != "" {
+		if err := app.Probe(context.Background(), *probe, 5*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*apiOnly); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(apiOnly bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := app.ConfigFromEnv()
+	if err := cfg.Err(); err != nil {
+		return err
+	}
+	logger := cfg.NewLogger(os.Stdout)
+	slog.SetDefault(logger)
+	cfg.Logger = logger               // the Temporal SDK logs through the same handler
 	chosen, err := examples.FromEnv() // KORTYX_EXAMPLES
 	if err != nil {
 		return err
 	}
+	if apiOnly {
+		return serveAPI(ctx, cfg, logger, chosen.DefaultWorkflow())
+	}
 
-	// Temporal: TEMPORAL_ADDRESS, or a dev server of our own.
-	if cfg.TemporalAddress == "" {
-		fmt.Printf("kortyx worker: dev mode (TEMPORAL_ADDRESS is not set): starting the Temporal dev server...\n")
+	// Temporal: the configured server, or a dev server of our own.
+	serveHTTP := cfg.ServesHTTP() // decided before Connect fills in the dev server's address
+	if cfg.DevMode() {
+		logger.Info("kortyx worker: dev mode (no Temporal address configured): starting the Temporal dev server")
 	}
 	t, err := app.Connect(ctx, &cfg, os.Stdout)
 	if err != nil {
@@ -50,7 +92,9 @@ func run() error {
 	}
 	defer t.Close()
 	if t.Dev != nil {
-		fmt.Printf("kortyx worker: Temporal dev server at %s (UI %s), data in .kortyx/\n", t.Dev.Address(), uiURL(t))
+		logger.Info("kortyx worker: Temporal dev server ready", "address", t.Dev.Address(), "ui", uiURL(t), "data", ".kortyx/")
+	} else {
+		logger.Info("kortyx worker: connected to Temporal", "address", cfg.Address(), "namespace", cfg.Namespace)
 	}
 
 	// Models and tools, then the agents (which may only name those tools).
@@ -63,7 +107,7 @@ func run() error {
 		return err
 	}
 	defer backend.Close()
-	fmt.Printf("kortyx worker: models: %s\n", backend.Model)
+	logger.Info("kortyx worker: models", "models", backend.Model)
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
 	if err := chosen.Register(reg); err != nil {
@@ -73,24 +117,93 @@ func run() error {
 		return err
 	}
 
-	// The worker and the HTTP API share the stream broker.
-	broker := stream.NewMemory()
+	// The activities publish to the stream broker the HTTP API reads: Redis, or memory.
+	broker, closeBroker, err := app.OpenBroker(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeBroker() }()
+	if cfg.RedisURL == "" && !serveHTTP {
+		logger.Warn("kortyx worker: in-memory stream broker and no HTTP API: chunks published by this worker are only readable from this process; set KORTYX_REDIS_URL")
+	}
 	acts, err := backend.Activities(broker)
 	if err != nil {
 		return err
 	}
-	w := worker.New(t.Client, cfg.TaskQueue, worker.Options{})
+	state := &app.WorkerState{}
+	fatal := make(chan error, 1)
+	w := worker.New(t.Client, cfg.TaskQueue, worker.Options{OnFatalError: func(err error) {
+		state.Stopped()
+		fatal <- err
+	}})
 	workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
 	acts.Register(w)                     // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
-	_, addr, err := app.ServeHTTP(ctx, cfg.HTTPAddr, app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: chosen.DefaultWorkflow()})
+	if serveHTTP {
+		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
+			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger})
+		if err != nil {
+			return err
+		}
+		logAPI(logger, addr)
+	} else if cfg.HealthAddr != "" {
+		addr, err := app.ServeHealth(ctx, cfg.HealthAddr, t.Client, broker, state, logger)
+		if err != nil {
+			return err
+		}
+		logger.Info("kortyx worker: health endpoints", "addr", "http://"+addr, "routes", "/healthz, /readyz")
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
+	}
+	state.Started()
+	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace)
+	select {
+	case <-ctx.Done(): // Ctrl-C or SIGTERM
+		err = nil
+	case err = <-fatal:
+		err = fmt.Errorf("kortyx worker: the worker stopped: %w", err)
+	}
+	logger.Info("kortyx worker: stopping")
+	state.Stopped()
+	w.Stop()
+	return err
+}
+
+// serveAPI is the --api-only role: the HTTP API on a configured Temporal server, no worker.
+func serveAPI(ctx context.Context, cfg app.Config, logger *slog.Logger, defaultWorkflow string) error {
+	if cfg.DevMode() {
+		return errors.New("kortyx worker --api-only: no Temporal server configured; set TEMPORAL_ADDRESS (or TEMPORAL_PROFILE/TEMPORAL_CONFIG_FILE): an API process does not start a dev server — run a worker in dev mode (go run ./worker) for that")
+	}
+	c, err := app.Dial(cfg)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("kortyx worker: polling task queue %q; HTTP API at http://%s (chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream; no authentication: development only)\n", cfg.TaskQueue, addr)
-	err = w.Run(worker.InterruptCh()) // until Ctrl-C or SIGTERM
-	fmt.Println("kortyx worker: stopping")
-	return err
+	defer c.Close()
+	broker, closeBroker, err := app.OpenBroker(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeBroker() }()
+	if cfg.RedisURL == "" {
+		logger.Warn("kortyx worker --api-only: in-memory stream broker: this process reads no worker's chunks, so chat and stream requests wait for chunks that never come; set KORTYX_REDIS_URL")
+	}
+	_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
+		DefaultWorkflow: defaultWorkflow, Logger: logger})
+	if err != nil {
+		return err
+	}
+	logger.Info("kortyx worker: API only, polling nothing", "address", cfg.Address(), "namespace", cfg.Namespace, "task_queue", cfg.TaskQueue)
+	logAPI(logger, addr)
+	<-ctx.Done()
+	logger.Info("kortyx worker: stopping")
+	return nil
+}
+
+// logAPI logs the line that says where the HTTP API listens: its addr attribute is the base URL.
+func logAPI(logger *slog.Logger, addr string) {
+	logger.Info("kortyx worker: HTTP API", "addr", "http://"+addr,
+		"routes", "chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream, /healthz, /readyz",
+		"auth", "none: development API")
 }
 
 func uiURL(t *app.Temporal) string {

@@ -1,7 +1,8 @@
 // Command ownworker is the "Your own worker" program of docs/running.md: a worker of your own
 // with the support agent, the OpenAI-compatible provider, the run streams and the chat route
-// behind an authorization check. It needs a Temporal server at TEMPORAL_ADDRESS (default
-// 127.0.0.1:7233) whose namespace has the Kortyx search attributes.
+// behind an authorization check. It needs a Temporal server (the standard client configuration:
+// TEMPORAL_ADDRESS, default localhost:7233, and the other TEMPORAL_* variables) whose namespace
+// has the Kortyx search attributes.
 package main
 
 import (
@@ -22,21 +23,28 @@ import (
 	"github.com/kortyx-go/kortyx/tools/mcp"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/worker"
 )
 
 func main() {
-	addr := os.Getenv("TEMPORAL_ADDRESS")
-	if addr == "" {
-		addr = "127.0.0.1:7233"
+	// The standard client configuration: TEMPORAL_ADDRESS (default localhost:7233),
+	// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE.
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		log.Fatal(err)
 	}
-	c, err := client.Dial(client.Options{HostPort: addr})
+	c, err := client.Dial(opts)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
+	ns := opts.Namespace
+	if ns == "" {
+		ns = "default"
+	}
 	// Fail at start, naming what is missing, rather than in every run's first workflow task.
-	if err := kortyx.CheckSearchAttributes(context.Background(), c, "default"); err != nil {
+	if err := kortyx.CheckSearchAttributes(context.Background(), c, ns); err != nil {
 		log.Fatal(err)
 	}
 

@@ -1,11 +1,9 @@
 package integration_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,20 +26,8 @@ func workerProgram(t *testing.T, env ...string) (tq, addr string) {
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "kortyx worker: polling task queue"); ok {
-				ready <- strings.Fields(rest[strings.Index(rest, "http://")+len("http://"):])[0]
-			}
-		}
-	}()
-	select {
-	case addr = <-ready:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not start")
-	}
+	addr, _ = waitPolling(t, out)
+	require.NotEmpty(t, addr, "the worker serves the HTTP API with KORTYX_HTTP_ADDR")
 	return tq, addr
 }
 

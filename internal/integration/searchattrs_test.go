@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/stretchr/testify/require"
 )
@@ -63,4 +65,26 @@ func TestOwnWorkerSnippetIsTheProgram(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(docs), "```go\n"+string(src)+"```\n")
 	binary(t, "ownworker")
+}
+
+// A namespace created without the search attributes (the dev server keeps them per namespace):
+// CheckSearchAttributes names all three, RegisterSearchAttributes adds them, and the check then
+// passes — what a worker's app.Connect does on a self-hosted server.
+func TestRegisterSearchAttributesOnANewNamespace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns := fmt.Sprintf("kortyx-sa-%d", time.Now().UnixNano()%1e9)
+	out, err := exec.CommandContext(ctx, tcliPath, "operator", "namespace", "create", "--namespace", ns, "--address", srv.Address()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var missing []string
+	require.Eventually(t, func() bool { // the new namespace reaches the frontend's cache
+		missing, err = kortyx.MissingSearchAttributes(ctx, tc, ns)
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Equal(t, contracts.SearchAttributes, missing)
+	require.ErrorContains(t, kortyx.CheckSearchAttributes(ctx, tc, ns),
+		fmt.Sprintf("namespace %q lacks the search attributes KortyxSession, KortyxWorkflow, KortyxStatus", ns))
+	require.NoError(t, kortyx.RegisterSearchAttributes(ctx, tc, ns))
+	require.NoError(t, kortyx.CheckSearchAttributes(ctx, tc, ns))
+	require.NoError(t, kortyx.RegisterSearchAttributes(ctx, tc, ns), "a no-op when they exist")
 }

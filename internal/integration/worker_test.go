@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,25 +28,7 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
-	ready := make(chan [2]string, 1) // the polling line and the banner before it
-	go func() {
-		var banner strings.Builder
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			banner.WriteString(sc.Text() + "\n")
-			if rest, ok := strings.CutPrefix(sc.Text(), "kortyx worker: polling task queue"); ok {
-				ready <- [2]string{rest, banner.String()}
-			}
-		}
-	}()
-	var line, banner string
-	select {
-	case got := <-ready:
-		line, banner = got[0], got[1]
-	case <-time.After(30 * time.Second):
-		t.Fatal("the worker did not start")
-	}
-	addr := strings.Fields(line[strings.Index(line, "http://")+len("http://"):])[0]
+	addr, banner := waitPolling(t, out)
 
 	run := startRun(t, tc, tq, "desk", "Where is my order A-1002?")
 	resp, _ := nextResponse(t, httpFollower(addr), run.GetID(), 0)
@@ -55,5 +38,47 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Order A-1002 (coffee grinder) is shipped.", res.State.Data["reply"])
 	require.NotNil(t, res.State.Runtime.TokenUsage)
-	require.Contains(t, banner, "models: the scripted fake model")
+	require.Contains(t, banner, `msg="kortyx worker: models" models="the scripted fake model`)
+}
+
+// waitPolling reads the worker program's log (slog text on its stdout) until the worker polls,
+// and returns the host:port of its HTTP API (the addr attribute of the "HTTP API" line, without
+// http://; "" when it serves none) and the lines up to then.
+func waitPolling(t *testing.T, out io.Reader) (addr, banner string) {
+	t.Helper()
+	type ready struct{ addr, banner string }
+	got := make(chan ready, 1)
+	go func() {
+		var b strings.Builder
+		var addr string
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			b.WriteString(line + "\n")
+			if strings.Contains(line, `msg="kortyx worker: HTTP API"`) {
+				addr = logAttr(line, "addr")
+			}
+			if strings.Contains(line, `msg="kortyx worker: polling task queue"`) {
+				got <- ready{strings.TrimPrefix(addr, "http://"), b.String()}
+			}
+		}
+	}()
+	select {
+	case r := <-got:
+		return r.addr, r.banner
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker did not start")
+	}
+	return "", ""
+}
+
+// logAttr is the value of the attribute key of an slog text line ("" if absent; for values
+// without spaces or quotes).
+func logAttr(line, key string) string {
+	_, rest, ok := strings.Cut(line, " "+key+"=")
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(rest, " ")
+	return v
 }

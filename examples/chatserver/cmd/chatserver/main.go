@@ -2,9 +2,13 @@
 // behind bearer-token authentication, with a worker for the example agents of KORTYX_EXAMPLES
 // (default: all of them) in the same process.
 //
-// Without TEMPORAL_ADDRESS it starts the Temporal dev server (as the worker does). Tokens come
-// from KORTYX_CHAT_TOKENS ("token=user,token=user"); without it a random token for user "dev"
-// is printed. The address is KORTYX_HTTP_ADDR (default 127.0.0.1:8080).
+// It reaches Temporal through the standard client configuration (TEMPORAL_ADDRESS,
+// TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE); with no address
+// configured it starts the Temporal dev server (as the worker does). The stream broker is Redis
+// with KORTYX_REDIS_URL, else in memory. Tokens come from KORTYX_CHAT_TOKENS
+// ("token=user,token=user"); without it a random token for user "dev" is logged. The address is
+// KORTYX_HTTP_ADDR (default 127.0.0.1:8080). Logs go to stdout through log/slog
+// (KORTYX_LOG_FORMAT, KORTYX_LOG_LEVEL).
 //
 //	go run ./examples/chatserver/cmd/chatserver
 package main
@@ -15,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +30,6 @@ import (
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
-	"github.com/kortyx-go/kortyx/stream"
 )
 
 func main() {
@@ -39,6 +43,12 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := app.ConfigFromEnv()
+	if err := cfg.Err(); err != nil {
+		return err
+	}
+	logger := cfg.NewLogger(os.Stdout)
+	slog.SetDefault(logger)
+	cfg.Logger = logger
 	tokens := map[string]string{}
 	if v := os.Getenv("KORTYX_CHAT_TOKENS"); v != "" {
 		var err error
@@ -73,7 +83,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	broker := stream.NewMemory()
+	broker, closeBroker, err := app.OpenBroker(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeBroker() }()
 	acts, err := backend.Activities(broker)
 	if err != nil {
 		return err
@@ -88,15 +102,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	ln, err := net.Listen("tcp", cfg.ListenAddr())
 	if err != nil {
-		return fmt.Errorf("chatserver: cannot listen on %s (set KORTYX_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+		return fmt.Errorf("chatserver: cannot listen on %s (set KORTYX_HTTP_ADDR): %w", cfg.ListenAddr(), err)
 	}
-	hs := &http.Server{Handler: server, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("chatserver: http://%s (POST /api/chat, /api/chat/stop, /api/checkpoints; GET /api/transcript)\n", ln.Addr())
+	hs := &http.Server{Handler: server, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	logger.Info("chatserver: serving", "addr", "http://"+ln.Addr().String(),
+		"routes", "POST /api/chat, /api/chat/stop, /api/checkpoints; GET /api/transcript")
 	if os.Getenv("KORTYX_CHAT_TOKENS") == "" {
 		for token := range tokens {
-			fmt.Printf("chatserver: no KORTYX_CHAT_TOKENS: user \"dev\" has token %s\n", token)
+			logger.Info("chatserver: no KORTYX_CHAT_TOKENS: a token for user dev", "user", "dev", "token", token)
 		}
 	}
 	go func() {

@@ -1,0 +1,226 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/log"
+)
+
+// DefaultHTTPAddr is where the HTTP API listens when KORTYX_HTTP_ADDR is not set and the
+// process serves it (dev mode, --api-only): loopback only, because its routes are
+// unauthenticated.
+const DefaultHTTPAddr = "127.0.0.1:8080"
+
+// Config is read from the environment by [ConfigFromEnv].
+type Config struct {
+	// TemporalAddress is the Temporal server's host:port as the standard Temporal client
+	// configuration gives it (TEMPORAL_ADDRESS, else the address of the TEMPORAL_PROFILE profile
+	// of TEMPORAL_CONFIG_FILE); empty means dev mode: the embedded dev server.
+	TemporalAddress string
+	// Namespace is the profile's namespace (TEMPORAL_NAMESPACE; default "default").
+	Namespace string
+	// Temporal is the rest of the standard client configuration (envconfig): API key, TLS client
+	// certificate and key, server CA, server name, gRPC metadata. [Dial] applies it; [Connect]
+	// clears it when it starts the dev server.
+	Temporal envconfig.ClientConfigProfile
+	// TaskQueue is KORTYX_TASK_QUEUE (default "kortyx").
+	TaskQueue string
+	// HTTPAddr is KORTYX_HTTP_ADDR as set ("" when unset): where the HTTP API (chat and
+	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
+	// [Config.ListenAddr].
+	HTTPAddr string
+	// HealthAddr is KORTYX_HEALTH_ADDR: where a worker that serves no HTTP API serves /healthz
+	// and /readyz alone (a container's healthcheck; "" serves nothing).
+	HealthAddr string
+	// RedisURL is KORTYX_REDIS_URL: the Redis stream broker ("" keeps the in-memory broker).
+	RedisURL string
+	// StreamRetention is KORTYX_STREAM_RETENTION (a Go duration, e.g. 24h; 0: the broker's
+	// default): how long a finished run's stream stays readable in Redis.
+	StreamRetention time.Duration
+	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".
+	LogFormat string
+	// LogLevel is KORTYX_LOG_LEVEL: debug, info (default), warn or error.
+	LogLevel slog.Level
+	// Logger, when set, is the logger of the Temporal client that [Dial] connects (nil: warnings
+	// and errors only, as text on stderr).
+	Logger *slog.Logger
+	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
+	// KORTYX_DEV_UI_PORT, default 8233).
+	DevPort, DevUIPort int
+	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
+	DevDB string
+	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
+	// nearest directory above the working directory with a go.mod, else the working directory).
+	Root string
+
+	err error // a configuration the program cannot start with, reported by Err
+}
+
+// ConfigFromEnv reads the configuration: the Temporal connection the way every Temporal program
+// reads it (go.temporal.io/sdk/contrib/envconfig: TEMPORAL_CONFIG_FILE and TEMPORAL_PROFILE, then
+// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_* and
+// TEMPORAL_GRPC_META_* over the profile), then the KORTYX_* variables. A value it cannot use
+// (an unknown profile, a bad duration or log level) is reported by [Config.Err], and by [Dial]
+// and [Connect].
+func ConfigFromEnv() Config {
+	c := Config{
+		TaskQueue:  envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
+		HTTPAddr:   os.Getenv("KORTYX_HTTP_ADDR"),
+		RedisURL:   os.Getenv("KORTYX_REDIS_URL"),
+		HealthAddr: os.Getenv("KORTYX_HEALTH_ADDR"),
+		LogFormat:  envOr("KORTYX_LOG_FORMAT", "text"),
+		DevPort:    envInt("KORTYX_DEV_PORT", 7233),
+		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
+		DevDB:      "temporal.db",
+		Root:       os.Getenv("KORTYX_ROOT"),
+	}
+	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
+	if err != nil {
+		c.fail(fmt.Errorf("kortyx: loading the Temporal client configuration (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE, TEMPORAL_* variables): %w", err))
+	}
+	c.Temporal = prof
+	c.TemporalAddress, c.Namespace = prof.Address, prof.Namespace
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	if v := os.Getenv("KORTYX_STREAM_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			c.fail(fmt.Errorf("kortyx: KORTYX_STREAM_RETENTION=%q is not a duration such as 24h or 90m", v))
+		}
+		c.StreamRetention = d
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))
+	}
+	if v := os.Getenv("KORTYX_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {
+			c.fail(fmt.Errorf("kortyx: KORTYX_LOG_LEVEL=%q: use debug, info, warn or error", v))
+		}
+	}
+	if c.Root == "" {
+		c.Root = projectRoot()
+	}
+	return c
+}
+
+func knownLevel(v string) bool {
+	switch strings.ToLower(v) {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+func (c *Config) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// Err is the first configuration error [ConfigFromEnv] found, nil when the program can start.
+func (c Config) Err() error { return c.err }
+
+// DevMode reports whether no Temporal address is configured anywhere (neither TEMPORAL_ADDRESS
+// nor the profile): the worker then starts the embedded dev server.
+func (c Config) DevMode() bool { return c.TemporalAddress == "" }
+
+// Address is where clients reach Temporal: the configured address, else the embedded server's
+// port.
+func (c Config) Address() string {
+	if c.TemporalAddress != "" {
+		return c.TemporalAddress
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.DevPort))
+}
+
+// ServesHTTP reports whether a worker (not --api-only) serves the HTTP API: when
+// KORTYX_HTTP_ADDR is set, or in dev mode (on [DefaultHTTPAddr]). A worker of a deployment
+// polls only; the API runs in processes of its own (worker --api-only).
+func (c Config) ServesHTTP() bool { return c.HTTPAddr != "" || c.DevMode() }
+
+// ListenAddr is where the HTTP API listens: KORTYX_HTTP_ADDR, else [DefaultHTTPAddr].
+func (c Config) ListenAddr() string {
+	if c.HTTPAddr != "" {
+		return c.HTTPAddr
+	}
+	return DefaultHTTPAddr
+}
+
+// StreamURL is the base URL of the HTTP API (KORTYX_STREAM_URL, else http:// and
+// [Config.ListenAddr]).
+func (c Config) StreamURL() string {
+	if u := os.Getenv("KORTYX_STREAM_URL"); u != "" {
+		return u
+	}
+	return "http://" + c.ListenAddr()
+}
+
+// NewLogger returns the program's logger on w: KORTYX_LOG_FORMAT (text or json) at
+// KORTYX_LOG_LEVEL. Server programs log to stdout; the CLI logs its diagnostics to stderr.
+func (c Config) NewLogger(w io.Writer) *slog.Logger {
+	o := &slog.HandlerOptions{Level: c.LogLevel}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// ClientOptions are the options [Dial] connects with: the standard client configuration
+// ([Config.Temporal]) on [Config.Address] and [Config.Namespace], the Temporal SDK logging
+// through [Config.Logger].
+func (c Config) ClientOptions() (client.Options, error) {
+	if c.err != nil {
+		return client.Options{}, c.err
+	}
+	prof := c.Temporal
+	prof.Address, prof.Namespace = c.Address(), c.Namespace
+	o, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("kortyx: the Temporal client configuration (TEMPORAL_TLS_*, TEMPORAL_API_KEY or the profile's tls section): %w", err)
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	o.Logger = log.NewStructuredLogger(logger)
+	return o, nil
+}
+
+// Dial connects a Temporal client with [Config.ClientOptions].
+func Dial(cfg Config) (client.Client, error) {
+	o, err := cfg.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(context.Background(), o)
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s, namespace %q (start the worker in dev mode, or set TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and, for a TLS server, TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH): %w", cfg.Address(), cfg.Namespace, err)
+	}
+	return c, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return n
+	}
+	return def
+}

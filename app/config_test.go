@@ -1,0 +1,243 @@
+package app_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/stretchr/testify/require"
+)
+
+// isolate clears every variable the configuration reads and points TEMPORAL_CONFIG_FILE at a
+// file that does not exist, so that the developer's own ~/.config/temporalio is not read.
+func isolate(t *testing.T) string {
+	t.Helper()
+	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_PROFILE",
+		"TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
+		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
+		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
+		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL"} {
+		t.Setenv(k, "")
+		require.NoError(t, os.Unsetenv(k))
+	}
+	dir := t.TempDir()
+	t.Setenv("TEMPORAL_CONFIG_FILE", filepath.Join(dir, "none.toml"))
+	return dir
+}
+
+func TestConfigDevModeWithoutAnAddress(t *testing.T) {
+	isolate(t)
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.True(t, cfg.DevMode())
+	require.Equal(t, "default", cfg.Namespace)
+	require.Equal(t, "127.0.0.1:7233", cfg.Address())
+	require.True(t, cfg.ServesHTTP(), "dev mode serves the HTTP API")
+	require.Equal(t, "127.0.0.1:8080", cfg.ListenAddr())
+	require.Equal(t, "http://127.0.0.1:8080", cfg.StreamURL())
+	o, err := cfg.ClientOptions()
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:7233", o.HostPort)
+	require.Nil(t, o.ConnectionOptions.TLS)
+	require.Nil(t, o.Credentials)
+}
+
+func TestConfigRoles(t *testing.T) {
+	isolate(t)
+	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
+	cfg := app.ConfigFromEnv()
+	require.False(t, cfg.DevMode())
+	require.False(t, cfg.ServesHTTP(), "a deployed worker serves no API unless KORTYX_HTTP_ADDR is set")
+	require.Equal(t, app.DefaultHTTPAddr, cfg.ListenAddr(), "--api-only listens here")
+	t.Setenv("KORTYX_HTTP_ADDR", ":9090")
+	cfg = app.ConfigFromEnv()
+	require.True(t, cfg.ServesHTTP())
+	require.Equal(t, ":9090", cfg.ListenAddr())
+}
+
+// TEMPORAL_* variables become the client options: address, namespace, API key (which turns TLS
+// on), mTLS client certificate and key, server CA and server name.
+func TestConfigTemporalFromEnvironment(t *testing.T) {
+	dir := isolate(t)
+	ca, cert, key := writeCerts(t, dir)
+	t.Setenv("TEMPORAL_ADDRESS", "ns.acct.tmprl.cloud:7233")
+	t.Setenv("TEMPORAL_NAMESPACE", "ns.acct")
+	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", cert)
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", key)
+	t.Setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", ca)
+	t.Setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.internal")
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.False(t, cfg.DevMode())
+	o, err := cfg.ClientOptions()
+	require.NoError(t, err)
+	require.Equal(t, "ns.acct.tmprl.cloud:7233", o.HostPort)
+	require.Equal(t, "ns.acct", o.Namespace)
+	tc := o.ConnectionOptions.TLS
+	require.NotNil(t, tc)
+	require.Equal(t, "temporal.internal", tc.ServerName)
+	require.Len(t, tc.Certificates, 1)
+	leaf, err := x509.ParseCertificate(tc.Certificates[0].Certificate[0])
+	require.NoError(t, err)
+	require.Equal(t, "kortyx-worker", leaf.Subject.CommonName)
+	require.NotNil(t, tc.RootCAs)
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: tc.RootCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	require.NoError(t, err, "the CA of TEMPORAL_TLS_SERVER_CA_CERT_PATH is the pool")
+	require.Nil(t, o.Credentials)
+	require.NotNil(t, o.Logger)
+
+	// A key that is not there: the error names the variables to fix.
+	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", filepath.Join(dir, "missing.key"))
+	_, err = app.ConfigFromEnv().ClientOptions()
+	require.ErrorContains(t, err, "TEMPORAL_TLS_*")
+	require.ErrorContains(t, err, "missing.key")
+}
+
+func TestConfigAPIKeyTurnsOnTLS(t *testing.T) {
+	isolate(t)
+	t.Setenv("TEMPORAL_ADDRESS", "ns.acct.tmprl.cloud:7233")
+	t.Setenv("TEMPORAL_NAMESPACE", "ns.acct")
+	t.Setenv("TEMPORAL_API_KEY", "secret-key")
+	o, err := app.ConfigFromEnv().ClientOptions()
+	require.NoError(t, err)
+	require.NotNil(t, o.ConnectionOptions.TLS, "an API key implies TLS")
+	require.NotNil(t, o.Credentials)
+
+	// TEMPORAL_TLS=false turns it off explicitly (a local proxy).
+	t.Setenv("TEMPORAL_TLS", "false")
+	o, err = app.ConfigFromEnv().ClientOptions()
+	require.NoError(t, err)
+	require.True(t, o.ConnectionOptions.TLSDisabled)
+}
+
+// A profile of the standard config file: its address ends dev mode; TEMPORAL_* variables win
+// over it; an unknown TEMPORAL_PROFILE is an error that says where it looked.
+func TestConfigProfileFile(t *testing.T) {
+	dir := isolate(t)
+	file := filepath.Join(dir, "temporal.toml")
+	require.NoError(t, os.WriteFile(file, []byte(`
+[profile.default]
+address = "localhost:7233"
+
+[profile.prod]
+address = "prod.example:7233"
+namespace = "agents"
+api_key = "from-file"
+`), 0o600))
+	t.Setenv("TEMPORAL_CONFIG_FILE", file)
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Equal(t, "localhost:7233", cfg.TemporalAddress)
+	require.False(t, cfg.DevMode())
+
+	t.Setenv("TEMPORAL_PROFILE", "prod")
+	cfg = app.ConfigFromEnv()
+	require.Equal(t, "prod.example:7233", cfg.Address())
+	require.Equal(t, "agents", cfg.Namespace)
+	require.Equal(t, "from-file", cfg.Temporal.APIKey)
+	t.Setenv("TEMPORAL_NAMESPACE", "override")
+	require.Equal(t, "override", app.ConfigFromEnv().Namespace)
+
+	t.Setenv("TEMPORAL_PROFILE", "staging")
+	cfg = app.ConfigFromEnv()
+	require.ErrorContains(t, cfg.Err(), "unable to find profile staging")
+	_, err := cfg.ClientOptions()
+	require.Equal(t, cfg.Err(), err)
+	_, err = app.Connect(context.Background(), &cfg, os.Stdout)
+	require.Equal(t, cfg.Err(), err, "Connect refuses it before starting anything")
+}
+
+func TestConfigKortyxVariables(t *testing.T) {
+	isolate(t)
+	t.Setenv("KORTYX_REDIS_URL", "redis://redis:6379/0")
+	t.Setenv("KORTYX_STREAM_RETENTION", "36h")
+	t.Setenv("KORTYX_LOG_FORMAT", "json")
+	t.Setenv("KORTYX_LOG_LEVEL", "debug")
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Equal(t, "redis://redis:6379/0", cfg.RedisURL)
+	require.Equal(t, 36*time.Hour, cfg.StreamRetention)
+	require.Equal(t, "json", cfg.LogFormat)
+	require.Equal(t, slog.LevelDebug, cfg.LogLevel)
+
+	for _, tc := range []struct{ key, value, want string }{
+		{"KORTYX_STREAM_RETENTION", "1 day", `KORTYX_STREAM_RETENTION="1 day" is not a duration`},
+		{"KORTYX_STREAM_RETENTION", "-1h", `KORTYX_STREAM_RETENTION="-1h" is not a duration`},
+		{"KORTYX_LOG_FORMAT", "xml", `KORTYX_LOG_FORMAT="xml": use text or json`},
+		{"KORTYX_LOG_LEVEL", "verbose", `KORTYX_LOG_LEVEL="verbose": use debug, info, warn or error`},
+		{"KORTYX_LOG_LEVEL", "info+2", `KORTYX_LOG_LEVEL="info+2": use debug, info, warn or error`},
+	} {
+		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
+			isolate(t)
+			t.Setenv(tc.key, tc.value)
+			require.ErrorContains(t, app.ConfigFromEnv().Err(), tc.want)
+		})
+	}
+}
+
+// testCA is a certificate authority of a test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	der  []byte
+}
+
+func newCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kortyx-test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	return &testCA{cert: cert, key: key, der: der}
+}
+
+// issue returns a certificate for cn (a client certificate, or a server certificate for the
+// DNS name cn) signed by the CA, and its key, as PEM.
+func (ca *testCA) issue(t *testing.T, cn string, server bool) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage, tmpl.DNSNames = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, []string{cn}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+}
+
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
+}
+
+// writeCerts writes a CA and a client certificate and key signed by it; it returns their paths.
+func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	c := newCA(t)
+	certPEM, keyPEM := c.issue(t, "kortyx-worker", false)
+	return writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.der})),
+		writeFile(t, dir, "client.pem", certPEM), writeFile(t, dir, "client.key", keyPEM)
+}

@@ -1,0 +1,177 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/stretchr/testify/require"
+)
+
+// devServer starts a Temporal dev server of the test's own (the project's .tools/bin/temporal)
+// and a client of it.
+func devServer(t *testing.T) (*devserver.Server, app.Config) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := app.ConfigFromEnv().Root
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: filepath.Join(root, ".tools", "bin", "temporal"), UIPort: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Kill() })
+	return srv, app.Config{TemporalAddress: srv.Address(), Namespace: "default", TaskQueue: "health"}
+}
+
+// pingBroker is a broker whose store answers Ping with err.
+type pingBroker struct {
+	*stream.Memory
+	err error
+}
+
+func (b *pingBroker) Ping(context.Context) error { return b.err }
+
+func get(t *testing.T, url string) (int, map[string]any, http.Header) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(b, &body), "%s", b)
+	return resp.StatusCode, body, resp.Header
+}
+
+// /healthz says the process lives; /readyz checks Temporal, the broker's store when it has a
+// Ping, and the worker when the process has one — and names what fails, with its code.
+func TestReadiness(t *testing.T) {
+	srv, cfg := devServer(t)
+	c, err := app.Dial(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	serve := func(api app.API) string {
+		api.Client, api.TaskQueue = c, cfg.TaskQueue
+		_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", api)
+		require.NoError(t, err)
+		return "http://" + addr
+	}
+	state := &app.WorkerState{}
+	redis := &pingBroker{Memory: stream.NewMemory()}
+	worker := serve(app.API{Broker: redis, Worker: state})
+	apiOnly := serve(app.API{Broker: stream.NewMemory()})
+
+	status, body, h := get(t, worker+"/healthz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ok"}, body)
+	require.Equal(t, "application/json", h.Get("Content-Type"))
+
+	status, body, _ = get(t, worker+"/readyz")
+	require.Equal(t, 503, status, "the worker has not started")
+	require.Equal(t, map[string]any{"status": "unavailable", "checks": map[string]any{"temporal": "ok", "redis": "ok", "worker": "starting"},
+		"error": "The worker of this process is starting."}, body)
+
+	state.Started()
+	status, body, _ = get(t, worker+"/readyz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "redis": "ok", "worker": "ok"}}, body)
+	status, body, _ = get(t, apiOnly+"/readyz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok"}}, body, "no store to ping, no worker")
+
+	redis.err = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+	status, body, _ = get(t, worker+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, map[string]any{"temporal": "ok", "redis": "STREAM_UNAVAILABLE", "worker": "ok"}, body["checks"])
+	require.Equal(t, "The stream store (Redis) is unavailable; try again shortly.", body["error"])
+	f := body["failure"].(map[string]any)
+	require.Equal(t, "STREAM_UNAVAILABLE", f["code"])
+	require.Equal(t, true, f["retryable"])
+	require.NotContains(t, body["error"], "connection refused", "no internal error text to clients")
+	redis.err = nil
+
+	state.Stopped()
+	status, body, _ = get(t, worker+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, "stopped", body["checks"].(map[string]any)["worker"])
+	state.Started()
+
+	require.NoError(t, srv.Stop())
+	status, body, _ = get(t, apiOnly+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, map[string]any{"temporal": "TEMPORAL_UNAVAILABLE"}, body["checks"])
+	require.Equal(t, "TEMPORAL_UNAVAILABLE", body["failure"].(map[string]any)["code"])
+	status, body, _ = get(t, worker+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, map[string]any{"temporal": "TEMPORAL_UNAVAILABLE", "redis": "ok", "worker": "ok"}, body["checks"])
+	status, _, _ = get(t, worker+"/healthz")
+	require.Equal(t, 200, status, "the process still lives")
+}
+
+// worker --probe URL: 0 for a 200, an error naming the status (and body) otherwise, and for a
+// port nobody listens on.
+func TestProbe(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{"status":"ready"}`) }))
+	defer ok.Close()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(503)
+		_, _ = io.WriteString(w, `{"status":"unavailable"}`)
+	}))
+	defer down.Close()
+	ctx := context.Background()
+	require.NoError(t, app.Probe(ctx, ok.URL+"/readyz", 5*time.Second))
+	err := app.Probe(ctx, down.URL+"/readyz", 5*time.Second)
+	require.EqualError(t, err, "kortyx probe: GET "+down.URL+`/readyz: 503 Service Unavailable: {"status":"unavailable"}`)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := "http://" + ln.Addr().String() + "/readyz"
+	require.NoError(t, ln.Close())
+	require.ErrorContains(t, app.Probe(ctx, closed, 5*time.Second), "kortyx probe: GET "+closed+": ")
+	require.ErrorContains(t, app.Probe(ctx, "::nope", time.Second), "is not a URL")
+}
+
+// /readyz of a process on the Redis broker: "redis":"ok" while Redis answers, 503
+// STREAM_UNAVAILABLE once it is gone (killed, its port closed), "ok" again after it restarts.
+func TestReadinessRedis(t *testing.T) {
+	_, cfg := devServer(t)
+	c, err := app.Dial(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	redis := redistest.Start(t)
+	cfg.RedisURL = redis.URL()
+	broker, closeBroker, err := app.OpenBroker(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeBroker() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue})
+	require.NoError(t, err)
+
+	status, body, _ := get(t, "http://"+addr+"/readyz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok", "redis": "ok"}}, body)
+
+	redis.Kill()
+	status, body, _ = get(t, "http://"+addr+"/readyz")
+	require.Equal(t, 503, status)
+	require.Equal(t, map[string]any{"temporal": "ok", "redis": "STREAM_UNAVAILABLE"}, body["checks"])
+	require.Equal(t, "STREAM_UNAVAILABLE", body["failure"].(map[string]any)["code"])
+	require.NotContains(t, body["error"], redis.Addr(), "no internal detail to clients")
+
+	redis.Restart()
+	require.Eventually(t, func() bool {
+		status, _, _ := get(t, "http://"+addr+"/readyz")
+		return status == 200
+	}, 30*time.Second, 100*time.Millisecond)
+}
