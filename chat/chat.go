@@ -136,8 +136,9 @@ type Options struct {
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
 // server-sent events (or buffered JSON with "stream": false).
 type Handler struct {
-	o     Options
-	turns turns
+	o        Options
+	turns    turns
+	runState stream.RunFunc
 }
 
 // NewHandler checks the options and returns the chat route.
@@ -166,7 +167,7 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Handler{o: o}, nil
+	return &Handler{o: o, runState: RunState(o.Client)}, nil
 }
 
 func (h *Handler) hasCallbacks() bool {
@@ -434,10 +435,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	buffered := req.Stream != nil && !*req.Stream
+	run, guard := h.turnFollow(r.Context(), req.SessionID, t, from)
 	var sse *stream.SSEWriter
 	if !buffered {
 		var err error
-		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive}); err == nil {
+		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive, Run: run}); err == nil {
 			err = sse.Event(0, session)
 		}
 		if err != nil {
@@ -445,15 +447,15 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			return
 		}
 	}
-	collect := func(e stream.Entry) error {
+	collect := guard(func(e stream.Entry) error {
 		chunks = append(chunks, e.Chunk)
 		return nil
-	}
+	})
 	var err error
 	if sse != nil {
 		err = sse.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
 	} else {
-		err = stream.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
+		err = stream.FollowRun(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, run, collect)
 	}
 	if err != nil && ((sse != nil && sse.Err() != nil) || r.Context().Err() != nil) {
 		h.leave(r, req, t, true)
@@ -463,7 +465,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		h.turns.responseOver(t)
 	} else {
 		f := contracts.FailureOf(err)
-		h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+		if f.Code == stream.GoneError("", "").Code {
+			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
+		} else {
+			h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+		}
 		fail := contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sse != nil {
@@ -516,10 +522,11 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 	go func() {
 		defer close(t.ended)
 		chunks := []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: req.SessionID}}
-		err := stream.Follow(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, func(e stream.Entry) error {
+		run, guard := h.turnFollow(ctx, req.SessionID, t, t.begin)
+		err := stream.FollowRun(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, run, guard(func(e stream.Entry) error {
 			chunks = append(chunks, e.Chunk)
 			return nil
-		})
+		}))
 		if err != nil && ctx.Err() == nil {
 			f := contracts.FailureOf(err)
 			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
