@@ -156,3 +156,24 @@ func TestFollowRunEndOfClosedRun(t *testing.T) {
 	err = stream.FollowRun(cctx, m, "run-a", 2, stream.UntilCancel, p.run, func(stream.Entry) error { return nil })
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// A run that publishes its response and ends while it is being asked: what it published is
+// read, not reported gone.
+func TestGonePublishedWhileAsked(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	calls := 0
+	run := func(context.Context, string) (stream.RunState, error) {
+		if calls++; calls == 1 {
+			require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
+		}
+		return stream.RunState{Phase: stream.RunClosed}, nil
+	}
+	var got []contracts.ChunkType
+	require.NoError(t, stream.FollowRun(ctx, m, "run-a", 0, stream.UntilRun, run, func(e stream.Entry) error {
+		got = append(got, e.Chunk.Type)
+		return nil
+	}))
+	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, got)
+	require.Equal(t, 1, calls)
+}

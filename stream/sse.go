@@ -407,6 +407,10 @@ func (g *goneCheck) check(ctx context.Context) error {
 	if err != nil {
 		return nil
 	}
+	// The run may have published (and ended) while it was asked: what it published counts.
+	if _, again, err := bounds(ctx, g.b, g.runID); err != nil || again != last {
+		return nil
+	}
 	switch st.Phase {
 	case RunMissing:
 		if last == 0 {
