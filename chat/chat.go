@@ -461,11 +461,22 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		h.leave(r, req, t, true)
 		return
 	}
+	if isGone(err) && len(chunks) == 1 {
+		if rebuilt := h.rebuild(r.Context(), req.SessionID, t); rebuilt != nil {
+			h.o.Logger.Warn("kortyx chat: the run's stream is gone; its open question was rebuilt from the session", "run", t.ts.RunID)
+			chunks, err = append(chunks, rebuilt...), nil
+			for _, c := range rebuilt {
+				if sse != nil {
+					_ = sse.Event(0, c)
+				}
+			}
+		}
+	}
 	if err == nil {
 		h.turns.responseOver(t)
 	} else {
 		f := contracts.FailureOf(err)
-		if f.Code == stream.GoneError("", "").Code {
+		if isGone(err) {
 			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
 		} else {
 			h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
@@ -527,6 +538,11 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 			chunks = append(chunks, e.Chunk)
 			return nil
 		}))
+		if isGone(err) && len(chunks) == 1 {
+			if rebuilt := h.rebuild(ctx, req.SessionID, t); rebuilt != nil {
+				chunks, err = append(chunks, rebuilt...), nil
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			f := contracts.FailureOf(err)
 			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})

@@ -100,3 +100,66 @@ func (h *Handler) turnFollow(ctx context.Context, sessionID string, t *turn, fro
 	}
 	return run, wrap
 }
+
+// rebuild returns the response of t rebuilt from its session, for a turn whose stream is gone,
+// when that is faithful: the turn ended with a question that is still open. The response is
+// then the question's interrupt chunk (every open question of the turn's checkpoint, in order),
+// the turn's checkpoint chunk and done: the chunks the run published to end that response, built
+// from the checkpoint's pending requests as the run builds them. What came before them in the
+// response (text, messages, structured data, tool calls) is not kept anywhere and is not
+// rebuilt. Anything else (the turn still running, completed, failed, its question answered): nil.
+func (h *Handler) rebuild(ctx context.Context, sessionID string, t *turn) []contracts.Chunk {
+	var out []contracts.Chunk
+	_ = temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
+		v, err := kortyx.Session(ctx, h.o.Client, sessionID)
+		if err != nil {
+			return err
+		}
+		open := map[string]bool{}
+		for _, p := range v.Pending {
+			open[p.Token] = true
+		}
+		for _, s := range v.Checkpoints {
+			if s.TurnIndex != t.ts.TurnIndex {
+				continue
+			}
+			cp, err := kortyx.GetCheckpoint(ctx, h.o.Client, sessionID, s.ID)
+			if err != nil || cp.RunID != t.ts.RunID {
+				return err
+			}
+			for _, p := range cp.ActivePendingRequests {
+				if open[p.Token] {
+					out = append(out, interruptChunk(p))
+				}
+			}
+			if len(out) == 0 {
+				return nil
+			}
+			turn := cp.TurnIndex
+			out = append(out, contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn},
+				contracts.Chunk{Type: contracts.ChunkDone})
+			return nil
+		}
+		return nil
+	})
+	return out
+}
+
+// interruptChunk is the interrupt chunk of a pending request, as the run publishes it.
+func interruptChunk(req contracts.PendingRequest) contracts.Chunk {
+	return contracts.Chunk{
+		Type:          contracts.ChunkInterrupt,
+		RequestID:     req.RequestID,
+		ResumeToken:   req.Token,
+		Workflow:      req.Workflow,
+		Node:          req.Node,
+		ID:            req.HookID,
+		SchemaID:      req.Input.SchemaID,
+		SchemaVersion: req.Input.SchemaVersion,
+		Meta:          req.Input.Meta,
+		Input:         contracts.RawJSON(req.Input),
+	}
+}
+
+// isGone reports whether err says the stream is gone.
+func isGone(err error) bool { return contracts.CodeOf(err) == stream.GoneError("", "").Code }

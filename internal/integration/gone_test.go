@@ -276,3 +276,34 @@ func runOf(t *testing.T, e *inproc, session string) string {
 	require.NoError(t, err)
 	return cp.RunID
 }
+
+// A turn that ended with a question still open is rebuilt from the session when its stream is
+// gone: the reader of a restarted broker gets the same interrupt and checkpoint chunks as the
+// original response (without event ids), then done; the rebuilt response is finalized as
+// interrupted and its question can be answered.
+func TestGoneOpenQuestionIsRebuilt(t *testing.T) {
+	m := stream.NewMemory()
+	e := startWorkerOn(t, m)
+	g := serveGone(t, e, m, chat.Options{})
+	s := "s-" + taskQueue(t)
+	orig := g.chat(t, prompt(s, "t1", "hello", "hi"))
+	want := orig.Chunks(t)
+	require.Equal(t, []string{"session", "interrupt", "checkpoint", "done"}, types(want), orig.Body)
+
+	f := newFinalized()
+	restarted := serveGone(t, e, stream.NewMemory(), f.options(chat.Options{}))
+	r := restarted.chat(t, prompt(s, "t1", "hello", "hi"))
+	require.Equal(t, want, r.Chunks(t), r.Body)
+	for _, ev := range r.Events {
+		require.Empty(t, ev.ID, "rebuilt chunks have no offset")
+	}
+	fin := f.finals(t, 1)[0]
+	require.Equal(t, stream.StatusInterrupted, fin.Status)
+	require.Equal(t, want[2].ID, fin.CheckpointID)
+
+	// The rebuilt question is answerable (through the first process, whose broker has the run).
+	next := g.chat(t, resumeBody(s, "t2", want[1], "Ada", nil))
+	require.Equal(t, "Hello, Ada!", chunkOf(t, next.Chunks(t), contracts.ChunkMessage).Content)
+	restarted.idle(t)
+	g.idle(t)
+}
