@@ -67,14 +67,21 @@ func startWorkerOn(t *testing.T, b stream.Broker) *inproc {
 type goneRoutes struct {
 	url      string
 	inflight sync.WaitGroup
+	mu       sync.Mutex
+	execs    []<-chan struct{} // closed when a turn's finalizer has ended (Options.OnExecution)
 }
 
 func serveGone(t *testing.T, e *inproc, b stream.Broker, o chat.Options) *goneRoutes {
 	t.Helper()
 	o.Client, o.Broker, o.TaskQueue, o.AllowUnauthenticated = tc, b, e.tq, true
+	g := &goneRoutes{}
+	o.OnExecution = func(done <-chan struct{}) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.execs = append(g.execs, done)
+	}
 	h, err := chat.NewHandler(o)
 	require.NoError(t, err)
-	g := &goneRoutes{}
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)
 	mux.Handle(stream.Pattern, &stream.Server{Broker: b, Run: chat.RunState(tc), KeepAlive: -1})
@@ -116,16 +123,29 @@ func (g *goneRoutes) runStream(t *testing.T, runID string, headers ...string) ss
 	})
 }
 
-// idle waits (bounded) until no request of g is in flight: no reader goroutine is left.
-func (g *goneRoutes) idle(t *testing.T) {
+// idle waits (bounded) until no request of g is in flight and every turn's finalizer has
+// ended: no reader or finalizer goroutine is left. It returns how many finalizers there were.
+func (g *goneRoutes) idle(t *testing.T) int {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { g.inflight.Wait(); close(done) }()
+	deadline := time.After(20 * time.Second)
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-deadline:
 		t.Fatal("a request of the routes is still running")
 	}
+	g.mu.Lock()
+	execs := append([]<-chan struct{}(nil), g.execs...)
+	g.mu.Unlock()
+	for _, ch := range execs {
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatal("a turn's finalizer is still following its stream")
+		}
+	}
+	return len(execs)
 }
 
 func bounded(t *testing.T, f func() sseResponse) sseResponse {
@@ -185,7 +205,7 @@ func TestGoneEvictedTurn(t *testing.T) {
 	requireGoneChat(t, g.chat(t, prompt(s1, "t1", testagents.EchoWorkflow, "one"), "Last-Event-ID: 3"), "offset 3 is past the end of the stream, which is empty")
 	requireGoneRun(t, g.runStream(t, run1), "the run has ended and the run's chunks are no longer kept")
 	requireGoneRun(t, g.runStream(t, run1, "Last-Event-ID: 2"), "offset 2 is past the end")
-	g.idle(t)
+	require.Equal(t, 2, g.idle(t))
 }
 
 // A restarted in-memory broker (a new Memory behind a new handler): resuming a turn with
@@ -203,7 +223,7 @@ func TestGoneRestartedBroker(t *testing.T) {
 	requireGoneChat(t, restarted.chat(t, prompt(s, "t1", testagents.EchoWorkflow, "one"), "Last-Event-ID: "+r.Events[1].ID),
 		"offset 1 is past the end of the stream, which is empty")
 	requireGoneChat(t, restarted.chat(t, prompt(s, "t1", testagents.EchoWorkflow, "one")), "the run has ended")
-	restarted.idle(t)
+	require.Equal(t, 1, restarted.idle(t))
 }
 
 // Two processes on in-memory brokers: the second serves a chat whose run executes on the
@@ -216,7 +236,7 @@ func TestGoneTwoProcesses(t *testing.T) {
 	second := serveGone(t, e, stream.NewMemory(), chat.Options{})
 	s := "s-" + taskQueue(t)
 	requireGoneChat(t, second.chat(t, prompt(s, "t1", testagents.EchoWorkflow, "one")), "set KORTYX_REDIS_URL")
-	second.idle(t)
+	require.Equal(t, 1, second.idle(t))
 }
 
 // The next turn's content is never taken for a turn whose chunks are gone: the first turn's
@@ -264,7 +284,7 @@ func TestGoneNextTurnIsNotTheOldOne(t *testing.T) {
 	require.NotContains(t, byTurn["t1"].Message.Content, "Ada")
 	require.Equal(t, stream.StatusCompleted, byTurn["t2"].Status)
 	require.Equal(t, "Hello, Ada!", byTurn["t2"].Message.Content)
-	g.idle(t)
+	require.Equal(t, 2, g.idle(t))
 }
 
 // runOf returns the run of the session's head checkpoint's turn.
@@ -304,6 +324,25 @@ func TestGoneOpenQuestionIsRebuilt(t *testing.T) {
 	// The rebuilt question is answerable (through the first process, whose broker has the run).
 	next := g.chat(t, resumeBody(s, "t2", want[1], "Ada", nil))
 	require.Equal(t, "Hello, Ada!", chunkOf(t, next.Chunks(t), contracts.ChunkMessage).Content)
-	restarted.idle(t)
-	g.idle(t)
+	require.Equal(t, 1, restarted.idle(t))
+	require.Equal(t, 2, g.idle(t))
+}
+
+// A reader that leaves (DisconnectContinue) a turn whose chunks are in another process: the
+// finalizer does not follow for FinalizeTimeout (10 min) but ends once the stream is gone, and
+// finalizes the response as failed with STREAM_GONE.
+func TestGoneFinalizerEndsAfterDisconnect(t *testing.T) {
+	m1 := stream.NewMemory()
+	e := startWorkerOn(t, m1)
+	f := newFinalized()
+	second := serveGone(t, e, stream.NewMemory(), f.options(chat.Options{Disconnect: chat.DisconnectContinue}))
+	s := "s-" + taskQueue(t)
+	l := (&chatEnv{url: second.url}).open(t, prompt(s, "t1", testagents.EchoWorkflow, "one"))
+	require.Equal(t, contracts.ChunkSession, l.next(t).chunk(t).Type)
+	l.close()
+	require.Equal(t, 1, second.idle(t))
+	fin := f.finals(t, 1)[0]
+	require.Equal(t, stream.StatusFailed, fin.Status)
+	require.Len(t, fin.Message.ContentPieces, 1)
+	require.Equal(t, contracts.Code("STREAM_GONE"), fin.Message.ContentPieces[0].Failure.Code)
 }
