@@ -341,9 +341,9 @@ func GoneError(runID, reason string) *contracts.Error {
 		Details: map[string]any{"runId": runID}}
 }
 
-// FollowRun is [Follow] that never waits for a stream that is gone. Before waiting, and then
-// every [GoneInterval] while nothing arrives, it checks the run's stream; it returns a
-// STREAM_GONE *contracts.Error when:
+// FollowRun is [Follow] that never waits for a stream that is gone. Before waiting it checks
+// the broker, and every [GoneInterval] while nothing arrives the broker and the run; it returns
+// a STREAM_GONE *contracts.Error when:
 //
 //   - after is past the last offset the broker has for the run (the broker lost the chunks
 //     after, or never had them);
@@ -383,7 +383,8 @@ type goneCheck struct {
 	waiting int // consecutive checks that found the run waiting and nothing in the broker
 }
 
-func (g *goneCheck) check(ctx context.Context) error {
+// check checks the broker, and asks the run when askRun is set and nothing is there to read.
+func (g *goneCheck) check(ctx context.Context, askRun bool) error {
 	first, last, err := bounds(ctx, g.b, g.runID)
 	if err != nil {
 		return nil // the broker's own errors surface from reading it
@@ -400,7 +401,7 @@ func (g *goneCheck) check(ctx context.Context) error {
 		}
 		return GoneError(g.runID, fmt.Sprintf("offset %d is past the end of the stream (offset %d): %s", g.after, last, GoneHint))
 	}
-	if g.run == nil || (last > 0 && g.until == UntilCancel) {
+	if !askRun || g.run == nil || (last > 0 && g.until == UntilCancel) {
 		return nil
 	}
 	st, err := g.run(ctx, g.runID)
@@ -442,7 +443,9 @@ func (g *goneCheck) check(ctx context.Context) error {
 func followRun(ctx context.Context, b Broker, runID string, after int64, until Until, run RunFunc,
 	fn func(Entry) error, keepAlive time.Duration, onKeepAlive func() error) error {
 	g := &goneCheck{b: b, runID: runID, after: after, until: until, run: run}
-	if err := g.check(ctx); err != nil {
+	// At once only the broker: a reader that resumes past the end fails now, while a run
+	// just started is not asked about before it had GoneInterval to publish.
+	if err := g.check(ctx, false); err != nil {
 		return err
 	}
 	tick := GoneInterval
@@ -460,7 +463,7 @@ func followRun(ctx context.Context, b Broker, runID string, after int64, until U
 		}
 		if now.Sub(lastCheck) >= GoneInterval-tick/10 {
 			lastCheck = now
-			return g.check(ctx)
+			return g.check(ctx, true)
 		}
 		return nil
 	}
