@@ -136,8 +136,9 @@ type Options struct {
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
 // server-sent events (or buffered JSON with "stream": false).
 type Handler struct {
-	o     Options
-	turns turns
+	o        Options
+	turns    turns
+	runState stream.RunFunc
 }
 
 // NewHandler checks the options and returns the chat route.
@@ -166,7 +167,7 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Handler{o: o}, nil
+	return &Handler{o: o, runState: RunState(o.Client)}, nil
 }
 
 func (h *Handler) hasCallbacks() bool {
@@ -434,10 +435,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	buffered := req.Stream != nil && !*req.Stream
+	run, guard := h.turnFollow(r.Context(), req.SessionID, t, from)
 	var sse *stream.SSEWriter
 	if !buffered {
 		var err error
-		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive}); err == nil {
+		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive, Run: run}); err == nil {
 			err = sse.Event(0, session)
 		}
 		if err != nil {
@@ -445,25 +447,40 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			return
 		}
 	}
-	collect := func(e stream.Entry) error {
+	collect := guard(func(e stream.Entry) error {
 		chunks = append(chunks, e.Chunk)
 		return nil
-	}
+	})
 	var err error
 	if sse != nil {
 		err = sse.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
 	} else {
-		err = stream.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
+		err = stream.FollowRun(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, run, collect)
 	}
 	if err != nil && ((sse != nil && sse.Err() != nil) || r.Context().Err() != nil) {
 		h.leave(r, req, t, true)
 		return
 	}
+	if isGone(err) && len(chunks) == 1 {
+		if rebuilt := h.rebuild(r.Context(), req.SessionID, t); rebuilt != nil {
+			h.o.Logger.Warn("kortyx chat: the run's stream is gone; its open question was rebuilt from the session", "run", t.ts.RunID)
+			chunks, err = append(chunks, rebuilt...), nil
+			for _, c := range rebuilt {
+				if sse != nil {
+					_ = sse.Event(0, c)
+				}
+			}
+		}
+	}
 	if err == nil {
 		h.turns.responseOver(t)
 	} else {
 		f := contracts.FailureOf(err)
-		h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+		if isGone(err) {
+			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
+		} else {
+			h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+		}
 		fail := contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sse != nil {
@@ -516,10 +533,16 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 	go func() {
 		defer close(t.ended)
 		chunks := []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: req.SessionID}}
-		err := stream.Follow(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, func(e stream.Entry) error {
+		run, guard := h.turnFollow(ctx, req.SessionID, t, t.begin)
+		err := stream.FollowRun(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, run, guard(func(e stream.Entry) error {
 			chunks = append(chunks, e.Chunk)
 			return nil
-		})
+		}))
+		if isGone(err) && len(chunks) == 1 {
+			if rebuilt := h.rebuild(ctx, req.SessionID, t); rebuilt != nil {
+				chunks, err = append(chunks, rebuilt...), nil
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			f := contracts.FailureOf(err)
 			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})

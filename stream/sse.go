@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -34,6 +35,11 @@ type Server struct {
 	// KeepAlive is the interval of the ": keep-alive" comments sent while no chunk arrives;
 	// 0 means [DefaultKeepAlive], a negative value disables them.
 	KeepAlive time.Duration
+	// Run, when set, tells a reader that finds nothing to read whether the run can still
+	// publish (see [FollowRun]): with it, a stream that is gone ends with a STREAM_GONE error
+	// chunk instead of waiting forever. Without it only an offset past the stream's end is
+	// detected.
+	Run RunFunc
 }
 
 // Handler returns an [http.Handler] serving GET /v1/runs/{runID}/stream from b (see
@@ -118,7 +124,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // *contracts.Error), then data: [DONE], and returns the broker's error. If ctx ends or writing
 // fails, it stops without [DONE] and returns that error.
 func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID string, after int64, until Until) error {
-	sw, err := NewSSEWriter(w, SSEOptions{KeepAlive: s.KeepAlive})
+	sw, err := NewSSEWriter(w, SSEOptions{KeepAlive: s.KeepAlive, Run: s.Run})
 	if err != nil {
 		return err
 	}
@@ -154,6 +160,9 @@ type SSEOptions struct {
 	// that stops reading still fails the write); 0 means [DefaultWriteTimeout], a negative
 	// value clears the deadline instead.
 	WriteTimeout time.Duration
+	// Run is passed to [FollowRun] by [SSEWriter.Follow] (nil: only an offset past the end of
+	// the stream is detected as gone).
+	Run RunFunc
 }
 
 // SSEWriter writes server-sent events in the Kortyx wire format to one response: chunks as
@@ -166,6 +175,7 @@ type SSEWriter struct {
 	rc        *http.ResponseController
 	keepAlive time.Duration
 	timeout   time.Duration
+	run       RunFunc
 	buf       bytes.Buffer
 	enc       *json.Encoder
 	err       error
@@ -175,7 +185,7 @@ type SSEWriter struct {
 // cache-control: no-cache, connection: keep-alive, x-accel-buffering: no) with status 200,
 // flushes them and returns the writer. Its error is that of the flush.
 func NewSSEWriter(w http.ResponseWriter, o SSEOptions) (*SSEWriter, error) {
-	s := &SSEWriter{w: w, rc: http.NewResponseController(w), keepAlive: o.KeepAlive, timeout: o.WriteTimeout}
+	s := &SSEWriter{w: w, rc: http.NewResponseController(w), keepAlive: o.KeepAlive, timeout: o.WriteTimeout, run: o.Run}
 	if s.keepAlive == 0 {
 		s.keepAlive = DefaultKeepAlive
 	}
@@ -231,10 +241,11 @@ func (s *SSEWriter) Done() error {
 // Err returns the error of the write that failed, if one did.
 func (s *SSEWriter) Err() error { return s.err }
 
-// Follow is [Follow] writing each entry as an event with its offset as id (after calling fn
-// with it, when fn is not nil), and a keep-alive comment every KeepAlive while it waits for
-// entries. It returns nil when until holds (it does not write [DONE]), else the first error
-// of a write (also [SSEWriter.Err]), of fn, of the broker, or ctx.Err().
+// Follow is [FollowRun] (with SSEOptions.Run) writing each entry as an event with its offset
+// as id (after calling fn with it, when fn is not nil), and a keep-alive comment every
+// KeepAlive while it waits for entries. It returns nil when until holds (it does not write
+// [DONE]), else the first error of a write (also [SSEWriter.Err]), of fn, of the broker, a
+// STREAM_GONE error when the stream is gone, or ctx.Err().
 func (s *SSEWriter) Follow(ctx context.Context, b Broker, runID string, after int64, until Until, fn func(Entry) error) error {
 	if s.err != nil {
 		return s.err
@@ -243,7 +254,7 @@ func (s *SSEWriter) Follow(ctx context.Context, b Broker, runID string, after in
 	if s.keepAlive > 0 {
 		onIdle = s.KeepAlive
 	}
-	return follow(ctx, b, runID, after, until, func(e Entry) error {
+	return followRun(ctx, b, runID, after, until, s.run, func(e Entry) error {
 		if fn != nil {
 			if err := fn(e); err != nil {
 				return err
@@ -283,4 +294,181 @@ func (s *SSEWriter) flush() error {
 		return err
 	}
 	return nil
+}
+
+// RunPhase is what a reader needs to know about a run whose stream has nothing to read.
+type RunPhase int
+
+const (
+	// RunRunning: the run executes and may still publish.
+	RunRunning RunPhase = iota
+	// RunWaiting: the run waits for an answer to a question; the response that asked it was
+	// already published.
+	RunWaiting
+	// RunClosed: the run has ended (completed, failed, cancelled, terminated, timed out); it
+	// publishes nothing more.
+	RunClosed
+	// RunMissing: there is no such run.
+	RunMissing
+)
+
+// RunState is the state of a run as [RunFunc] reports it.
+type RunState struct {
+	Phase RunPhase
+	// Reason, for a closed run, replaces the reason given in the STREAM_GONE error (for
+	// callers that know more, such as a session that moved on to another turn).
+	Reason string
+}
+
+// RunFunc reports the state of a run (for Temporal: chat.RunState). An error means "cannot
+// tell now": the reader keeps waiting and asks again.
+type RunFunc func(ctx context.Context, runID string) (RunState, error)
+
+// GoneInterval is how often a reader that has nothing to read checks again whether the stream
+// is gone (see [FollowRun]).
+const GoneInterval = 2 * time.Second
+
+// GoneHint is the end of the message of the STREAM_GONE errors of the in-memory case.
+const GoneHint = "the run's chunks are no longer kept (the in-memory broker was restarted or evicted the run, or the run published them in another process's memory); with several processes, or to survive restarts, set KORTYX_REDIS_URL"
+
+// GoneError returns the STREAM_GONE error of runID with the reason given.
+func GoneError(runID, reason string) *contracts.Error {
+	return &contracts.Error{Code: contracts.CodeStreamGone, Message: "The stream of run " + strconv.Quote(runID) + " is gone: " + reason + ".",
+		Details: map[string]any{"runId": runID}}
+}
+
+// FollowRun is [Follow] that never waits for a stream that is gone. Before waiting it checks
+// the broker, and every [GoneInterval] while nothing arrives the broker and the run; it returns
+// a STREAM_GONE *contracts.Error when:
+//
+//   - after is past the last offset the broker has for the run (the broker lost the chunks
+//     after, or never had them);
+//   - the broker reports (Bounds) that the chunks right after after were trimmed;
+//   - the broker has nothing for the run and run (when not nil) says the run is closed, or
+//     waiting for an answer on two checks in a row (its response was published but is not
+//     here);
+//   - the reader has read everything, run says the run is closed, and until is not
+//     [UntilCancel] (nothing will follow).
+//
+// and a NOT_FOUND *contracts.Error when the broker has nothing and run reports no such run. A
+// running run is waited for. Errors from run mean "cannot tell": it is asked again later.
+func FollowRun(ctx context.Context, b Broker, runID string, after int64, until Until, run RunFunc, fn func(Entry) error) error {
+	return followRun(ctx, b, runID, after, until, run, fn, 0, nil)
+}
+
+// bounder is the Bounds method of brokers that have it (first and last retained offsets).
+type bounder interface {
+	Bounds(ctx context.Context, runID string) (first, last int64, err error)
+}
+
+func bounds(ctx context.Context, b Broker, runID string) (first, last int64, err error) {
+	if bb, ok := b.(bounder); ok {
+		return bb.Bounds(ctx, runID)
+	}
+	last, err = b.Last(ctx, runID)
+	return 0, last, err
+}
+
+// goneCheck decides whether the stream after offset after can still come.
+type goneCheck struct {
+	b       Broker
+	runID   string
+	after   int64
+	until   Until
+	run     RunFunc
+	waiting int // consecutive checks that found the run waiting and nothing in the broker
+}
+
+// check checks the broker, and asks the run when askRun is set and nothing is there to read.
+func (g *goneCheck) check(ctx context.Context, askRun bool) error {
+	first, last, err := bounds(ctx, g.b, g.runID)
+	if err != nil {
+		return nil // the broker's own errors surface from reading it
+	}
+	switch {
+	case last > g.after && first > g.after+1:
+		return GoneError(g.runID, fmt.Sprintf("the chunks after offset %d are no longer kept (the oldest kept is %d)", g.after, first))
+	case last > g.after:
+		g.waiting = 0
+		return nil
+	case last < g.after:
+		if last == 0 {
+			return GoneError(g.runID, fmt.Sprintf("offset %d is past the end of the stream, which is empty: %s", g.after, GoneHint))
+		}
+		return GoneError(g.runID, fmt.Sprintf("offset %d is past the end of the stream (offset %d): %s", g.after, last, GoneHint))
+	}
+	if !askRun || g.run == nil || (last > 0 && g.until == UntilCancel) {
+		return nil
+	}
+	st, err := g.run(ctx, g.runID)
+	if err != nil {
+		return nil
+	}
+	// The run may have published (and ended) while it was asked: what it published counts.
+	if _, again, err := bounds(ctx, g.b, g.runID); err != nil || again != last {
+		return nil
+	}
+	switch st.Phase {
+	case RunMissing:
+		if last == 0 {
+			return &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("There is no run %q.", g.runID),
+				Details: map[string]any{"runId": g.runID}}
+		}
+	case RunClosed:
+		if st.Reason != "" {
+			return GoneError(g.runID, st.Reason)
+		}
+		if last == 0 {
+			return GoneError(g.runID, "the run has ended and "+GoneHint)
+		}
+		return GoneError(g.runID, fmt.Sprintf("the run has ended: nothing follows offset %d", g.after))
+	case RunWaiting:
+		if last == 0 {
+			if g.waiting++; g.waiting >= 2 {
+				return GoneError(g.runID, "the run waits for an answer and "+GoneHint)
+			}
+		}
+	default:
+		g.waiting = 0
+	}
+	return nil
+}
+
+// followRun is [FollowRun] with keep-alives: onKeepAlive (when not nil) every keepAlive while
+// nothing arrives.
+func followRun(ctx context.Context, b Broker, runID string, after int64, until Until, run RunFunc,
+	fn func(Entry) error, keepAlive time.Duration, onKeepAlive func() error) error {
+	g := &goneCheck{b: b, runID: runID, after: after, until: until, run: run}
+	// At once only the broker: a reader that resumes past the end fails now, while a run
+	// just started is not asked about before it had GoneInterval to publish.
+	if err := g.check(ctx, false); err != nil {
+		return err
+	}
+	tick := GoneInterval
+	if onKeepAlive != nil && keepAlive > 0 && keepAlive < tick {
+		tick = keepAlive
+	}
+	lastAlive, lastCheck := time.Now(), time.Now()
+	onIdle := func() error {
+		now := time.Now()
+		if onKeepAlive != nil && keepAlive > 0 && now.Sub(lastAlive) >= keepAlive-tick/10 {
+			lastAlive = now
+			if err := onKeepAlive(); err != nil {
+				return err
+			}
+		}
+		if now.Sub(lastCheck) >= GoneInterval-tick/10 {
+			lastCheck = now
+			return g.check(ctx, true)
+		}
+		return nil
+	}
+	return follow(ctx, b, runID, after, until, func(e Entry) error {
+		if err := fn(e); err != nil {
+			return err
+		}
+		g.after = e.Offset
+		lastCheck = time.Now()
+		return nil
+	}, tick, onIdle)
 }

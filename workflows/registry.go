@@ -154,6 +154,9 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 			continue
 		}
 		issues := d.issues(checkOptions{})
+		if p := agentTypeProblem(d.ID); p != "" && strings.TrimSpace(d.ID) != "" {
+			issues = append(issues, contracts.Issue{Path: []any{"id"}, Code: IssueInvalidValue, Message: p})
+		}
 		nodeIssues, bound := r.checkNodes(d)
 		issues = append(issues, nodeIssues...)
 		sortIssues(issues)

@@ -26,10 +26,13 @@ type Runner struct {
 // NewRunner returns a runner for the definitions and node functions of reg.
 func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
 
-// Register registers the run workflow under its wire name.
+// Register registers the run workflow and the session workflow under their wire names, and each
+// definition of the registry as a workflow type of its own id (see agents.go): register the
+// definitions before.
 func (r *Runner) Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(r.meteredRun, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
 	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: contracts.SessionWorkflowName})
+	r.registerAgents(w)
 }
 
 // Run is the run workflow. It executes nodes in graph order, applies their results (spec
@@ -420,5 +423,6 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in prot
 	if err := contracts.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)
 	}
-	return contracts.RunResult{}, workflow.NewContinueAsNewError(ctx, contracts.RunWorkflowName, next)
+	// The same workflow type: kortyx.Run, or the agent's own (see agents.go).
+	return contracts.RunResult{}, workflow.NewContinueAsNewError(ctx, workflow.GetInfo(ctx).WorkflowType.Name, next)
 }

@@ -1,0 +1,179 @@
+package stream_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/stream"
+)
+
+// phases is a stream.RunFunc that reports the given phases in turn (the last one from then
+// on) and counts the calls.
+type phases struct {
+	mu    sync.Mutex
+	list  []stream.RunPhase
+	calls int
+}
+
+func (p *phases) run(context.Context, string) (stream.RunState, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := min(p.calls, len(p.list)-1)
+	p.calls++
+	return stream.RunState{Phase: p.list[i]}, nil
+}
+
+// goneRead serves one GET of the run stream of runID with s and returns the events read, the
+// raw body, and waits (bounded by the test's 20 s context, the failure signal) until the
+// handler has returned: no goroutine of the request is left.
+func goneRead(t *testing.T, s *stream.Server, runID string, header map[string]string) ([]contracts.Chunk, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.Handle(stream.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(done)
+		s.ServeHTTP(w, r)
+	}))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	raw := body(t, get(t, ctx, srv.URL+"/v1/runs/"+runID+"/stream", header))
+	require.NoError(t, ctx.Err(), "the stream did not end")
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the handler did not return")
+	}
+	var chunks []contracts.Chunk
+	require.NoError(t, stream.ReadSSE(strings.NewReader(raw), func(_ int64, c contracts.Chunk) error {
+		chunks = append(chunks, c)
+		return nil
+	}))
+	return chunks, raw
+}
+
+func requireGone(t *testing.T, chunks []contracts.Chunk, raw string, code contracts.Code, contains string) {
+	t.Helper()
+	require.Len(t, chunks, 1, raw)
+	require.Equal(t, contracts.ChunkError, chunks[0].Type)
+	require.NotNil(t, chunks[0].Failure)
+	require.Equal(t, code, chunks[0].Failure.Code)
+	require.Contains(t, chunks[0].Message, contains)
+	require.True(t, strings.HasSuffix(raw, "data: [DONE]\n\n"), raw)
+}
+
+// A run evicted from a Memory (WithMaxRuns(1)) whose execution is closed: gone at once.
+func TestGoneEvictedRun(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory(stream.WithMaxRuns(1))
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	require.NoError(t, m.Publish(ctx, "run-b", delta("w:1", "other")))
+	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
+	chunks, raw := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
+	require.Equal(t, 1, p.calls)
+}
+
+// A restarted broker (a new, empty Memory) and a reader resuming with Last-Event-ID: gone
+// without asking the run (the offset is past the end of what the broker has).
+func TestGoneRestartedBrokerWithLastEventID(t *testing.T) {
+	p := &phases{list: []stream.RunPhase{stream.RunRunning}}
+	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a",
+		map[string]string{"Last-Event-ID": "7"})
+	requireGone(t, chunks, raw, "STREAM_GONE", "offset 7 is past the end of the stream, which is empty")
+	require.Equal(t, 0, p.calls)
+}
+
+// Last-Event-ID past the end of a retained stream: gone, also without Server.Run.
+func TestGoneLastEventIDPastTheEnd(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), delta("w:2", "b"), delta("w:3", "c")))
+	chunks, raw := goneRead(t, &stream.Server{Broker: m, KeepAlive: -1}, "run-a", map[string]string{"Last-Event-ID": "9"})
+	requireGone(t, chunks, raw, "STREAM_GONE", "offset 9 is past the end of the stream (offset 3)")
+}
+
+// A run that is running with nothing in the broker is waited for; once it is closed with
+// still nothing there, the stream is gone.
+func TestGoneRunningThenClosed(t *testing.T) {
+	p := &phases{list: []stream.RunPhase{stream.RunRunning, stream.RunRunning, stream.RunClosed}}
+	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended")
+	require.Equal(t, 3, p.calls)
+}
+
+// A waiting run with nothing in the broker is gone on the second check (its response was
+// published, but not here); a missing run is NOT_FOUND.
+func TestGoneWaitingAndMissing(t *testing.T) {
+	p := &phases{list: []stream.RunPhase{stream.RunWaiting}}
+	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	requireGone(t, chunks, raw, "STREAM_GONE", "the run waits for an answer")
+	require.Equal(t, 2, p.calls)
+
+	p = &phases{list: []stream.RunPhase{stream.RunMissing}}
+	chunks, raw = goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	requireGone(t, chunks, raw, contracts.CodeNotFound, `There is no run "run-a".`)
+}
+
+// A run that publishes while the reader waits is followed as before; the run is not asked
+// before GoneInterval without a chunk.
+func TestGoneRunningRunStreams(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	p := &phases{list: []stream.RunPhase{stream.RunRunning}}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone))
+	}()
+	chunks, _ := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, []contracts.ChunkType{chunks[0].Type, chunks[1].Type})
+	require.Len(t, chunks, 2)
+	require.Equal(t, 0, p.calls)
+}
+
+// FollowRun: a reader at the end of a closed run's stream waiting for a next response gets
+// STREAM_GONE; with UntilCancel it keeps following until its context ends.
+func TestFollowRunEndOfClosedRun(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
+	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
+	err := stream.FollowRun(ctx, m, "run-a", 2, stream.UntilResponse, p.run, func(stream.Entry) error { return nil })
+	require.Equal(t, contracts.Code("STREAM_GONE"), contracts.CodeOf(err))
+	require.ErrorContains(t, err, "the run has ended: nothing follows offset 2")
+
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	err = stream.FollowRun(cctx, m, "run-a", 2, stream.UntilCancel, p.run, func(stream.Entry) error { return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A run that publishes its response and ends while it is being asked: what it published is
+// read, not reported gone.
+func TestGonePublishedWhileAsked(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory()
+	calls := 0
+	run := func(context.Context, string) (stream.RunState, error) {
+		if calls++; calls == 1 {
+			require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
+		}
+		return stream.RunState{Phase: stream.RunClosed}, nil
+	}
+	var got []contracts.ChunkType
+	require.NoError(t, stream.FollowRun(ctx, m, "run-a", 0, stream.UntilRun, run, func(e stream.Entry) error {
+		got = append(got, e.Chunk.Type)
+		return nil
+	}))
+	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, got)
+	require.Equal(t, 1, calls)
+}
