@@ -20,6 +20,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
+	"github.com/kortyx-go/kortyx/telemetry"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -160,7 +161,9 @@ func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflo
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
 // and acts registered; register more before calling Start.
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
-	w := worker.New(c, cfg.TaskQueue, worker.Options{})
+	o := worker.Options{}
+	cfg.Telemetry.WorkerOptions(&o)
+	w := worker.New(c, cfg.TaskQueue, o)
 	workflows.NewRunner(reg).Register(w)
 	acts.Register(w)
 	return w
@@ -198,6 +201,9 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	if err != nil {
 		return nil, err
 	}
+	if o.Backend.Telemetry == nil {
+		o.Backend.Telemetry = cfg.Telemetry
+	}
 	acts, err := o.Backend.Activities(broker)
 	if err != nil {
 		_ = closeBroker()
@@ -214,7 +220,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	state := &WorkerState{}
 	state.Started()
 	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow,
-		Worker: state, Logger: o.Logger})
+		Worker: state, Logger: o.Logger, Telemetry: cfg.Telemetry})
 	if err != nil {
 		w.Stop()
 		_ = closeBroker()
@@ -257,6 +263,9 @@ type API struct {
 	Worker *WorkerState
 	// Logger logs failed requests and failed readiness probes (nil: slog.Default()).
 	Logger *slog.Logger
+	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
+	// trace) and serves GET /metrics when it exports to Prometheus.
+	Telemetry *telemetry.Telemetry
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
@@ -291,10 +300,13 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat", chatRoute)
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
-	mux.Handle("/v1/runs/", stream.Handler(broker))
+	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
 	mux.HandleFunc("GET /healthz", healthHandler)
 	mux.HandleFunc("GET /readyz", readyHandler(c, broker, api.Worker, logger))
-	srv := &http.Server{Handler: httpapi.JSONErrors(mux, logger), ReadHeaderTimeout: 10 * time.Second,
+	if m := api.Telemetry.Metrics(); m != nil {
+		mux.Handle("GET /metrics", m)
+	}
+	srv := &http.Server{Handler: api.Telemetry.HTTP(httpapi.JSONErrors(mux, logger)), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

@@ -13,8 +13,11 @@ import (
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/telemetry"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/tools/mcp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Backend is what the activities of the programs use: model providers and tools.
@@ -27,6 +30,9 @@ type Backend struct {
 	// {url: {header: value}}) are sent to them.
 	MCP        *mcp.Pool
 	MCPHeaders map[string]map[string]string
+	// Telemetry, when set, records the model and tool spans and metrics of [Backend.Activities]
+	// (nil: the global OpenTelemetry providers, no-ops unless the program sets them).
+	Telemetry *telemetry.Telemetry
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string
 	close func()
@@ -106,7 +112,22 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 // Activities returns the activities over broker, checked by [activities.New].
 func (b *Backend) Activities(broker stream.Broker) (*activities.Activities, error) {
 	return activities.New(activities.Config{Stream: broker, Providers: b.Providers, DefaultProvider: b.DefaultProvider,
-		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders})
+		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders,
+		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider()})
+}
+
+func (b *Backend) tracerProvider() trace.TracerProvider {
+	if b.Telemetry == nil {
+		return nil
+	}
+	return b.Telemetry.TracerProvider()
+}
+
+func (b *Backend) meterProvider() metric.MeterProvider {
+	if b.Telemetry == nil {
+		return nil
+	}
+	return b.Telemetry.MeterProvider()
 }
 
 // Close stops the fake model server, if one was started.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/telemetry"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/log"
@@ -55,6 +56,9 @@ type Config struct {
 	// Logger, when set, is the logger of the Temporal client that [Dial] connects (nil: warnings
 	// and errors only, as text on stderr).
 	Logger *slog.Logger
+	// Telemetry is the program's OpenTelemetry ([telemetry.FromEnv]; nil: none). [Dial]'s
+	// client, [NewWorker]'s worker, [StartStack]'s activities and [ServeHTTP] use it.
+	Telemetry *telemetry.Telemetry
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
 	DevPort, DevUIPort int
@@ -195,6 +199,7 @@ func (c Config) ClientOptions() (client.Options, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	o.Logger = log.NewStructuredLogger(logger)
+	c.Telemetry.ClientOptions(&o) // tracing interceptor and SDK metrics; nothing when nil
 	return o, nil
 }
 

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
+	"github.com/kortyx-go/kortyx/telemetry"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/worker"
 )
@@ -72,7 +73,13 @@ func run(apiOnly bool) error {
 	}
 	logger := cfg.NewLogger(os.Stdout)
 	slog.SetDefault(logger)
-	cfg.Logger = logger               // the Temporal SDK logs through the same handler
+	cfg.Logger = logger                // the Temporal SDK logs through the same handler
+	tel, err := telemetry.FromEnv(ctx) // OTEL_*: nothing when unset
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tel.Shutdown(context.Background()) }() // flushes the exporters
+	cfg.Telemetry = tel
 	chosen, err := examples.FromEnv() // KORTYX_EXAMPLES
 	if err != nil {
 		return err
@@ -107,6 +114,7 @@ func run(apiOnly bool) error {
 		return err
 	}
 	defer backend.Close()
+	backend.Telemetry = tel
 	logger.Info("kortyx worker: models", "models", backend.Model)
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
@@ -132,15 +140,20 @@ func run(apiOnly bool) error {
 	}
 	state := &app.WorkerState{}
 	fatal := make(chan error, 1)
-	w := worker.New(t.Client, cfg.TaskQueue, worker.Options{OnFatalError: func(err error) {
+	wo := worker.Options{OnFatalError: func(err error) {
 		state.Stopped()
 		fatal <- err
-	}})
+	}}
+	tel.WorkerOptions(&wo) // tracing of workflows and activities
+	w := worker.New(t.Client, cfg.TaskQueue, wo)
 	workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
 	acts.Register(w)                     // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
 	if serveHTTP {
+		if err := tel.ObserveWaitingRuns(t.Client); err != nil { // the kortyx.runs.waiting gauge
+			return err
+		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
-			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger})
+			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel})
 		if err != nil {
 			return err
 		}
@@ -187,8 +200,11 @@ func serveAPI(ctx context.Context, cfg app.Config, logger *slog.Logger, defaultW
 	if cfg.RedisURL == "" {
 		logger.Warn("kortyx worker --api-only: in-memory stream broker: this process reads no worker's chunks, so chat and stream requests wait for chunks that never come; set KORTYX_REDIS_URL")
 	}
+	if err := cfg.Telemetry.ObserveWaitingRuns(c); err != nil { // the kortyx.runs.waiting gauge
+		return err
+	}
 	_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: defaultWorkflow, Logger: logger})
+		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry})
 	if err != nil {
 		return err
 	}
