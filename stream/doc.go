@@ -14,7 +14,10 @@
 // done ending a response without interrupt ends the run. [Follow] stops according to an
 // [Until]: after one response, after the run, or never.
 //
-// [Memory] is the in-process broker (bounded: see [WithMaxRuns] and [WithMaxEntriesPerRun]).
+// [Memory] is the in-process broker (bounded: see [WithMaxRuns] and [WithMaxEntriesPerRun]);
+// package stream/redisstream is a broker on Redis Streams shared by processes, and package
+// stream/streamtest is the contract suite both pass. [Follow] fails with code STREAM_GONE (see
+// [Gone]) when a broker can no longer continue a stream exactly after the offset asked.
 // [Handler] serves GET /v1/runs/{runID}/stream as server-sent events in the Kortyx wire format
 // (see [Server.WriteSSE]); [Client] follows it over HTTP, reconnecting with Last-Event-ID when
 // the connection drops, and [ReadSSE] parses such a stream.
