@@ -29,6 +29,8 @@ func TestHTTPStatus(t *testing.T) {
 		{contracts.CodePersistenceError, http.StatusServiceUnavailable},
 		{contracts.CodeChatLifecycleHookFailed, http.StatusServiceUnavailable},
 		{contracts.CodeTemporalUnavailable, http.StatusServiceUnavailable},
+		{contracts.CodeStreamUnavailable, http.StatusServiceUnavailable},
+		{contracts.CodeStreamGone, http.StatusGone},
 		{contracts.CodePayloadTooLarge, http.StatusRequestEntityTooLarge},
 		{contracts.CodeDomainError, http.StatusInternalServerError},
 		{contracts.CodeExecutionFailed, http.StatusInternalServerError},

@@ -156,6 +156,8 @@ func Status(f contracts.Failure) int {
 			return http.StatusUnauthorized
 		case contracts.CodeForbidden:
 			return http.StatusForbidden
+		case contracts.CodeStreamGone:
+			return http.StatusGone
 		}
 		return http.StatusBadRequest
 	case contracts.CategoryProvider:
