@@ -180,8 +180,10 @@ func run(apiOnly bool, wo worker.Options) error {
 	}
 	tel.WorkerOptions(&wo) // tracing of workflows and activities
 	w := worker.New(t.Client, cfg.TaskQueue, wo)
-	workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
-	acts.Register(w)                     // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
+	if !wo.DisableWorkflowWorker { // --poll activities: the SDK refuses workflows on a worker that polls none
+		workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
+	}
+	acts.Register(w) // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
 	if serveHTTP {
 		if err := tel.ObserveWaitingRuns(t.Client); err != nil { // the kortyx.runs.waiting gauge
 			return err
