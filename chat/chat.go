@@ -245,6 +245,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
 		return
 	}
+	if err := h.brokerAnswers(r.Context()); err != nil {
+		fail(w, r, h.o.Logger, err)
+		return
+	}
 	// Requests of one ask take turns: each decides, knowing what the one before it started,
 	// whether its turn is a new run attempt (OnTurnAccepted runs) or a reattach (it does not).
 	var sl *slot
@@ -311,6 +315,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release()
 	h.respond(w, r, req, t, from)
+}
+
+// brokerPingTimeout bounds the broker check before a turn.
+const brokerPingTimeout = 2 * time.Second
+
+// brokerAnswers checks the broker's store when the broker can be pinged (the Redis broker; the
+// in-memory one has no store): a turn whose chunks cannot be delivered is not started. The
+// error is STREAM_UNAVAILABLE (retryable, HTTP 503).
+func (h *Handler) brokerAnswers(ctx context.Context) error {
+	p, ok := h.o.Broker.(interface{ Ping(context.Context) error })
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, brokerPingTimeout)
+	defer cancel()
+	err := p.Ping(ctx)
+	if err == nil {
+		return nil
+	}
+	return &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: err,
+		Message: "The stream store (Redis) does not answer, so no turn was started; try again shortly."}
 }
 
 // expectReattach reports whether the request will get the turn the slot knows (see

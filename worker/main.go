@@ -3,7 +3,9 @@
 // KORTYX_WORKFLOWS, and — when KORTYX_HTTP_ADDR is set, or in dev mode — the HTTP API (chat,
 // checkpoints, run streams, /healthz, /readyz); a worker without it serves /healthz and /readyz
 // alone on KORTYX_HEALTH_ADDR when that is set. With --api-only it serves the HTTP API and
-// polls nothing.
+// polls nothing. With --poll workflows (or KORTYX_WORKER_POLL=workflows) it polls workflow tasks
+// only (and runs their local publish activity), with --poll activities the model, tool and MCP
+// list activities only; KORTYX_WORKER_IDENTITY names the worker in the run's history.
 //
 // The Temporal connection is the standard client configuration (TEMPORAL_ADDRESS,
 // TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE).
@@ -15,6 +17,7 @@
 //
 //	go run ./worker                       # dev mode
 //	TEMPORAL_ADDRESS=host:7233 KORTYX_REDIS_URL=redis://redis:6379 go run ./worker
+//	TEMPORAL_ADDRESS=host:7233 KORTYX_REDIS_URL=redis://redis:6379 go run ./worker --poll activities
 //	TEMPORAL_ADDRESS=host:7233 KORTYX_REDIS_URL=redis://redis:6379 KORTYX_HTTP_ADDR=:8080 go run ./worker --api-only
 //	worker --probe http://127.0.0.1:8080/readyz   # exit 0 when it answers 200: a container healthcheck
 package main
@@ -40,6 +43,7 @@ import (
 func main() {
 	apiOnly := flag.Bool("api-only", false, "serve the HTTP API (on KORTYX_HTTP_ADDR, default "+app.DefaultHTTPAddr+") without polling tasks; needs a Temporal server (TEMPORAL_ADDRESS or a profile) and, to read the workers' streams, KORTYX_REDIS_URL")
 	probe := flag.String("probe", "", "GET `URL` and exit with 0 if it answers 200, else 1 (a container healthcheck without curl)")
+	poll := flag.String("poll", envOr("KORTYX_WORKER_POLL", "all"), "what the worker polls: `all` (workflow and activity tasks), workflows (workflow tasks and the local publish activity) or activities (model, tool and MCP list activities); env KORTYX_WORKER_POLL")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--api-only] | worker --probe URL\n\n"+
 			"Runs a Kortyx worker (polls the task queue; serves the HTTP API when KORTYX_HTTP_ADDR is set, or in dev mode).\n\nflags:\n")
@@ -58,13 +62,43 @@ func main() {
 		}
 		return
 	}
-	if err := run(*apiOnly); err != nil {
+	wo, err := pollOptions(*poll)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if err := run(*apiOnly, wo); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(apiOnly bool) error {
+// pollOptions maps --poll to the worker's options: workflows polls workflow tasks and runs
+// their local activities (kortyx.Publish) only; activities polls activity tasks only. The
+// identity Temporal records on the tasks a worker completes is KORTYX_WORKER_IDENTITY when set
+// (else the SDK's pid@host).
+func pollOptions(poll string) (worker.Options, error) {
+	wo := worker.Options{Identity: os.Getenv("KORTYX_WORKER_IDENTITY")}
+	switch poll {
+	case "all":
+	case "workflows":
+		wo.LocalActivityWorkerOnly = true
+	case "activities":
+		wo.DisableWorkflowWorker = true
+	default:
+		return wo, fmt.Errorf("worker: --poll (or KORTYX_WORKER_POLL) is %q; want all, workflows or activities", poll)
+	}
+	return wo, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(apiOnly bool, wo worker.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := app.ConfigFromEnv()
@@ -140,14 +174,16 @@ func run(apiOnly bool) error {
 	}
 	state := &app.WorkerState{}
 	fatal := make(chan error, 1)
-	wo := worker.Options{OnFatalError: func(err error) {
+	wo.OnFatalError = func(err error) {
 		state.Stopped()
 		fatal <- err
-	}}
+	}
 	tel.WorkerOptions(&wo) // tracing of workflows and activities
 	w := worker.New(t.Client, cfg.TaskQueue, wo)
-	workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
-	acts.Register(w)                     // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
+	if !wo.DisableWorkflowWorker { // --poll activities: the SDK refuses workflows on a worker that polls none
+		workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
+	}
+	acts.Register(w) // kortyx.Publish, kortyx.Model, kortyx.Tool, kortyx.ListTools
 	if serveHTTP {
 		if err := tel.ObserveWaitingRuns(t.Client); err != nil { // the kortyx.runs.waiting gauge
 			return err
@@ -169,7 +205,7 @@ func run(apiOnly bool) error {
 		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
 	}
 	state.Started()
-	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace)
+	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", polls(wo))
 	select {
 	case <-ctx.Done(): // Ctrl-C or SIGTERM
 		err = nil
@@ -227,4 +263,15 @@ func uiURL(t *app.Temporal) string {
 		return "disabled"
 	}
 	return "http://" + t.Dev.UIAddress()
+}
+
+// polls names what the worker polls, for its log line.
+func polls(wo worker.Options) string {
+	switch {
+	case wo.LocalActivityWorkerOnly:
+		return "workflows"
+	case wo.DisableWorkflowWorker:
+		return "activities"
+	}
+	return "all"
 }
