@@ -88,7 +88,15 @@ func TestKortyxChunks(t *testing.T) {
 	same := KortyxChunks("run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok", Input: raw})
 	require.Equal(t, raw, same[0].(contracts.Chunk).Input, "choice questions are written as published")
 
-	for _, c := range []contracts.Chunk{{Type: contracts.ChunkTextDelta, Delta: "hi"}, {Type: contracts.ChunkDone}, {Type: contracts.ChunkCheckpoint, ID: "cp-1", SessionID: "s"}} {
+	f2 := contracts.Failure{Version: 1, Code: contracts.CodeExecutionFailed, Category: contracts.CategoryInternal, Message: "Failed."}
+	for _, c := range []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: "s"}, {Type: contracts.ChunkTrace, TraceID: "t", SpanID: "sp", RunID: "r"},
+		{Type: contracts.ChunkStatus, Message: "m"}, {Type: contracts.ChunkTextStart, SegmentID: "g"}, {Type: contracts.ChunkTextDelta, Delta: "hi"},
+		{Type: contracts.ChunkTextEnd}, {Type: contracts.ChunkMessage, Content: "c"}, {Type: contracts.ChunkToolCallStart, Tool: "t", ToolCallID: "1"},
+		{Type: contracts.ChunkToolCallResult, ToolCallID: "1"}, {Type: contracts.ChunkToolCallError, ToolCallID: "1", Message: "m"},
+		{Type: contracts.ChunkToolResult, Tool: "t", Content: "c"}, {Type: contracts.ChunkStructuredData, StreamID: "s", DataType: "d", Kind: contracts.StructuredSet, Path: "p"},
+		{Type: contracts.ChunkTransition, TransitionTo: "w"}, {Type: contracts.ChunkCheckpoint, ID: "cp-1", SessionID: "s"},
+		{Type: contracts.ChunkLimitReached, Limit: "maxToolCalls"}, {Type: contracts.ChunkError, Message: "Failed.", Failure: &f2}, {Type: contracts.ChunkDone},
+		{Type: contracts.ChunkResumeRejected, RequestID: "q"}, {Type: contracts.ChunkTextInvalidated, OpID: "o", SegmentID: "g"}} {
 		require.Equal(t, []any{c}, KortyxChunks("run-1", c))
 	}
 }

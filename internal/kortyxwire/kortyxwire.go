@@ -215,18 +215,18 @@ func parse(payload string) (Chunk, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("Invalid event")
+		return nil, fmt.Errorf("invalid event")
 	}
 	if _, ok := m["type"].(string); !ok {
-		return nil, fmt.Errorf("Invalid event")
+		return nil, fmt.Errorf("invalid event")
 	}
 	if m["type"] == "error" {
 		if _, ok := m["message"].(string); !ok {
-			return nil, fmt.Errorf("Invalid failure event")
+			return nil, fmt.Errorf("invalid failure event")
 		}
 		if f, present := m["failure"]; present {
 			if !IsFailureDescriptor(f) {
-				return nil, fmt.Errorf("Invalid failure event")
+				return nil, fmt.Errorf("invalid failure event")
 			}
 			clean, ok := sanitize(f.(map[string]any))
 			if !ok {

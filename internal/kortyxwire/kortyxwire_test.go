@@ -13,12 +13,15 @@ func TestReadFollowsKortyxRule(t *testing.T) {
 		"id: 1\ndata: {\"type\":\"text-delta\",\"delta\":\"lost\"}\n\n" + // an id line first: dropped whole
 		"data: {\"type\":\"text-delta\",\"delta\":\"h\u00e9\"}\r\n\r\n" + // CRLF is turned into LF
 		"event: x\n\n" +
+		"data: {\"type\":\"resume-rejected\",\"requestId\":\"q\"}\n\n" + // a type outside the schema is handed on
+
 		"data: {\"type\":\"done\"}\n\n" +
 		"data: {\"type\":\"message\",\"content\":\"after done\"}\n\n"
 	for _, size := range []int{1, 2, 3, 7, 4096} {
 		got, err := Read(strings.NewReader(body), size)
 		require.NoError(t, err, "read size %d", size)
-		require.Equal(t, []Chunk{{"type": "session", "sessionId": "s"}, {"type": "text-delta", "delta": "h\u00e9"}, {"type": "done"}}, got, "read size %d", size)
+		require.Equal(t, []Chunk{{"type": "session", "sessionId": "s"}, {"type": "text-delta", "delta": "h\u00e9"},
+			{"type": "resume-rejected", "requestId": "q"}, {"type": "done"}}, got, "read size %d", size)
 	}
 	got, err := Read(strings.NewReader("data: {\"type\":\"status\",\"message\":\"m\"}\n\ndata: [DONE]\n\n"), 0)
 	require.NoError(t, err)
@@ -70,6 +73,8 @@ func TestCheck(t *testing.T) {
 	}
 	bad := []Chunk{
 		{"type": "cancelled", "runId": "r"},
+		{"type": "resume-rejected", "requestId": "q"},
+		{"type": "text-invalidated", "opId": "o"},
 		{"type": "structured-data-invalidated", "streamId": "x"},
 		{"type": "checkpoint", "id": "cp", "sessionId": "s"},
 		{"type": "interrupt", "requestId": "r", "resumeToken": "t", "input": map[string]any{"kind": "custom", "multiple": false}},
