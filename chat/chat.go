@@ -131,12 +131,20 @@ type Options struct {
 	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Index learns, from the checkpoint chunks of the responses this handler streams, which
+	// session each checkpoint belongs to, for the checkpoint route's requests that name only a
+	// checkpoint (Kortyx's shapes); nil means the process-wide [DefaultSessionIndex].
+	Index *SessionIndex
+	// CORS, when set, answers preflight requests and adds the CORS headers for the origins it
+	// allows (off by default); see [CORS].
+	CORS *CORS
 }
 
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
 // server-sent events (or buffered JSON with "stream": false).
 type Handler struct {
 	o        Options
+	index    *SessionIndex
 	turns    turns
 	runState stream.RunFunc
 }
@@ -167,7 +175,7 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Handler{o: o, runState: RunState(o.Client)}, nil
+	return &Handler{o: o, runState: RunState(o.Client), index: o.Index.orDefault()}, nil
 }
 
 func (h *Handler) hasCallbacks() bool {
@@ -209,6 +217,9 @@ func authError(err error) error {
 
 // ServeHTTP serves one chat turn.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.CORS.serve(w, r) {
+		return
+	}
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, h.o.Logger)
 		return
@@ -464,7 +475,13 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	var sse *stream.SSEWriter
 	if !buffered {
 		var err error
-		if sse, err = stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: h.o.KeepAlive, Run: run}); err == nil {
+		opts := stream.SSEOptions{KeepAlive: h.o.KeepAlive, Run: run}
+		if !Resumable(r) {
+			runID := t.ts.RunID
+			opts.OmitIDs = true
+			opts.Transform = func(c contracts.Chunk) []any { return KortyxChunks(runID, c) }
+		}
+		if sse, err = stream.NewSSEWriter(w, opts); err == nil {
 			err = sse.Event(0, session)
 		}
 		if err != nil {
@@ -474,6 +491,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	}
 	collect := guard(func(e stream.Entry) error {
 		chunks = append(chunks, e.Chunk)
+		h.index.learn(e.Chunk)
 		return nil
 	})
 	var err error
@@ -561,6 +579,7 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 		run, guard := h.turnFollow(ctx, req.SessionID, t, t.begin)
 		err := stream.FollowRun(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, run, guard(func(e stream.Entry) error {
 			chunks = append(chunks, e.Chunk)
+			h.index.learn(e.Chunk)
 			return nil
 		}))
 		if isGone(err) && len(chunks) == 1 {
@@ -598,6 +617,9 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 // (authorized like chat requests) and answers {"runId": "..."} ("" when nothing was running).
 func (h *Handler) StopHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.o.CORS.serve(w, r) {
+			return
+		}
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w, r, h.o.Logger)
 			return

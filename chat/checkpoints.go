@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -16,14 +18,21 @@ import (
 )
 
 // CheckpointRequest is a checkpoint route request (spec F6.10), discriminated by Action:
-// list {sessionId}, get {sessionId, checkpointId}, rollback {sessionId, checkpointId},
-// fork {sessionId, checkpointId, newSessionId?}. (Kortyx's route takes no sessionId for get,
-// rollback and fork; here every action names its session, so that it can be authorized.)
+// list {sessionId}, get {sessionId?, checkpointId}, rollback {sessionId?, checkpointId},
+// fork {sessionId?, checkpointId, newSessionId?}.
+//
+// Kortyx's client sends get, rollback and fork without sessionId: the route then finds the
+// checkpoint's session (CheckpointOptions.Index, then CheckpointOptions.ResolveSession), sets
+// SessionID and SessionResolved, authorizes the request like any other and answers in Kortyx's
+// result shapes (see [CheckpointHandler]).
 type CheckpointRequest struct {
 	Action       string `json:"action"`
 	SessionID    string `json:"sessionId"`
 	CheckpointID string `json:"checkpointId,omitempty"`
 	NewSessionID string `json:"newSessionId,omitempty"`
+	// SessionResolved is set when the request named no session: SessionID was found from the
+	// checkpoint id (the client did not claim it).
+	SessionResolved bool `json:"-"`
 }
 
 // Forked is passed to CheckpointOptions.OnForked after a successful fork.
@@ -57,11 +66,22 @@ type CheckpointOptions struct {
 	OnLifecycleError     func(ev LifecycleError)
 	MaxBodyBytes         int64
 	Logger               *slog.Logger
+	// Index is where the sessions of checkpoints are looked up for requests without sessionId
+	// (nil: [DefaultSessionIndex], which the chat handlers of the process fill).
+	Index *SessionIndex
+	// ResolveSession, when set, finds the session of a checkpoint the index does not know (an
+	// application that keeps checkpoint ids in its transcript knows it); return "" or a
+	// NOT_FOUND error when there is none.
+	ResolveSession func(ctx context.Context, r *http.Request, checkpointID string) (string, error)
+	// CORS, when set, answers preflight requests and adds the CORS headers for the origins it
+	// allows (off by default).
+	CORS *CORS
 }
 
 // CheckpointHandler is the checkpoint route.
 type CheckpointHandler struct {
-	o CheckpointOptions
+	o     CheckpointOptions
+	index *SessionIndex
 }
 
 // NewCheckpointHandler checks the options and returns the checkpoint route.
@@ -78,7 +98,7 @@ func NewCheckpointHandler(o CheckpointOptions) (*CheckpointHandler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &CheckpointHandler{o: o}, nil
+	return &CheckpointHandler{o: o, index: o.Index.orDefault()}, nil
 }
 
 func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
@@ -118,7 +138,9 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 	default:
 		issues = append(issues, contracts.Issue{Path: []any{"action"}, Code: "invalid_enum", Message: "action must be list, get, rollback or fork"})
 	}
-	need("sessionId", req.SessionID)
+	if req.Action == "list" {
+		need("sessionId", req.SessionID)
+	}
 	if req.Action != "fork" && req.NewSessionID != "" {
 		issues = append(issues, contracts.Issue{Path: []any{"newSessionId"}, Code: "unrecognized_keys", Message: "newSessionId is only for fork"})
 	}
@@ -128,14 +150,55 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 	return &req, nil
 }
 
+// resolve finds the session of a request that names only a checkpoint.
+func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) error {
+	if req.SessionID != "" {
+		return nil
+	}
+	session, ok := h.index.Session(req.CheckpointID)
+	if !ok && h.o.ResolveSession != nil {
+		s, err := h.o.ResolveSession(r.Context(), r, req.CheckpointID)
+		switch {
+		case contracts.CodeOf(err) == contracts.CodeNotFound:
+		case err != nil:
+			return err
+		}
+		session = s
+	}
+	if session == "" {
+		return &contracts.Error{Code: contracts.CodeNotFound,
+			Message: fmt.Sprintf("Checkpoint %q is not known to this server: send its sessionId with it.", req.CheckpointID),
+			Details: map[string]any{"checkpointId": req.CheckpointID}}
+	}
+	if err := contracts.CheckID("sessionId", session); err != nil {
+		return err
+	}
+	req.SessionID, req.SessionResolved = session, true
+	return nil
+}
+
 // ServeHTTP serves one checkpoint request.
+//
+// A request that names its session is answered in this port's shapes: list a list of
+// [contracts.CheckpointSummary], get a [contracts.Checkpoint] (or null), rollback a
+// [contracts.RollbackResult], fork a [contracts.ForkResult], times as RFC 3339 strings. A
+// request without sessionId (Kortyx's get, rollback and fork) is answered in Kortyx's shapes:
+// every createdAt is in milliseconds since the epoch, and rollback's head is the head
+// checkpoint's id (a string; the summary is in headCheckpoint). The other fields are the same.
 func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.CORS.serve(w, r) {
+		return
+	}
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, r, h.o.Logger)
 		return
 	}
 	req, err := h.parse(r)
 	if err != nil {
+		fail(w, r, h.o.Logger, err)
+		return
+	}
+	if err := h.resolve(r, req); err != nil {
 		fail(w, r, h.o.Logger, err)
 		return
 	}
@@ -159,8 +222,70 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if callback != nil {
 		callback()
 	}
+	h.learn(req, out)
+	if req.SessionResolved {
+		out = kortyxResult(out)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// learn records the sessions of the checkpoints an answer names.
+func (h *CheckpointHandler) learn(req *CheckpointRequest, out any) {
+	switch v := out.(type) {
+	case []contracts.CheckpointSummary:
+		for _, c := range v {
+			h.index.Put(c.ID, c.SessionID)
+		}
+	case contracts.Checkpoint:
+		h.index.Put(v.ID, v.SessionID)
+	case contracts.RollbackResult:
+		h.index.Put(v.Head.ID, v.SessionID)
+	case contracts.ForkResult:
+		h.index.Put(v.Checkpoint.ID, v.SessionID)
+	}
+}
+
+// kortyxResult rewrites an answer into Kortyx's shapes: createdAt in milliseconds, rollback's
+// head as the checkpoint id.
+func kortyxResult(out any) any {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return out
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return out
+	}
+	v = millis(v)
+	if rb, ok := out.(contracts.RollbackResult); ok {
+		if m, ok := v.(map[string]any); ok {
+			m["headCheckpoint"] = m["head"]
+			m["head"] = rb.Head.ID
+		}
+	}
+	return v
+}
+
+// millis replaces every RFC 3339 createdAt in v with milliseconds since the epoch.
+func millis(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if s, ok := e.(string); ok && k == "createdAt" {
+				if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+					x[k] = t.UnixMilli()
+				}
+				continue
+			}
+			x[k] = millis(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = millis(e)
+		}
+	}
+	return v
 }
 
 // act carries out the request's action and returns its answer, and the lifecycle callback to run

@@ -40,6 +40,8 @@ type Metadata struct {
 
 // Resume is metadata.resume (spec F6.2): the token and request id of the question, and the
 // answer as selected ids (a string or a list), a choice or choices ({id}), a value, or cancel.
+// Kortyx's client sends {token, requestId, selected: [...]} only: a custom question's answer
+// comes from it as one selected string holding a JSON object (see [Resume.Response]).
 type Resume struct {
 	Token     string          `json:"token"`
 	RequestID string          `json:"requestId"`
@@ -111,7 +113,9 @@ func (r *Request) Input() string {
 	return ""
 }
 
-// Response turns resume metadata into the answer of a question.
+// Response turns resume metadata into the answer of a question. Without a value, a single
+// selected string that is a JSON object is also the answer's value: that is how a Kortyx client
+// answers a custom question (its useChat sends what the user typed as selected: [text]).
 func (res *Resume) Response(content string) contracts.Response {
 	out := contracts.Response{Token: strings.TrimSpace(res.Token), RequestID: strings.TrimSpace(res.RequestID), Value: res.Value, Cancel: res.Cancel}
 	if len(res.Selected) > 0 {
@@ -122,6 +126,17 @@ func (res *Resume) Response(content string) contracts.Response {
 			out.Selected = []string{one}
 		case json.Unmarshal(res.Selected, &many) == nil:
 			out.Selected = many
+		}
+	}
+	if len(out.Value) == 0 && len(out.Selected) == 1 {
+		// A Kortyx client can only send selected ids: a custom question is answered with the
+		// JSON object as the one "selected" string. It becomes the value too; a text or choice
+		// question still reads selected.
+		if v := []byte(strings.TrimSpace(out.Selected[0])); len(v) > 0 && v[0] == '{' {
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(v, &obj) == nil {
+				out.Value = v
+			}
 		}
 	}
 	if res.Choice != nil {

@@ -23,6 +23,13 @@ const MaxEventSize = 16 << 20
 
 var doneData = []byte("[DONE]")
 
+// ResumableHeader is the request header ("X-Kortyx-Resumable: 1") with which a client asks the
+// chat route for resumable framing: an "id: <offset>" line before each event's data, to send
+// back as Last-Event-ID when it reconnects. Without it (and without Last-Event-ID) the chat
+// route writes Kortyx's framing, events without ids. [Client] always sends it; the run stream
+// route (/v1/runs/{id}/stream) writes ids whether or not it is sent.
+const ResumableHeader = "X-Kortyx-Resumable"
+
 // ReadSSE parses a Kortyx server-sent event stream from r and calls fn for each event, with the
 // event's id (0 if it has none: ids do not carry over between events) and its data decoded as a
 // chunk. Events are separated by blank lines; the "data:" lines of an event are joined with
@@ -277,6 +284,7 @@ func (c *Client) stream(ctx context.Context, runID string, after int64, resume b
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
+	req.Header.Set(ResumableHeader, "1")
 	if resume && after > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 	}

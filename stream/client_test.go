@@ -447,3 +447,24 @@ func TestClientServerStreamError(t *testing.T) {
 	require.Equal(t, 3, requests)
 	mu.Unlock()
 }
+
+// The client asks for resumable framing (ids to reconnect with), which the chat route writes
+// only on request; the run stream route writes ids either way.
+func TestClientAsksForResumableFraming(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get(stream.ResumableHeader))
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "id: 1\ndata: {\"type\":\"done\"}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	sc := &stream.Client{BaseURL: srv.URL}
+	var offsets []int64
+	require.NoError(t, sc.Follow(context.Background(), "run-1", 0, stream.UntilRun, func(off int64, c contracts.Chunk) error {
+		offsets = append(offsets, off)
+		return nil
+	}))
+	require.Equal(t, []string{"1"}, got)
+	require.Equal(t, []int64{1}, offsets)
+	require.Equal(t, "X-Kortyx-Resumable", stream.ResumableHeader)
+}

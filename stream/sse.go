@@ -163,6 +163,12 @@ type SSEOptions struct {
 	// Run is passed to [FollowRun] by [SSEWriter.Follow] (nil: only an offset past the end of
 	// the stream is detected as gone).
 	Run RunFunc
+	// OmitIDs writes every event without its "id:" line (the framing Kortyx's own stream
+	// reader accepts: it drops an event whose text does not start with "data: ").
+	OmitIDs bool
+	// Transform, when set, replaces each chunk written by [SSEWriter.Event] with the values it
+	// returns, each written (as JSON) as one event with the chunk's id; none drops the chunk.
+	Transform func(contracts.Chunk) []any
 }
 
 // SSEWriter writes server-sent events in the Kortyx wire format to one response: chunks as
@@ -176,6 +182,8 @@ type SSEWriter struct {
 	keepAlive time.Duration
 	timeout   time.Duration
 	run       RunFunc
+	omitIDs   bool
+	transform func(contracts.Chunk) []any
 	buf       bytes.Buffer
 	enc       *json.Encoder
 	err       error
@@ -185,7 +193,8 @@ type SSEWriter struct {
 // cache-control: no-cache, connection: keep-alive, x-accel-buffering: no) with status 200,
 // flushes them and returns the writer. Its error is that of the flush.
 func NewSSEWriter(w http.ResponseWriter, o SSEOptions) (*SSEWriter, error) {
-	s := &SSEWriter{w: w, rc: http.NewResponseController(w), keepAlive: o.KeepAlive, timeout: o.WriteTimeout, run: o.Run}
+	s := &SSEWriter{w: w, rc: http.NewResponseController(w), keepAlive: o.KeepAlive, timeout: o.WriteTimeout, run: o.Run,
+		omitIDs: o.OmitIDs, transform: o.Transform}
 	if s.keepAlive == 0 {
 		s.keepAlive = DefaultKeepAlive
 	}
@@ -205,19 +214,34 @@ func NewSSEWriter(w http.ResponseWriter, o SSEOptions) (*SSEWriter, error) {
 	return s, s.err
 }
 
-// Event writes c as one event, with the line "id: <id>" first when id > 0.
+// Event writes c as one event, with the line "id: <id>" first when id > 0 (and
+// SSEOptions.OmitIDs is not set); with SSEOptions.Transform, the values it returns instead.
 func (s *SSEWriter) Event(id int64, c contracts.Chunk) error {
+	if s.transform == nil {
+		return s.Data(id, c)
+	}
+	for _, v := range s.transform(c) {
+		if err := s.Data(id, v); err != nil {
+			return err
+		}
+	}
+	return s.err
+}
+
+// Data writes v, encoded as JSON, as one event "data: <json>" followed by a blank line (LF
+// endings), with the line "id: <id>" first when id > 0 and SSEOptions.OmitIDs is not set.
+func (s *SSEWriter) Data(id int64, v any) error {
 	if s.err != nil {
 		return s.err
 	}
 	s.buf.Reset()
-	if id > 0 {
+	if id > 0 && !s.omitIDs {
 		s.buf.WriteString("id: ")
 		s.buf.WriteString(strconv.FormatInt(id, 10))
 		s.buf.WriteByte('\n')
 	}
 	s.buf.WriteString("data: ")
-	if err := s.enc.Encode(c); err != nil { // appends '\n'
+	if err := s.enc.Encode(v); err != nil { // appends '\n'
 		return err // not a write failure: the stream is still usable
 	}
 	s.buf.WriteByte('\n')

@@ -34,6 +34,30 @@ func TestSSEWriterFraming(t *testing.T) {
 		"data: [DONE]\n\n", rec.Body.String())
 }
 
+func TestSSEWriterOmitIDsAndTransform(t *testing.T) {
+	rec := httptest.NewRecorder()
+	sw, err := stream.NewSSEWriter(rec, stream.SSEOptions{OmitIDs: true, Transform: func(c contracts.Chunk) []any {
+		switch c.Type {
+		case contracts.ChunkCancelled:
+			return nil
+		case contracts.ChunkDone:
+			return []any{map[string]string{"type": "status", "message": "ending"}, c}
+		}
+		return []any{c}
+	}})
+	require.NoError(t, err)
+	require.NoError(t, sw.Event(3, contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "hi"}))
+	require.NoError(t, sw.Event(4, contracts.Chunk{Type: contracts.ChunkCancelled}))
+	require.NoError(t, sw.Event(5, contracts.Chunk{Type: contracts.ChunkDone}))
+	require.NoError(t, sw.Data(6, map[string]int{"n": 1}))
+	require.NoError(t, sw.Done())
+	require.Equal(t, "data: {\"type\":\"text-delta\",\"delta\":\"hi\"}\n\n"+
+		"data: {\"message\":\"ending\",\"type\":\"status\"}\n\n"+
+		"data: {\"type\":\"done\"}\n\n"+
+		"data: {\"n\":1}\n\n"+
+		"data: [DONE]\n\n", rec.Body.String())
+}
+
 // failingWriter fails every write after the headers.
 type failingWriter struct {
 	header http.Header

@@ -136,6 +136,7 @@ func post(t *testing.T, url string, body any, headers ...string) *http.Response 
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(t, err)
+	req.Header.Set(chat.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
 	req.Header.Set("Content-Type", "application/json")
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
@@ -424,6 +425,7 @@ func (c *chatEnv) open(t *testing.T, body any, headers ...string) *liveSSE {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/api/chat", bytes.NewReader(b))
 	require.NoError(t, err)
+	req.Header.Set(chat.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)

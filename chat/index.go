@@ -1,0 +1,75 @@
+package chat
+
+import (
+	"sync"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
+
+// SessionIndex remembers which session each checkpoint belongs to, so that the checkpoint route
+// can serve Kortyx's requests, which name only a checkpoint (get, rollback and fork without
+// sessionId). Checkpoint ids (cp-<uuid>) do not carry their session. The index learns from the
+// checkpoint chunks of the responses the chat route streams or finalizes, and from the
+// checkpoint route's own answers (list, get, rollback, fork); it keeps the newest max entries.
+// It lives in the memory of one process: a checkpoint learned by another process, or before a
+// restart, is found with CheckpointOptions.ResolveSession, or by sending its sessionId. Safe for
+// concurrent use.
+type SessionIndex struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]string
+	order []string
+}
+
+// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps.
+const DefaultSessionIndexSize = 100_000
+
+// DefaultSessionIndex is the index of the handlers whose options name none.
+var DefaultSessionIndex = NewSessionIndex(DefaultSessionIndexSize)
+
+// NewSessionIndex returns an index of at most max checkpoints (at least 1).
+func NewSessionIndex(max int) *SessionIndex {
+	if max < 1 {
+		max = 1
+	}
+	return &SessionIndex{max: max, m: map[string]string{}}
+}
+
+func (x *SessionIndex) orDefault() *SessionIndex {
+	if x == nil {
+		return DefaultSessionIndex
+	}
+	return x
+}
+
+// Put records that checkpoint checkpointID belongs to session sessionID (empty ids are ignored).
+func (x *SessionIndex) Put(checkpointID, sessionID string) {
+	if checkpointID == "" || sessionID == "" {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.m[checkpointID]; !ok {
+		x.order = append(x.order, checkpointID)
+		for len(x.order) > x.max {
+			delete(x.m, x.order[0])
+			x.order = x.order[1:]
+		}
+	}
+	x.m[checkpointID] = sessionID
+}
+
+// Session returns the session of a checkpoint, if the index knows it.
+func (x *SessionIndex) Session(checkpointID string) (string, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s, ok := x.m[checkpointID]
+	return s, ok
+}
+
+// learn records the checkpoint of a checkpoint chunk.
+func (x *SessionIndex) learn(c contracts.Chunk) {
+	if c.Type == contracts.ChunkCheckpoint {
+		x.Put(c.ID, c.SessionID)
+	}
+}
