@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx"
+	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/research"
 	"github.com/kortyx-go/kortyx/examples/support"
@@ -138,6 +139,7 @@ func mpPost(g require.TestingT, url string, body any, headers ...string) sseResp
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(g, err)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(chat.ResumableHeader, "1") // these tests read offsets: the resumable framing
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
