@@ -111,6 +111,9 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 			}
 			return nil
 		})
+		if err != nil && ctx.Err() != nil {
+			return interrupted(runID, answerLater)
+		}
 		var opErr *net.OpError
 		if errors.As(err, &opErr) {
 			return fmt.Errorf("cannot reach the run stream at %s (is the worker running? set KORTYX_STREAM_URL to its HTTP API); the run %s goes on: follow it with starter status: %w", sc.BaseURL, runID, err)
@@ -166,6 +169,14 @@ func noAnswer(runID string, answerLater bool, err error) error {
 		return fmt.Errorf("no answer given (%s); run %s keeps waiting: answer it with: starter respond %s --text ... | --select ... | --cancel", why, runID, runID)
 	}
 	return fmt.Errorf("no answer given (%s); the demo's worker stops with it, so run %s cannot go on: start the demo again", why, runID)
+}
+
+// interrupted is the error of a program interrupted while it followed the run's stream.
+func interrupted(runID string, runGoesOn bool) error {
+	if runGoesOn {
+		return fmt.Errorf("interrupted; run %s goes on: see it with: starter status %s", runID, runID)
+	}
+	return fmt.Errorf("interrupted; the demo's worker stops with it, so run %s cannot go on: start the demo again", runID)
 }
 
 // currentInterrupt rebuilds the interrupt chunk of the run's pending question from the query.

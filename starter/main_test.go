@@ -128,6 +128,8 @@ func TestNoAnswerSuggestsOnlyWhatWorks(t *testing.T) {
 	require.Equal(t, "no answer given (interrupted); the demo's worker stops with it, so run run-1 cannot go on: start the demo again", demo)
 	run := noAnswer("run-1", true, errNoAnswer).Error()
 	require.Equal(t, "no answer given (standard input ended); run run-1 keeps waiting: answer it with: starter respond run-1 --text ... | --select ... | --cancel", run)
+	require.Equal(t, "interrupted; run run-1 goes on: see it with: starter status run-1", interrupted("run-1", true).Error())
+	require.Equal(t, "interrupted; the demo's worker stops with it, so run run-1 cannot go on: start the demo again", interrupted("run-1", false).Error())
 	other := errors.New("boom")
 	require.Equal(t, other, noAnswer("run-1", true, other))
 }
