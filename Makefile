@@ -3,10 +3,13 @@
 #   make check   gofmt, go vet, workflowcheck, staticcheck, errcheck, docker-compose config and
 #                every test (integration tests included)
 #   make demo    the triage agent end to end on the embedded dev server
-#   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once)
+#   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once;
+#                with TEMPORAL_CLI_PATH set, that temporal binary is used and none is installed)
 
 TOOLS         := $(CURDIR)/.tools/bin
-TEMPORAL      := $(TOOLS)/temporal
+# TEMPORAL_CLI_PATH, when set, names the temporal binary to use (nothing is installed); the
+# tests find it through the same variable (devserver.Find).
+TEMPORAL      := $(or $(TEMPORAL_CLI_PATH),$(TOOLS)/temporal)
 WORKFLOWCHECK := $(TOOLS)/workflowcheck
 STATICCHECK   := $(TOOLS)/staticcheck
 ERRCHECK      := $(TOOLS)/errcheck
@@ -18,9 +21,15 @@ check: tools fmt vet workflowcheck staticcheck errcheck compose test
 
 tools: $(TEMPORAL) $(WORKFLOWCHECK) $(STATICCHECK) $(ERRCHECK)
 
+ifdef TEMPORAL_CLI_PATH
+export TEMPORAL_CLI_PATH
+$(TEMPORAL):
+	@echo "TEMPORAL_CLI_PATH=$(TEMPORAL_CLI_PATH) does not exist: point it at a temporal binary or unset it"; exit 1
+else
 $(TEMPORAL):
 	@echo "installing the Temporal CLI v1.5.1 into .tools/bin (a few minutes, once)"
-	GOBIN=$(TOOLS) go install github.com/temporalio/cli/cmd/temporal@v1.5.1
+	GOBIN=$(TOOLS) go install -v github.com/temporalio/cli/cmd/temporal@v1.5.1
+endif
 
 $(WORKFLOWCHECK):
 	GOBIN=$(TOOLS) go install go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0

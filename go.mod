@@ -1,6 +1,6 @@
 module github.com/kortyx-go/kortyx
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/goccy/go-yaml v1.19.2

@@ -11,8 +11,9 @@
 // [Find] looks for the temporal binary in $TEMPORAL_CLI_PATH, then in
 // <root>/.tools/bin, then on $PATH. [Install] builds the pinned version
 // ([CLIModule]@[CLIVersion]) into <root>/.tools/bin with "go install";
-// [FindOrInstall] does the former and falls back to the latter. The same
-// install by hand is:
+// [FindOrInstall] does the former and falls back to the latter. Install shows
+// its progress: the packages "go install -v" builds and, every 15 seconds, how
+// long it has been running. The same install by hand is:
 //
 //	GOBIN=$PWD/.tools/bin go install github.com/temporalio/cli/cmd/temporal@v1.5.1
 //

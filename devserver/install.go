@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
+	"time"
 )
 
 const (
@@ -59,10 +61,12 @@ func Find(root string) (string, error) {
 }
 
 // Install builds the Temporal CLI ([CLIModule]@[CLIVersion]) into
-// <root>/.tools/bin with "go install", streaming the go command's output to
-// out (nil discards it), and returns the path of the installed binary. root
-// is the project directory; "" means the current directory. It needs the go
-// command on $PATH and takes a few minutes the first time.
+// <root>/.tools/bin with "go install -v", streaming the go command's output
+// (the packages as it builds them) to out, with a line saying how long it has
+// been running every 15 seconds, and returns the path of the installed
+// binary. out nil discards all of it. root is the project directory; ""
+// means the current directory. It needs the go command on $PATH and takes a
+// few minutes the first time.
 func Install(ctx context.Context, root string, out io.Writer) (string, error) {
 	if out == nil {
 		out = io.Discard
@@ -72,21 +76,58 @@ func Install(ctx context.Context, root string, out io.Writer) (string, error) {
 		return "", err
 	}
 	target := CLIModule + "@" + CLIVersion
-	fmt.Fprintf(out, "kortyx: installing the Temporal CLI into %s (go install %s); this takes a few minutes, once\n", bin, target)
+	w := &lockedWriter{w: out}
+	fmt.Fprintf(w, "kortyx: installing the Temporal CLI into %s (go install -v %s); this takes a few minutes, once\n", bin, target)
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return "", fmt.Errorf("kortyx: installing temporal CLI: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "install", target)
+	cmd := exec.CommandContext(ctx, "go", "install", "-v", target)
 	cmd.Env = append(os.Environ(), "GOBIN="+bin)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	cmd.Stdout, cmd.Stderr = w, w
+	start := time.Now()
+	ticks, stop := installTicker()
+	defer stop()
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("kortyx: installing temporal CLI: starting go install (is the go command on $PATH?): %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+wait:
+	for {
+		select {
+		case <-ticks:
+			fmt.Fprintf(w, "kortyx: still installing the Temporal CLI (%s elapsed)\n", time.Since(start).Round(time.Second))
+		case err = <-done:
+			break wait
+		}
+	}
+	if err != nil {
 		return "", fmt.Errorf("kortyx: installing temporal CLI failed; run by hand: GOBIN=%s go install %s: %w", bin, target, err)
 	}
 	path := filepath.Join(bin, exeName("temporal"))
 	if err := checkExecutable(path); err != nil {
 		return "", fmt.Errorf("kortyx: go install %s succeeded but %s is not usable: %w", target, path, err)
 	}
+	fmt.Fprintf(w, "kortyx: installed %s in %s\n", path, time.Since(start).Round(time.Second))
 	return path, nil
+}
+
+// installTicker paces Install's elapsed-time lines (a variable so that tests tick by hand).
+var installTicker = func() (<-chan time.Time, func()) {
+	t := time.NewTicker(15 * time.Second)
+	return t.C, t.Stop
+}
+
+// lockedWriter serializes the go command's output and the elapsed-time lines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // FindOrInstall returns the binary [Find] locates, or, if there is none,

@@ -21,3 +21,6 @@ func kill(p *os.Process) error {
 	}
 	return nil
 }
+
+// lockDB does not lock without flock: two servers on one database fail as SQLite makes them.
+func lockDB(string) (func(), error) { return func() {}, nil }

@@ -4,7 +4,10 @@ package devserver
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -20,4 +23,26 @@ func signalGroup(p *os.Process, sig syscall.Signal) error {
 		return nil
 	}
 	return err
+}
+
+// lockDB takes the lock of a dev server database: an exclusive flock on DBFile+".lock", which
+// holds the process id of its holder. The lock ends with the process (or release).
+func lockDB(db string) (release func(), err error) {
+	path := db + ".lock"
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: locking the dev server database: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, dbInUse(db, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("kortyx: locking the dev server database %s: %w", db, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // who holds it, for the message
+	}
+	return func() { _ = f.Close() }, nil
 }

@@ -64,7 +64,9 @@ type Options struct {
 	// (--headless).
 	UIPort int
 	// DBFile is the SQLite file that persists server state across restarts;
-	// its parent directory is created. "" keeps state in memory.
+	// its parent directory is created. "" keeps state in memory. One server
+	// at a time uses a file: on Unix, Start locks DBFile+".lock" until the
+	// server exits and refuses a second server with [ErrDBInUse].
 	DBFile string
 	// Namespace is the namespace to create and serve. Default "default",
 	// which the dev server always creates.
@@ -100,7 +102,10 @@ type Server struct {
 
 	done     chan struct{} // closed once cmd.Wait returns
 	waitErr  error         // valid after done is closed
-	signaled atomic.Bool   // Stop or Kill sent a signal
+	exitMu   sync.Mutex
+	exited   bool        // cmd.Wait has returned
+	onExit   func()      // runs after cmd.Wait returns, before done is closed (the DB lock's release)
+	signaled atomic.Bool // Stop or Kill sent a signal
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -118,19 +123,53 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	release := func() {}
+	if o.DBFile != "" {
+		// One server per database: a second one would fail midway with SQLITE_BUSY or a schema
+		// "version mismatch"; this says at once who holds it.
+		if release, err = lockDB(o.DBFile); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancel()
 	autoPorts := opts.Port == 0 && opts.UIPort <= 0
 	for attempt := 1; ; attempt++ {
 		ro := o
 		if ro.Port, ro.UIPort, err = pickPorts(o.Host, o.Port, o.UIPort); err != nil {
+			release()
 			return nil, err
 		}
 		s, portInUse, err := start(ctx, ro)
-		if err == nil || !portInUse || !autoPorts || attempt == startAttempts {
-			return s, err
+		if err == nil {
+			// The lock ends with the process, before Stop, Kill and Done report the exit, so a
+			// server restarted on the file right after finds it free.
+			s.exitMu.Lock()
+			if s.exited {
+				release()
+			} else {
+				s.onExit = release
+			}
+			s.exitMu.Unlock()
+			return s, nil
+		}
+		if !portInUse || !autoPorts || attempt == startAttempts {
+			release()
+			return nil, err
 		}
 	}
+}
+
+// ErrDBInUse is returned (wrapped) by [Start] when another dev server, of this process or
+// another, uses the same [Options.DBFile].
+var ErrDBInUse = errors.New("dev server database in use")
+
+func dbInUse(db, holder string) error {
+	by := "another process"
+	if holder != "" {
+		by = "process " + holder
+	}
+	return fmt.Errorf("kortyx: the dev server database %s is in use by another dev server, started by %s: stop that one (one server per database), or give this one another Options.DBFile, or \"\" for an in-memory database: %w", db, by, ErrDBInUse)
 }
 
 // withDefaults validates o, fills in defaults and creates the DB directory.
@@ -220,6 +259,13 @@ func start(ctx context.Context, o Options) (s *Server, portInUse bool, err error
 	}
 	go func() {
 		s.waitErr = s.cmd.Wait()
+		s.exitMu.Lock()
+		s.exited = true
+		onExit := s.onExit
+		s.exitMu.Unlock()
+		if onExit != nil {
+			onExit()
+		}
 		close(s.done)
 	}()
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +26,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, usagef("%s: %v", fs.Name(), err)
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, helpRequest{fs: fs}
+			}
+			return nil, usageError{msg: fmt.Sprintf("%s: %v", fs.Name(), err), fs: fs}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -82,15 +84,17 @@ func cmdRun(ctx context.Context, args []string) error {
 	}
 	p := newPrinter(os.Stdout, *asJSON)
 	p.note("run %s started (workflow %s)", run.GetID(), in.Workflow)
-	var ans answerer = &promptAnswerer{in: bufio.NewReader(os.Stdin), out: os.Stderr}
+	var ans answerer = &promptAnswerer{in: os.Stdin, out: os.Stderr}
 	if *detach {
 		ans = nil
 	}
-	return follow(ctx, c, &stream.Client{BaseURL: cfg.StreamURL()}, run.GetID(), ans, *update, p)
+	return follow(ctx, c, &stream.Client{BaseURL: cfg.StreamURL()}, run.GetID(), ans, *update, p, true)
 }
 
 // follow streams a run response by response and answers its questions until it ends.
-func follow(ctx context.Context, c client.Client, sc *stream.Client, runID string, ans answerer, update bool, p *printer) error {
+// answerLater says whether the run can still be answered after this program ends (with run,
+// not with the demo, whose worker ends with it).
+func follow(ctx context.Context, c client.Client, sc *stream.Client, runID string, ans answerer, update bool, p *printer, answerLater bool) error {
 	var after int64
 	errRejected := errors.New("rejected")
 	for {
@@ -107,6 +111,9 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 			}
 			return nil
 		})
+		if err != nil && ctx.Err() != nil {
+			return interrupted(runID, answerLater)
+		}
 		var opErr *net.OpError
 		if errors.As(err, &opErr) {
 			return fmt.Errorf("cannot reach the run stream at %s (is the worker running? set KORTYX_STREAM_URL to its HTTP API); the run %s goes on: follow it with starter status: %w", sc.BaseURL, runID, err)
@@ -128,7 +135,7 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 		for {
 			resp, err := ans.answer(ctx, *pending)
 			if err != nil {
-				return err
+				return noAnswer(runID, answerLater, err)
 			}
 			if !update {
 				if err := kortyx.Respond(ctx, c, runID, resp); err != nil {
@@ -138,10 +145,7 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 			}
 			if _, err := kortyx.RespondAndWait(ctx, c, runID, "", resp); err != nil {
 				if contracts.CodeOf(err) == contracts.CodeInvalidResponse {
-					p.note("answer rejected: %s", contracts.FailureOf(err).Message)
-					for _, is := range contracts.FailureOf(err).Issues {
-						p.note("  %s", is)
-					}
+					p.note("answer rejected: %s", rejection(contracts.FailureOf(err)))
 					continue
 				}
 				return err
@@ -149,6 +153,30 @@ func follow(ctx context.Context, c client.Client, sc *stream.Client, runID strin
 			break
 		}
 	}
+}
+
+// noAnswer is the error of a prompt that ended without an answer (Ctrl-C, end of input): what
+// becomes of the run and, when it can still be answered, how.
+func noAnswer(runID string, answerLater bool, err error) error {
+	if !errors.Is(err, errNoAnswer) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	why := "standard input ended"
+	if errors.Is(err, context.Canceled) {
+		why = "interrupted"
+	}
+	if answerLater {
+		return fmt.Errorf("no answer given (%s); run %s keeps waiting: answer it with: starter respond %s --text ... | --select ... | --cancel", why, runID, runID)
+	}
+	return fmt.Errorf("no answer given (%s); the demo's worker stops with it, so run %s cannot go on: start the demo again", why, runID)
+}
+
+// interrupted is the error of a program interrupted while it followed the run's stream.
+func interrupted(runID string, runGoesOn bool) error {
+	if runGoesOn {
+		return fmt.Errorf("interrupted; run %s goes on: see it with: starter status %s", runID, runID)
+	}
+	return fmt.Errorf("interrupted; the demo's worker stops with it, so run %s cannot go on: start the demo again", runID)
 }
 
 // currentInterrupt rebuilds the interrupt chunk of the run's pending question from the query.
@@ -237,9 +265,10 @@ func cmdRespond(ctx context.Context, args []string) error {
 	}
 	res, err := kortyx.RespondAndWait(ctx, c, pos[0], "", resp)
 	if err != nil {
-		f := contracts.FailureOf(err)
-		for _, is := range f.Issues {
-			fmt.Fprintf(os.Stderr, "  %s\n", is)
+		if contracts.CodeOf(err) == contracts.CodeInvalidResponse {
+			// The message and the issues that add to it, each once.
+			f := contracts.FailureOf(err)
+			return &contracts.Error{Code: f.Code, Message: "answer rejected: " + rejection(f)}
 		}
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,9 +8,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -43,13 +44,13 @@ func cmdDemo(ctx context.Context, args []string) error {
 		message = strings.Join(pos, " ")
 	}
 	cfg := config()
-	cfg.TaskQueue = "kortyx-demo"
+	// A task queue of this process's own: on a shared server (TEMPORAL_ADDRESS) another demo's
+	// worker, whose stream is in its own memory, must not take this demo's runs.
+	cfg.TaskQueue = "kortyx-demo-" + uuid.NewString()[:8]
 	p := newPrinter(os.Stdout, false)
 	if cfg.TemporalAddress == "" {
-		// Free ports and a database of its own: never clash with a dev-mode worker.
-		cfg.DevPort, cfg.DevUIPort, cfg.DevDB = 0, 0, "demo.db"
 		p.note("starting the Temporal dev server")
-		srv, err := app.StartDevServer(ctx, cfg, os.Stdout)
+		srv, err := startDemoServer(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -94,11 +95,11 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	p.note("run %s started (workflow %s): %q", run.GetID(), *wf, message)
-	var ans answerer = &promptAnswerer{in: bufio.NewReader(os.Stdin), out: os.Stdout}
+	var ans answerer = &promptAnswerer{in: os.Stdin, out: os.Stdout}
 	if *auto {
 		ans = &autoAnswerer{out: os.Stdout}
 	}
-	if err := follow(ctx, c, &stream.Client{BaseURL: "http://" + st.HTTPAddr}, run.GetID(), ans, true, p); err != nil {
+	if err := follow(ctx, c, &stream.Client{BaseURL: "http://" + st.HTTPAddr}, run.GetID(), ans, true, p, false); err != nil {
 		return err
 	}
 	var res contracts.RunResult
@@ -114,6 +115,24 @@ func cmdDemo(ctx context.Context, args []string) error {
 		fmt.Printf("· demo finished: ticket %v (%v)\n", res.State.Data["ticketId"], res.State.Data["topic"])
 	}
 	return nil
+}
+
+// startDemoServer starts the demo's own dev server: in memory and on free ports, so demos run
+// side by side (on one checkout too) and never clash with a dev-mode worker's .kortyx/ database.
+func startDemoServer(ctx context.Context, cfg app.Config) (*devserver.Server, error) {
+	bin, err := devserver.FindOrInstall(ctx, cfg.Root, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := devserver.Start(ctx, devserver.Options{
+		BinaryPath:       bin,
+		Namespace:        cfg.Namespace,
+		SearchAttributes: contracts.SearchAttributes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: starting the demo's Temporal dev server (or set TEMPORAL_ADDRESS to use a running one): %w", err)
+	}
+	return srv, nil
 }
 
 func asList(v any) []any {

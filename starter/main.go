@@ -18,10 +18,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/kortyx-go/kortyx/app"
@@ -49,6 +51,12 @@ KORTYX_STREAM_URL (default http://127.0.0.1:8080), KORTYX_LOG_FORMAT, KORTYX_LOG
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// After the first Ctrl-C the program winds down (servers stop, the stream closes); a
+		// second one ends it at once, as without a handler.
+		<-ctx.Done()
+		stop()
+	}()
 	if len(os.Args) < 2 {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
@@ -76,10 +84,24 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
+		var he helpRequest
+		if errors.As(err, &he) {
+			fmt.Print(commandUsage(he.fs))
+			return
+		}
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(os.Stderr, "starter: %v\n\n%s", err, usage)
+			help := usage
+			if ue.fs != nil {
+				help = commandUsage(ue.fs)
+			}
+			fmt.Fprintf(os.Stderr, "starter: %v\n\n%s", err, help)
 			os.Exit(2)
+		}
+		if ctx.Err() != nil {
+			// Interrupted: say what was stopped (the error says what is left and what to do).
+			fmt.Fprintf(os.Stderr, "starter: %v\n", err)
+			os.Exit(130)
 		}
 		code := contracts.CodeOf(err)
 		fmt.Fprintf(os.Stderr, "starter: %v", err)
@@ -103,8 +125,46 @@ func config() app.Config {
 	return cfg
 }
 
-type usageError struct{ msg string }
+// usageError is a command line the program cannot run; fs, when set, is the command's flags
+// (its usage is printed instead of the program's).
+type usageError struct {
+	msg string
+	fs  *flag.FlagSet
+}
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
+// helpRequest is --help or -h on a command: its usage goes to stdout and the program exits 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (helpRequest) Error() string { return "help requested" }
+
+// synopses are the commands' argument lines, printed above their flags by --help.
+var synopses = map[string]string{
+	"demo":    "demo [flags] [message]\n  run an example agent end to end on an embedded Temporal dev server (or TEMPORAL_ADDRESS)",
+	"run":     "run <workflow> <input> [flags]\n  start a run and stream it; answer its questions at the prompt",
+	"respond": "respond <runID> (--text T | --select id[,id] | --value JSON | --cancel) [flags]\n  answer the run's pending question",
+	"waiting": "waiting [flags]\n  runs waiting for a human",
+	"status":  "status <runID>\n  the run's status, state and pending question",
+	"cancel":  "cancel <runID>\n  cancel a run",
+}
+
+// commandUsage is a command's help: its synopsis and every flag with its default.
+func commandUsage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: starter %s\n", synopses[fs.Name()])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		b.WriteString("\nno flags\n")
+		return b.String()
+	}
+	b.WriteString("\nflags:\n")
+	out := fs.Output()
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	return b.String()
+}

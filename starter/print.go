@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
@@ -155,10 +157,55 @@ type answerer interface {
 	answer(ctx context.Context, c contracts.Chunk) (contracts.Response, error)
 }
 
-// promptAnswerer asks at the terminal.
+// errNoAnswer is the end of standard input at a prompt.
+var errNoAnswer = errors.New("standard input ended before an answer")
+
+// promptAnswerer asks at the terminal. One goroutine reads standard input line by line, so a
+// prompt ends as soon as ctx does (Ctrl-C) even while the read blocks.
 type promptAnswerer struct {
-	in  *bufio.Reader
-	out io.Writer
+	in    io.Reader
+	out   io.Writer
+	once  sync.Once
+	lines chan string // closed at the end of input
+	err   error       // why lines was closed; read after it is
+}
+
+func (a *promptAnswerer) start() {
+	a.once.Do(func() {
+		a.lines = make(chan string)
+		go func() {
+			r := bufio.NewReader(a.in)
+			for {
+				line, err := r.ReadString('\n')
+				if line != "" {
+					a.lines <- line
+				}
+				if err != nil {
+					a.err = err
+					close(a.lines)
+					return
+				}
+			}
+		}()
+	})
+}
+
+// readLine returns the next line of input, errNoAnswer at its end, or ctx's error.
+func (a *promptAnswerer) readLine(ctx context.Context) (string, error) {
+	a.start()
+	select {
+	case line, ok := <-a.lines:
+		if !ok {
+			if a.err == io.EOF {
+				return "", errNoAnswer
+			}
+			return "", fmt.Errorf("%w: %v", errNoAnswer, a.err)
+		}
+		return line, nil
+	case <-ctx.Done():
+		fmt.Fprintln(a.out)
+		return "", ctx.Err()
+	}
 }
 
 func (a *promptAnswerer) answer(ctx context.Context, c contracts.Chunk) (contracts.Response, error) {
@@ -178,9 +225,9 @@ func (a *promptAnswerer) answer(ctx context.Context, c contracts.Chunk) (contrac
 		default:
 			fmt.Fprint(a.out, "> ")
 		}
-		line, err := a.in.ReadString('\n')
-		if err != nil && line == "" {
-			return resp, fmt.Errorf("no answer on standard input (%w); answer later with: starter respond", err)
+		line, err := a.readLine(ctx)
+		if err != nil {
+			return resp, err
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -210,6 +257,13 @@ func (a *promptAnswerer) answer(ctx context.Context, c contracts.Chunk) (contrac
 		}
 		return resp, nil
 	}
+}
+
+// rejection is the text of a rejected answer, each part once: the message, then the issues
+// that do not repeat it (a single issue is often the message itself), as [contracts.Error]
+// renders them.
+func rejection(f contracts.Failure) string {
+	return (&contracts.Error{Code: f.Code, Message: f.Message, Issues: f.Issues}).Error()
 }
 
 // autoAnswerer answers without asking: the first option, or "yes" for text.

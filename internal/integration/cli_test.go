@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,8 +46,94 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	require.Contains(t, out, `← refund: {"refundId":"R-5001","orderId":"A-1001","amount":249}`)
 	require.Contains(t, out, "agent: Done: order A-1001 is refunded (R-5001, full amount).")
 	require.Contains(t, out, "· demo finished: 1 refund(s) made")
-	_, err = os.Stat(filepath.Join(dir, ".kortyx", "demo.db"))
-	require.NoError(t, err, "the embedded server keeps its data under .kortyx/")
+	_, err = os.Stat(filepath.Join(dir, ".kortyx"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the demo's server keeps its data in memory: nothing under .kortyx/")
+}
+
+// TestTwoDemosAtOnce starts two demos on one checkout at the same moment, three times: each has
+// a dev server of its own (in memory, free ports), so all six complete.
+func TestTwoDemosAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"TEMPORAL_ADDRESS=", "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "TEMPORAL_CLI_PATH=" + tcliPath, "KORTYX_ROOT=" + dir}
+	type outcome struct {
+		out, errOut string
+		err         error
+	}
+	for round := 0; round < 3; round++ {
+		results := make(chan outcome, 2)
+		for range 2 {
+			go func() {
+				out, errOut, err := starter(t, env, "", "demo", "--auto")
+				results <- outcome{out, errOut, err}
+			}()
+		}
+		for range 2 {
+			r := <-results
+			require.NoError(t, r.err, "round %d: stdout:\n%s\nstderr:\n%s", round, r.out, r.errOut)
+			require.Equal(t, 1, strings.Count(r.out, "· demo finished: 1 refund(s) made; tokens used: 38\n"), r.out)
+		}
+	}
+}
+
+// TestDemoInterruptedAtPrompt sends SIGINT to a demo waiting at its prompt (stdin open, as at a
+// terminal): it ends with exit code 130 and a message that suggests nothing that cannot work.
+func TestDemoInterruptedAtPrompt(t *testing.T) {
+	cmd := exec.Command(binary(t, "starter"), "demo")
+	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+srv.Address(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer stdin.Close()
+	out := &syncBuffer{}
+	var errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &errOut
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	prompt := `> choose 1-2 or an id ("cancel" cancels the run): `
+	eventually(t, time.Minute, "the demo to ask", func() bool { return strings.HasSuffix(out.String(), prompt) })
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	select {
+	case err = <-exited:
+	case <-time.After(30 * time.Second): // the failure signal: today it answers within a few seconds
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("the demo did not end within 30s of SIGINT at its prompt; stdout:\n%s", out.String())
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 130, ee.ExitCode(), errOut.String())
+	m := runIDPattern.FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	require.Equal(t, "starter: no answer given (interrupted); the demo's worker stops with it, so run "+m[1]+" cannot go on: start the demo again\n", errOut.String())
+	require.NotContains(t, out.String()+errOut.String(), "starter respond")
+}
+
+// TestDemoRejectedAnswerPrintedOnce types an unknown option, then a valid one: the rejection is
+// printed once.
+func TestDemoRejectedAnswerPrintedOnce(t *testing.T) {
+	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=" + srv.Address(), "OPENAI_API_KEY=", "OPENAI_BASE_URL="}, "xyz\napprove\n", "demo")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, 1, strings.Count(out, `Unknown option "xyz"`), out)
+	require.Contains(t, out, `· answer rejected: Unknown option "xyz": choose one of "approve", "deny".`+"\n")
+	require.Contains(t, out, "· demo finished: 1 refund(s) made")
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestDemoTriageOnRunningServer(t *testing.T) {
@@ -108,6 +195,7 @@ func TestStarterCommands(t *testing.T) {
 	_, errOut, err = starter(t, env, "", "respond", runID, "--select", "close", "--update")
 	require.Error(t, err)
 	require.Contains(t, errOut, "[INVALID_RESPONSE]")
+	require.Equal(t, 1, strings.Count(errOut, `Unknown option "close"`), "the rejection is printed once:\n%s", errOut)
 	out, errOut, err = starter(t, env, "", "respond", runID, "--select", "open", "--update")
 	require.NoError(t, err, errOut)
 	require.Contains(t, out, "accepted")

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain runs the program itself when the test binary is started with STARTER_MAIN=1, so the
+// tests below run the real main (flags, exit codes) without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("STARTER_MAIN") == "1" {
+		os.Args = append([]string{"starter"}, os.Args[1:]...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runMain runs main with args and returns its stdout, stderr and exit code.
+func runMain(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "STARTER_MAIN=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	flags := map[string][]string{
+		"demo":    {"-auto", "-workflow string"},
+		"run":     {"-context string", "-detach", "-json", "-session string", "-update"},
+		"respond": {"-cancel", "-request-id string", "-select string", "-text string", "-token string", "-update", "-value string"},
+		"waiting": {"-json", "-session string"},
+		"status":  nil,
+		"cancel":  nil,
+	}
+	for cmd, want := range flags {
+		for _, h := range []string{"--help", "-h"} {
+			out, errOut, code := runMain(t, cmd, h)
+			require.Equal(t, 0, code, "%s %s: stderr %s", cmd, h, errOut)
+			require.Empty(t, errOut, "%s %s", cmd, h)
+			require.True(t, strings.HasPrefix(out, "usage: starter "+cmd+" "), "%s %s:\n%s", cmd, h, out)
+			var got []string
+			for _, line := range strings.Split(out, "\n") {
+				if strings.HasPrefix(line, "  -") {
+					got = append(got, strings.TrimSpace(line))
+				}
+			}
+			require.Equal(t, want, got, "%s %s lists its flags:\n%s", cmd, h, out)
+			if want == nil {
+				require.Contains(t, out, "\nno flags\n")
+			}
+		}
+	}
+	// Help after positional arguments too, and the program's own help.
+	out, _, code := runMain(t, "run", "triage", "hi", "--help")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "usage: starter run <workflow> <input> [flags]\n"), out)
+	for _, h := range []string{"help", "-h", "--help"} {
+		out, _, code = runMain(t, h)
+		require.Equal(t, 0, code)
+		require.Equal(t, usage, out)
+	}
+}
+
+func TestUnknownFlagPrintsTheCommandsUsage(t *testing.T) {
+	out, errOut, code := runMain(t, "run", "--bogus")
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.True(t, strings.HasPrefix(errOut, "starter: run: flag provided but not defined: -bogus\n\nusage: starter run <workflow> <input> [flags]\n"), errOut)
+	require.Contains(t, errOut, "  -detach\n")
+}
+
+func TestPromptEndsWhenContextIsCancelled(t *testing.T) {
+	in, w := io.Pipe() // never written: the read blocks, as at a terminal
+	defer w.Close()
+	var out bytes.Buffer
+	a := &promptAnswerer{in: in, out: &out}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.answer(ctx, contracts.Chunk{Type: contracts.ChunkInterrupt, Input: []byte(`{"kind":"text","question":"Name?"}`)})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the prompt did not end after its context was cancelled")
+	}
+	require.Equal(t, "> \n", out.String())
+}
+
+func TestPromptReadsLinesAndEnds(t *testing.T) {
+	var out bytes.Buffer
+	a := &promptAnswerer{in: strings.NewReader("\nnot json\n{\"a\":1}\n"), out: &out}
+	resp, err := a.answer(context.Background(), contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "r1", ResumeToken: "tok",
+		Input: []byte(`{"kind":"custom","request":"x"}`)})
+	require.NoError(t, err)
+	require.Equal(t, contracts.Response{Token: "tok", RequestID: "r1", Value: []byte(`{"a":1}`)}, resp)
+	require.Equal(t, "> JSON answer: > JSON answer:   not valid JSON, try again\n> JSON answer: ", out.String())
+	_, err = a.answer(context.Background(), contracts.Chunk{Type: contracts.ChunkInterrupt, Input: []byte(`{"kind":"text"}`)})
+	require.ErrorIs(t, err, errNoAnswer)
+}
+
+func TestNoAnswerSuggestsOnlyWhatWorks(t *testing.T) {
+	demo := noAnswer("run-1", false, context.Canceled).Error()
+	require.Equal(t, "no answer given (interrupted); the demo's worker stops with it, so run run-1 cannot go on: start the demo again", demo)
+	run := noAnswer("run-1", true, errNoAnswer).Error()
+	require.Equal(t, "no answer given (standard input ended); run run-1 keeps waiting: answer it with: starter respond run-1 --text ... | --select ... | --cancel", run)
+	require.Equal(t, "interrupted; run run-1 goes on: see it with: starter status run-1", interrupted("run-1", true).Error())
+	require.Equal(t, "interrupted; the demo's worker stops with it, so run run-1 cannot go on: start the demo again", interrupted("run-1", false).Error())
+	other := errors.New("boom")
+	require.Equal(t, other, noAnswer("run-1", true, other))
+}
+
+func TestRejectionPrintsEachPartOnce(t *testing.T) {
+	msg := `Unknown option "xyz": choose one of "approve", "deny".`
+	// The update's failure as the run reports it: one issue, the message itself.
+	f := contracts.Failure{Code: contracts.CodeInvalidResponse, Message: msg, Issues: []contracts.Issue{{Message: msg}}}
+	require.Equal(t, msg, rejection(f))
+	f = contracts.Failure{Code: contracts.CodeInvalidResponse, Message: "The answer does not match the question's response schema.",
+		Issues: []contracts.Issue{{Path: []any{"amount"}, Code: "type", Message: "want number"}}}
+	require.Equal(t, "The answer does not match the question's response schema. (amount: want number)", rejection(f))
+}
