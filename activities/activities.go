@@ -148,7 +148,7 @@ func (a *Activities) Publish(ctx context.Context, in protocol.PublishInput) erro
 		chunks[i] = stream.Keyed{Key: c.Key, Chunk: c.Chunk}
 	}
 	if err := a.Stream.Publish(ctx, in.RunID, chunks...); err != nil {
-		return err
+		return contracts.ToTemporal(err) // typed (STREAM_UNAVAILABLE: the run publishes again)
 	}
 	a.recordPublishLag(ctx)
 	return nil

@@ -284,8 +284,11 @@ func (r *Run) Emit(c contracts.Chunk) {
 }
 
 // Flush publishes queued chunks through the publish local activity, in order. Concurrent
-// flushes (signal handler and main coroutine) are serialized. A publish that keeps failing for
-// a minute is logged and dropped: the stream is a view, the run's state is never lost.
+// flushes (signal handler and main coroutine) are serialized. While the broker's store does not
+// answer (STREAM_UNAVAILABLE: Redis down) the publish is retried — for a minute inside the local
+// activity, then again every [publishRetryPause] — so no chunk is lost and order is kept; the
+// run waits meanwhile. Any other publish failure that lasts a minute is logged and the batch
+// dropped: the stream is a view, the run's state is never lost.
 func (r *Run) Flush(ctx workflow.Context) {
 	for r.flushing {
 		if err := workflow.Await(ctx, func() bool { return !r.flushing }); err != nil {
@@ -308,19 +311,41 @@ func (r *Run) Flush(ctx workflow.Context) {
 			MaximumInterval:    5 * time.Second,
 		},
 	})
-	err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
-		protocol.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
-	if err != nil && ctx.Err() != nil {
-		// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
-		// context) so that the stream still shows them before cancelled and done.
-		r.outbox = append(batch, r.outbox...)
-		return
-	}
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("kortyx: publishing stream chunks failed; they are dropped from the stream",
-			"runId", r.ID, "chunks", len(batch), "error", err)
+	for {
+		err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
+			protocol.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
+			// context) so that the stream still shows them before cancelled and done.
+			r.outbox = append(batch, r.outbox...)
+			return
+		}
+		if contracts.CodeOf(err) != contracts.CodeStreamUnavailable ||
+			workflow.GetVersion(ctx, versionPublishUntilStored, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			workflow.GetLogger(ctx).Warn("kortyx: publishing stream chunks failed; they are dropped from the stream",
+				"runId", r.ID, "chunks", len(batch), "error", err)
+			return
+		}
+		workflow.GetLogger(ctx).Warn("kortyx: the stream store does not answer; publishing again shortly",
+			"runId", r.ID, "chunks", len(batch), "retryIn", publishRetryPause)
+		if err := workflow.Sleep(ctx, publishRetryPause); err != nil {
+			r.outbox = append(batch, r.outbox...) // cancelled: the final flush publishes them
+			return
+		}
 	}
 }
+
+// publishRetryPause is the pause between two publish local activities while the stream store
+// does not answer (each retries for a minute itself).
+const publishRetryPause = 5 * time.Second
+
+// versionPublishUntilStored (a workflow.GetVersion change id, persisted in histories): a publish
+// that fails with STREAM_UNAVAILABLE is retried until stored (before, it was dropped after a
+// minute).
+const versionPublishUntilStored = "kortyx.publish.until-stored"
 
 // SetStatus records the run status and mirrors it into the KortyxStatus search attribute.
 func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {

@@ -1,0 +1,63 @@
+package workflows_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
+)
+
+// A stream store that does not answer for longer than the publish local activity retries (a
+// minute) loses no chunk: the run publishes again until the chunks are stored, in order. The
+// stream is the one of a run whose publishes never failed, chunk for chunk.
+func TestPublishRetriedWhileTheStreamStoreIsDown(t *testing.T) {
+	run := func(failures int) (chunks []string, calls int) {
+		broker := stream.NewMemory()
+		acts := &activities.Activities{Stream: broker, Providers: providers.NewSet(fake.New(fake.Text("Hello world"))), DefaultProvider: fake.ID}
+		env := newEnv()
+		reg := workflows.NewRegistry()
+		require.NoError(t, reg.Add(def("agent", map[string]workflows.NodeFunc{"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{DataType: "status", Data: map[string]any{"step": "start"}}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return reasonNode(hooks.ReasonOptions{}, nil)(ctx, in)
+		}}, "__start__>chat")))
+		workflows.NewRunner(reg).Register(env)
+		env.RegisterActivityWithOptions(func(ctx context.Context, in protocol.PublishInput) error {
+			calls++
+			if calls <= failures {
+				return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true,
+					Message: "The stream store (Redis at 127.0.0.1:1) does not answer."})
+			}
+			return acts.Publish(ctx, in)
+		}, activity.RegisterOptions{Name: contracts.PublishActivityName})
+		env.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contracts.ModelActivityName})
+		env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "agent", Input: []byte(`"x"`)})
+		require.True(t, env.IsWorkflowCompleted())
+		require.NoError(t, env.GetWorkflowError())
+		entries, err := broker.Read(context.Background(), testRunID, 0, 0)
+		require.NoError(t, err)
+		for i, e := range entries {
+			require.Equal(t, int64(i+1), e.Offset)
+			chunks = append(chunks, string(e.Chunk.Type)+" "+e.Chunk.Delta)
+		}
+		return chunks, calls
+	}
+	want, clean := run(0)
+	require.Contains(t, want, "structured-data ")
+	require.Equal(t, "done ", want[len(want)-1])
+	// 40 failures outlast one publish local activity (18 attempts in its minute), and a second.
+	got, calls := run(40)
+	require.Equal(t, want, got)
+	require.Equal(t, clean+40, calls)
+}
