@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -62,7 +61,7 @@ func main() {
 		}
 		return
 	}
-	wo, err := pollOptions(*poll)
+	wo, err := app.PollOptions(*poll)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -71,24 +70,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-}
-
-// pollOptions maps --poll to the worker's options: workflows polls workflow tasks and runs
-// their local activities (kortyx.Publish) only; activities polls activity tasks only. The
-// identity Temporal records on the tasks a worker completes is KORTYX_WORKER_IDENTITY when set
-// (else the SDK's pid@host).
-func pollOptions(poll string) (worker.Options, error) {
-	wo := worker.Options{Identity: os.Getenv("KORTYX_WORKER_IDENTITY")}
-	switch poll {
-	case "all":
-	case "workflows":
-		wo.LocalActivityWorkerOnly = true
-	case "activities":
-		wo.DisableWorkflowWorker = true
-	default:
-		return wo, fmt.Errorf("worker: --poll (or KORTYX_WORKER_POLL) is %q; want all, workflows or activities", poll)
-	}
-	return wo, nil
 }
 
 func envOr(name, def string) string {
@@ -119,7 +100,7 @@ func run(apiOnly bool, wo worker.Options) error {
 		return err
 	}
 	if apiOnly {
-		return serveAPI(ctx, cfg, logger, chosen.DefaultWorkflow())
+		return app.ServeAPIOnly(ctx, cfg, logger, chosen.DefaultWorkflow())
 	}
 
 	// Temporal: the configured server, or a dev server of our own.
@@ -193,7 +174,7 @@ func run(apiOnly bool, wo worker.Options) error {
 		if err != nil {
 			return err
 		}
-		logAPI(logger, addr)
+		app.LogAPI(logger, addr)
 	} else if cfg.HealthAddr != "" {
 		addr, err := app.ServeHealth(ctx, cfg.HealthAddr, t.Client, broker, state, logger)
 		if err != nil {
@@ -205,7 +186,7 @@ func run(apiOnly bool, wo worker.Options) error {
 		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
 	}
 	state.Started()
-	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", polls(wo))
+	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo))
 	select {
 	case <-ctx.Done(): // Ctrl-C or SIGTERM
 		err = nil
@@ -218,60 +199,9 @@ func run(apiOnly bool, wo worker.Options) error {
 	return err
 }
 
-// serveAPI is the --api-only role: the HTTP API on a configured Temporal server, no worker.
-func serveAPI(ctx context.Context, cfg app.Config, logger *slog.Logger, defaultWorkflow string) error {
-	if cfg.DevMode() {
-		return errors.New("kortyx worker --api-only: no Temporal server configured; set TEMPORAL_ADDRESS (or TEMPORAL_PROFILE/TEMPORAL_CONFIG_FILE): an API process does not start a dev server — run a worker in dev mode (go run ./worker) for that")
-	}
-	c, err := app.Dial(cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	broker, closeBroker, err := app.OpenBroker(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeBroker() }()
-	if cfg.RedisURL == "" {
-		logger.Warn("kortyx worker --api-only: in-memory stream broker: this process reads no worker's chunks, so chat and stream requests wait for chunks that never come; set KORTYX_REDIS_URL")
-	}
-	if err := cfg.Telemetry.ObserveWaitingRuns(c); err != nil { // the kortyx.runs.waiting gauge
-		return err
-	}
-	_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry})
-	if err != nil {
-		return err
-	}
-	logger.Info("kortyx worker: API only, polling nothing", "address", cfg.Address(), "namespace", cfg.Namespace, "task_queue", cfg.TaskQueue)
-	logAPI(logger, addr)
-	<-ctx.Done()
-	logger.Info("kortyx worker: stopping")
-	return nil
-}
-
-// logAPI logs the line that says where the HTTP API listens: its addr attribute is the base URL.
-func logAPI(logger *slog.Logger, addr string) {
-	logger.Info("kortyx worker: HTTP API", "addr", "http://"+addr,
-		"routes", "chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream, /healthz, /readyz",
-		"auth", "none: development API")
-}
-
 func uiURL(t *app.Temporal) string {
 	if t.Dev.UIAddress() == "" {
 		return "disabled"
 	}
 	return "http://" + t.Dev.UIAddress()
-}
-
-// polls names what the worker polls, for its log line.
-func polls(wo worker.Options) string {
-	switch {
-	case wo.LocalActivityWorkerOnly:
-		return "workflows"
-	case wo.DisableWorkflowWorker:
-		return "activities"
-	}
-	return "all"
 }
