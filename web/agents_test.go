@@ -20,9 +20,9 @@ const (
 )
 
 // tickerWords are streamed one text-delta each, tickerPause apart.
-var tickerWords = strings.Fields("one two three four five six seven eight nine ten eleven twelve")
+var tickerWords = strings.Fields("one two three four five six seven eight")
 
-const tickerPause = 150 * time.Millisecond
+const tickerPause = 100 * time.Millisecond
 
 const formSchema = `{"type":"object","required":["quantity","speed"],"additionalProperties":false,
  "properties":{"quantity":{"type":"integer","minimum":1,"title":"Quantity"},"speed":{"enum":["standard","express"],"title":"Speed"}}}`

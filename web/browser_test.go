@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/stretchr/testify/require"
@@ -218,6 +219,15 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child input[value="open"]`)), chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
 		p.lastTurnEnded()
 		require.Regexp(t, `^Opened billing ticket T-\S+: Refund the duplicate charge$`, p.text(`.turn:last-child .message`))
+		// KORTYX_SCREENSHOT=1 refreshes the README's picture of the page.
+		if os.Getenv("KORTYX_SCREENSHOT") != "" {
+			p.run(chromedp.Click(chromedp.CSS(`.turn:first-child .run button.inspect`)), chromedp.WaitVisible(chromedp.CSS(`#timeline .totals`)))
+			ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+			defer cancel()
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", "chat-page.png"), png, 0o644))
+		}
 	})
 
 	t.Run("custom question form", func(t *testing.T) {
@@ -247,13 +257,16 @@ func TestPage(t *testing.T) {
 		p.waitJS(`(() => { const d = document.querySelector('.turn:last-child dd[data-field="text"]'); return d && d.textContent.split(" ").length >= 3; })()`)
 		p.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
 		p.lastTurnEnded()
-		require.Equal(t, strings.Join(tickerWords, " "), p.text(`.turn:last-child dd[data-field="text"]`))
+		// The transcript is the run's result, exactly.
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		view, err := kortyx.Query(ctx, tc, p.text(`.turn:last-child .run code`))
+		require.NoError(t, err)
+		require.Equal(t, strings.Join(tickerWords, " "), view.State.Data["text"])
+		require.Equal(t, view.State.Data["text"], p.text(`.turn:last-child dd[data-field="text"]`))
 		require.Equal(t, "Done ticking.", p.text(`.turn:last-child .message`))
 		// Every chunk of the run once, in order: offsets 1..n, n the broker's last.
 		var ids []int64
 		p.eval(`JSON.parse(sessionStorage.getItem("kortyx.turns." + sessionStorage.getItem("kortyx.session"))).at(-1).chunks.filter(c => c.id !== undefined && c.id !== null).map(c => c.id)`, &ids)
-		var runID string
-		p.eval(`JSON.parse(sessionStorage.getItem("kortyx.turns." + sessionStorage.getItem("kortyx.session"))).at(-1).chunks.find(c => c.chunk.type === "checkpoint").chunk.id`, &runID)
 		require.NotEmpty(t, ids)
 		for i, id := range ids {
 			require.Equal(t, int64(i+1), id, "offsets %v", ids)
@@ -303,6 +316,10 @@ func TestPage(t *testing.T) {
 		p.send(echoWorkflow, "four")
 		p.lastTurnEnded()
 		require.Equal(t, []string{"Turn 1: one", "Turn 2: four"}, p.allTexts(".message"))
+		// Both sessions are listed (visibility is eventually consistent: the list is asked
+		// again after each turn), the fork marked as the current one.
+		fork := p.text("#session-id")
+		p.waitJS(fmt.Sprintf(`!!document.querySelector('#sessions button[data-session=%q][aria-current="true"]') && !!document.querySelector('#sessions button[data-session=%q][aria-current="false"]')`, fork, source))
 	})
 
 	t.Run("inspector timeline", func(t *testing.T) {

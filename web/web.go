@@ -115,7 +115,7 @@ const sessionPrefix = "kortyx-session:"
 func (o Options) sessions(r *http.Request) (any, error) {
 	resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: o.Namespace, PageSize: 50,
-		Query: "WorkflowType = '" + contracts.SessionWorkflowName + "' ORDER BY StartTime DESC",
+		Query: "WorkflowType = '" + contracts.SessionWorkflowName + "'",
 	})
 	if err != nil {
 		return nil, err

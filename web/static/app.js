@@ -102,7 +102,7 @@ function onEvent(turn, raw) {
     else if (line.startsWith("data:")) data += line.slice(5).trimStart();
   }
   if (!data) return;
-  if (data === "[DONE]") { turn.ended = true; save(); return; }
+  if (data === "[DONE]") { turn.ended = true; save(); setStatus(""); return; }
   const chunk = JSON.parse(data);
   if (id !== undefined) {
     if (turn.lastId !== undefined && id <= turn.lastId) return; // already have it
