@@ -308,7 +308,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
-	page := web.Handler(web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Broker: broker, Logger: logger})
+	page := web.Handler(web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger})
 	for _, p := range web.Patterns {
 		mux.Handle(p, page)
 	}

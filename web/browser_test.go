@@ -320,6 +320,9 @@ func TestPage(t *testing.T) {
 		// again after each turn), the fork marked as the current one.
 		fork := p.text("#session-id")
 		p.waitJS(fmt.Sprintf(`!!document.querySelector('#sessions button[data-session=%q][aria-current="true"]') && !!document.querySelector('#sessions button[data-session=%q][aria-current="false"]')`, fork, source))
+		var order []string
+		p.eval(fmt.Sprintf(`[...document.querySelectorAll("#sessions button.session")].map(b => b.dataset.session).filter(s => s === %q || s === %q)`, fork, source), &order)
+		require.Equal(t, []string{fork, source}, order, "newest first")
 	})
 
 	t.Run("inspector timeline", func(t *testing.T) {

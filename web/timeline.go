@@ -9,7 +9,6 @@ import (
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
-	"github.com/kortyx-go/kortyx/stream"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -69,8 +68,9 @@ type pendingActivity struct {
 	entry Entry
 }
 
-// BuildTimeline reads runID's history and state. broker is unused for now and may be nil.
-func BuildTimeline(ctx context.Context, c client.Client, _ stream.Broker, runID string) (*Timeline, error) {
+// BuildTimeline reads runID's history (and, while the run is open, its state query). An unknown
+// run is NOT_FOUND.
+func BuildTimeline(ctx context.Context, c client.Client, runID string) (*Timeline, error) {
 	tl := &Timeline{RunID: runID, Nodes: []string{}, Entries: []Entry{}}
 	dc := converter.GetDefaultDataConverter()
 	decode := func(p *commonpb.Payloads, v any) bool {

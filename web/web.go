@@ -14,7 +14,6 @@ import (
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
-	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -37,9 +36,6 @@ type Options struct {
 	// TemporalUIURL is the base URL of the Temporal UI (e.g. http://127.0.0.1:8233); each run
 	// links to <TemporalUIURL>/namespaces/<ns>/workflows/<run id>. "": no links.
 	TemporalUIURL string
-	// Broker, when set, is the broker the runs publish to: the timeline then also lists the
-	// questions a run asked (from its interrupt chunks).
-	Broker stream.Broker
 	// Logger logs failed requests (nil: slog.Default()).
 	Logger *slog.Logger
 }
@@ -85,7 +81,7 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
-		return BuildTimeline(r.Context(), o.Client, o.Broker, id)
+		return BuildTimeline(r.Context(), o.Client, id)
 	}))
 	return mux
 }
