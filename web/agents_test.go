@@ -46,7 +46,12 @@ func registerAgents(reg *workflows.Registry) error {
 		if err := a.Decode(&v); err != nil {
 			return workflows.NodeResult{}, err
 		}
-		return workflows.NodeResult{UI: &workflows.UI{Message: fmt.Sprintf("Shipping %d, %s.", v.Quantity, v.Speed)}}, nil
+		extras, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "extras", Kind: contracts.InterruptMultiChoice, Question: "Which extras?",
+			Options: []contracts.Option{{ID: "gift", Label: "Gift wrap"}, {ID: "insure", Label: "Insurance"}, {ID: "track", Label: "Tracking"}}})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{UI: &workflows.UI{Message: fmt.Sprintf("Shipping %d, %s, with %s.", v.Quantity, v.Speed, strings.Join(extras.Selected, " and "))}}, nil
 	}
 	ticker := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		for i, w := range tickerWords {

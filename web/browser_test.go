@@ -122,6 +122,13 @@ func (p *page) attr(sel, name string) string {
 	return s
 }
 
+func (p *page) allAttrs(sel, name string) []string {
+	p.t.Helper()
+	var out []string
+	p.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.getAttribute(%q))`, sel, name), &out)
+	return out
+}
+
 func (p *page) allTexts(sel string) []string {
 	p.t.Helper()
 	var out []string
@@ -248,7 +255,25 @@ func TestPage(t *testing.T) {
 		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
 		p.lastTurnEnded()
 		require.Equal(t, `{"quantity":3,"speed":"express"}`, p.text(`.turn:last-child .user`))
-		require.Equal(t, "Shipping 3, express.", p.text(`.turn:last-child .message`))
+		// Then a multi-choice question: none chosen is refused on the page, two are sent.
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		require.Equal(t, []string{"Gift wrap", "Insurance", "Tracking"}, p.allTexts(`.turn:last-child form.question .option label`))
+		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
+		require.Equal(t, "Choose at least one option.", p.text(`.turn:last-child form.question > .field-error`))
+		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child input[value="gift"]`)), chromedp.Click(chromedp.CSS(`.turn:last-child input[value="track"]`)),
+			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 3`)
+		p.lastTurnEnded()
+		require.Equal(t, "Gift wrap, Tracking", p.text(`.turn:last-child .user`))
+		require.Equal(t, "Shipping 3, express, with gift and track.", p.text(`.turn:last-child .message`))
+	})
+
+	t.Run("errors show their code and message", func(t *testing.T) {
+		p := open(t)
+		p.send("no-such-agent", "hello")
+		p.lastTurnEnded()
+		require.Equal(t, []string{"UNKNOWN_WORKFLOW"}, p.allAttrs(`.turn:last-child .error`, "data-code"))
+		require.Regexp(t, `^UNKNOWN_WORKFLOW: .*no-such-agent`, p.text(`.turn:last-child .error`))
 	})
 
 	t.Run("reload mid-stream loses and repeats nothing", func(t *testing.T) {
