@@ -268,6 +268,18 @@ func TestPage(t *testing.T) {
 		require.Equal(t, "Shipping 3, express, with gift and track.", p.text(`.turn:last-child .message`))
 	})
 
+	t.Run("cancel a question", func(t *testing.T) {
+		p := open(t)
+		p.send(formWorkflow, "ship it")
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question button.cancel`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
+		p.lastTurnEnded()
+		require.Equal(t, "Cancel", p.text(`.turn:last-child .user`))
+		require.Equal(t, "Run cancelled.", p.text(`.turn:last-child .cancelled`))
+		require.Equal(t, []string{"Answered."}, p.allTexts(`.turn:first-child form.question .meta`))
+	})
+
 	t.Run("errors show their code and message", func(t *testing.T) {
 		p := open(t)
 		p.send("no-such-agent", "hello")
