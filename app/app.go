@@ -21,6 +21,7 @@ import (
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
 	"github.com/kortyx-go/kortyx/telemetry"
+	"github.com/kortyx-go/kortyx/web"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -219,7 +220,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	}
 	state := &WorkerState{}
 	state.Started()
-	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow,
+	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
 		Worker: state, Logger: o.Logger, Telemetry: cfg.Telemetry})
 	if err != nil {
 		w.Stop()
@@ -263,6 +264,10 @@ type API struct {
 	Worker *WorkerState
 	// Logger logs failed requests and failed readiness probes (nil: slog.Default()).
 	Logger *slog.Logger
+	// Namespace and TemporalUIURL are the chat page's links to the Temporal UI (TemporalUIURL
+	// "": KORTYX_TEMPORAL_UI_URL, default http://127.0.0.1:8233; "none": no links).
+	Namespace     string
+	TemporalUIURL string
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
 	Telemetry *telemetry.Telemetry
@@ -285,8 +290,10 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
+	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
+	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -301,6 +308,10 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
+	page := web.Handler(web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger})
+	for _, p := range web.Patterns {
+		mux.Handle(p, page)
+	}
 	mux.HandleFunc("GET /healthz", healthHandler)
 	mux.HandleFunc("GET /readyz", readyHandler(c, broker, api.Worker, logger))
 	if m := api.Telemetry.Metrics(); m != nil {
@@ -316,4 +327,15 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		_ = srv.Shutdown(sctx)
 	}()
 	return srv, ln.Addr().String(), nil
+}
+
+// temporalUI is the chat page's Temporal UI base URL.
+func temporalUI(url string) string {
+	if url == "" {
+		url = envOr("KORTYX_TEMPORAL_UI_URL", "http://127.0.0.1:8233")
+	}
+	if url == "none" {
+		return ""
+	}
+	return url
 }

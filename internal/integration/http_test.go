@@ -138,7 +138,7 @@ func TestHTTPMuxErrorsAreJSON(t *testing.T) {
 		allow        string
 	}{
 		{http.MethodGet, "/nope", 404, contracts.CodeNotFound, ""},
-		{http.MethodGet, "/", 404, contracts.CodeNotFound, ""},
+		{http.MethodPost, "/", 405, contracts.CodeInvalidRequest, "GET, HEAD"}, // GET / is the chat page (docs/web.md)
 		{http.MethodGet, "/api/chat/other", 404, contracts.CodeNotFound, ""},
 		{http.MethodGet, "/v1/runs/run-1/other", 404, contracts.CodeNotFound, ""},
 		{http.MethodGet, "/v1/runs/", 404, contracts.CodeNotFound, ""},

@@ -1,0 +1,526 @@
+// The Kortyx chat page and run inspector. Plain JavaScript, no dependencies.
+//
+// Each turn is kept in sessionStorage as the request that started it and the chunks received
+// with their stream offsets; the transcript is rendered from them. After a reload, a turn that
+// had not ended is asked again with Last-Event-ID: <last offset>, so its text continues where
+// it stopped, with nothing lost and nothing twice.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { config: { temporalUiUrl: "", namespace: "default" }, sessionId: "", turns: [], reading: new Set() };
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const k of kids.flat()) if (k !== undefined && k !== null) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+const json = (v) => JSON.stringify(v, null, 2);
+const randomId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(16).slice(2) + Date.now().toString(16));
+function setStatus(text) { $("status").textContent = text; }
+
+// ---- storage ----
+const turnsKey = (s) => "kortyx.turns." + s;
+function save() {
+  sessionStorage.setItem("kortyx.session", state.sessionId);
+  sessionStorage.setItem(turnsKey(state.sessionId), JSON.stringify(state.turns));
+}
+function load(sessionId) {
+  state.sessionId = sessionId;
+  state.turns = JSON.parse(sessionStorage.getItem(turnsKey(sessionId)) || "[]");
+}
+
+// ---- API ----
+async function api(path, body) {
+  const res = await fetch(path, body === undefined ? {} : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw apiError(res.status, data);
+  return data;
+}
+function apiError(status, data) {
+  const f = (data && data.failure) || {};
+  const e = new Error((data && data.error) || "HTTP " + status);
+  e.code = f.code || "HTTP_" + status;
+  e.issues = f.issues || [];
+  return e;
+}
+
+// ---- chat ----
+async function send(turn) {
+  state.reading.add(turn.clientTurnId);
+  const headers = { "Content-Type": "application/json", "Accept": "text/event-stream", "X-Kortyx-Resumable": "1" };
+  if (turn.lastId !== undefined) headers["Last-Event-ID"] = String(turn.lastId);
+  try {
+    const res = await fetch("/api/chat", { method: "POST", headers, body: JSON.stringify(turn.body) });
+    if (!res.ok) {
+      const data = await res.json().catch(() => null);
+      const e = apiError(res.status, data);
+      turn.failed = { code: e.code, message: e.message, issues: e.issues };
+      turn.ended = true;
+      save();
+      render();
+      return;
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const raw = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        onEvent(turn, raw);
+      }
+    }
+    if (!turn.ended) { // the connection ended early: continue from the last offset
+      turn.lastId = turn.lastId || 0;
+      save();
+      setTimeout(() => send(turn), 500);
+      return;
+    }
+  } catch (err) {
+    if (!turn.ended) { setStatus("Connection lost; reconnecting…"); setTimeout(() => send(turn), 1000); return; }
+  } finally {
+    state.reading.delete(turn.clientTurnId);
+  }
+  setStatus("");
+  afterTurn(turn);
+}
+
+function onEvent(turn, raw) {
+  let id, data = "";
+  for (const line of raw.split("\n")) {
+    if (line.startsWith("id:")) id = parseInt(line.slice(3).trim(), 10);
+    else if (line.startsWith("data:")) data += line.slice(5).trimStart();
+  }
+  if (!data) return;
+  if (data === "[DONE]") { turn.ended = true; save(); setStatus(""); return; }
+  const chunk = JSON.parse(data);
+  if (id !== undefined) {
+    if (turn.lastId !== undefined && id <= turn.lastId) return; // already have it
+    turn.lastId = id;
+  } else if (chunk.type === "session" && turn.chunks.some((c) => c.chunk.type === "session")) {
+    return; // a reconnect repeats the session chunk
+  }
+  turn.chunks.push({ id, chunk });
+  save();
+  renderTurn(turn);
+}
+
+async function afterTurn(turn) {
+  const cp = turn.chunks.map((c) => c.chunk).find((c) => c.type === "checkpoint");
+  if (cp && !turn.runId) {
+    try {
+      const full = await api("/api/checkpoints", { action: "get", sessionId: cp.sessionId, checkpointId: cp.id });
+      if (full && full.runId) { turn.runId = full.runId; save(); renderTurn(turn); }
+    } catch (_) { /* the run link is optional */ }
+  }
+  const cancelled = turn.chunks.find((c) => c.chunk.type === "cancelled");
+  if (cancelled && !turn.runId) { turn.runId = cancelled.chunk.runId; save(); renderTurn(turn); }
+  refreshCheckpoints();
+  refreshSessions();
+}
+
+function startTurn(message, extra) {
+  if (!state.sessionId) { state.sessionId = randomId("web"); }
+  const clientTurnId = randomId("t");
+  const body = { sessionId: state.sessionId, clientTurnId, messages: [message] };
+  if (extra && extra.workflowId) body.workflowId = extra.workflowId;
+  const turn = { clientTurnId, body, user: (extra && extra.label) || message.content, chunks: [] };
+  state.turns.push(turn);
+  save();
+  render();
+  setStatus("Running…");
+  send(turn);
+}
+
+function answer(question, resume, label) {
+  startTurn({ role: "user", content: label, metadata: { resume: Object.assign({ token: question.resumeToken, requestId: question.requestId }, resume) } }, { label });
+}
+
+// ---- rendering ----
+function render() {
+  $("session-id").textContent = state.sessionId || "(new)";
+  const t = $("transcript");
+  t.replaceChildren(...state.turns.map((turn) => { const d = el("div", { class: "turn", "data-turn": turn.clientTurnId }); fillTurn(d, turn); return d; }));
+  for (const b of document.querySelectorAll("#sessions button.session")) b.setAttribute("aria-current", b.dataset.session === state.sessionId ? "true" : "false");
+  t.scrollTop = t.scrollHeight;
+}
+function renderTurn(turn) {
+  const d = document.querySelector(`.turn[data-turn="${CSS.escape(turn.clientTurnId)}"]`);
+  if (!d) return render();
+  fillTurn(d, turn);
+  const t = $("transcript");
+  t.scrollTop = t.scrollHeight;
+}
+
+function answeredRequests() {
+  const ids = new Set();
+  for (const t of state.turns) {
+    const r = t.body.messages[t.body.messages.length - 1].metadata;
+    if (r && r.resume && !t.failed) ids.add(r.resume.requestId);
+  }
+  return ids;
+}
+
+// fillTurn renders a turn from its chunks.
+function fillTurn(d, turn) {
+  const kids = [el("div", { class: "user" }, turn.user)];
+  const a = el("div", { class: "assistant" });
+  const segments = new Map(); // segmentId → text
+  let textEl = null;
+  const structured = new Map();
+  const tools = new Map();
+  const answered = answeredRequests();
+  const newText = () => { textEl = el("div", { class: "text", "aria-live": "polite" }); a.append(textEl); return textEl; };
+  for (const { chunk: c } of turn.chunks) {
+    switch (c.type) {
+      case "text-delta": {
+        const seg = c.segmentId || "";
+        if (!segments.has(seg)) segments.set(seg, el("span", { "data-segment": seg }));
+        const span = segments.get(seg);
+        if (!span.isConnected) (textEl || newText()).append(span);
+        span.textContent += c.delta;
+        break;
+      }
+      case "text-invalidated": {
+        const span = segments.get(c.segmentId);
+        if (span) span.remove();
+        segments.delete(c.segmentId);
+        break;
+      }
+      case "message":
+        a.append(el("div", { class: "text message" }, c.content));
+        textEl = null;
+        break;
+      case "structured-data": {
+        let s = structured.get(c.streamId);
+        if (!s) {
+          s = { data: {}, box: el("section", { class: "structured", "data-stream": c.streamId, "aria-live": "polite" }), dataType: c.dataType };
+          structured.set(c.streamId, s);
+          a.append(s.box);
+        }
+        applyStructured(s, c);
+        drawStructured(s);
+        break;
+      }
+      case "tool-call-start": {
+        const box = el("div", { class: "tool", "data-tool": c.tool }, el("strong", {}, "→ " + c.tool), el("pre", { class: "tool-args" }, json(c.input)));
+        tools.set(c.toolCallId, box);
+        a.append(box);
+        break;
+      }
+      case "tool-call-result": {
+        const box = tools.get(c.toolCallId) || a.appendChild(el("div", { class: "tool" }, el("strong", {}, c.tool)));
+        box.append(el("div", { class: "tool-result" }, "← ", el("code", {}, c.content)));
+        break;
+      }
+      case "tool-call-error": {
+        const box = tools.get(c.toolCallId) || a.appendChild(el("div", { class: "tool" }, el("strong", {}, c.tool)));
+        box.append(el("div", { class: "error", role: "alert" }, errorText(c.failure, c.message)));
+        break;
+      }
+      case "interrupt":
+        a.append(questionForm(c, answered.has(c.requestId) || turn !== state.turns[state.turns.length - 1]));
+        break;
+      case "error":
+        a.append(el("div", { class: "error", role: "alert", "data-code": (c.failure || {}).code }, errorText(c.failure, c.message)));
+        break;
+      case "cancelled":
+        a.append(el("div", { class: "cancelled" }, "Run cancelled."));
+        break;
+      case "checkpoint":
+        a.append(el("div", { class: "meta checkpoint", "data-checkpoint": c.id }, `checkpoint ${c.id} (turn ${c.turnIndex})`));
+        break;
+    }
+  }
+  if (turn.failed) a.append(el("div", { class: "error", role: "alert", "data-code": turn.failed.code }, `${turn.failed.code}: ${turn.failed.message}`));
+  if (turn.runId) a.append(runLinks(turn.runId));
+  kids.push(a);
+  d.replaceChildren(...kids);
+}
+
+function errorText(f, message) { return `${(f && f.code) || "ERROR"}: ${(f && f.message) || message}`; }
+
+function runLinks(runId) {
+  const p = el("div", { class: "meta run" }, "run ", el("code", {}, runId), " ",
+    el("button", { type: "button", class: "inspect", onclick: () => inspect(runId) }, "Inspect"));
+  if (state.config.temporalUiUrl) {
+    const href = `${state.config.temporalUiUrl}/namespaces/${encodeURIComponent(state.config.namespace)}/workflows/${encodeURIComponent(runId)}`;
+    p.append(" ", el("a", { href, target: "_blank", rel: "noopener", class: "temporal-link" }, "Temporal UI"));
+  }
+  return p;
+}
+
+// ---- structured data ----
+function setPath(obj, path, f) {
+  const keys = String(path || "").split(".").filter((k) => k !== "");
+  if (keys.length === 0) return;
+  let o = obj;
+  for (const k of keys.slice(0, -1)) { if (typeof o[k] !== "object" || o[k] === null) o[k] = {}; o = o[k]; }
+  const last = keys[keys.length - 1];
+  o[last] = f(o[last]);
+}
+function applyStructured(s, c) {
+  switch (c.kind) {
+    case "set": setPath(s.data, c.path, () => c.value); break;
+    case "append": setPath(s.data, c.path, (v) => (Array.isArray(v) ? v : []).concat(c.items || [])); break;
+    case "text-delta": setPath(s.data, c.path, (v) => (typeof v === "string" ? v : "") + c.delta); break;
+    default: s.data = c.data; s.final = true;
+  }
+}
+function drawStructured(s) {
+  const rows = [];
+  const data = s.data && typeof s.data === "object" ? s.data : { value: s.data };
+  for (const [k, v] of Object.entries(data)) {
+    rows.push(el("dt", {}, k), el("dd", { "data-field": k }, typeof v === "string" ? v : Array.isArray(v) && v.every((x) => typeof x === "string") ? v.join(", ") : JSON.stringify(v)));
+  }
+  s.box.replaceChildren(el("h3", {}, s.dataType || "data", s.final ? "" : " (streaming…)"), el("dl", {}, rows));
+  if (s.final) s.box.dataset.final = "true";
+}
+
+// ---- questions ----
+let formSeq = 0;
+function questionForm(c, answered) {
+  const q = c.input || {};
+  const n = ++formSeq;
+  const form = el("form", { novalidate: true, class: "question", "data-request": c.requestId, "data-kind": q.kind, "aria-labelledby": `q${n}` });
+  const request = q.request || {};
+  const title = el("p", { id: `q${n}` }, el("strong", {}, q.question || request.question || "Question"));
+  form.append(title);
+  if (request && Object.keys(request).length && q.kind !== "custom") form.append(el("pre", {}, json(request)));
+  if (q.kind === "choice" && q.options.length === 0 && request.args) form.append(el("pre", {}, json(request.args)));
+  if (answered) { form.append(el("p", { class: "meta" }, "Answered.")); form.querySelectorAll("*").forEach(() => {}); return form; }
+  const errors = el("div", { class: "field-error", role: "alert" });
+  let collect;
+  if (q.kind === "choice" || q.kind === "multi-choice") {
+    const multi = q.kind === "multi-choice";
+    const fs = el("fieldset", {}, el("legend", { class: "visually-hidden" }, multi ? "Choose one or more" : "Choose one"));
+    q.options.forEach((o, i) => {
+      const id = `q${n}-o${i}`;
+      fs.append(el("div", { class: "field option" }, el("input", { type: multi ? "checkbox" : "radio", name: `q${n}`, id, value: o.id, checked: !multi && i === 0 }),
+        " ", el("label", { for: id, style: "display:inline" }, o.label || o.id), o.description ? el("span", { class: "meta" }, " — " + o.description) : null));
+    });
+    form.append(fs);
+    collect = () => {
+      const sel = [...form.querySelectorAll(`input[name="q${n}"]:checked`)].map((i) => i.value);
+      if (sel.length === 0) return { errors: ["Choose at least one option."] };
+      const labels = sel.map((id) => (q.options.find((o) => o.id === id) || {}).label || id);
+      return { resume: { selected: sel }, label: labels.join(", ") };
+    };
+  } else if (q.kind === "custom") {
+    const schema = request.schema || { type: "object", properties: {} };
+    const fields = schemaFields(schema, n);
+    fields.forEach((f) => form.append(f.node));
+    if (fields.length === 0) {
+      const ta = el("textarea", { id: `q${n}-json`, rows: 3 });
+      form.append(el("div", { class: "field" }, el("label", { for: `q${n}-json` }, "Answer (JSON)"), ta));
+      collect = () => { try { const v = JSON.parse(ta.value); return { resume: { value: v }, label: ta.value }; } catch (e) { return { errors: ["The answer is not valid JSON."] }; } };
+    } else {
+      collect = () => {
+        const value = {}, errs = [];
+        for (const f of fields) {
+          f.error.textContent = "";
+          const r = f.read();
+          if (r.error) { errs.push(`${f.label}: ${r.error}`); f.error.textContent = r.error; f.input.setAttribute("aria-invalid", "true"); continue; }
+          f.input.removeAttribute("aria-invalid");
+          if (r.value !== undefined) value[f.name] = r.value;
+        }
+        return errs.length ? { errors: errs } : { resume: { value }, label: JSON.stringify(value) };
+      };
+    }
+  } else {
+    const id = `q${n}-text`;
+    const input = el("input", { id, type: "text", "aria-required": "true", autocomplete: "off" });
+    form.append(el("div", { class: "field" }, el("label", { for: id }, "Your answer"), input));
+    collect = () => (input.value.trim() === "" ? { errors: ["Write an answer."] } : { resume: {}, label: input.value });
+  }
+  form.append(errors);
+  form.append(el("button", { type: "submit" }, "Answer"), " ",
+    el("button", { type: "button", class: "cancel", onclick: () => answer(c, { cancel: true }, "Cancel") }, "Cancel"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const r = collect();
+    if (r.errors) { errors.replaceChildren(...r.errors.map((e) => el("div", {}, e))); return; }
+    errors.textContent = "";
+    answer(c, r.resume, r.label);
+  });
+  return form;
+}
+
+// schemaFields builds one input per property of an object schema: enums are selects, numbers
+// and integers number inputs, booleans checkboxes, the rest text inputs.
+function schemaFields(schema, n) {
+  const required = new Set(schema.required || []);
+  return Object.entries(schema.properties || {}).map(([name, p], i) => {
+    const id = `q${n}-f${i}`;
+    const label = p.title || name;
+    const req = required.has(name);
+    const error = el("div", { class: "field-error", id: id + "-err" });
+    let input;
+    if (Array.isArray(p.enum)) {
+      input = el("select", { id, name, "aria-describedby": id + "-err", "aria-required": req ? "true" : null }, el("option", { value: "" }, "—"), p.enum.map((v) => el("option", { value: JSON.stringify(v) }, String(v))));
+    } else if (p.type === "boolean") {
+      input = el("input", { id, name, type: "checkbox" });
+    } else if (p.type === "number" || p.type === "integer") {
+      input = el("input", { id, name, type: "text", inputmode: "decimal", "aria-describedby": id + "-err", "aria-required": req ? "true" : null });
+    } else {
+      input = el("input", { id, name, type: "text", "aria-describedby": id + "-err", "aria-required": req ? "true" : null });
+    }
+    const read = () => {
+      if (p.type === "boolean") return { value: input.checked };
+      const raw = input.value.trim();
+      if (raw === "") return req ? { error: "required" } : {};
+      if (Array.isArray(p.enum)) return { value: JSON.parse(raw) };
+      if (p.type === "number" || p.type === "integer") {
+        const v = Number(raw);
+        if (!Number.isFinite(v)) return { error: "must be a number" };
+        if (p.type === "integer" && !Number.isInteger(v)) return { error: "must be a whole number" };
+        if (p.minimum !== undefined && v < p.minimum) return { error: `must be at least ${p.minimum}` };
+        if (p.maximum !== undefined && v > p.maximum) return { error: `must be at most ${p.maximum}` };
+        return { value: v };
+      }
+      if (p.minLength !== undefined && raw.length < p.minLength) return { error: `must have at least ${p.minLength} characters` };
+      return { value: raw };
+    };
+    const node = el("div", { class: "field" }, el("label", { for: id }, label + (req ? " (required)" : "")), p.description ? el("div", { class: "meta" }, p.description) : null, input, error);
+    return { name, label, input, error, read, node };
+  });
+}
+
+// ---- sessions and checkpoints ----
+async function refreshSessions() {
+  let list = [];
+  try { list = await api("/api/sessions"); } catch (_) { return; }
+  const ul = $("sessions");
+  ul.replaceChildren(...list.map((s) => el("li", {}, el("button", { type: "button", class: "session", "data-session": s.sessionId, "aria-current": s.sessionId === state.sessionId ? "true" : "false",
+    onclick: () => switchSession(s.sessionId) }, s.sessionId))));
+}
+function switchSession(id) {
+  load(id);
+  save();
+  render();
+  refreshCheckpoints();
+  refreshSessions();
+}
+async function refreshCheckpoints(tries = 10) {
+  const ul = $("checkpoints");
+  if (!state.sessionId) { ul.replaceChildren(); return; }
+  let list;
+  try { list = await api("/api/checkpoints", { action: "list", sessionId: state.sessionId }); } catch (_) { ul.replaceChildren(); return; }
+  // The session commits a turn's checkpoint just after the response ends: ask again until the
+  // transcript's last checkpoint is listed.
+  const last = state.turns.map((t) => t.chunks.map((x) => x.chunk).find((c) => c.type === "checkpoint")).filter(Boolean).at(-1);
+  if (last && !list.some((cp) => cp.id === last.id) && tries > 0) { setTimeout(() => refreshCheckpoints(tries - 1), 200); }
+  ul.replaceChildren(...list.map((cp) => el("li", { "data-checkpoint": cp.id }, `turn ${cp.turnIndex} · ${cp.workflow} · ${(cp.nodes || []).join(", ")}`, el("br"),
+    el("button", { type: "button", class: "rollback", onclick: () => rollback(cp.id), "aria-label": `Roll back to turn ${cp.turnIndex}` }, "Roll back"), " ",
+    el("button", { type: "button", class: "fork", onclick: () => fork(cp.id), "aria-label": `Fork from turn ${cp.turnIndex}` }, "Fork"))));
+}
+async function checkpointTurn(id) {
+  const cp = await api("/api/checkpoints", { action: "get", sessionId: state.sessionId, checkpointId: id });
+  return cp ? cp.turnIndex : undefined;
+}
+// keepUpTo keeps the turns up to the one that ended at checkpoint id (all when none did).
+// A session's first checkpoint (turn 0) is its start: nothing is kept.
+function keepUpTo(turns, id, n) {
+  const i = turns.findIndex((t) => t.chunks.some((x) => x.chunk.type === "checkpoint" && x.chunk.id === id));
+  if (i < 0) return n === 0 ? [] : turns;
+  return turns.slice(0, i + 1);
+}
+async function rollback(id) {
+  try {
+    const n = await checkpointTurn(id);
+    await api("/api/checkpoints", { action: "rollback", sessionId: state.sessionId, checkpointId: id });
+    state.turns = keepUpTo(state.turns, id, n);
+    save();
+    render();
+    setStatus(`Rolled back to turn ${n}.`);
+  } catch (e) { setStatus(`${e.code}: ${e.message}`); }
+  refreshCheckpoints();
+}
+async function fork(id) {
+  try {
+    const n = await checkpointTurn(id);
+    const res = await api("/api/checkpoints", { action: "fork", sessionId: state.sessionId, checkpointId: id });
+    const turns = keepUpTo(state.turns, id, n);
+    load(res.sessionId);
+    state.turns = turns;
+    save();
+    render();
+    setStatus(`Forked into ${res.sessionId}.`);
+  } catch (e) { setStatus(`${e.code}: ${e.message}`); }
+  refreshCheckpoints();
+  refreshSessions();
+}
+
+// ---- inspector ----
+async function inspect(runId) {
+  $("inspect-run").value = runId;
+  const box = $("timeline");
+  box.replaceChildren(el("p", {}, "Loading…"));
+  let tl;
+  try { tl = await api(`/api/runs/${encodeURIComponent(runId)}/timeline`); } catch (e) { box.replaceChildren(el("div", { class: "error", role: "alert" }, `${e.code}: ${e.message}`)); return; }
+  const u = tl.usage || {};
+  box.replaceChildren(
+    el("p", { class: "totals", "data-run": tl.runId }, `${tl.workflow} · ${tl.status} · ${tl.modelPasses} model passes · ${tl.toolCalls} tool calls · tokens ${u.input || 0} in / ${u.output || 0} out / ${u.total || 0} total`),
+    el("p", { class: "totals nodes" }, "nodes: " + tl.nodes.join(" → ")),
+    el("ol", { class: "entries" }, tl.entries.map((e) => el("li", { "data-kind": e.kind }, entryText(e), entryExtra(e, tl)))));
+}
+function entryText(e) {
+  switch (e.kind) {
+    case "started": return "run started";
+    case "node": return `node ${e.node}`;
+    case "model": return `model ${e.model || "(the worker's default)"} · ${e.usage ? e.usage.total : 0} tokens (${e.usage ? e.usage.input : 0} in, ${e.usage ? e.usage.output : 0} out) · ${e.finishReason || "?"} · ${e.durationMs} ms`;
+    case "tool": return `tool ${e.tool} ${JSON.stringify(e.arguments)} → ${e.error ? "error: " + e.error : e.result} · ${e.durationMs} ms · attempt ${e.attempts}`;
+    case "question": return `question ${e.question.kind}: ${e.question.question || ""}`;
+    case "answer": return `answer ${JSON.stringify(e.answer)}`;
+    case "child": return `child run ${e.childRunId} · ${e.status || "running"}`;
+    case "checkpoint": return `checkpoint ${e.checkpointId} (turn ${e.turnIndex})`;
+    case "ended": return `run ${e.status}${e.error ? ": " + e.error : ""}`;
+    default: return e.kind;
+  }
+}
+function entryExtra(e, tl) {
+  if (e.kind === "child") return [" ", el("button", { type: "button", onclick: () => inspect(e.childRunId) }, "Inspect")];
+  if (e.kind !== "checkpoint" || !tl.sessionId) return null;
+  const inSession = (f) => async () => { if (state.sessionId !== tl.sessionId) switchSession(tl.sessionId); await f(e.checkpointId); };
+  return [" ", el("button", { type: "button", class: "rollback", onclick: inSession(rollback) }, "Roll back"), " ",
+    el("button", { type: "button", class: "fork", onclick: inSession(fork) }, "Fork")];
+}
+
+// ---- wiring ----
+$("composer").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const text = $("message").value.trim();
+  if (!text) return;
+  $("message").value = "";
+  startTurn({ role: "user", content: text }, { workflowId: $("workflow").value.trim() });
+});
+$("message").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); }
+});
+$("stop").addEventListener("click", async () => {
+  if (!state.sessionId) return;
+  try { await api("/api/chat/stop", { sessionId: state.sessionId }); setStatus("Stopped."); } catch (e) { setStatus(`${e.code}: ${e.message}`); }
+});
+$("new-session").addEventListener("click", () => { state.sessionId = ""; state.turns = []; sessionStorage.removeItem("kortyx.session"); render(); refreshCheckpoints(); });
+$("inspect-form").addEventListener("submit", (ev) => { ev.preventDefault(); const id = $("inspect-run").value.trim(); if (id) inspect(id); });
+
+(async function init() {
+  try { state.config = await api("/api/config"); } catch (_) { /* defaults */ }
+  const s = sessionStorage.getItem("kortyx.session");
+  if (s) load(s);
+  render();
+  for (const t of state.turns) if (!t.ended && !t.failed) { setStatus("Reconnecting…"); send(Object.assign(t, { lastId: t.lastId || 0 })); }
+  refreshSessions();
+  refreshCheckpoints();
+  document.body.dataset.ready = "true";
+})();
