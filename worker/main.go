@@ -170,7 +170,7 @@ func run(apiOnly bool, wo worker.Options) error {
 			return err
 		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
-			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel})
+			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace})
 		if err != nil {
 			return err
 		}
