@@ -1,7 +1,8 @@
 # Kortyx for Go on Temporal.
 #
 #   make check   gofmt, go vet, workflowcheck, staticcheck, errcheck, docker-compose config and
-#                every test (integration tests included)
+#                every test (integration tests included); first installs the Debian packages
+#                docker-compose, redis-server and chromium when absent (make deps)
 #   make demo    the triage agent end to end on the embedded dev server
 #   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once;
 #                with TEMPORAL_CLI_PATH set, that temporal binary is used and none is installed)
@@ -15,9 +16,13 @@ STATICCHECK   := $(TOOLS)/staticcheck
 ERRCHECK      := $(TOOLS)/errcheck
 GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
 
-.PHONY: check tools fmt vet workflowcheck staticcheck errcheck compose test demo bench record-histories
+.PHONY: check deps tools fmt vet workflowcheck staticcheck errcheck compose test demo bench record-histories
 
-check: tools fmt vet workflowcheck staticcheck errcheck compose test
+check: deps tools fmt vet workflowcheck staticcheck errcheck compose test
+
+# The Debian packages the tests use, installed when absent (root or sudo needed only then).
+deps:
+	@scripts/install-deps docker-compose=docker-compose redis-server=redis-server chromium=chromium
 
 tools: $(TEMPORAL) $(WORKFLOWCHECK) $(STATICCHECK) $(ERRCHECK)
 
