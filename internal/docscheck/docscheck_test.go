@@ -51,6 +51,7 @@ var imports = map[string]string{
 	"telemetry":  "github.com/kortyx-go/kortyx/telemetry",
 	"tools":      "github.com/kortyx-go/kortyx/tools",
 	"mcp":        "github.com/kortyx-go/kortyx/tools/mcp",
+	"web":        "github.com/kortyx-go/kortyx/web",
 	"workflows":  "github.com/kortyx-go/kortyx/workflows",
 	"require":    "github.com/stretchr/testify/require",
 	"client":     "go.temporal.io/sdk/client",
