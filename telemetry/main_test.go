@@ -1,17 +1,12 @@
 package telemetry_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/internal/testenv"
 	"go.temporal.io/sdk/log"
 )
 
@@ -21,43 +16,14 @@ var srv *devserver.Server
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
-	root, err := moduleRoot()
+	env, err := testenv.Start("the telemetry tests")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	bin, err := devserver.Find(root)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "the telemetry tests need the Temporal CLI (run `make tools`): %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err = devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the dev server: %v\n", err)
-		return 1
-	}
-	defer srv.Kill()
+	defer env.Close()
+	srv = env.Server
 	return m.Run()
 }
 
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
-func quietLogger() log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-}
+func quietLogger() log.Logger { return testenv.QuietLogger() }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/internal/testenv"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
@@ -47,50 +47,18 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
-	var err error
-	if root, err = moduleRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if tcliPath, err = devserver.Find(root); err != nil {
-		fmt.Fprintf(os.Stderr, "integration tests need the Temporal CLI (run `make tools`): %v\n", err)
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	srv, err = devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	env, err := testenv.Start("the integration tests")
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting the dev server: %v\n", err)
-		return 1
-	}
-	defer srv.Kill()
-	if tc, err = dial(srv.Address()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer tc.Close()
+	defer env.Close()
+	root, tcliPath, srv, tc = env.Root, env.CLI, env.Server, env.Client
 	return m.Run()
 }
 
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
-
-func quietLogger() log.Logger {
-	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-}
+// quietLogger is a Temporal SDK logger that logs errors only.
+func quietLogger() log.Logger { return testenv.QuietLogger() }
 
 func dial(addr string) (client.Client, error) {
 	return client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
