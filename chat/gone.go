@@ -129,7 +129,7 @@ func (h *Handler) rebuild(ctx context.Context, sessionID string, t *turn) []cont
 			}
 			for _, p := range cp.ActivePendingRequests {
 				if open[p.Token] {
-					out = append(out, interruptChunk(p))
+					out = append(out, p.Chunk())
 				}
 			}
 			if len(out) == 0 {
@@ -143,22 +143,6 @@ func (h *Handler) rebuild(ctx context.Context, sessionID string, t *turn) []cont
 		return nil
 	})
 	return out
-}
-
-// interruptChunk is the interrupt chunk of a pending request, as the run publishes it.
-func interruptChunk(req contracts.PendingRequest) contracts.Chunk {
-	return contracts.Chunk{
-		Type:          contracts.ChunkInterrupt,
-		RequestID:     req.RequestID,
-		ResumeToken:   req.Token,
-		Workflow:      req.Workflow,
-		Node:          req.Node,
-		ID:            req.HookID,
-		SchemaID:      req.Input.SchemaID,
-		SchemaVersion: req.Input.SchemaVersion,
-		Meta:          req.Input.Meta,
-		Input:         contracts.RawJSON(req.Input),
-	}
 }
 
 // isGone reports whether err says the stream is gone.

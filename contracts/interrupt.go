@@ -60,6 +60,23 @@ type PendingRequest struct {
 	CreatedAt time.Time      `json:"createdAt"`
 }
 
+// Chunk is the interrupt chunk that asks req: the one the run publishes, and the one a reader
+// rebuilds for a question whose stream is gone.
+func (req PendingRequest) Chunk() Chunk {
+	return Chunk{
+		Type:          ChunkInterrupt,
+		RequestID:     req.RequestID,
+		ResumeToken:   req.Token,
+		Workflow:      req.Workflow,
+		Node:          req.Node,
+		ID:            req.HookID,
+		SchemaID:      req.Input.SchemaID,
+		SchemaVersion: req.Input.SchemaVersion,
+		Meta:          req.Input.Meta,
+		Input:         RawJSON(req.Input),
+	}
+}
+
 // Rejection records an answer that was refused (by signal, where there is no caller to tell).
 type Rejection struct {
 	RequestID string    `json:"requestId"`

@@ -411,18 +411,7 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 		}
 		return r.await(ctx, p)
 	}
-	r.Emit(contracts.Chunk{
-		Type:          contracts.ChunkInterrupt,
-		RequestID:     req.RequestID,
-		ResumeToken:   req.Token,
-		Workflow:      req.Workflow,
-		Node:          req.Node,
-		ID:            req.HookID,
-		SchemaID:      req.Input.SchemaID,
-		SchemaVersion: req.Input.SchemaVersion,
-		Meta:          req.Input.Meta,
-		Input:         contracts.RawJSON(req.Input),
-	})
+	r.Emit(req.Chunk())
 	if r.session != nil && !r.completed {
 		if r.session.Reexposing() {
 			// The question a rollback or fork re-exposes: its checkpoint exists already.

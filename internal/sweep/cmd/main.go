@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/sweep"
+	"github.com/kortyx-go/kortyx/internal/testenv"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 )
@@ -47,7 +47,7 @@ func run() (bool, error) {
 	jsonOut := flag.String("json", "", "also write the report as JSON to this file")
 	flag.Parse()
 
-	root, err := moduleRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		return false, err
 	}
@@ -96,20 +96,4 @@ func run() (bool, error) {
 		}
 	}
 	return rep.OK(), nil
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		if filepath.Dir(dir) == dir {
-			return "", errors.New("run the sweep inside the module")
-		}
-		dir = filepath.Dir(dir)
-	}
 }
