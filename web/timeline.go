@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -271,8 +272,12 @@ func appendAnswer(entries []Entry, decode func(*commonpb.Payloads, any) bool, ar
 	}
 	b, _ := json.Marshal(answer) // strings, lists and raw JSON encode
 	// An answer an update validator refused is not accepted and never reaches here; a signal
-	// may still be refused by the run (its rejection is in the state query).
-	if slices.ContainsFunc(entries, func(e Entry) bool { return e.Kind == "answer" && e.RequestID == r.RequestID }) {
+	// may still be refused by the run (its rejection is in the state query), and a later,
+	// different answer to the same question is another entry. Only a repeat of an answer
+	// already shown (the same request and the same answer) adds none.
+	if slices.ContainsFunc(entries, func(e Entry) bool {
+		return e.Kind == "answer" && e.RequestID == r.RequestID && bytes.Equal(e.Answer, b)
+	}) {
 		return entries
 	}
 	return append(entries, Entry{Kind: "answer", At: at, RequestID: r.RequestID, Answer: b})
