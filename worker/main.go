@@ -170,7 +170,8 @@ func run(apiOnly bool, wo worker.Options) error {
 			return err
 		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
-			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace})
+			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace,
+			TemporalUIURL: devUILink(t)})
 		if err != nil {
 			return err
 		}
@@ -197,6 +198,19 @@ func run(apiOnly bool, wo worker.Options) error {
 	state.Stopped()
 	w.Stop()
 	return err
+}
+
+// devUILink is the chat page's Temporal UI base in dev mode: the embedded server's UI, on
+// whichever port KORTYX_DEV_UI_PORT gave it ("none" when disabled), unless
+// KORTYX_TEMPORAL_UI_URL names one; "" (app.API's default) with a Temporal address.
+func devUILink(t *app.Temporal) string {
+	if t.Dev == nil || os.Getenv("KORTYX_TEMPORAL_UI_URL") != "" {
+		return ""
+	}
+	if t.Dev.UIAddress() == "" {
+		return "none"
+	}
+	return "http://" + t.Dev.UIAddress()
 }
 
 func uiURL(t *app.Temporal) string {
