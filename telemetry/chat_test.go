@@ -71,7 +71,7 @@ func startStack(t *testing.T) *stack {
 	prom, scrape, err := telemetry.NewPrometheus()
 	require.NoError(t, err)
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithReader(prom))
-	tel, err := telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp, Metrics: scrape,
+	tel, err := telemetry.New(telemetry.Options{TracerProvider: tp, MeterProvider: mp, Metrics: scrape, WaitingRunsInterval: 100 * time.Millisecond,
 		Shutdown: func(ctx context.Context) error { return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx)) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	promclient "github.com/prometheus/client_golang/prometheus"
@@ -52,24 +53,31 @@ type Options struct {
 	Metrics http.Handler
 	// Shutdown, when set, is called by [Telemetry.Shutdown] (flush and stop your providers).
 	Shutdown func(context.Context) error
+	// WaitingRunsInterval is how often [Telemetry.ObserveWaitingRuns] counts the waiting runs
+	// (0: [DefaultWaitingRunsInterval]).
+	WaitingRunsInterval time.Duration
 }
 
 // Telemetry is the OpenTelemetry configuration of a process: build it with [FromEnv] or [New]
 // and hand its pieces to the Temporal client, the worker, the HTTP server and the activities.
 // Every method of a Telemetry with nothing enabled (and of a nil *Telemetry) does nothing.
 type Telemetry struct {
-	tp       trace.TracerProvider // nil: tracing disabled
-	mp       metric.MeterProvider // nil: metrics disabled
-	prop     propagation.TextMapPropagator
-	metrics  http.Handler
-	shutdown []func(context.Context) error
-	tracing  interceptor.Interceptor
+	tp           trace.TracerProvider // nil: tracing disabled
+	mp           metric.MeterProvider // nil: metrics disabled
+	prop         propagation.TextMapPropagator
+	metrics      http.Handler
+	shutdown     []func(context.Context) error
+	tracing      interceptor.Interceptor
+	waitingEvery time.Duration
 }
 
 // New returns the telemetry of the given providers (for tests, and programs that build their
 // own). It fails only when the Temporal tracing interceptor cannot be built.
 func New(o Options) (*Telemetry, error) {
-	t := &Telemetry{tp: o.TracerProvider, mp: o.MeterProvider, prop: o.Propagator, metrics: o.Metrics}
+	t := &Telemetry{tp: o.TracerProvider, mp: o.MeterProvider, prop: o.Propagator, metrics: o.Metrics, waitingEvery: o.WaitingRunsInterval}
+	if t.waitingEvery <= 0 {
+		t.waitingEvery = DefaultWaitingRunsInterval
+	}
 	if t.prop == nil {
 		t.prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
