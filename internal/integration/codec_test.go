@@ -1,0 +1,228 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/codec"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/examples"
+	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/kortyxtest"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// codecEnv sets the codec variables of the environment and returns the configuration and a
+// client that uses the codec, as a worker, the API and the starter get them.
+func codecEnv(t *testing.T, env map[string]string) (app.Config, client.Client) {
+	t.Helper()
+	for _, k := range []string{"KORTYX_CODEC_KEYS", "KORTYX_CODEC_KEY_ID", "KORTYX_CODEC_COMPRESS", "KORTYX_PAYLOAD_STORE",
+		"KORTYX_PAYLOAD_THRESHOLD", "KORTYX_PAYLOAD_TTL", "KORTYX_REDIS_URL"} {
+		t.Setenv(k, env[k])
+	}
+	t.Setenv("TEMPORAL_ADDRESS", srv.Address())
+	t.Setenv("KORTYX_ROOT", t.TempDir())
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.NotNil(t, cfg.Codec)
+	cfg.Logger = nil
+	c, err := app.Dial(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return cfg, c
+}
+
+// historyBytes is the run's history as Temporal stores and returns it, read with a client that
+// has no codec: payload data appears in it byte for byte.
+func historyBytes(t *testing.T, runID string) []byte {
+	t.Helper()
+	b, err := proto.Marshal(history(t, tc, runID))
+	require.NoError(t, err)
+	return b
+}
+
+func secretText(t *testing.T) string {
+	return fmt.Sprintf("zebra-secret-%d", time.Now().UnixNano())
+}
+
+// Issue 13 item 2: with encryption on, a history read straight from Temporal contains no user
+// text; the worker, the client, the replayer and the /codec endpoint all decode it.
+func TestCodecEncryptsHistory(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	cfg, c := codecEnv(t, map[string]string{"KORTYX_CODEC_KEYS": "old:" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 16)) + ",k1:" + key, "KORTYX_CODEC_KEY_ID": "k1"})
+
+	// Control: without the codec the same run writes the user's text into history.
+	plain := startWorker(t, tc)
+	control := secretText(t)
+	run := startRun(t, tc, plain.tq, testagents.ToolAgentWorkflow, control)
+	_, err := result(t, run)
+	require.NoError(t, err)
+	require.Contains(t, string(historyBytes(t, run.GetID())), control)
+
+	e := startWorker(t, c)
+	secret := secretText(t)
+	run = startRun(t, c, e.tq, testagents.ToolAgentWorkflow, secret)
+	res, err := result(t, run)
+	require.NoError(t, err)
+	state, err := json.Marshal(res.State)
+	require.NoError(t, err)
+	require.Contains(t, string(state), "recorded ", "the client decodes the result")
+
+	raw := historyBytes(t, run.GetID())
+	require.NotContains(t, string(raw), secret)
+	require.Contains(t, string(raw), codec.EncodingAESGCM)
+
+	// Every payload of the history is encrypted with k1 (none left as json/plain).
+	h := history(t, tc, run.GetID())
+	payloads := historyPayloads(h)
+	require.NotEmpty(t, payloads)
+	for _, p := range payloads {
+		require.Equal(t, codec.EncodingAESGCM, string(p.Metadata["encoding"]), "%v", p)
+		require.Equal(t, "k1", string(p.Metadata[codec.MetadataKeyID]))
+	}
+
+	// The replayer decodes it with the same converter, and not without.
+	reg, err := examples.Registry()
+	require.NoError(t, err)
+	require.NoError(t, testagents.Register(reg))
+	require.NoError(t, kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{DataConverter: codec.DataConverter(cfg.Codec)}))
+	require.Error(t, kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{}))
+
+	// The /codec endpoint of the API decodes the start event's input for the Temporal UI.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: e.broker, TaskQueue: e.tq, Codec: cfg.PayloadCodec(),
+		TemporalUIURL: "http://127.0.0.1:8233"})
+	require.NoError(t, err)
+	input := h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
+	body, err := protojson.Marshal(input)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/codec/decode", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://127.0.0.1:8233")
+	req.Header.Set("X-Namespace", "default")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(out))
+	require.Equal(t, "http://127.0.0.1:8233", resp.Header.Get("Access-Control-Allow-Origin"))
+	var decoded commonpb.Payloads
+	require.NoError(t, protojson.Unmarshal(out, &decoded))
+	require.Len(t, decoded.Payloads, 1)
+	require.Equal(t, "json/plain", string(decoded.Payloads[0].Metadata["encoding"]))
+	require.Contains(t, string(decoded.Payloads[0].Data), secret)
+}
+
+// historyPayloads are the payloads of the events that carry user data: inputs and results.
+func historyPayloads(h *historypb.History) []*commonpb.Payload {
+	var ps []*commonpb.Payload
+	add := func(p *commonpb.Payloads) { ps = append(ps, p.GetPayloads()...) }
+	for _, ev := range h.Events {
+		switch ev.GetEventType() {
+		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			add(ev.GetWorkflowExecutionStartedEventAttributes().GetInput())
+		case enums.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+			add(ev.GetWorkflowExecutionCompletedEventAttributes().GetResult())
+		case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			add(ev.GetActivityTaskScheduledEventAttributes().GetInput())
+		case enums.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			add(ev.GetActivityTaskCompletedEventAttributes().GetResult())
+		case enums.EVENT_TYPE_MARKER_RECORDED:
+			for _, p := range ev.GetMarkerRecordedEventAttributes().GetDetails() {
+				add(p)
+			}
+		}
+	}
+	return ps
+}
+
+// Issue 13 item 1: payloads over the threshold are stored by content hash and history keeps a
+// reference; a payload missing from the store is PAYLOAD_MISSING naming the hash.
+func TestCodecClaimCheck(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "payloads")
+	cfg, c := codecEnv(t, map[string]string{"KORTYX_PAYLOAD_STORE": store, "KORTYX_PAYLOAD_THRESHOLD": "200", "KORTYX_CODEC_COMPRESS": "false"})
+	e := startWorker(t, c)
+	secret := secretText(t) + strings.Repeat(" padding", 40)
+	run := startRun(t, c, e.tq, testagents.ToolAgentWorkflow, secret)
+	_, err := result(t, run)
+	require.NoError(t, err)
+
+	raw := historyBytes(t, run.GetID())
+	require.NotContains(t, string(raw), secret, "the input is over the threshold: only its reference is in history")
+	refs := 0
+	for _, p := range historyPayloads(history(t, tc, run.GetID())) {
+		if string(p.Metadata["encoding"]) == codec.EncodingRef {
+			refs++
+			require.Regexp(t, `^sha256:[0-9a-f]{64}$`, string(p.Data))
+		}
+	}
+	require.Positive(t, refs)
+	var files []string
+	require.NoError(t, filepath.WalkDir(store, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	}))
+	require.Positive(t, len(files))
+	require.LessOrEqual(t, len(files), refs, "one file per distinct content")
+
+	// The store loses the payloads: reading the run's input names the missing hash.
+	require.NoError(t, os.RemoveAll(store))
+	input := history(t, tc, run.GetID()).Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput()
+	err = codec.DataConverter(cfg.Codec).FromPayloads(input, new(any))
+	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(err), "%v", err)
+	require.Contains(t, err.Error(), string(input.Payloads[0].Data))
+}
+
+// Without codec variables nothing changes: no codec, no data converter in the client options
+// (Temporal's default, so payload bytes are what they were), no /codec route; a bad variable
+// stops the program at start.
+func TestCodecOffChangesNothing(t *testing.T) {
+	for _, k := range []string{"KORTYX_CODEC_KEYS", "KORTYX_CODEC_KEY_ID", "KORTYX_CODEC_COMPRESS", "KORTYX_PAYLOAD_STORE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("TEMPORAL_ADDRESS", srv.Address())
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Nil(t, cfg.Codec)
+	require.Nil(t, cfg.PayloadCodec())
+	o, err := cfg.ClientOptions()
+	require.NoError(t, err)
+	require.Nil(t, o.DataConverter)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: tc, Broker: startWorker(t, tc).broker, Codec: cfg.PayloadCodec()})
+	require.NoError(t, err)
+	resp, err := http.Post("http://"+addr+"/codec/decode", "application/json", strings.NewReader(`{"payloads":[]}`))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	t.Setenv("KORTYX_CODEC_KEYS", "k1:not-base64!")
+	cfg = app.ConfigFromEnv()
+	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(cfg.Err()), "%v", cfg.Err())
+	_, err = app.Dial(cfg)
+	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err), "%v", err)
+}
