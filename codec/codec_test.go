@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -272,6 +274,21 @@ func TestRedisStore(t *testing.T) {
 	_, err = store.Get(ctx, "sha256:"+strings.Repeat("0", 64))
 	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(err), "%v", err)
 	require.Contains(t, err.Error(), "sha256:"+strings.Repeat("0", 64))
+
+	// With a TTL the key expires.
+	expiring, err := codec.NewRedisStore(ctx, codec.RedisOptions{URL: srv.URL(), Prefix: "ttl:", TTL: time.Hour})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, expiring.Close()) }()
+	require.NoError(t, expiring.Put(ctx, string(ref.Data), []byte("x")))
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer func() { require.NoError(t, rc.Close()) }()
+	ttl, err := rc.TTL(ctx, "ttl:"+string(ref.Data)).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 59*time.Minute)
+	require.LessOrEqual(t, ttl, time.Hour)
+	ttl, err = rc.TTL(ctx, "t:"+string(ref.Data)).Result()
+	require.NoError(t, err)
+	require.Equal(t, time.Duration(-1), ttl, "without a TTL the key does not expire")
 
 	srv.Stop()
 	_, err = store.Get(ctx, string(ref.Data))

@@ -39,6 +39,14 @@ func TestFromEnvNothingConfigured(t *testing.T) {
 	c, err = codec.FromEnv(context.Background(), t.TempDir())
 	require.NoError(t, err)
 	require.Nil(t, c)
+
+	// Compression alone: no encryption, no store.
+	t.Setenv("KORTYX_CODEC_COMPRESS", "true")
+	c, err = codec.FromEnv(context.Background(), t.TempDir())
+	require.NoError(t, err)
+	require.False(t, c.Encrypts())
+	enc := roundTrip(t, c, jsonPayload(t, strings.Repeat("compressible ", 200)))
+	require.Equal(t, codec.EncodingGzip, encoding(enc))
 }
 
 func TestFromEnvKeys(t *testing.T) {
