@@ -328,7 +328,7 @@ func TestCodecMissingPayloadInFlight(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), ref)
 	require.Contains(t, err.Error(), "is not in the payload store")
-	d, err := tc.DescribeWorkflowExecution(ctx, run.GetID(), "")
+	d, err := tc.DescribeWorkflow(ctx, run.GetID(), "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
 }
