@@ -19,6 +19,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -122,8 +123,57 @@ func New(o Options) (*Codec, error) {
 
 // DataConverter is Temporal's default data converter with c applied to every payload: what
 // clients, workers, replayers and the test kit need to share.
+//
+// In workflow code (the SDK binds the converter to the workflow's context) a payload that cannot
+// be encoded or decoded panics instead of returning the error: the Go SDK fails the workflow
+// execution on a conversion error (e.g. of the run's input during a replay), but only the
+// workflow task on a panic (the default WorkflowPanicPolicy), which Temporal retries — so a
+// payload store that is down or a key that is not deployed yet stops a run until it is fixed
+// instead of failing it.
 func DataConverter(c converter.PayloadCodec) converter.DataConverter {
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+	return &dataConverter{DataConverter: converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c), codec: c}
+}
+
+type dataConverter struct {
+	converter.DataConverter
+	codec converter.PayloadCodec
+}
+
+var _ converter.ContextAware = (*dataConverter)(nil)
+
+// WithWorkflowContext implements [converter.ContextAware]: the converter of workflow code.
+func (d *dataConverter) WithWorkflowContext(workflow.Context) converter.DataConverter {
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), inWorkflow{d.codec})
+}
+
+// WithContext implements [converter.ContextAware]: outside workflow code errors are returned.
+func (d *dataConverter) WithContext(context.Context) converter.DataConverter { return d }
+
+// WithSerializationContext keeps d (the codec does not depend on the serialization context).
+func (d *dataConverter) WithSerializationContext(converter.SerializationContext) converter.DataConverter {
+	return d
+}
+
+// Codec implements [converter.PayloadCodecProvider].
+func (d *dataConverter) Codec() converter.PayloadCodec { return d.codec }
+
+// inWorkflow is the codec in workflow code: errors panic (see [DataConverter]).
+type inWorkflow struct{ c converter.PayloadCodec }
+
+func (w inWorkflow) Encode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out, err := w.c.Encode(p)
+	if err != nil {
+		panic(err)
+	}
+	return out, nil
+}
+
+func (w inWorkflow) Decode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out, err := w.c.Decode(p)
+	if err != nil {
+		panic(err)
+	}
+	return out, nil
 }
 
 // Encrypts reports whether new payloads are encrypted.

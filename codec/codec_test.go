@@ -313,3 +313,25 @@ func TestDataConverterRoundTrip(t *testing.T) {
 }
 
 func b64(k []byte) string { return base64.StdEncoding.EncodeToString(k) }
+
+// In workflow code the converter panics on a payload it cannot decode (the SDK then fails the
+// workflow task, which is retried, rather than the run); elsewhere it returns the error.
+func TestDataConverterPanicsOnlyInWorkflowCode(t *testing.T) {
+	dc := codec.DataConverter(mustNew(t, codec.Options{Store: mustDir(t)}))
+	ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(codec.EncodingRef)}, Data: []byte("sha256:" + strings.Repeat("1", 64))}
+	var v any
+	err := dc.FromPayload(ref, &v)
+	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(err), "%v", err)
+	aware, ok := dc.(converter.ContextAware)
+	require.True(t, ok)
+	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(aware.WithContext(context.Background()).FromPayload(ref, &v)))
+	require.PanicsWithError(t, codec.MissingError("sha256:"+strings.Repeat("1", 64)).Error(), func() {
+		_ = aware.WithWorkflowContext(nil).FromPayload(ref, &v)
+	})
+	// Plain payloads still decode in workflow code.
+	require.NoError(t, aware.WithWorkflowContext(nil).FromPayload(jsonPayload(t, "x"), &v))
+	require.Equal(t, "x", v)
+	provider, ok := dc.(converter.PayloadCodecProvider)
+	require.True(t, ok)
+	require.NotNil(t, provider.Codec())
+}

@@ -291,9 +291,9 @@ func TestCodecSwitchedOnInFlight(t *testing.T) {
 }
 
 // A payload missing from the store while a run is in flight: the worker that has to replay the
-// run cannot decode the run's input, and the Go SDK then fails the workflow execution (not only
-// the workflow task), with the codec's message naming the hash. This records today's behaviour:
-// a lost store fails runs that need a replay.
+// run fails its workflow task with the codec's message naming the hash (the codec panics in
+// workflow code; a conversion error would make the Go SDK fail the whole run); the run keeps
+// running, and when the store is back the retried task replays and the run continues.
 func TestCodecMissingPayloadInFlight(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "payloads")
 	_, c := codecEnv(t, map[string]string{"KORTYX_PAYLOAD_STORE": store, "KORTYX_PAYLOAD_THRESHOLD": "200", "KORTYX_CODEC_COMPRESS": "false"})
@@ -308,7 +308,7 @@ func TestCodecMissingPayloadInFlight(t *testing.T) {
 	}
 	first := newWorker()
 	run := startRun(t, c, e.tq, "hello", strings.Repeat("long input ", 40))
-	chunks, _ := nextResponse(t, e.follow, run.GetID(), 0)
+	chunks, at := nextResponse(t, e.follow, run.GetID(), 0)
 	require.Equal(t, []string{"interrupt", "done"}, types(chunks))
 	ask, _ := interruptOf(t, chunks)
 	ref := string(history(t, tc, run.GetID()).Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0].GetData())
@@ -323,12 +323,25 @@ func TestCodecMissingPayloadInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	require.NoError(t, c.SignalWorkflow(ctx, run.GetID(), "", contracts.RespondName, answer(ask, "Ada")))
-	var res contracts.RunResult
-	err = c.GetWorkflow(ctx, run.GetID(), "").Get(ctx, &res)
-	require.Error(t, err)
-	require.Contains(t, err.Error(), ref)
-	require.Contains(t, err.Error(), "is not in the payload store")
+	var failure string
+	eventually(t, 30*time.Second, "a failed workflow task", func() bool {
+		for _, ev := range history(t, tc, run.GetID()).Events {
+			if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
+				failure = a.GetFailure().GetMessage()
+				return true
+			}
+		}
+		return false
+	})
+	require.Contains(t, failure, ref)
+	require.Contains(t, failure, "is not in the payload store")
 	d, err := tc.DescribeWorkflow(ctx, run.GetID(), "")
 	require.NoError(t, err)
-	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_FAILED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
+	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
+
+	// The store comes back: the retried workflow task replays and the run answers.
+	require.NoError(t, os.Rename(saved, store))
+	chunks, _ = nextResponse(t, e.follow, run.GetID(), at)
+	require.Equal(t, []string{"message", "done"}, types(chunks))
+	require.Equal(t, "Hello, Ada!", chunks[0].Content)
 }
