@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -344,4 +345,24 @@ func TestCodecMissingPayloadInFlight(t *testing.T) {
 	chunks, _ = nextResponse(t, e.follow, run.GetID(), at)
 	require.Equal(t, []string{"message", "done"}, types(chunks))
 	require.Equal(t, "Hello, Ada!", chunks[0].Content)
+}
+
+// The programs share the codec of the environment: a worker process and the starter, both
+// with KORTYX_CODEC_KEYS, run an agent with questions; its history holds none of the answers.
+func TestCodecProgramsShareTheCodec(t *testing.T) {
+	for _, k := range []string{"KORTYX_CODEC_KEY_ID", "KORTYX_CODEC_COMPRESS", "KORTYX_PAYLOAD_STORE", "KORTYX_PAYLOAD_THRESHOLD"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("KORTYX_CODEC_KEYS", "k1:"+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32)))
+	tq := taskQueue(t)
+	w := startWorkerProcess(t, srv.Address(), tq, filepath.Join(t.TempDir(), "effects.txt"))
+	env := []string{"TEMPORAL_ADDRESS=" + srv.Address(), "KORTYX_TASK_QUEUE=" + tq, "KORTYX_STREAM_URL=http://" + w.addr}
+	out, errOut, err := starter(t, env, "Quentinella\n2\n", "run", "effects", "hi")
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, "intake: Welcome Quentinella, you are on pro.")
+	m := regexp.MustCompile(`run (run-[0-9a-f-]+) completed`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
+	raw := string(historyBytes(t, m[1]))
+	require.NotContains(t, raw, "Quentinella")
+	require.Contains(t, raw, codec.EncodingAESGCM)
 }
