@@ -124,7 +124,9 @@ func ConfigFromEnv() Config {
 	if c.Root == "" {
 		c.Root = projectRoot()
 	}
-	cd, err := codec.FromEnv(context.Background(), filepath.Join(c.Root, ".kortyx", "payloads"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Redis store's first ping
+	cd, err := codec.FromEnv(ctx, filepath.Join(c.Root, ".kortyx", "payloads"))
+	cancel()
 	if err != nil {
 		c.fail(err)
 	}
