@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
@@ -25,6 +27,7 @@ import (
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 )
 
@@ -221,7 +224,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	state := &WorkerState{}
 	state.Started()
 	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
-		Worker: state, Logger: o.Logger, Telemetry: cfg.Telemetry})
+		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry})
 	if err != nil {
 		w.Stop()
 		_ = closeBroker()
@@ -268,6 +271,12 @@ type API struct {
 	// "": KORTYX_TEMPORAL_UI_URL, default http://127.0.0.1:8233; "none": no links).
 	Namespace     string
 	TemporalUIURL string
+	// Codec, when set, is served at /codec/ (POST /codec/encode, /codec/decode: the Temporal
+	// codec server protocol, [codec.Handler]) for the Temporal UI at TemporalUIURL, whose origin
+	// it allows by CORS. Like every route here it has no authentication: whoever reaches it can
+	// decrypt every payload, so in production put it behind your authentication or do not
+	// expose it. Pass [Config.PayloadCodec].
+	Codec converter.PayloadCodec
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
 	Telemetry *telemetry.Telemetry
@@ -311,6 +320,13 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	page := web.Handler(web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger})
 	for _, p := range web.Patterns {
 		mux.Handle(p, page)
+	}
+	if api.Codec != nil {
+		var origins []string
+		if u, err := url.Parse(temporalUI(api.TemporalUIURL)); err == nil && u.Scheme != "" && u.Host != "" {
+			origins = []string{u.Scheme + "://" + u.Host}
+		}
+		mux.Handle("/codec/", codec.Handler(api.Codec, codec.HandlerOptions{AllowOrigins: origins, Logger: logger}))
 	}
 	mux.HandleFunc("GET /healthz", healthHandler)
 	mux.HandleFunc("GET /readyz", readyHandler(c, broker, api.Worker, logger))

@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/telemetry"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 )
 
@@ -64,6 +67,11 @@ type Config struct {
 	DevPort, DevUIPort int
 	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
 	DevDB string
+	// Codec is the payload codec of KORTYX_CODEC_KEYS, KORTYX_CODEC_KEY_ID,
+	// KORTYX_CODEC_COMPRESS and KORTYX_PAYLOAD_STORE ([codec.FromEnv]; nil: none, payloads are
+	// Temporal's default JSON). [Config.ClientOptions] puts it in the client's data converter,
+	// which the client's workers inherit, and [ServeHTTP] serves it at /codec/ ([API.Codec], [Config.PayloadCodec]).
+	Codec *codec.Codec
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -116,6 +124,13 @@ func ConfigFromEnv() Config {
 	if c.Root == "" {
 		c.Root = projectRoot()
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Redis store's first ping
+	cd, err := codec.FromEnv(ctx, filepath.Join(c.Root, ".kortyx", "payloads"))
+	cancel()
+	if err != nil {
+		c.fail(err)
+	}
+	c.Codec = cd
 	return c
 }
 
@@ -183,7 +198,7 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 
 // ClientOptions are the options [Dial] connects with: the standard client configuration
 // ([Config.Temporal]) on [Config.Address] and [Config.Namespace], the Temporal SDK logging
-// through [Config.Logger].
+// through [Config.Logger], payloads through [Config.Codec] when set.
 func (c Config) ClientOptions() (client.Options, error) {
 	if c.err != nil {
 		return client.Options{}, c.err
@@ -200,7 +215,19 @@ func (c Config) ClientOptions() (client.Options, error) {
 	}
 	o.Logger = log.NewStructuredLogger(logger)
 	c.Telemetry.ClientOptions(&o) // tracing interceptor and SDK metrics; nothing when nil
+	if c.Codec != nil {
+		o.DataConverter = codec.DataConverter(c.Codec)
+	}
 	return o, nil
+}
+
+// PayloadCodec is [Config.Codec] as a [converter.PayloadCodec] for [API.Codec]: nil (not a nil
+// *codec.Codec in an interface) when no codec is configured.
+func (c Config) PayloadCodec() converter.PayloadCodec {
+	if c.Codec == nil {
+		return nil
+	}
+	return c.Codec
 }
 
 // Dial connects a Temporal client with [Config.ClientOptions].

@@ -63,7 +63,7 @@ func ServeAPIOnly(ctx context.Context, cfg Config, logger *slog.Logger, defaultW
 		return err
 	}
 	_, addr, err := ServeHTTP(ctx, cfg.ListenAddr(), API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace})
+		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.PayloadCodec()})
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,12 @@ const (
 	// no longer serve exactly (the stream was lost, expired, or trimmed past the reader); not
 	// retryable: read the run's result or start over from offset 0.
 	CodeStreamGone Code = "STREAM_GONE"
+	// CodePayloadMissing: a payload reference in history names a hash the payload store does
+	// not have (package codec); the message names the hash.
+	CodePayloadMissing Code = "PAYLOAD_MISSING"
+	// CodePayloadCodec: a payload cannot be encoded or decoded (unknown key id, failed
+	// authentication, corrupt data, no payload store configured for a reference).
+	CodePayloadCodec Code = "PAYLOAD_CODEC_FAILED"
 )
 
 // declared is every code of this module. Only these are taken as Kortyx codes when they come
@@ -121,7 +127,7 @@ var declared = map[Code]bool{
 	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
 	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
 	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
-	CodeStreamUnavailable: true, CodeStreamGone: true,
+	CodeStreamUnavailable: true, CodeStreamGone: true, CodePayloadMissing: true, CodePayloadCodec: true,
 }
 
 // Declared reports whether c is one of the codes of this module (the constants of this
@@ -162,7 +168,8 @@ func (c Code) Category() Category {
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
 		return CategoryWorkflow
-	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable:
+	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable,
+		CodePayloadMissing:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden,

@@ -36,6 +36,9 @@ type Options struct {
 	Tools *tools.Set
 	// Logger receives the test environment's logs. Default: warnings and errors on stderr.
 	Logger log.Logger
+	// DataConverter, when set, converts the run's payloads, e.g. the payload codec of your
+	// workers (codec.DataConverter). Default: Temporal's.
+	DataConverter converter.DataConverter
 }
 
 // Env runs the Kortyx run workflow of a registry in Temporal's test environment (time skipping,
@@ -74,6 +77,9 @@ func New(reg *workflows.Registry, opts Options) *Env {
 		answers:                 map[string][]Answer{},
 		sent:                    map[string]int{},
 		seen:                    map[string]bool{},
+	}
+	if opts.DataConverter != nil {
+		e.SetDataConverter(opts.DataConverter)
 	}
 	workflows.NewRunner(reg).Register(e.TestWorkflowEnvironment)
 	acts := &activities.Activities{Stream: e.Broker, Tools: opts.Tools, DefaultModel: opts.DefaultModel}

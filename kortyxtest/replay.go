@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -30,6 +31,9 @@ type ReplayOptions struct {
 	// Logger receives the replayer's logs. Default: none (what went wrong is the error Replay
 	// returns).
 	Logger log.Logger
+	// DataConverter converts the history's payloads: the one of the workers that recorded it
+	// when they used a payload codec (codec.DataConverter). Default: Temporal's.
+	DataConverter converter.DataConverter
 }
 
 // Replay replays a recorded history against the workflows of reg as today's code runs them
@@ -56,7 +60,7 @@ func Replay(reg *workflows.Registry, h *historypb.History, opts ReplayOptions) e
 	if logger == nil {
 		logger = log.NewStructuredLogger(slog.New(slog.DiscardHandler))
 	}
-	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{})
+	replayer, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: opts.DataConverter})
 	if err != nil {
 		return fmt.Errorf("kortyxtest.Replay: creating the replayer: %w", err)
 	}

@@ -1,0 +1,189 @@
+package codec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/redis/go-redis/v9"
+)
+
+// Store keeps the payloads the codec takes out of history, by content hash.
+type Store interface {
+	// Put stores data under hash; storing a hash it already has changes nothing.
+	Put(ctx context.Context, hash string, data []byte) error
+	// Get returns the data stored under hash, and a *contracts.Error with
+	// [contracts.CodePayloadMissing] naming the hash when there is none.
+	Get(ctx context.Context, hash string) ([]byte, error)
+}
+
+// hashPattern is what a reference may name: the codec's own hashes and nothing else, so a
+// reference sent to the /codec endpoint cannot address another file or key.
+var hashPattern = regexp.MustCompile(`^(sha256|hmac-sha256:[A-Za-z0-9._-]{1,64}):[0-9a-f]{64}$`)
+
+// keyIDPattern is what a key id may be.
+var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func checkHash(hash string) error {
+	if !hashPattern.MatchString(hash) {
+		return contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: %q is not a payload reference of this codec (sha256:<hex> or hmac-sha256:<key id>:<hex>)", hash)
+	}
+	return nil
+}
+
+// MissingError is the error of a reference whose hash the store does not have.
+func MissingError(hash string) *contracts.Error {
+	return &contracts.Error{Code: contracts.CodePayloadMissing,
+		Message: fmt.Sprintf("kortyx codec: payload %s is not in the payload store; the store was cleared or this process uses another one (check KORTYX_PAYLOAD_STORE and KORTYX_REDIS_URL)", hash),
+		Details: map[string]any{"hash": hash}}
+}
+
+// DirStore is a [Store] in a local directory (development: one machine). Files are written to a
+// temporary name and renamed, so a reader never sees half a payload.
+type DirStore struct{ dir string }
+
+// NewDirStore returns the store in dir, creating it.
+func NewDirStore(dir string) (*DirStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kortyx codec: the payload store directory %s: %w", dir, err)
+	}
+	return &DirStore{dir: dir}, nil
+}
+
+func (s *DirStore) path(hash string) string {
+	hex := hash[len(hash)-64:]
+	return filepath.Join(s.dir, hex[:2], strings.ReplaceAll(hash, ":", "_"))
+}
+
+// Put implements [Store].
+func (s *DirStore) Put(_ context.Context, hash string, data []byte) error {
+	if err := checkHash(hash); err != nil {
+		return err
+	}
+	p := s.path(hash)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return storeError(hash, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return storeError(hash, err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		_ = os.Remove(f.Name())
+		return storeError(hash, err)
+	}
+	if err := os.Rename(f.Name(), p); err != nil {
+		_ = os.Remove(f.Name())
+		return storeError(hash, err)
+	}
+	return nil
+}
+
+// Get implements [Store].
+func (s *DirStore) Get(_ context.Context, hash string) ([]byte, error) {
+	if err := checkHash(hash); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(s.path(hash))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, MissingError(hash)
+	}
+	if err != nil {
+		return nil, storeError(hash, err)
+	}
+	return b, nil
+}
+
+func storeError(hash string, err error) error {
+	return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: the payload store failed for " + hash + "; check that it is reachable and writable", Err: err}
+}
+
+// RedisStore is a [Store] in Redis: one string key per hash (prefix + hash), written with SET NX.
+type RedisStore struct {
+	client redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+	own    bool
+}
+
+// RedisOptions configure [NewRedisStore].
+type RedisOptions struct {
+	// URL is the Redis URL (redis:// or rediss://), used when Client is nil.
+	URL string
+	// Client is a client of your own (it is not closed by Close).
+	Client redis.UniversalClient
+	// Prefix starts every key ("" : "kortyx:payload:").
+	Prefix string
+	// TTL, when > 0, expires a stored payload that long after it was first stored; 0 keeps it.
+	TTL time.Duration
+}
+
+// NewRedisStore connects the store and checks that Redis answers.
+func NewRedisStore(ctx context.Context, o RedisOptions) (*RedisStore, error) {
+	s := &RedisStore{client: o.Client, prefix: o.Prefix, ttl: o.TTL}
+	if s.prefix == "" {
+		s.prefix = "kortyx:payload:"
+	}
+	own := false
+	if s.client == nil {
+		opt, err := redis.ParseURL(o.URL)
+		if err != nil {
+			return nil, contracts.Errorf(contracts.CodeProviderConfiguration, "kortyx codec: the payload store's Redis URL is not a redis:// URL: %v", err)
+		}
+		s.client, own = redis.NewClient(opt), true
+	}
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		if own {
+			_ = s.client.Close()
+		}
+		return nil, &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: the payload store's Redis does not answer", Err: err}
+	}
+	s.own = own
+	return s, nil
+}
+
+// Close closes the connection the store opened (not a client of your own).
+func (s *RedisStore) Close() error {
+	if !s.own {
+		return nil
+	}
+	return s.client.Close()
+}
+
+// Put implements [Store].
+func (s *RedisStore) Put(ctx context.Context, hash string, data []byte) error {
+	if err := checkHash(hash); err != nil {
+		return err
+	}
+	err := s.client.SetNX(ctx, s.prefix+hash, data, max(s.ttl, 0)).Err()
+	if err != nil {
+		return storeError(hash, err)
+	}
+	return nil
+}
+
+// Get implements [Store].
+func (s *RedisStore) Get(ctx context.Context, hash string) ([]byte, error) {
+	if err := checkHash(hash); err != nil {
+		return nil, err
+	}
+	b, err := s.client.Get(ctx, s.prefix+hash).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, MissingError(hash)
+	}
+	if err != nil {
+		return nil, storeError(hash, err)
+	}
+	return b, nil
+}
