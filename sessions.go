@@ -163,6 +163,15 @@ func SessionOwner(ctx context.Context, c client.Client, sessionID string) (strin
 	}
 	var owner string
 	if p := d.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[contracts.SessionOwnerMemo]; p != nil {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingJSON {
+			// Encoded by a payload codec (package codec) that this function cannot undo: ask the
+			// session, whose answer the client decodes with its own data converter.
+			v, err := Session(ctx, c, sessionID)
+			if err != nil {
+				return "", err
+			}
+			return v.Owner, nil
+		}
 		if err := converter.GetDefaultDataConverter().FromPayload(p, &owner); err != nil {
 			return "", fmt.Errorf("kortyx: the owner memo of session %q cannot be read: %w", sessionID, err)
 		}

@@ -366,3 +366,27 @@ func TestCodecProgramsShareTheCodec(t *testing.T) {
 	require.NotContains(t, raw, "Quentinella")
 	require.Contains(t, raw, codec.EncodingAESGCM)
 }
+
+// With the codec on, a session's owner memo is encrypted like every payload: SessionOwner still
+// reads the owner (through the session's query, which the client decodes), and the memo holds
+// no plain owner name.
+func TestCodecSessionOwner(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
+	_, c := codecEnv(t, map[string]string{"KORTYX_CODEC_KEYS": "k1:" + key, "KORTYX_CODEC_KEY_ID": "k1"})
+	e := startWorker(t, c)
+	ctx := context.Background()
+	session := "codec-owner-" + taskQueue(t)
+	_, err := kortyx.StartTurn(ctx, c, session, contracts.TurnRequest{Workflow: testagents.EchoWorkflow, Input: json.RawMessage(`"hi"`), Owner: "alice-owner"},
+		kortyx.SessionOptions{TaskQueue: e.tq})
+	require.NoError(t, err)
+	owner, err := kortyx.SessionOwner(ctx, c, session)
+	require.NoError(t, err)
+	require.Equal(t, "alice-owner", owner)
+
+	d, err := tc.DescribeWorkflow(ctx, contracts.SessionWorkflowID(session), "")
+	require.NoError(t, err)
+	memo := d.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[contracts.SessionOwnerMemo]
+	require.NotNil(t, memo)
+	require.Equal(t, codec.EncodingAESGCM, string(memo.GetMetadata()["encoding"]))
+	require.NotContains(t, string(memo.GetData()), "alice-owner")
+}
