@@ -317,7 +317,11 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
-	page := web.Handler(web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger})
+	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger}
+	if api.Codec != nil {
+		wo.DataConverter = codec.DataConverter(api.Codec)
+	}
+	page := web.Handler(wo)
 	for _, p := range web.Patterns {
 		mux.Handle(p, page)
 	}

@@ -69,11 +69,23 @@ type pendingActivity struct {
 	entry Entry
 }
 
-// BuildTimeline reads runID's history (and, while the run is open, its state query). An unknown
-// run is NOT_FOUND.
+// BuildTimeline reads runID's history (and, while the run is open, its state query), decoding
+// payloads with Temporal's default data converter. An unknown run is NOT_FOUND.
 func BuildTimeline(ctx context.Context, c client.Client, runID string) (*Timeline, error) {
+	return buildTimeline(ctx, c, nil, runID)
+}
+
+// Timeline is [BuildTimeline] decoding payloads with o.DataConverter (the client's, e.g. with
+// the payload codec of package codec) and reading with o.Client.
+func (o Options) Timeline(ctx context.Context, runID string) (*Timeline, error) {
+	return buildTimeline(ctx, o.Client, o.DataConverter, runID)
+}
+
+func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string) (*Timeline, error) {
 	tl := &Timeline{RunID: runID, Nodes: []string{}, Entries: []Entry{}}
-	dc := converter.GetDefaultDataConverter()
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
 	decode := func(p *commonpb.Payloads, v any) bool {
 		return p != nil && len(p.Payloads) > 0 && dc.FromPayloads(p, v) == nil
 	}

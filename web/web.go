@@ -16,6 +16,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 //go:embed static
@@ -38,6 +39,9 @@ type Options struct {
 	TemporalUIURL string
 	// Logger logs failed requests (nil: slog.Default()).
 	Logger *slog.Logger
+	// DataConverter decodes the payloads of run histories for the timeline: the one Client was
+	// dialed with when it has a payload codec (nil: Temporal's default).
+	DataConverter converter.DataConverter
 }
 
 // Handler serves the page at GET / (and its files under /static/) and the JSON routes it needs:
@@ -81,7 +85,7 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
-		return BuildTimeline(r.Context(), o.Client, id)
+		return o.Timeline(r.Context(), id)
 	}))
 	return mux
 }

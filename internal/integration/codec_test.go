@@ -27,6 +27,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/web"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
@@ -389,4 +390,33 @@ func TestCodecSessionOwner(t *testing.T) {
 	require.NotNil(t, memo)
 	require.Equal(t, codec.EncodingAESGCM, string(memo.GetMetadata()["encoding"]))
 	require.NotContains(t, string(memo.GetData()), "alice-owner")
+}
+
+// The run inspector decodes an encrypted history with the client's converter: the timeline of a
+// tool run shows the tool's arguments; with Temporal's default converter it could not.
+func TestCodecTimeline(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{3}, 32))
+	cfg, c := codecEnv(t, map[string]string{"KORTYX_CODEC_KEYS": "k1:" + key, "KORTYX_CODEC_KEY_ID": "k1"})
+	e := startWorker(t, c)
+	run := startRun(t, c, e.tq, testagents.ToolAgentWorkflow, secretText(t))
+	_, err := result(t, run)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	tl, err := web.Options{Client: c, DataConverter: codec.DataConverter(cfg.Codec)}.Timeline(ctx, run.GetID())
+	require.NoError(t, err)
+	require.Positive(t, tl.ToolCalls)
+	var tools int
+	for _, en := range tl.Entries {
+		if en.Kind == "tool" {
+			tools++
+			require.NotEmpty(t, en.Tool)
+			require.NotEmpty(t, en.Arguments)
+		}
+	}
+	require.Equal(t, tl.ToolCalls, tools)
+
+	plain, err := web.BuildTimeline(ctx, c, run.GetID())
+	require.NoError(t, err)
+	require.Zero(t, plain.ToolCalls, "the default converter cannot read the encrypted activity inputs")
 }
