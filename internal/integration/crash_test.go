@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,7 +132,12 @@ func TestDevServerRestartedOnSameDatabase(t *testing.T) {
 	require.NoError(t, s1.Stop())
 	s2 := startServer()
 	t.Cleanup(func() { _ = s2.Kill() })
-	require.True(t, isWaiting(t, c, run.GetID()), "the waiting run survived the restart")
+	// Visibility is eventually consistent: the interrupt chunk can reach the reader a moment
+	// before KortyxStatus=waiting is listed (architecture.md), also across the restart.
+	require.Eventually(t, func() bool {
+		runs, err := kortyx.ListWaiting(context.Background(), c, "") // fails while the client reconnects
+		return err == nil && slices.ContainsFunc(runs, func(r kortyx.WaitingRun) bool { return r.RunID == run.GetID() })
+	}, 20*time.Second, 100*time.Millisecond, "the waiting run survived the restart")
 
 	// The worker and client reconnect on their own; retry the (idempotent) update until they have.
 	deadline := time.Now().Add(60 * time.Second)
