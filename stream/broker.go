@@ -49,14 +49,12 @@ type Broker interface {
 // continue runID's stream exactly after offset after: the broker's entries of the run are
 // first..last (0, 0: none).
 func Gone(runID string, after, first, last int64) *contracts.Error {
-	why := fmt.Sprintf("the entries after it were dropped (the oldest kept is %d)", first)
+	why := fmt.Sprintf("the chunks after offset %d are no longer kept (the oldest kept is %d)", after, first)
 	if last < after {
-		why = "the broker has no entry that far (the stream was lost or expired)"
+		why = fmt.Sprintf("the broker has no chunk as far as offset %d (the stream was lost or expired)", after)
 	}
-	e := contracts.Errorf(contracts.CodeStreamGone,
-		"stream: the stream of run %q can no longer be followed after offset %d: %s; read the run's result or follow it again from offset 0",
-		runID, after, why)
-	e.Details = map[string]any{"after": after, "first": first, "last": last}
+	e := GoneError(runID, why+"; read the run's result or follow it again from offset 0")
+	e.Details["after"], e.Details["first"], e.Details["last"] = after, first, last
 	return e
 }
 

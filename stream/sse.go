@@ -380,19 +380,6 @@ func FollowRun(ctx context.Context, b Broker, runID string, after int64, until U
 	return followRun(ctx, b, runID, after, until, run, fn, 0, nil)
 }
 
-// bounder is the Bounds method of brokers that have it (first and last retained offsets).
-type bounder interface {
-	Bounds(ctx context.Context, runID string) (first, last int64, err error)
-}
-
-func bounds(ctx context.Context, b Broker, runID string) (first, last int64, err error) {
-	if bb, ok := b.(bounder); ok {
-		return bb.Bounds(ctx, runID)
-	}
-	last, err = b.Last(ctx, runID)
-	return 0, last, err
-}
-
 // goneCheck decides whether the stream after offset after can still come.
 type goneCheck struct {
 	b       Broker
@@ -405,7 +392,7 @@ type goneCheck struct {
 
 // check checks the broker, and asks the run when askRun is set and nothing is there to read.
 func (g *goneCheck) check(ctx context.Context, askRun bool) error {
-	first, last, err := bounds(ctx, g.b, g.runID)
+	first, last, err := g.b.Bounds(ctx, g.runID)
 	if err != nil {
 		return nil // the broker's own errors surface from reading it
 	}
@@ -429,7 +416,7 @@ func (g *goneCheck) check(ctx context.Context, askRun bool) error {
 		return nil
 	}
 	// The run may have published (and ended) while it was asked: what it published counts.
-	if _, again, err := bounds(ctx, g.b, g.runID); err != nil || again != last {
+	if _, again, err := g.b.Bounds(ctx, g.runID); err != nil || again != last {
 		return nil
 	}
 	switch st.Phase {

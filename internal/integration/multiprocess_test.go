@@ -317,6 +317,30 @@ func chatRollbackFork(g require.TestingT, chatAPI, cpAPI, session string) {
 }
 
 // runOfSession returns the run of the session's newest checkpoint.
+// askMixed opens n chats through the API at base, in turn a refund approval, a research child
+// question and hello's question (session(i) names chat i), and waits until every run is listed
+// as waiting. It returns each chat's question, the offset of its response's last chunk and its
+// run id.
+func askMixed(t *testing.T, base string, n int, session func(int) string) (asks []contracts.Chunk, lasts []int64, runs []string) {
+	t.Helper()
+	asks, lasts, runs = make([]contracts.Chunk, n), make([]int64, n), make([]string, n)
+	concurrently(t, n, func(g *goT, i int) {
+		switch i % 3 {
+		case 0:
+			asks[i], lasts[i] = askRefund(g, base, session(i), "A-1001")
+		case 1:
+			asks[i], lasts[i] = askResearch(g, base, session(i))
+		case 2:
+			asks[i], _, lasts[i] = askHello(g, base, session(i))
+		}
+		runs[i] = runOfSession(g, session(i))
+	})
+	for i := range n {
+		eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, runs[i]) == "waiting" })
+	}
+	return asks, lasts, runs
+}
+
 func runOfSession(g require.TestingT, session string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -523,24 +547,8 @@ func TestMultiProcessRedis(t *testing.T) {
 	// and the same answers sent through A's chat route reattach and get the same chunks and ids.
 	t.Run("redis down", func(t *testing.T) {
 		const n = 3
-		asks := make([]contracts.Chunk, n)
-		lasts := make([]int64, n)
-		runs := make([]string, n)
 		session := func(i int) string { return fmt.Sprintf("%s-down%d", prefix, i) }
-		concurrently(t, n, func(g *goT, i int) {
-			switch i {
-			case 0:
-				asks[i], lasts[i] = askRefund(g, a, session(i), "A-1001")
-			case 1:
-				asks[i], lasts[i] = askResearch(g, a, session(i))
-			case 2:
-				asks[i], _, lasts[i] = askHello(g, a, session(i))
-			}
-			runs[i] = runOfSession(g, session(i))
-		})
-		for i := range n {
-			eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, runs[i]) == "waiting" })
-		}
+		asks, lasts, runs := askMixed(t, a, n, session)
 		readers := make([]*runReader, n)
 		var wg sync.WaitGroup
 		for i := range n {
@@ -629,26 +637,10 @@ func TestMultiProcessRedis(t *testing.T) {
 	// times out). The answers go in through B; every chat completes with its exact response.
 	t.Run("worker killed", func(t *testing.T) {
 		const n = 6
-		asks := make([]contracts.Chunk, n)
-		lasts := make([]int64, n)
-		runs := make([]string, n)
 		session := func(i int) string { return fmt.Sprintf("%s-kill%d", prefix, i) }
-		concurrently(t, n, func(g *goT, i int) {
-			switch i % 3 {
-			case 0:
-				asks[i], lasts[i] = askRefund(g, a, session(i), "A-1001")
-			case 1:
-				asks[i], lasts[i] = askResearch(g, a, session(i))
-			case 2:
-				asks[i], _, lasts[i] = askHello(g, a, session(i))
-			}
-			runs[i] = runOfSession(g, session(i))
-		})
 		// Kill the worker the first run's latest workflow task ran on, once every run waits (a
 		// kill inside a task would only make the other worker redo that task).
-		for i := range n {
-			eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, runs[i]) == "waiting" })
-		}
+		asks, lasts, runs := askMixed(t, a, n, session)
 		tasks, _, _ := identities(t, runs[0])
 		victim := tasks[len(tasks)-1]
 		w := c.workers[victim]
