@@ -27,6 +27,8 @@ type Turn struct {
 	KeepIDs bool
 	// Usage is reported as is; zero means {Input: 10, Output: number of deltas, Total: sum}.
 	Usage contracts.Usage
+	// NoUsage reports no usage at all (a provider or stream that sends none).
+	NoUsage bool
 	// FinishReason defaults to "tool-calls" with tool calls, else "stop".
 	FinishReason string
 	Warnings     []contracts.Warning
@@ -169,7 +171,7 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		text = strings.Join(deltas, "")
 	}
 	usage := t.Usage
-	if usage.IsZero() {
+	if usage.IsZero() && !t.NoUsage {
 		usage = contracts.Usage{Input: 10, Output: len(deltas)}
 		usage.Total = usage.Input + usage.Output
 	}
