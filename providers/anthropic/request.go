@@ -192,10 +192,10 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	switch po.CacheControl {
 	case "":
 	case "ephemeral":
-		p.CacheControl = sdk.NewCacheControlEphemeralParam()
+		p.CacheControl = cacheControl("")
 	case "5m", "1h":
 		ttl = sdk.CacheControlEphemeralTTL(po.CacheControl)
-		p.CacheControl = sdk.CacheControlEphemeralParam{TTL: ttl}
+		p.CacheControl = cacheControl(ttl)
 	default:
 		return p, nil, configError("providerOptions.%s.cacheControl must be ephemeral, 5m or 1h (got %q).", id, po.CacheControl)
 	}
@@ -203,14 +203,14 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 		if len(p.System) == 0 {
 			warn(contracts.WarningOther, "providerOptions."+id+".cacheSystem", "There is no system prompt to cache; cacheSystem was ignored.")
 		} else {
-			p.System[len(p.System)-1].CacheControl = sdk.CacheControlEphemeralParam{TTL: ttl}
+			p.System[len(p.System)-1].CacheControl = cacheControl(ttl)
 		}
 	}
 	if po.CacheTools {
 		if len(p.Tools) == 0 {
 			warn(contracts.WarningOther, "providerOptions."+id+".cacheTools", "There are no tools to cache; cacheTools was ignored.")
 		} else {
-			p.Tools[len(p.Tools)-1].OfTool.CacheControl = sdk.CacheControlEphemeralParam{TTL: ttl}
+			p.Tools[len(p.Tools)-1].OfTool.CacheControl = cacheControl(ttl)
 		}
 	}
 	if po.UserID != "" {
@@ -231,6 +231,13 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 		}
 	}
 	return p, append(more, warnings...), nil
+}
+
+// cacheControl is an ephemeral cache_control marker with ttl (empty: the API's default).
+func cacheControl(ttl sdk.CacheControlEphemeralTTL) sdk.CacheControlEphemeralParam {
+	c := sdk.NewCacheControlEphemeralParam()
+	c.TTL = ttl
+	return c
 }
 
 // messages maps the conversation: system messages become the top-level system prompt (in
