@@ -9,6 +9,8 @@ import (
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/anthropic"
+	"github.com/kortyx-go/kortyx/providers/anthropic/fakeanthropic"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/providers/openai"
@@ -45,6 +47,8 @@ type BackendOptions struct {
 	// FakeModel is the script of the fake model that answers when no model endpoint is
 	// configured; nil: a model that only says so.
 	FakeModel fake.Responder
+	// Model, when set, replaces KORTYX_MODEL as the default model ("anthropic:claude-sonnet-4-5").
+	Model string
 }
 
 // unconfigured is the fake model of a program that has no script of its own.
@@ -55,8 +59,10 @@ func unconfigured(providers.Request) fake.Turn {
 // NewBackend returns the programs' providers and tools. The "openai" provider reaches
 // OPENAI_BASE_URL / OPENAI_API_KEY when either is set (OpenAI, Ollama, vLLM, OpenRouter, Groq,
 // …); otherwise it reaches a fake OpenAI-compatible server started here, playing o.FakeModel,
-// so that everything works without a key. KORTYX_MODEL names the default model (default
-// gpt-4.1-mini). The in-process scripted "fake" provider (o.FakeModel too) is registered as
+// so that everything works without a key. The "anthropic" provider likewise reaches
+// ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY, or a fake Anthropic server playing o.FakeModel.
+// o.Model, else KORTYX_MODEL, names the default model (default gpt-4.1-mini); a provider prefix
+// ("anthropic:claude-sonnet-4-5") makes that provider the default. The in-process scripted "fake" provider (o.FakeModel too) is registered as
 // well. Tools: o.Tools.
 //
 // KORTYX_MCP_SERVERS (a JSON list of {url, include, exclude, prefix}) adds the tools of MCP
@@ -81,7 +87,23 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	} else {
 		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
 	}
-	b.Providers = providers.NewSet(openai.New(oa), fake.NewResponder(script))
+	// "anthropic" reaches ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY, else a fake Messages server.
+	claude, closeOpenAI, where := anthropic.FromEnv(), b.close, ""
+	if os.Getenv(anthropic.EnvAPIKey) == "" && os.Getenv(anthropic.EnvBaseURL) == "" {
+		srv := fakeanthropic.New(script)
+		claude, b.close = anthropic.New(anthropic.Options{BaseURL: srv.URL()}), func() { srv.Close(); closeOpenAI() }
+		where = "the scripted fake Anthropic server (no ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL set) at "
+	}
+	// The default model may name its provider: "anthropic:claude-sonnet-4-5" (o.Model, else KORTYX_MODEL).
+	ref := contracts.Model(envOr("KORTYX_MODEL", b.DefaultModel))
+	if o.Model != "" {
+		ref = contracts.Model(o.Model)
+	}
+	b.DefaultProvider, b.DefaultModel = first(ref.Provider, b.DefaultProvider), ref.Model
+	if ref.Provider == anthropic.ID {
+		b.Model = fmt.Sprintf("%s on %s%s", ref, where, claude.BaseURL())
+	}
+	b.Providers = providers.NewSet(openai.New(oa), claude, fake.NewResponder(script))
 	b.MCP = mcp.NewPool()
 	closeServer := b.close
 	b.close = func() { _ = b.MCP.Close(); closeServer() }
@@ -107,6 +129,13 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+func first(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
 }
 
 // Activities returns the activities over broker, checked by [activities.New].

@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/anthropic"
+	"github.com/kortyx-go/kortyx/providers/fake"
+)
+
+// Without a key, --model anthropic:… reaches the anthropic provider on a fake Anthropic server
+// playing the program's script.
+func TestBackendAnthropicModelWithoutKeyUsesTheFakeServer(t *testing.T) {
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", anthropic.EnvAPIKey, anthropic.EnvBaseURL, "KORTYX_MODEL", "KORTYX_MCP_SERVERS"} {
+		t.Setenv(k, "")
+	}
+	b, err := NewBackend(context.Background(), BackendOptions{Model: "anthropic:claude-sonnet-4-5",
+		FakeModel: func(providers.Request) fake.Turn { return fake.Text("from the script") }})
+	require.NoError(t, err)
+	defer b.Close()
+	require.Equal(t, "anthropic", b.DefaultProvider)
+	require.Equal(t, "claude-sonnet-4-5", b.DefaultModel)
+	require.Contains(t, b.Model, "anthropic:claude-sonnet-4-5 on the scripted fake Anthropic server")
+	p, err := b.Providers.Get("anthropic")
+	require.NoError(t, err)
+	resp, err := p.Generate(context.Background(), providers.Request{Model: b.DefaultModel,
+		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, "from the script", resp.Text)
+	require.Equal(t, "end_turn", resp.FinishReason.Raw, "answered over the Anthropic wire")
+}
+
+// KORTYX_MODEL may name the provider too; without a prefix the default stays openai.
+func TestBackendDefaultModelFromEnv(t *testing.T) {
+	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", anthropic.EnvAPIKey, anthropic.EnvBaseURL, "KORTYX_MCP_SERVERS"} {
+		t.Setenv(k, "")
+	}
+	for env, want := range map[string][2]string{
+		"anthropic:claude-haiku-4-5": {"anthropic", "claude-haiku-4-5"},
+		"gpt-4.1":                    {"openai", "gpt-4.1"},
+		"":                           {"openai", "gpt-4.1-mini"},
+	} {
+		t.Setenv("KORTYX_MODEL", env)
+		b, err := NewBackend(context.Background(), BackendOptions{})
+		require.NoError(t, err)
+		b.Close()
+		require.Equal(t, want, [2]string{b.DefaultProvider, b.DefaultModel}, env)
+	}
+}
