@@ -572,3 +572,77 @@ func TestNoModel(t *testing.T) {
 	_, err := p.Generate(context.Background(), providers.Request{Messages: ask("hi").Messages}, nil)
 	require.Equal(t, contracts.CodeProviderConfiguration, asError(t, err).Code)
 }
+
+func TestSDKReadsNoEnvironment(t *testing.T) {
+	srv := fakeanthropic.NewScript(fake.Text("hi"))
+	defer srv.Close()
+	t.Setenv(anthropic.EnvAPIKey, "env-key")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Custom: 1")
+	_, _, err := generate(anthropic.New(anthropic.Options{BaseURL: srv.URL()}), ask("hi"), true)
+	require.NoError(t, err)
+	h := srv.Captured()[0].Header
+	require.Empty(t, h.Get("Authorization"), "New takes the key from Options only")
+	require.Empty(t, h.Get("X-Custom"))
+}
+
+func TestFinishReasons(t *testing.T) {
+	for raw, unified := range map[string]string{
+		"end_turn": contracts.FinishStop, "stop_sequence": contracts.FinishStop, "max_tokens": contracts.FinishLength,
+		"model_context_window_exceeded": contracts.FinishLength, "tool_use": contracts.FinishToolCalls, "pause_turn": contracts.FinishOther,
+	} {
+		_, p := serve(t, fake.Turn{Text: "x", FinishReason: raw})
+		resp, _, err := generate(p, ask("hi"), true)
+		require.NoError(t, err)
+		require.Equal(t, contracts.FinishReason{Unified: unified, Raw: raw}, resp.FinishReason)
+	}
+}
+
+// answer serves one fixed non-streamed body with the given status and headers.
+func answer(t *testing.T, status int, header map[string]string, body string) *anthropic.Provider {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for k, v := range header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return anthropic.New(anthropic.Options{BaseURL: srv.URL})
+}
+
+func TestStopSequenceInMetadata(t *testing.T) {
+	p := answer(t, 200, nil, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"one two"}],
+		"stop_reason":"stop_sequence","stop_sequence":"three","usage":{"input_tokens":3,"output_tokens":2}}`)
+	resp, _, err := generate(p, ask("count"), false)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"id": "msg_1", "model": "claude-x", "stopSequence": "three"}, resp.ProviderMetadata)
+	require.Equal(t, contracts.Usage{Input: 3, Output: 2, Total: 5}, resp.Usage)
+}
+
+func TestAnswerWithoutStopReason(t *testing.T) {
+	p := answer(t, 200, nil, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"usage":{"input_tokens":3,"output_tokens":2}}`)
+	_, _, err := generate(p, ask("hi"), false)
+	ke := asError(t, err)
+	require.Equal(t, contracts.CodeProviderInvalidResponse, ke.Code)
+	require.Contains(t, ke.Message, "the answer has no stop_reason")
+}
+
+func TestRetryAfterMs(t *testing.T) {
+	p := answer(t, 429, map[string]string{"retry-after-ms": "1500", "request-id": "req_9"},
+		`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+	_, _, err := generate(p, ask("hi"), false)
+	ke := asError(t, err)
+	require.True(t, ke.Retryable)
+	require.Equal(t, map[string]any{"type": "rate_limit_error", "retryAfterMs": 1500, "requestId": "req_9"}, ke.Details)
+}
+
+func TestErrorBodyThatIsNotJSON(t *testing.T) {
+	p := answer(t, 502, nil, `<html>Bad gateway</html>`)
+	_, _, err := generate(p, ask("hi"), false)
+	ke := asError(t, err)
+	require.Equal(t, contracts.CodeProviderHTTPError, ke.Code)
+	require.True(t, ke.Retryable)
+	require.Equal(t, "Anthropic API returned 502 Bad Gateway: <html>Bad gateway</html>", ke.Message)
+}
