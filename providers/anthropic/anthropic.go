@@ -121,6 +121,9 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	}
 	var warnings []contracts.Warning
 	for k := range req.ModelOptions {
+		if k == "streaming" {
+			continue // Kortyx's own model option, honoured by the caller (hooks.Reason)
+		}
 		warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: "modelOptions." + k,
 			Message: "The anthropic provider has no model options ('" + k + "' was ignored); set provider options in CallOptions.ProviderOptions[\"anthropic\"]."})
 	}

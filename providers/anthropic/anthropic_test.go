@@ -476,7 +476,7 @@ func TestUnsupportedOptionsWarn(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"))
 	req := ask("hi")
 	temp := 0.2
-	req.ModelOptions = map[string]any{"baseURL": "http://elsewhere"}
+	req.ModelOptions = map[string]any{"baseURL": "http://elsewhere", "streaming": true} // streaming is the caller's
 	req.Options.Temperature = &temp
 	req.Options.MaxOutputTokens = -1
 	req.Options.Reasoning = &contracts.ReasoningOptions{Effort: "extreme", IncludeThoughts: true}
@@ -645,4 +645,16 @@ func TestErrorBodyThatIsNotJSON(t *testing.T) {
 	require.Equal(t, contracts.CodeProviderHTTPError, ke.Code)
 	require.True(t, ke.Retryable)
 	require.Equal(t, "Anthropic API returned 502 Bad Gateway: <html>Bad gateway</html>", ke.Message)
+}
+
+func TestLargeNonStreamedPassIsAConfigurationError(t *testing.T) {
+	srv, p := serve(t, fake.Text("never"))
+	req := ask("write a book")
+	req.Options.MaxOutputTokens = 64000
+	_, _, err := generate(p, req, false)
+	ke := asError(t, err)
+	require.Equal(t, contracts.CodeProviderConfiguration, ke.Code)
+	require.False(t, ke.Retryable)
+	require.Equal(t, "A non-streamed pass with max_tokens 64000 is refused by the Anthropic SDK (streaming is required for operations that may take longer than 10 minutes): stream the pass, or lower MaxOutputTokens.", ke.Message)
+	require.Empty(t, srv.Requests())
 }

@@ -42,7 +42,7 @@
 // silently: Temperature (API version 2026-10-21 has no temperature, top_p or top_k), a negative
 // MaxOutputTokens, an effort Anthropic does not know, IncludeThoughts without thinking, a
 // response format other than text, json and json-schema, model options (this provider has
-// none), unknown provider option keys, caching or parallel-tool options with nothing to apply
+// none; "streaming" is Kortyx's, read by hooks.Reason, and passes without one), unknown provider option keys, caching or parallel-tool options with nothing to apply
 // to, and continuation data of another provider. A provider option of the wrong type or value
 // is a PROVIDER_CONFIGURATION error (nothing is sent).
 //

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -12,6 +13,12 @@ import (
 
 // complete runs a non-streamed pass.
 func (p *Provider) complete(ctx context.Context, client *sdk.Client, params sdk.MessageNewParams, h *capture, baseURL string) (contracts.ModelResponse, error) {
+	// The SDK refuses a non-streamed pass whose max_tokens could take over 10 minutes; say so
+	// with what to change.
+	if _, err := sdk.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, nil); err != nil {
+		return contracts.ModelResponse{}, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
+			Message: fmt.Sprintf("A non-streamed pass with max_tokens %d is refused by the Anthropic SDK (%v): stream the pass, or lower MaxOutputTokens.", params.MaxTokens, err)}
+	}
 	msg, err := client.Messages.New(ctx, params)
 	if err != nil {
 		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
