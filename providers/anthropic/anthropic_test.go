@@ -658,3 +658,12 @@ func TestLargeNonStreamedPassIsAConfigurationError(t *testing.T) {
 	require.Equal(t, "A non-streamed pass with max_tokens 64000 is refused by the Anthropic SDK (streaming is required for operations that may take longer than 10 minutes): stream the pass, or lower MaxOutputTokens.", ke.Message)
 	require.Empty(t, srv.Requests())
 }
+
+func TestInvalidToolArgumentsAreKeptAsText(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		_, p := serve(t, fake.Turn{ToolCalls: []contracts.ToolCall{{ID: "t1", Name: "lookup", Arguments: json.RawMessage(`{"orderId":`)}}})
+		resp, _, err := generate(p, ask("hi"), stream)
+		require.NoError(t, err)
+		require.Equal(t, `"{\"orderId\":"`, string(resp.ToolCalls[0].Arguments), "stream %v", stream)
+	}
+}

@@ -277,7 +277,11 @@ func (p *play) complete(t fake.Turn) {
 	}
 	if details == nil {
 		for _, c := range t.ToolCalls {
-			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Arguments})
+			var input any = c.Arguments
+			if !json.Valid(c.Arguments) {
+				input = string(c.Arguments) // scripted arguments that are not JSON, as a JSON string
+			}
+			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
 		}
 	}
 	if content == nil {
