@@ -63,9 +63,12 @@ func DecodeOptions[T any](opts map[string]any, providerID string) (T, []contract
 	kept := map[string]json.RawMessage{}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if !known[k] {
-			warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: prefix + "." + k,
-				Message: fmt.Sprintf("The %s provider has no option '%s' (known: %s); it was ignored.",
-					providerID, k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))})
+			msg := fmt.Sprintf("The %s provider has no options; '%s' was ignored.", providerID, k)
+			if len(known) > 0 {
+				msg = fmt.Sprintf("The %s provider has no option '%s' (known: %s); it was ignored.",
+					providerID, k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+			}
+			warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: prefix + "." + k, Message: msg})
 			continue
 		}
 		kept[k] = fields[k]

@@ -164,6 +164,12 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 	calls := t.Normalize(&m.toolN).ToolCalls
 	m.mu.Unlock()
 
+	// The fake has no options of its own: every key under its id is reported.
+	_, optWarnings, err := providers.DecodeOptions[struct{}](req.Options.ProviderOptions, m.id)
+	if err != nil {
+		return contracts.ModelResponse{}, err
+	}
+
 	if t.Delay > 0 {
 		select {
 		case <-time.After(t.Delay):
@@ -204,7 +210,7 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		text = strings.Join(deltas, "")
 	}
 	usage := t.Usage
-	warnings := append([]contracts.Warning(nil), t.Warnings...)
+	warnings := append(optWarnings, t.Warnings...)
 	if t.NoUsage {
 		usage = contracts.Usage{}
 		warnings = append(warnings, providers.NoUsageWarning(m.id))
