@@ -18,24 +18,32 @@ import (
 
 // Scenario names: the subtests of [Run], under "<Target.Name>/". Target.Skip takes them.
 const (
-	ScenarioText                = "text"
-	ScenarioToolCalls           = "tool-calls"
-	ScenarioToolError           = "tool-error-result"
-	ScenarioSchemaValid         = "json-schema-valid"
-	ScenarioSchemaInvalid       = "json-schema-invalid"
-	ScenarioStopSequence        = "stop-sequence"
-	ScenarioMaxTokens           = "max-tokens"
-	ScenarioRefusal             = "refusal"
-	ScenarioRateLimit           = "rate-limit-then-success"
-	ScenarioUnauthorized        = "unauthorized"
-	ScenarioStreamCut           = "stream-cut"
-	ScenarioNoUsage             = "no-usage"
-	ScenarioUnknownOption       = "unknown-provider-option"
-	ScenarioBadOption           = "bad-provider-option"
-	ScenarioCancelledMidStream  = "cancelled-mid-stream"
-	waitFor                     = 10 * time.Second // how long a pass may hang before the suite gives up on it
-	retryAfterMs                = 2000             // whole seconds: every wire can carry it
-	conformanceUnknownOptionKey = "kortyxConformanceUnknown"
+	ScenarioText               = "text"
+	ScenarioToolCalls          = "tool-calls"
+	ScenarioToolError          = "tool-error-result"
+	ScenarioSchemaValid        = "json-schema-valid"
+	ScenarioSchemaInvalid      = "json-schema-invalid"
+	ScenarioStopSequence       = "stop-sequence"
+	ScenarioMaxTokens          = "max-tokens"
+	ScenarioRefusal            = "refusal"
+	ScenarioRateLimit          = "rate-limit-then-success"
+	ScenarioUnauthorized       = "unauthorized"
+	ScenarioStreamCut          = "stream-cut"
+	ScenarioNoUsage            = "no-usage"
+	ScenarioUnknownOption      = "unknown-provider-option"
+	ScenarioBadOption          = "bad-provider-option"
+	ScenarioCancelledMidStream = "cancelled-mid-stream"
+)
+
+const (
+	// waitFor bounds how long a pass may hang before the suite gives up on it (a guard against
+	// a hanging test, not a speed requirement).
+	waitFor = 10 * time.Second
+	// retryAfterMs is the retry delay of the 429 scenario: whole seconds, which every wire's
+	// Retry-After header carries exactly.
+	retryAfterMs = 2000
+	// unknownOptionKey is the provider option no provider knows.
+	unknownOptionKey = "kortyxConformanceUnknown"
 )
 
 // Run runs every scenario against target, each as a subtest "<scenario>" (with "/stream" and
@@ -347,7 +355,7 @@ func (s suite) unknownOption(t *testing.T, stream bool) {
 	srv, p := s.start(t, fake.Text("ok"))
 	req := s.ask()
 	req.Options.ProviderOptions = map[string]any{
-		p.ID():                     map[string]any{conformanceUnknownOptionKey: true},
+		p.ID():                     map[string]any{unknownOptionKey: true},
 		"kortyx-conformance-other": map[string]any{"anything": 1},
 	}
 	resp, _, err := generate(t, p, req, stream)
@@ -355,7 +363,7 @@ func (s suite) unknownOption(t *testing.T, stream bool) {
 	require.Equal(t, "ok", resp.Text)
 	require.Len(t, resp.Warnings, 1, "%v", resp.Warnings)
 	require.Equal(t, contracts.WarningUnsupported, resp.Warnings[0].Type)
-	require.Equal(t, "providerOptions."+p.ID()+"."+conformanceUnknownOptionKey, resp.Warnings[0].Setting)
+	require.Equal(t, "providerOptions."+p.ID()+"."+unknownOptionKey, resp.Warnings[0].Setting)
 	require.NotEmpty(t, resp.Warnings[0].Message)
 	s.one(t, srv, stream)
 }
