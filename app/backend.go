@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
-	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/telemetry"
@@ -35,7 +35,9 @@ type Backend struct {
 	Telemetry *telemetry.Telemetry
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string
-	close func()
+	// ProviderInfo lists the registered providers and what configured each (for the start log).
+	ProviderInfo []ProviderInfo
+	close        func()
 }
 
 // BackendOptions is what a program adds to [NewBackend]'s configuration from the environment.
@@ -52,12 +54,14 @@ func unconfigured(providers.Request) fake.Turn {
 	return fake.Text("No model is configured on this worker: set OPENAI_API_KEY or OPENAI_BASE_URL.")
 }
 
-// NewBackend returns the programs' providers and tools. The "openai" provider reaches
-// OPENAI_BASE_URL / OPENAI_API_KEY when either is set (OpenAI, Ollama, vLLM, OpenRouter, Groq,
-// …); otherwise it reaches a fake OpenAI-compatible server started here, playing o.FakeModel,
-// so that everything works without a key. KORTYX_MODEL names the default model (default
-// gpt-4.1-mini). The in-process scripted "fake" provider (o.FakeModel too) is registered as
-// well. Tools: o.Tools.
+// NewBackend returns the programs' providers and tools. Each provider of the environment
+// (OpenAI: OPENAI_API_KEY / OPENAI_BASE_URL) is registered when one of its variables is set,
+// reaching what they name (OpenAI, Ollama, vLLM, OpenRouter, Groq, …); without them a provider
+// that has a fake server of its wire (OpenAI) reaches one started here, playing o.FakeModel, so
+// that everything works without a key. Backend.ProviderInfo says which is which. KORTYX_MODEL
+// names the default model (default gpt-4.1-mini, of the openai provider); "provider:model"
+// picks the default provider too. The in-process scripted "fake" provider (o.FakeModel too) is
+// registered as well. Tools: o.Tools.
 //
 // KORTYX_MCP_SERVERS (a JSON list of {url, include, exclude, prefix}) adds the tools of MCP
 // servers to the worker's tools, listed once at start, for every run to use by name.
@@ -66,22 +70,32 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	if script == nil {
 		script = unconfigured
 	}
-	b := &Backend{DefaultProvider: "openai", DefaultModel: envOr("KORTYX_MODEL", "gpt-4.1-mini"), close: func() {}}
+	def := contracts.Model(envOr("KORTYX_MODEL", "gpt-4.1-mini"))
+	if def.Provider == "" {
+		def.Provider = openai.ID
+	}
+	b := &Backend{DefaultProvider: def.Provider, DefaultModel: def.Model, close: func() {}}
 	if h := os.Getenv("KORTYX_MCP_HEADERS"); h != "" {
 		if err := json.Unmarshal([]byte(h), &b.MCPHeaders); err != nil {
 			return nil, fmt.Errorf("kortyx: KORTYX_MCP_HEADERS must be a JSON object {url: {header: value}}: %w", err)
 		}
 	}
-	oa := openai.Options{}
-	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
-		srv := fakeserver.New(script)
-		b.close = srv.Close
-		oa.BaseURL = srv.URL()
-		b.Model = fmt.Sprintf("the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at %s", srv.URL())
-	} else {
-		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+	ps, infos, stop := fromEnv(envProviders, script)
+	b.close = stop
+	ps = append(ps, fake.NewResponder(script))
+	infos = append(infos, ProviderInfo{ID: fake.ID, Where: "the in-process scripted model"})
+	b.Providers, b.ProviderInfo = providers.NewSet(ps...), infos
+	b.Model = "the default provider " + def.Provider + " is not registered"
+	for _, i := range infos {
+		if i.ID != def.Provider {
+			continue
+		}
+		if i.Fake {
+			b.Model = "the scripted fake model (no " + strings.Join(envOf(def.Provider), " or ") + " set) at " + i.Where
+		} else {
+			b.Model = fmt.Sprintf("%s at %s", def.Model, i.Where)
+		}
 	}
-	b.Providers = providers.NewSet(openai.New(oa), fake.NewResponder(script))
 	b.MCP = mcp.NewPool()
 	closeServer := b.close
 	b.close = func() { _ = b.MCP.Close(); closeServer() }
@@ -107,6 +121,16 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// envOf is the variables of the environment provider id.
+func envOf(id string) []string {
+	for _, e := range envProviders {
+		if e.ID == id {
+			return e.Env
+		}
+	}
+	return nil
 }
 
 // Activities returns the activities over broker, checked by [activities.New].

@@ -103,7 +103,9 @@ type CallOptions struct {
 	StopSequences   []string          `json:"stopSequences,omitempty"`
 	Reasoning       *ReasoningOptions `json:"reasoning,omitempty"`
 	ResponseFormat  *ResponseFormat   `json:"responseFormat,omitempty"`
-	ProviderOptions map[string]any    `json:"providerOptions,omitempty"`
+	// ProviderOptions are keyed by provider id; each provider reads its own object
+	// (providers.DecodeOptions), e.g. {"openai": {"seed": 7}}.
+	ProviderOptions map[string]any `json:"providerOptions,omitempty"`
 }
 
 // Usage is normalized token usage; Total defaults to Input+Output(+Reasoning when reported apart).

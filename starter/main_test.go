@@ -143,3 +143,28 @@ func TestRejectionPrintsEachPartOnce(t *testing.T) {
 		Issues: []contracts.Issue{{Path: []any{"amount"}, Code: "type", Message: "want number"}}}
 	require.Equal(t, "The answer does not match the question's response schema. (amount: want number)", rejection(f))
 }
+
+// A retried pass says "discard the text above" only for text that was printed: a segment voided
+// before any of its deltas were shown (e.g. a printer that joined the stream later) says nothing.
+func TestInvalidatedTextIsMentionedOnlyWhenShown(t *testing.T) {
+	var b bytes.Buffer
+	p := newPrinter(&b, false)
+	for _, c := range []contracts.Chunk{
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0"}, // nothing shown for it
+		{Type: contracts.ChunkTextStart, Node: "chat", OpID: "op", SegmentID: "step-0~2"},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~2", Delta: "Hello "},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~2", Delta: "bra"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0~2"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0~2"}, // said once
+		{Type: contracts.ChunkTextStart, Node: "chat", OpID: "op", SegmentID: "step-0~3"},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~3", Delta: "Hello brave world"},
+		{Type: contracts.ChunkTextEnd, Node: "chat", OpID: "op", SegmentID: "step-0~3"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "other", SegmentID: "step-0~3"}, // another operation's segment
+		{Type: contracts.ChunkDone},
+	} {
+		p.chunk(c)
+	}
+	require.Equal(t, "chat: Hello bra\n"+
+		"(the model pass failed midway and is retried: discard the text above)\n"+
+		"chat: Hello brave world\n", b.String())
+}

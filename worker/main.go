@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,6 +132,9 @@ func run(apiOnly bool, wo worker.Options) error {
 	defer backend.Close()
 	backend.Telemetry = tel
 	logger.Info("kortyx worker: models", "models", backend.Model)
+	for _, p := range backend.ProviderInfo { // which providers are registered, and from what
+		logger.Info("kortyx worker: provider", "provider", p.ID, "reaches", p.Where, "env", strings.Join(p.Env, ","), "fake", p.Fake)
+	}
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
 	if err := chosen.Register(reg); err != nil {
