@@ -238,9 +238,14 @@ func readProviderOptions(v any, warn func(typ, setting, format string, args ...a
 				"The google provider does not know option '%s' (known: %s); it was ignored.", k, strings.Join(slices.Sorted(maps.Keys(targets)), ", "))
 			continue
 		}
-		if err := json.Unmarshal(fields[k], t); err != nil {
+		// Try on a scratch value first: a failed decode may leave a zero value behind.
+		var scratch ProviderOptions
+		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if err := json.Unmarshal(one, &scratch); err != nil {
 			warn(contracts.WarningOther, setting, "%s has the wrong type (%s); it was ignored.", setting, string(fields[k]))
+			continue
 		}
+		_ = json.Unmarshal(fields[k], t)
 	}
 	return po
 }
