@@ -105,6 +105,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream := method == "streamGenerateContent"
+	if stream && r.URL.Query().Get("alt") != "sse" {
+		writeJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "fakegemini streams server-sent events only: add ?alt=sse", -1))
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		return // the client went away
@@ -141,10 +145,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.respN++
 	p := &play{w: w, model: model, id: fmt.Sprintf("fake-gemini-%d", s.respN)}
 	s.mu.Unlock()
-	if stream && r.URL.Query().Get("alt") == "sse" {
+	if stream {
 		p.stream(turn)
-	} else if stream {
-		writeJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "fakegemini streams server-sent events only: add ?alt=sse", -1))
 	} else {
 		p.complete(turn)
 	}
