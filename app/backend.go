@@ -81,7 +81,14 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	} else {
 		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
 	}
-	b.Providers = providers.NewSet(openai.New(oa), fake.NewResponder(script))
+	gp, closeGoogle, gerr := googleProvider(ctx, script)
+	if gerr != nil {
+		b.close()
+		return nil, gerr
+	}
+	closeOpenAI := b.close
+	b.close = func() { closeGoogle(); closeOpenAI() }
+	b.Providers = providers.NewSet(openai.New(oa), gp, fake.NewResponder(script))
 	b.MCP = mcp.NewPool()
 	closeServer := b.close
 	b.close = func() { _ = b.MCP.Close(); closeServer() }
