@@ -522,16 +522,18 @@ func TestThinkingOptionsOnTheWire(t *testing.T) {
 		req := ask("think")
 		req.Options.Reasoning = &contracts.ReasoningOptions{MaxTokens: 100}
 		req.Options.ProviderOptions = map[string]any{"google": google.ProviderOptions{
-			ThinkingBudget: ptr(1024), IncludeThoughts: ptr(true), TopK: ptr(40.0), Seed: ptr(7),
+			ThinkingBudget: ptr(1024), IncludeThoughts: ptr(true), ThinkingLevel: "high", TopK: ptr(40.0), Seed: ptr(7),
+			PresencePenalty: ptr(0.5), FrequencyPenalty: ptr(0.25), CachedContent: "cachedContents/abc",
 			SafetySettings: []google.SafetySetting{{Category: "HARM_CATEGORY_HARASSMENT", Threshold: "BLOCK_ONLY_HIGH"}},
 		}}
 		resp, _, err := generate(p, req, true)
 		require.NoError(t, err)
 		require.Empty(t, resp.Warnings)
 		raw := srv.Requests()[0].Raw
-		require.Equal(t, `{"seed":7,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024},"topK":40}`, field(t, raw, "generationConfig"),
+		require.Equal(t, `{"frequencyPenalty":0.25,"presencePenalty":0.5,"seed":7,"thinkingConfig":{"includeThoughts":true,"thinkingBudget":1024,"thinkingLevel":"HIGH"},"topK":40}`, field(t, raw, "generationConfig"),
 			"providerOptions.google.thinkingBudget wins over reasoning.maxTokens")
 		require.Equal(t, `[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_ONLY_HIGH"}]`, field(t, raw, "safetySettings"))
+		require.Equal(t, `"cachedContents/abc"`, field(t, raw, "cachedContent"))
 	})
 	t.Run("reasoning options", func(t *testing.T) {
 		srv, p := serve(t, fake.Text("ok"))
