@@ -50,7 +50,8 @@
 // Text parts are passed to onDelta in order as they arrive; thought parts (with includeThoughts)
 // never are, and are kept in ProviderMetadata["thoughts"]. Gemini sends each function call whole,
 // in one part, so arguments never arrive in fragments. A function call without an id gets
-// "call-<name>-<n>", n counting the calls of that name in the answer; such calls, and any part
+// "call-<name>-<n>", n counting the tool calls of the conversation, this one included (unique
+// across the tool loop, and the same when a pass is retried); such calls, and any part
 // carrying a thought signature, make the response keep the model's parts as they came in
 // [contracts.ModelResponse.Continuation], and the assistant message that carries it back is
 // sent with those parts (signatures included, no invented ids); its function responses then go

@@ -229,7 +229,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	if p.capture {
 		ctx = context.WithValue(ctx, captureKey{}, h)
 	}
-	acc := newAccumulator(onDelta)
+	acc := newAccumulator(onDelta, req.Messages)
 	if onDelta == nil {
 		resp, err := p.client.Models.GenerateContent(ctx, req.Model, b.contents, b.config)
 		if err != nil {

@@ -230,15 +230,15 @@ func TestSeveralFunctionCalls(t *testing.T) {
 }
 
 // Gemini may send function calls without ids: the provider names them call-<name>-<n> (n
-// counting the calls of that name in the answer) and sends the responses back without ids,
-// matched by name.
+// counting the calls of the conversation) and sends the responses back without ids, matched by
+// name.
 func TestFunctionCallsWithoutIDs(t *testing.T) {
 	srv, p := serve(t,
 		fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{
 			{Name: "lookup", Arguments: json.RawMessage(`{"q":"a"}`)},
 			{Name: "lookup", Arguments: json.RawMessage(`{"q":"b"}`)},
 		}},
-		fake.Text("done"),
+		fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"q":"c"}`)}}},
 	)
 	req := ask("look both up")
 	resp, _, err := generate(p, req, true)
@@ -251,8 +251,9 @@ func TestFunctionCallsWithoutIDs(t *testing.T) {
 		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup-1", Name: "lookup", Content: "A"},
 		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup-2", Name: "lookup", Content: "B"},
 	)
-	_, _, err = generate(p, req, true)
+	resp, _, err = generate(p, req, true)
 	require.NoError(t, err)
+	require.Equal(t, "call-lookup-3", resp.ToolCalls[0].ID, "unique across the conversation, as the tool loop requires")
 	raw := srv.Requests()[1].Raw
 	require.Equal(t, `[{"parts":[{"text":"look both up"}],"role":"user"},`+
 		`{"parts":[{"functionCall":{"args":{"q":"a"},"name":"lookup"}},{"functionCall":{"args":{"q":"b"},"name":"lookup"}}],"role":"model"},`+

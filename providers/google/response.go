@@ -24,7 +24,8 @@ type accumulator struct {
 	thoughts strings.Builder
 	parts    []*genai.Part // the model's parts, merged text runs, for the continuation
 	calls    []contracts.ToolCall
-	counts   map[string]int // function calls without an id, by name, for generated ids
+	prior    int             // tool calls of the conversation before this answer
+	taken    map[string]bool // their ids
 	reason   genai.FinishReason
 	message  string // finishMessage
 	ratings  []*genai.SafetyRating
@@ -34,8 +35,15 @@ type accumulator struct {
 	signed   bool // a part carries a thought signature, or a call has no id of the model's
 }
 
-func newAccumulator(onDelta func(string) error) *accumulator {
-	return &accumulator{onDelta: onDelta, counts: map[string]int{}}
+func newAccumulator(onDelta func(string) error, conversation []contracts.ModelMessage) *accumulator {
+	a := &accumulator{onDelta: onDelta, taken: map[string]bool{}}
+	for _, m := range conversation {
+		for _, c := range m.ToolCalls {
+			a.prior++
+			a.taken[c.ID] = true
+		}
+	}
+	return a
 }
 
 // add takes one chunk: text goes to onDelta in order, function calls are kept whole (Gemini
@@ -82,8 +90,12 @@ func (a *accumulator) add(r *genai.GenerateContentResponse) error {
 			fc := p.FunctionCall
 			id := fc.ID
 			if id == "" {
-				a.counts[fc.Name]++
-				id = fmt.Sprintf("call-%s-%d", fc.Name, a.counts[fc.Name])
+				// Unique across the conversation (the tool loop requires it) and the same on a
+				// retried pass: n counts the conversation's calls, this one included.
+				for n := a.prior + len(a.calls) + 1; id == "" || a.taken[id]; n++ {
+					id = fmt.Sprintf("call-%s-%d", fc.Name, n)
+				}
+				a.taken[id] = true
 				a.signed = true
 			}
 			args, _ := json.Marshal(fc.Args)

@@ -22,7 +22,8 @@
 // messages ({"error": e} → IsError with e as Content; {"output": s} with a string s → Content s;
 // any other output → StructuredContent, with its JSON text as Content); "model" contents are
 // assistant messages (thought parts left out). A function call without an id is named
-// "call-<name>-<n>" (n counting that name in its content), and a function response without an id
+// "call-<name>-<n>" (n counting the function calls of the conversation up to this one, as the
+// google provider names them), and a function response without an id
 // answers the earliest unanswered call of its name. generationConfig becomes CallOptions
 // (temperature, maxOutputTokens, stopSequences, responseMimeType/responseJsonSchema/responseSchema
 // → ResponseFormat, thinkingConfig → Reasoning); thinkingBudget, includeThoughts, thinkingLevel,

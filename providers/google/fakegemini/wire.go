@@ -78,8 +78,10 @@ type wireThinking struct {
 }
 
 // toRequest decodes a request into Kortyx's terms: the system instruction becomes one system
-// message per part, "model" contents assistant messages, function responses tool messages (a
-// response without an id answers the earliest unanswered call of that name), and the
+// message per part, "model" contents assistant messages (a function call without an id is
+// "call-<name>-<n>", n counting the conversation's calls, as the google provider names them),
+// function responses tool messages (a response without an id answers the earliest unanswered
+// call of that name), and the
 // generation config [contracts.CallOptions]; the Gemini-only fields go to
 // ProviderOptions["google"] under the names of google.ProviderOptions.
 func (wr wireRequest) toRequest(model string) providers.Request {
@@ -91,18 +93,18 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 	}
 	type pending struct{ id, name string }
 	var open []pending // calls not answered yet
+	calls := 0         // function calls so far
 	for _, c := range wr.Contents {
 		switch c.Role {
 		case "model":
 			m := contracts.ModelMessage{Role: contracts.RoleAssistant}
-			counts := map[string]int{}
 			for _, p := range c.Parts {
 				switch {
 				case p.FunctionCall != nil:
+					calls++
 					id := p.FunctionCall.ID
 					if id == "" {
-						counts[p.FunctionCall.Name]++
-						id = fmt.Sprintf("call-%s-%d", p.FunctionCall.Name, counts[p.FunctionCall.Name])
+						id = fmt.Sprintf("call-%s-%d", p.FunctionCall.Name, calls)
 					}
 					args := p.FunctionCall.Args
 					if len(args) == 0 {
