@@ -15,7 +15,8 @@
 //
 // [New] fills the empty fields of its [Options] from the same variables (never the backend:
 // pass FromEnv() to honour GOOGLE_GENAI_USE_VERTEXAI) and fails with PROVIDER_CONFIGURATION
-// when the Gemini API has no key or Vertex AI no project or key. On Vertex AI without a key
+// when the Gemini API has no key or Vertex AI no project or key. On Vertex AI a project (set or
+// from GOOGLE_CLOUD_PROJECT) wins over a key from the environment, as in the SDK; without a key
 // and without an [Options.HTTPClient], the SDK authenticates with Application Default
 // Credentials. The SDK's HTTP retries (5 attempts by default) are turned off (one attempt) and so
 // is its automatic stream continuation: the activity retry policy is the only retry. Model

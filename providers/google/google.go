@@ -119,7 +119,10 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if env.Backend != opts.Backend {
 		env = Options{APIKey: env.APIKey}
 	}
-	if opts.APIKey == "" {
+	// On Vertex AI a project (of opts or the environment) wins over a key of the environment,
+	// as in the SDK.
+	vertexProject := opts.Backend == BackendVertexAI && (opts.Project != "" || opts.Location != "" || env.Project != "")
+	if opts.APIKey == "" && !vertexProject {
 		opts.APIKey = env.APIKey
 	}
 	if opts.BaseURL == "" {

@@ -148,6 +148,30 @@ func TestFromEnv(t *testing.T) {
 	require.Equal(t, "from-env", srv.Headers()[0].Get("x-goog-api-key"))
 }
 
+// Vertex AI: express mode (an API key) and a project's location, both against the fake (which
+// serves Vertex AI's paths too; a project without an HTTP client of one's own would use
+// Application Default Credentials).
+func TestVertexAI(t *testing.T) {
+	clearEnv(t)
+	srv := fakegemini.NewScript(fake.Text("from express mode"), fake.Text("from a project"))
+	defer srv.Close()
+	p, err := google.New(context.Background(), google.Options{Backend: google.BackendVertexAI, APIKey: "k", BaseURL: srv.URL()})
+	require.NoError(t, err)
+	resp, _, err := generate(p, ask("hi"), true)
+	require.NoError(t, err)
+	require.Equal(t, "from express mode", resp.Text)
+	require.Equal(t, "k", srv.Headers()[0].Get("x-goog-api-key"))
+
+	t.Setenv(google.EnvAPIKey, "env-key") // a project wins over a key of the environment
+	p, err = google.New(context.Background(), google.Options{Backend: google.BackendVertexAI, Project: "my-project", Location: "us-central1",
+		BaseURL: srv.URL(), HTTPClient: &http.Client{}})
+	require.NoError(t, err)
+	resp, _, err = generate(p, ask("hi"), false)
+	require.NoError(t, err)
+	require.Equal(t, "from a project", resp.Text)
+	require.Empty(t, srv.Headers()[1].Get("x-goog-api-key"))
+}
+
 func TestStreamedTextAndUsage(t *testing.T) {
 	u := contracts.Usage{Input: 12, Output: 5, Reasoning: 7, CacheRead: 4, Total: 24}
 	srv, p := serve(t, fake.Turn{Deltas: []string{"Hel", "lo, ", "", "world"}, Usage: u})

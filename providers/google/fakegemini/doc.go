@@ -1,6 +1,9 @@
 // Package fakegemini is a fake Gemini API server for tests and key-less demos. It answers
 // POST /v1beta/models/{model}:streamGenerateContent?alt=sse (server-sent events) and
-// POST /v1beta/models/{model}:generateContent by playing [fake.Turn] values — the same scripting
+// POST /v1beta/models/{model}:generateContent (and the same methods under Vertex AI's paths,
+// /v1beta1/publishers/google/models/… and
+// /v1beta1/projects/{project}/locations/{location}/publishers/google/models/…) by playing
+// [fake.Turn] values — the same scripting
 // as the in-process fake provider (providers/fake) and the fake OpenAI server
 // (providers/fakeserver): a Responder written for one works unchanged with the others. Point the
 // google provider at [Server.URL] with any API key.

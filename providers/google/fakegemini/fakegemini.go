@@ -63,6 +63,9 @@ func NewScript(turns ...fake.Turn) *Server {
 func start(s *Server) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1beta/models/{call}", s.serve)
+	// Vertex AI's paths: express mode (an API key) and a project's location.
+	mux.HandleFunc("POST /v1beta1/publishers/google/models/{call}", s.serve)
+	mux.HandleFunc("POST /v1beta1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.serve)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
 			fmt.Sprintf("fakegemini serves POST /v1beta/models/{model}:generateContent and :streamGenerateContent, not %s %s", r.Method, r.URL.Path), -1))
