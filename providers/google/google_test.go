@@ -531,6 +531,31 @@ func TestCancellation(t *testing.T) {
 		require.ErrorIs(t, err, context.Canceled)
 		require.Equal(t, []string{"a "}, deltas, "nothing is delivered after cancellation")
 	})
+	t.Run("stalled mid-stream", func(t *testing.T) {
+		clearEnv(t)
+		gone := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"first "}]}}]}` + "\r\n\r\n"))
+			http.NewResponseController(w).Flush()
+			<-r.Context().Done() // the rest never comes
+			close(gone)
+		}))
+		defer srv.Close()
+		p := newProvider(t, srv.URL+"/")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		deltas := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() {
+			_, err := p.Generate(ctx, ask("hi"), func(d string) error { deltas <- d; return nil })
+			done <- err
+		}()
+		require.Equal(t, "first ", <-deltas)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		<-gone // the provider's request was cancelled: the server saw it go away
+	})
 	t.Run("onDelta error", func(t *testing.T) {
 		_, p := serve(t, fake.Text("a b c"))
 		stop := errors.New("stop")
