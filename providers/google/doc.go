@@ -18,8 +18,8 @@
 // when the Gemini API has no key or Vertex AI no project or key. On Vertex AI a project (set or
 // from GOOGLE_CLOUD_PROJECT) wins over a key from the environment, as in the SDK; without a key
 // and without an [Options.HTTPClient], the SDK authenticates with Application Default
-// Credentials. The SDK's HTTP retries (5 attempts by default) are turned off (one attempt) and so
-// is its automatic stream continuation: the activity retry policy is the only retry. Model
+// Credentials. The SDK's HTTP retries are pinned to one attempt and its automatic stream
+// continuation (which re-sends a request whose stream stopped early) is turned off: the activity retry policy is the only retry. Model
 // options (per model reference) are not supported and come back as warnings.
 //
 // # What maps natively
@@ -78,8 +78,8 @@
 //	PROVIDER_INVALID_RESPONSE   a chunk that is not JSON, an answer without a finish reason
 //	                            (retryable)
 //	PROVIDER_CONFIGURATION      no key or project, a bad base URL, a request that cannot be
-//	                            sent (an invalid schema, a tool result naming no tool, a field the
-//	                            backend lacks)
+//	                            sent (an invalid schema, a tool result naming no tool, a request the
+//	                            SDK refuses to send)
 //
 // Cancelling the context returns the context's error itself. An error from onDelta is returned
 // unchanged. The SDK logs a line ("Error unexpected EOF") when a stream is cut.

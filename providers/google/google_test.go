@@ -437,6 +437,8 @@ func TestHTTPErrorsClassified(t *testing.T) {
 		{http.StatusUnauthorized, false, "UNAUTHENTICATED"},
 		{http.StatusForbidden, false, "PERMISSION_DENIED"},
 		{http.StatusNotFound, false, "NOT_FOUND"},
+		{http.StatusRequestTimeout, true, "DEADLINE_EXCEEDED"},
+		{http.StatusConflict, true, "ABORTED"},
 		{http.StatusInternalServerError, true, "INTERNAL"},
 		{http.StatusServiceUnavailable, true, "UNAVAILABLE"},
 	} {
@@ -490,6 +492,21 @@ func TestInvalidResponse(t *testing.T) {
 		require.Equal(t, contracts.CodeProviderInvalidResponse, ke.Code)
 		require.True(t, ke.Retryable)
 	})
+}
+
+func TestAnswerWithoutFinishReason(t *testing.T) {
+	clearEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"half"}]}}]}` + "\r\n\r\n"))
+	}))
+	defer srv.Close()
+	_, deltas, err := generate(newProvider(t, srv.URL+"/"), ask("hi"), true)
+	require.Equal(t, []string{"half"}, deltas)
+	ke := asError(t, err)
+	require.Equal(t, contracts.CodeProviderInvalidResponse, ke.Code)
+	require.True(t, ke.Retryable)
+	require.Contains(t, ke.Message, "the answer ended without a finish reason")
 }
 
 func TestNoUsageIsAWarning(t *testing.T) {

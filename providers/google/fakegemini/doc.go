@@ -59,7 +59,8 @@
 //	                           "details"}} with Status (default 500; 400 for a non-retryable
 //	                           error of another code); status is Details["status"] or the one
 //	                           Google uses for the HTTP status (429 RESOURCE_EXHAUSTED, 401
-//	                           UNAUTHENTICATED, 403 PERMISSION_DENIED, 503 UNAVAILABLE, …);
+//	                           UNAUTHENTICATED, 403 PERMISSION_DENIED, 408 DEADLINE_EXCEEDED,
+//	                           409 ABORTED, 503 UNAVAILABLE, …);
 //	                           Details["retryAfterMs"] adds a google.rpc.RetryInfo detail whose
 //	                           retryDelay is that many milliseconds ("1.5s")
 //

@@ -417,6 +417,10 @@ func defaultRPCStatus(status int) string {
 		return "PERMISSION_DENIED"
 	case status == http.StatusNotFound:
 		return "NOT_FOUND"
+	case status == http.StatusRequestTimeout:
+		return "DEADLINE_EXCEEDED"
+	case status == http.StatusConflict:
+		return "ABORTED"
 	case status == http.StatusTooManyRequests:
 		return "RESOURCE_EXHAUSTED"
 	case status == http.StatusServiceUnavailable:
