@@ -622,6 +622,15 @@ func TestThinkingOptionsOnTheWire(t *testing.T) {
 		require.Equal(t, `{"thinkingBudget":0}`, field(t, srv.Requests()[0].Raw, "generationConfig", "thinkingConfig"))
 		require.Equal(t, map[string]any{"google": map[string]any{"thinkingBudget": 0}}, srv.Requests()[0].Options.ProviderOptions)
 	})
+	t.Run("a pointer to the options", func(t *testing.T) {
+		srv, p := serve(t, fake.Text("ok"))
+		req := ask("think")
+		req.Options.ProviderOptions = map[string]any{"google": &google.ProviderOptions{ThinkingBudget: ptr(-1)}}
+		resp, _, err := generate(p, req, true)
+		require.NoError(t, err)
+		require.Empty(t, resp.Warnings)
+		require.Equal(t, `{"thinkingBudget":-1}`, field(t, srv.Requests()[0].Raw, "generationConfig", "thinkingConfig"))
+	})
 }
 
 func TestWarnings(t *testing.T) {
@@ -631,6 +640,7 @@ func TestWarnings(t *testing.T) {
 	req.ModelOptions = map[string]any{"baseURL": "http://elsewhere/"}
 	req.Options.Reasoning = &contracts.ReasoningOptions{Effort: "extreme"}
 	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "xml"}
+	req.Options.MaxOutputTokens = -1
 	req.Options.ProviderOptions = map[string]any{
 		"openai": map[string]any{"seed": 1},
 		"google": map[string]any{"topK": "many", "topP": 0.5, "candidateCount": 2},
@@ -646,11 +656,12 @@ func TestWarnings(t *testing.T) {
 		"modelOptions.baseURL":                  contracts.WarningUnsupported,
 		"reasoning.effort":                      contracts.WarningUnsupported,
 		"responseFormat.type":                   contracts.WarningUnsupported,
+		"maxOutputTokens":                       contracts.WarningOther,
 		"providerOptions.openai":                contracts.WarningUnsupported,
 		"providerOptions.google.topK":           contracts.WarningOther,
 		"providerOptions.google.candidateCount": contracts.WarningUnsupported,
 	}, settings)
-	require.Len(t, resp.Warnings, 7)
+	require.Len(t, resp.Warnings, 8)
 	raw := srv.Requests()[0].Raw
 	require.Equal(t, `{"topP":0.5}`, field(t, raw, "generationConfig"), "the good options still apply")
 	require.Equal(t, `{"parts":[{"text":"late rule"}],"role":"user"}`, field(t, raw, "systemInstruction"))
@@ -670,7 +681,7 @@ func TestThoughtsAndSignatures(t *testing.T) {
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Let me think.","thought":true}]}}]}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"Calling.","thoughtSignature":"c2ln"}]}}]}`,
 			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"lookup","args":{"q":1}},"thoughtSignature":"c2lnMg=="}]},"finishReason":"STOP"}],` +
-				`"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":4,"thoughtsTokenCount":5,"totalTokenCount":12}}`,
+				`"usageMetadata":{"promptTokenCount":3,"toolUsePromptTokenCount":2,"candidatesTokenCount":4,"thoughtsTokenCount":5,"totalTokenCount":14}}`,
 		} {
 			_, _ = w.Write([]byte("data: " + ev + "\r\n\r\n"))
 		}
@@ -684,7 +695,7 @@ func TestThoughtsAndSignatures(t *testing.T) {
 	require.Equal(t, []string{"Calling."}, deltas, "thoughts are not text")
 	require.Equal(t, "Calling.", resp.Text)
 	require.Equal(t, "Let me think.", resp.ProviderMetadata["thoughts"])
-	require.Equal(t, contracts.Usage{Input: 3, Output: 4, Reasoning: 5, Total: 12}, resp.Usage)
+	require.Equal(t, contracts.Usage{Input: 5, Output: 4, Reasoning: 5, Total: 14}, resp.Usage, "tool-use prompt tokens are input")
 	require.Equal(t, []contracts.ToolCall{{ID: "call-lookup-1", Name: "lookup", Arguments: json.RawMessage(`{"q":1}`)}}, resp.ToolCalls)
 
 	// The signatures go back with the assistant message.
