@@ -80,7 +80,10 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 			return nil, fmt.Errorf("kortyx: KORTYX_MCP_HEADERS must be a JSON object {url: {header: value}}: %w", err)
 		}
 	}
-	ps, infos, stop := fromEnv(envProviders, script)
+	ps, infos, stop, err := fromEnv(envProviders, script)
+	if err != nil {
+		return nil, err
+	}
 	b.close = stop
 	ps = append(ps, fake.NewResponder(script))
 	infos = append(infos, ProviderInfo{ID: fake.ID, Where: "the in-process scripted model"})
@@ -115,7 +118,6 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 			ts = append(ts, mt...)
 		}
 	}
-	var err error
 	if b.Tools, err = tools.NewSet(ts...); err != nil {
 		b.close()
 		return nil, err

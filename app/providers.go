@@ -19,7 +19,7 @@ type ProviderFromEnv struct {
 	Env []string
 	// New builds the provider from the environment; where says what it reaches, for the start
 	// log (the API's base URL; never a key).
-	New func() (p providers.Provider, where string)
+	New func() (p providers.Provider, where string, err error)
 	// Fake, when set, builds the provider against a fake server of its wire playing respond,
 	// for when none of Env is set (programs and demos without a key); where is the server's URL
 	// and stop stops it. Nil:
@@ -42,15 +42,16 @@ type ProviderInfo struct {
 // provider package adds its entry here (one line calling its own ...FromEnv function).
 var envProviders = []ProviderFromEnv{
 	openAIFromEnv(),
+	googleFromEnv(),
 }
 
 func openAIFromEnv() ProviderFromEnv {
 	return ProviderFromEnv{
 		ID:  openai.ID,
 		Env: []string{openai.EnvAPIKey, openai.EnvBaseURL},
-		New: func() (providers.Provider, string) {
+		New: func() (providers.Provider, string, error) {
 			p := openai.New(openai.Options{})
-			return p, p.BaseURL()
+			return p, p.BaseURL(), nil
 		},
 		Fake: func(respond fake.Responder) (providers.Provider, string, func()) {
 			srv := fakeserver.New(respond)
@@ -60,8 +61,9 @@ func openAIFromEnv() ProviderFromEnv {
 }
 
 // fromEnv builds the providers of list whose variables are set, and the fakes of the others
-// (answering with respond); stop stops the fake servers.
-func fromEnv(list []ProviderFromEnv, respond fake.Responder) (ps []providers.Provider, infos []ProviderInfo, stop func()) {
+// (answering with respond); stop stops the fake servers. A provider whose variables are set
+// but wrong is an error (and the fakes started so far are stopped).
+func fromEnv(list []ProviderFromEnv, respond fake.Responder) (ps []providers.Provider, infos []ProviderInfo, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
@@ -77,7 +79,11 @@ func fromEnv(list []ProviderFromEnv, respond fake.Responder) (ps []providers.Pro
 		}
 		switch {
 		case len(set) > 0:
-			p, where := e.New()
+			p, where, err := e.New()
+			if err != nil {
+				stop()
+				return nil, nil, func() {}, err
+			}
 			ps = append(ps, p)
 			infos = append(infos, ProviderInfo{ID: e.ID, Where: where, Env: set})
 		case e.Fake != nil:
@@ -87,7 +93,7 @@ func fromEnv(list []ProviderFromEnv, respond fake.Responder) (ps []providers.Pro
 			infos = append(infos, ProviderInfo{ID: e.ID, Where: where, Fake: true})
 		}
 	}
-	return ps, infos, stop
+	return ps, infos, stop, nil
 }
 
 // String is the provider in a sentence of the start log.

@@ -30,15 +30,19 @@ func TestBackendRegistersTheProvidersOfTheEnvironment(t *testing.T) {
 		b, err := NewBackend(context.Background(), BackendOptions{})
 		require.NoError(t, err)
 		defer b.Close()
-		require.Equal(t, []string{"fake", "openai"}, b.Providers.IDs())
-		require.Len(t, b.ProviderInfo, 2)
+		require.Equal(t, []string{"fake", "google", "openai"}, b.Providers.IDs())
+		require.Len(t, b.ProviderInfo, 3)
 		oa := b.ProviderInfo[0]
 		require.Equal(t, "openai", oa.ID)
 		require.True(t, oa.Fake)
 		require.Empty(t, oa.Env)
 		require.True(t, strings.HasPrefix(oa.Where, "http://127.0.0.1:"), oa.Where)
 		require.Equal(t, "openai: the scripted fake server at "+oa.Where+" (none of its variables is set)", oa.String())
-		require.Equal(t, ProviderInfo{ID: "fake", Where: "the in-process scripted model"}, b.ProviderInfo[1])
+		gp := b.ProviderInfo[1]
+		require.Equal(t, "google", gp.ID)
+		require.True(t, gp.Fake)
+		require.True(t, strings.HasPrefix(gp.Where, "http://127.0.0.1:"), gp.Where)
+		require.Equal(t, ProviderInfo{ID: "fake", Where: "the in-process scripted model"}, b.ProviderInfo[2])
 		require.Equal(t, "the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at "+oa.Where, b.Model)
 		require.Equal(t, "openai", b.DefaultProvider)
 		require.Equal(t, "gpt-4.1-mini", b.DefaultModel)
@@ -83,17 +87,20 @@ func TestProvidersFromEnv(t *testing.T) {
 	stopped := 0
 	list := []ProviderFromEnv{
 		{ID: "a", Env: []string{"KORTYX_TEST_KEY_A", "KORTYX_TEST_URL_A"},
-			New: func() (providers.Provider, string) { return fake.New().WithID("a"), "https://a.example/v1" }},
+			New: func() (providers.Provider, string, error) { return fake.New().WithID("a"), "https://a.example/v1", nil }},
 		{ID: "b", Env: []string{"KORTYX_TEST_KEY_B"}, // no fake: not registered without its key
-			New: func() (providers.Provider, string) { t.Fatal("b has no variable set"); return nil, "" }},
+			New: func() (providers.Provider, string, error) { t.Fatal("b has no variable set"); return nil, "", nil }},
 		{ID: "c", Env: []string{"KORTYX_TEST_KEY_C"},
-			New: func() (providers.Provider, string) { t.Fatal("c has no variable set"); return nil, "" },
+			New: func() (providers.Provider, string, error) { t.Fatal("c has no variable set"); return nil, "", nil },
 			Fake: func(respond fake.Responder) (providers.Provider, string, func()) {
 				require.NotNil(t, respond)
 				return fake.NewResponder(respond).WithID("c"), "http://127.0.0.1:1", func() { stopped++ }
 			}},
 	}
-	ps, infos, stop := fromEnv(list, unconfigured)
+	ps, infos, stop, err := fromEnv(list, unconfigured)
+	if err != nil {
+		t.Fatal(err)
+	}
 	require.Equal(t, []string{"a", "c"}, providers.NewSet(ps...).IDs())
 	require.Equal(t, []ProviderInfo{
 		{ID: "a", Where: "https://a.example/v1", Env: []string{"KORTYX_TEST_KEY_A"}},
