@@ -133,6 +133,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	logger.Info("kortyx worker: models", "models", backend.Model)
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
+	reg.SetLocalTools(backend.Tools.LocalNames()...)
 	if err := chosen.Register(reg); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package execution
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -219,6 +221,9 @@ const (
 	// versionInvalidatePublished: an invalid streamed value is invalidated only if its pass
 	// published fields.
 	versionInvalidatePublished = "kortyx.reason.invalidate-published"
+	// versionLocalTools: the run records which worker tools run as local activities (a side
+	// effect at its first tool call); before, every tool call was a regular activity.
+	versionLocalTools = "kortyx.reason.local-tools"
 )
 
 func returnCount(calls []turnCall) int {
@@ -934,9 +939,18 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
-	actx := workflow.WithActivityOptions(ctx, topts)
-	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
-		return res, err
+	if in.MCP == nil && s.run.localTool(ctx, call.Name) {
+		// The same activity, run by this worker inside the workflow task (tools.Local), with
+		// the regular call's timeout and retry policy.
+		lctx := workflow.WithLocalActivityOptions(ctx, localToolOptions(topts))
+		if err := workflow.ExecuteLocalActivity(lctx, contracts.ToolActivityName, in).Get(lctx, &res); err != nil {
+			return res, localToolError(err)
+		}
+	} else {
+		actx := workflow.WithActivityOptions(ctx, topts)
+		if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
+			return res, err
+		}
 	}
 	if emit {
 		if res.Failure != nil {
@@ -949,4 +963,62 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		}
 	}
 	return res, nil
+}
+
+// localTool reports whether the run executes the worker tool name as a local activity. The
+// worker's set (Run.LocalTools) is configuration that may change between deploys, so the run
+// records it once, at its first worker tool call, and keeps it: a replay, or a run that waits
+// across a deploy, runs every call the way the run started. Runs recorded before local tools
+// existed have no record and run every tool as a regular activity.
+func (r *Run) localTool(ctx workflow.Context, name string) bool {
+	if r.local == nil {
+		r.local = map[string]bool{}
+		if workflow.GetVersion(ctx, versionLocalTools, workflow.DefaultVersion, 1) >= 1 {
+			configured := append([]string{}, r.LocalTools...)
+			var names []string
+			if err := workflow.SideEffect(ctx, func(workflow.Context) any { return configured }).Get(&names); err != nil {
+				// Cannot happen for a list of strings; regular activities are always safe.
+				workflow.GetLogger(ctx).Warn("kortyx: reading the recorded local tools failed; tools run as regular activities", "error", err)
+			}
+			for _, n := range names {
+				r.local[n] = true
+			}
+		}
+	}
+	return r.local[name]
+}
+
+// unboundedLocalWindow stands for "no bound" in the ScheduleToCloseTimeout of a local tool call:
+// a regular activity without one is retried until its policy gives up, a local activity
+// without one would get only its StartToCloseTimeout.
+const unboundedLocalWindow = 10 * 365 * 24 * time.Hour
+
+// localToolOptions are the local activity options of a local tool call: the regular call's
+// timeout, retry policy and retry window (heartbeats do not apply to local activities).
+func localToolOptions(o workflow.ActivityOptions) workflow.LocalActivityOptions {
+	window := o.ScheduleToCloseTimeout
+	if window <= 0 {
+		window = unboundedLocalWindow
+	}
+	return workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: window,
+		RetryPolicy: o.RetryPolicy, Summary: o.Summary}
+}
+
+// localToolError is the error of a failed local tool call as a regular call reports it: the
+// SDK names a local activity's failure after its Go function, so the activity type is set back
+// to kortyx.Tool (clients see it in the failure's context). The cause chain (codes, details,
+// timeout type, retry state) is kept: the failure is converted to its Temporal form and back.
+func localToolError(err error) error {
+	var ae *temporal.ActivityError
+	if !errors.As(err, &ae) || ae.ActivityType().GetName() == contracts.ToolActivityName {
+		return err
+	}
+	fc := temporal.GetDefaultFailureConverter()
+	f := fc.ErrorToFailure(ae)
+	info := f.GetActivityFailureInfo()
+	if info == nil {
+		return err
+	}
+	info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
+	return fc.FailureToError(f)
 }
