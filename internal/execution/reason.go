@@ -12,6 +12,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -1004,21 +1005,34 @@ func localToolOptions(o workflow.ActivityOptions) workflow.LocalActivityOptions 
 		RetryPolicy: o.RetryPolicy, Summary: o.Summary}
 }
 
-// localToolError is the error of a failed local tool call as a regular call reports it: the
-// SDK names a local activity's failure after its Go function, so the activity type is set back
-// to kortyx.Tool (clients see it in the failure's context). The cause chain (codes, details,
-// timeout type, retry state) is kept: the failure is converted to its Temporal form and back.
+// localToolError is the error of a failed local tool call as a regular call reports it: an
+// *temporal.ActivityError of kortyx.Tool around the cause, which is where the failure's code,
+// its "activity" context and a timeout's ACTIVITY_TIMEOUT are read from. The SDK returns a
+// local activity's failure without that wrapper (its test environment wraps it, naming the Go
+// function); a cancellation is returned as it is, as for a regular call. The cause chain
+// (codes, details, timeout type) is kept: the failure is converted to its Temporal form and
+// back, with the default failure converter the workers use.
 func localToolError(err error) error {
-	var ae *temporal.ActivityError
-	if !errors.As(err, &ae) || ae.ActivityType().GetName() == contracts.ToolActivityName {
-		return err
+	if temporal.IsCanceledError(err) {
+		var ae *temporal.ActivityError
+		if !errors.As(err, &ae) {
+			return err
+		}
 	}
 	fc := temporal.GetDefaultFailureConverter()
-	f := fc.ErrorToFailure(ae)
-	info := f.GetActivityFailureInfo()
-	if info == nil {
+	var ae *temporal.ActivityError
+	if errors.As(err, &ae) {
+		if ae.ActivityType().GetName() == contracts.ToolActivityName {
+			return err
+		}
+		f := fc.ErrorToFailure(ae)
+		if info := f.GetActivityFailureInfo(); info != nil {
+			info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
+			return fc.FailureToError(f)
+		}
 		return err
 	}
-	info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
-	return fc.FailureToError(f)
+	return fc.FailureToError(&failurepb.Failure{Message: "activity error", Source: "GoSDK", Cause: fc.ErrorToFailure(err),
+		FailureInfo: &failurepb.Failure_ActivityFailureInfo{ActivityFailureInfo: &failurepb.ActivityFailureInfo{
+			ActivityType: &commonpb.ActivityType{Name: contracts.ToolActivityName}}}})
 }

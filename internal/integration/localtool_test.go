@@ -2,10 +2,12 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
@@ -22,6 +24,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -219,4 +222,84 @@ func TestLocalToolSwitchedWhileRunWaits(t *testing.T) {
 			require.Equal(t, []string{"tool-call-start", "tool-call-result", "text-start", "text-delta", "text-end", "done"}, types(tail))
 		})
 	}
+}
+
+const localFailAgent = "it-local-tool-fail"
+
+// TestLocalToolFailuresOnServer: on a real server, a local tool's exhausted retries (a
+// Retryable error, attempts that outlive the timeout) fail the run with the code, message and
+// activity a regular tool's do; only the server's retryState is missing.
+func TestLocalToolFailuresOnServer(t *testing.T) {
+	type seen struct {
+		Code, Message, Activity string
+		Runs                    int
+	}
+	results := map[bool]map[string]seen{}
+	for _, local := range []bool{false, true} {
+		results[local] = map[string]seen{}
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+			var mu sync.Mutex
+			runs := map[string]int{}
+			count := func(name string) {
+				mu.Lock()
+				defer mu.Unlock()
+				runs[name]++
+			}
+			flaky, err := tools.Func("flaky", "Always busy.", `{"type":"object"}`,
+				func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
+					count("flaky")
+					return "", tools.Retryable(errors.New("busy"))
+				})
+			require.NoError(t, err)
+			slow, err := tools.Func("slow", "Never in time.", `{"type":"object"}`,
+				func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
+					count("slow")
+					<-ctx.Done()
+					return "", ctx.Err()
+				})
+			require.NoError(t, err)
+			if local {
+				flaky, slow = tools.Local(flaky), tools.Local(slow)
+			}
+			set, err := tools.NewSet(flaky, slow)
+			require.NoError(t, err)
+			reg := workflows.NewRegistry()
+			reg.SetToolNames(set.Names()...)
+			reg.SetLocalTools(set.LocalNames()...)
+			require.NoError(t, reg.Add(&workflows.Definition{ID: localFailAgent, Version: "1",
+				Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+					_, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "fail", Input: in.Text(), Tools: []string{in.Text()},
+						ToolExecution: hooks.ToolExecution{Timeout: 500 * time.Millisecond,
+							Retry: &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumAttempts: 2}}})
+					return workflows.NodeResult{}, err
+				}}},
+				Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}, {From: "agent", To: contracts.EndNode}}}))
+			model := fake.NewResponder(func(req providers.Request) fake.Turn {
+				return fake.Call(req.Messages[len(req.Messages)-1].Content, `{}`)
+			})
+			tq := taskQueue(t)
+			broker := stream.NewMemory()
+			w := app.NewWorker(tc, app.Config{TaskQueue: tq}, reg, &activities.Activities{Stream: broker,
+				Providers: providers.NewSet(model), DefaultProvider: fake.ID, Tools: set})
+			require.NoError(t, w.Start())
+			defer w.Stop()
+			for _, tool := range []string{"flaky", "slow"} {
+				run := startRun(t, tc, tq, localFailAgent, tool)
+				_, err := result(t, run)
+				require.Error(t, err)
+				chunks, _ := nextResponse(t, (&inproc{broker: broker}).follow, run.GetID(), 0)
+				require.Equal(t, []string{"error", "done"}, types(chunks), tool)
+				f := chunks[0].Failure
+				require.Equal(t, f.Code, contracts.CodeOf(err), tool)
+				activity, _ := f.Context["activity"].(string)
+				mu.Lock()
+				results[local][tool] = seen{Code: string(f.Code), Message: f.Message, Activity: activity, Runs: runs[tool]}
+				mu.Unlock()
+			}
+		})
+	}
+	require.Equal(t, seen{Code: "EXECUTION_FAILED", Message: "An unexpected error occurred.", Activity: contracts.ToolActivityName, Runs: 2}, results[false]["flaky"])
+	require.Equal(t, seen{Code: "ACTIVITY_TIMEOUT", Message: "Activity kortyx.Tool did not complete in time (StartToClose timeout).",
+		Activity: contracts.ToolActivityName, Runs: 2}, results[false]["slow"])
+	require.Equal(t, results[false], results[true], "the same failures with the tools local")
 }
