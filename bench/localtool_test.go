@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -169,28 +170,75 @@ func (e *env) localToolVariants() []struct {
 	}
 }
 
-// BenchmarkLocalToolStep: a tool-loop step (one model pass and one tool call, silent; run time
-// ÷ loopCalls) with the tool local and regular, in Kortyx and in plain Temporal, and the model
-// pass alone (model-only: the plain loop answering the tool calls itself). Each sub-benchmark
-// reports ms/step, events/run and wft/run; the Ratio lines compare them (means over -count).
+// localToolRatios are the ratios BenchmarkLocalToolStep reports, as pairs of variants.
+var localToolRatios = [][2]string{
+	{"kortyx-local", "model-only"}, {"kortyx-local", "plain-local"}, {"kortyx-local", "kortyx-regular"},
+	{"kortyx-regular", "plain-regular"}, {"plain-local", "model-only"},
+}
+
+// BenchmarkLocalToolStep: a tool-loop step (one model pass and one tool call, silent; a run's
+// time ÷ loopCalls) with the tool local and regular, in Kortyx and in plain Temporal, and the
+// model pass alone (model-only: the plain loop answering the tool calls itself). Every
+// iteration runs each variant once, in an order rotated per iteration, so that the variants
+// share the machine's load; metrics: ms/step-<variant> (mean over the iterations),
+// events/run-<variant> (the last run's history), and for each pair of localToolRatios the
+// median of the per-iteration ratios (x-<a>/<b>), also printed as a Ratio line with their min
+// and max (except for the testing package's first run with b.N = 1).
 func BenchmarkLocalToolStep(b *testing.B) {
 	e := setup(b)
-	results := map[string]*samples{}
 	variants := e.localToolVariants()
-	for _, v := range variants {
-		s := &samples{}
-		results[v.name] = s
-		b.Run(v.name, func(b *testing.B) { s.add(b.N, benchLoopRuns(b, e, v.run)) })
-	}
-	for _, r := range [][2]string{
-		{"kortyx-local", "model-only"}, {"kortyx-local", "plain-local"}, {"kortyx-local", "kortyx-regular"},
-		{"kortyx-regular", "plain-regular"}, {"plain-local", "model-only"},
-	} {
-		a, c := results[r[0]], results[r[1]]
-		if a.mean() > 0 && c.mean() > 0 {
-			fmt.Printf("Ratio %s %s/%s=%.2f (%.3f and %.3f ms/step; mean of %d and %d repetitions)\n",
-				b.Name(), r[0], r[1], a.mean()/c.mean(), a.mean(), c.mean(), a.n(), c.n())
+	steps := make([][]float64, len(variants)) // ms/step per iteration, by variant
+	last := make([]string, len(variants))
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range variants {
+			j := (i + k) % len(variants)
+			ctx, cancel := context.WithTimeout(context.Background(), iterationTimeout)
+			t0 := time.Now()
+			id, err := variants[j].run(ctx)
+			d := time.Since(t0)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			steps[j] = append(steps[j], ms(d)/loopCalls)
+			last[j] = id
 		}
+	}
+	b.StopTimer()
+	index := map[string]int{}
+	for j, v := range variants {
+		index[v.name] = j
+		var sum float64
+		for _, x := range steps[j] {
+			sum += x
+		}
+		b.ReportMetric(sum/float64(len(steps[j])), "ms/step-"+v.name)
+		ctx, cancel := context.WithTimeout(context.Background(), iterationTimeout)
+		s, err := e.history(ctx, last[j])
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(s.events), "events/run-"+v.name)
+	}
+	for _, r := range localToolRatios {
+		a, c := steps[index[r[0]]], steps[index[r[1]]]
+		ratios := make([]float64, len(a))
+		for i := range a {
+			ratios[i] = a[i] / c[i]
+		}
+		slices.Sort(ratios)
+		med := ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			med = (ratios[len(ratios)/2-1] + ratios[len(ratios)/2]) / 2
+		}
+		b.ReportMetric(med, "x-"+r[0]+"/"+r[1])
+		if b.N == 1 {
+			continue // the testing package's probe run
+		}
+		fmt.Printf("Ratio %s %s/%s median %.2f (min %.2f, max %.2f) over %d paired runs\n",
+			b.Name(), r[0], r[1], med, ratios[0], ratios[len(ratios)-1], len(ratios))
 	}
 }
 
