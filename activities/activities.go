@@ -17,6 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/tools/mcp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -416,6 +417,26 @@ func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	return func() { close(done) }
 }
 
+// localTimeout reports the error of a local tool call that ran out of time as the timeout it is.
+// A regular activity's timeout is decided by the server whatever the attempt returns; a local
+// activity that returns as soon as its context expires (as a tool should) would instead fail
+// with its own "context deadline exceeded", a plain error. ScheduleToClose when the call's
+// retry window is over, else StartToClose (what the SDK reports when it notices first).
+func localTimeout(ctx context.Context, err error) error {
+	if !activity.IsActivity(ctx) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	info := activity.GetInfo(ctx)
+	if !info.IsLocalActivity {
+		return err
+	}
+	kind := enumspb.TIMEOUT_TYPE_START_TO_CLOSE
+	if info.ScheduleToCloseTimeout > 0 && !time.Now().Before(info.ScheduledTime.Add(info.ScheduleToCloseTimeout)) {
+		kind = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+	}
+	return temporal.NewTimeoutError(kind, err)
+}
+
 // toolRetryType is the ApplicationError type of a retryable tool error. It is deliberately not
 // a declared code ([contracts.Code.Declared]): the error's text may hold anything the tool saw
 // (addresses, credentials in a DSN…).
@@ -429,7 +450,7 @@ func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res 
 	defer keepAlive(ctx)()
 	res, err = a.tool(ctx, in)
 	if err != nil {
-		return res, err
+		return res, localTimeout(ctx, err)
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {

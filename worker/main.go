@@ -137,6 +137,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	}
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
+	reg.SetLocalTools(backend.Tools.LocalNames()...)
 	if err := chosen.Register(reg); err != nil {
 		return err
 	}

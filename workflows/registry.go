@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ type Registry struct {
 	fallback string
 	limits   contracts.Limits
 	tools    map[string]bool // the worker's tool names (SetToolNames); nil: not known
+	local    []string        // the worker's tools that run as local activities (SetLocalTools), sorted
 }
 
 // NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
@@ -141,6 +143,28 @@ func (r *Registry) SetToolNames(names ...string) {
 	for _, n := range names {
 		r.tools[n] = true
 	}
+}
+
+// SetLocalTools tells the registry which of the worker's tools run as Temporal local
+// activities (tools.Set.LocalNames: the tools marked tools.Local); the others run as regular
+// activities. A run records the set it sees at its first tool call (one marker in its history)
+// and keeps it to its end, so a run that waits across a deploy that changes the set keeps
+// running each tool the way it started; continue-as-new and new runs take the set of the worker
+// they run on.
+func (r *Registry) SetLocalTools(names ...string) {
+	local := append([]string(nil), names...)
+	sort.Strings(local)
+	local = slices.Compact(local)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.local = local
+}
+
+// LocalTools returns the names given to [Registry.SetLocalTools], sorted.
+func (r *Registry) LocalTools() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]string(nil), r.local...)
 }
 
 // prepare checks and resolves defs; r.mu must be held.

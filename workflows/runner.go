@@ -50,6 +50,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	}
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
+	run.LocalTools = r.reg.LocalTools()
 	var limitsErr error
 	if in.Child == nil {
 		if in.Limits != nil {

@@ -3,6 +3,7 @@ package execution
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -219,6 +222,9 @@ const (
 	// versionInvalidatePublished: an invalid streamed value is invalidated only if its pass
 	// published fields.
 	versionInvalidatePublished = "kortyx.reason.invalidate-published"
+	// versionLocalTools: the run records which worker tools run as local activities (a side
+	// effect at its first tool call); before, every tool call was a regular activity.
+	versionLocalTools = "kortyx.reason.local-tools"
 )
 
 func returnCount(calls []turnCall) int {
@@ -934,9 +940,18 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
-	actx := workflow.WithActivityOptions(ctx, topts)
-	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
-		return res, err
+	if in.MCP == nil && s.run.localTool(ctx, call.Name) {
+		// The same activity, run by this worker inside the workflow task (tools.Local), with
+		// the regular call's timeout and retry policy.
+		lctx := workflow.WithLocalActivityOptions(ctx, localToolOptions(topts))
+		if err := workflow.ExecuteLocalActivity(lctx, contracts.ToolActivityName, in).Get(lctx, &res); err != nil {
+			return res, localToolError(err)
+		}
+	} else {
+		actx := workflow.WithActivityOptions(ctx, topts)
+		if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
+			return res, err
+		}
 	}
 	if emit {
 		if res.Failure != nil {
@@ -949,4 +964,75 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		}
 	}
 	return res, nil
+}
+
+// localTool reports whether the run executes the worker tool name as a local activity. The
+// worker's set (Run.LocalTools) is configuration that may change between deploys, so the run
+// records it once, at its first worker tool call, and keeps it: a replay, or a run that waits
+// across a deploy, runs every call the way the run started. Runs recorded before local tools
+// existed have no record and run every tool as a regular activity.
+func (r *Run) localTool(ctx workflow.Context, name string) bool {
+	if r.local == nil {
+		r.local = map[string]bool{}
+		if workflow.GetVersion(ctx, versionLocalTools, workflow.DefaultVersion, 1) >= 1 {
+			configured := append([]string{}, r.LocalTools...)
+			var names []string
+			if err := workflow.SideEffect(ctx, func(workflow.Context) any { return configured }).Get(&names); err != nil {
+				// Cannot happen for a list of strings; regular activities are always safe.
+				workflow.GetLogger(ctx).Warn("kortyx: reading the recorded local tools failed; tools run as regular activities", "error", err)
+			}
+			for _, n := range names {
+				r.local[n] = true
+			}
+		}
+	}
+	return r.local[name]
+}
+
+// unboundedLocalWindow stands for "no bound" in the ScheduleToCloseTimeout of a local tool call:
+// a regular activity without one is retried until its policy gives up, a local activity
+// without one would get only its StartToCloseTimeout.
+const unboundedLocalWindow = 10 * 365 * 24 * time.Hour
+
+// localToolOptions are the local activity options of a local tool call: the regular call's
+// timeout, retry policy and retry window (heartbeats do not apply to local activities).
+func localToolOptions(o workflow.ActivityOptions) workflow.LocalActivityOptions {
+	window := o.ScheduleToCloseTimeout
+	if window <= 0 {
+		window = unboundedLocalWindow
+	}
+	return workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: window,
+		RetryPolicy: o.RetryPolicy, Summary: o.Summary}
+}
+
+// localToolError is the error of a failed local tool call as a regular call reports it: an
+// *temporal.ActivityError of kortyx.Tool around the cause, which is where the failure's code,
+// its "activity" context and a timeout's ACTIVITY_TIMEOUT are read from. The SDK returns a
+// local activity's failure without that wrapper (its test environment wraps it, naming the Go
+// function); a cancellation is returned as it is, as for a regular call. The cause chain
+// (codes, details, timeout type) is kept: the failure is converted to its Temporal form and
+// back, with the default failure converter the workers use.
+func localToolError(err error) error {
+	if temporal.IsCanceledError(err) {
+		var ae *temporal.ActivityError
+		if !errors.As(err, &ae) {
+			return err
+		}
+	}
+	fc := temporal.GetDefaultFailureConverter()
+	var ae *temporal.ActivityError
+	if errors.As(err, &ae) {
+		if ae.ActivityType().GetName() == contracts.ToolActivityName {
+			return err
+		}
+		f := fc.ErrorToFailure(ae)
+		if info := f.GetActivityFailureInfo(); info != nil {
+			info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
+			return fc.FailureToError(f)
+		}
+		return err
+	}
+	return fc.FailureToError(&failurepb.Failure{Message: "activity error", Source: "GoSDK", Cause: fc.ErrorToFailure(err),
+		FailureInfo: &failurepb.Failure_ActivityFailureInfo{ActivityFailureInfo: &failurepb.ActivityFailureInfo{
+			ActivityType: &commonpb.ActivityType{Name: contracts.ToolActivityName}}}})
 }

@@ -59,6 +59,11 @@ type Run struct {
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest
 	early  map[string]*pending
+	// LocalTools are the worker's tools that run as local activities (set before the run
+	// starts: workflows.Registry.SetLocalTools); local is the set the run recorded at its first
+	// tool call, which it keeps (nil: not recorded yet).
+	LocalTools []string
+	local      map[string]bool
 }
 
 type pending struct {
