@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -33,6 +34,8 @@ type Backend struct {
 	// Telemetry, when set, records the model and tool spans and metrics of [Backend.Activities]
 	// (nil: the global OpenTelemetry providers, no-ops unless the program sets them).
 	Telemetry *telemetry.Telemetry
+	// Messages keeps the large messages of model passes (Config.Messages; nil: inline).
+	Messages *codec.Codec
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string
 	close func()
@@ -113,7 +116,7 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 func (b *Backend) Activities(broker stream.Broker) (*activities.Activities, error) {
 	return activities.New(activities.Config{Stream: broker, Providers: b.Providers, DefaultProvider: b.DefaultProvider,
 		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders,
-		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider()})
+		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider(), Messages: b.Messages})
 }
 
 func (b *Backend) tracerProvider() trace.TracerProvider {
