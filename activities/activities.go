@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/jsonstream"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -48,6 +49,13 @@ type Activities struct {
 	// them.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Messages, when set, keeps the large conversation messages of model passes (JSON of at
+	// least [contracts.MessageRefMin] bytes) in its payload store, sealed as its payloads are
+	// (compressed, encrypted with its key), each content once; the run then sends them to later
+	// passes by reference, so a pass's input in history stays small however long the
+	// conversation. It needs a store ([codec.Codec.HasStore]); nil: every message goes inline.
+	// Every worker of a task queue needs the same store.
+	Messages *codec.Codec
 }
 
 // Config is what [New] checks: the fields of [Activities].
@@ -70,6 +78,9 @@ func New(cfg Config) (*Activities, error) {
 			"kortyx activities: Config.DefaultModel %q needs a Config.DefaultProvider (one of: %s)", cfg.DefaultModel, strings.Join(cfg.Providers.IDs(), ", "))
 	case cfg.MCP == nil && len(cfg.MCPHeaders) > 0:
 		return nil, errors.New("kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (mcp.NewPool())")
+	case cfg.Messages != nil && !cfg.Messages.HasStore():
+		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
+			"kortyx activities: Config.Messages is a codec without a payload store; give it one (codec.Options.Store, KORTYX_PAYLOAD_STORE) or leave Messages nil")
 	}
 	if cfg.DefaultProvider != "" {
 		if _, err := cfg.Providers.Get(cfg.DefaultProvider); err != nil {
@@ -212,6 +223,10 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
+	msgs, err := a.resolveMessages(ctx, in)
+	if err != nil {
+		return contracts.ModelResponse{}, err
+	}
 	ref := in.Model
 	if ref.Provider == "" {
 		ref.Provider = a.DefaultProvider
@@ -291,7 +306,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		deliver := onDelta
 		onDelta = func(d string) error { pass.delta(); return deliver(d) }
 	}
-	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: in.Messages, Tools: defs, Options: in.Options}, onDelta)
+	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: msgs, Tools: defs, Options: in.Options}, onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
 			return contracts.ModelResponse{}, ctx.Err()
@@ -316,6 +331,9 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	}
 	if resp.Usage.Total == 0 {
 		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
+	}
+	if resp.StoredMessages, err = a.storeMessages(ctx, in, msgs); err != nil {
+		return contracts.ModelResponse{}, err
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload("the model's answer", resp, "ask the model for a shorter answer (a lower max tokens option, a narrower instruction) or split the work over several calls"); err != nil {

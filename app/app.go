@@ -210,6 +210,9 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	if o.Backend.Telemetry == nil {
 		o.Backend.Telemetry = cfg.Telemetry
 	}
+	if o.Backend.Messages == nil {
+		o.Backend.Messages = cfg.Messages
+	}
 	acts, err := o.Backend.Activities(broker)
 	if err != nil {
 		_ = closeBroker()

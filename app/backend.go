@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -33,6 +34,8 @@ type Backend struct {
 	// Telemetry, when set, records the model and tool spans and metrics of [Backend.Activities]
 	// (nil: the global OpenTelemetry providers, no-ops unless the program sets them).
 	Telemetry *telemetry.Telemetry
+	// Messages keeps the large messages of model passes (Config.Messages; nil: inline).
+	Messages *codec.Codec
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string
 	// ProviderInfo lists the registered providers and what configured each (for the start log).
@@ -139,7 +142,7 @@ func envOf(id string) []string {
 func (b *Backend) Activities(broker stream.Broker) (*activities.Activities, error) {
 	return activities.New(activities.Config{Stream: broker, Providers: b.Providers, DefaultProvider: b.DefaultProvider,
 		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders,
-		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider()})
+		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider(), Messages: b.Messages})
 }
 
 func (b *Backend) tracerProvider() trace.TracerProvider {

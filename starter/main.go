@@ -6,6 +6,7 @@
 //	starter waiting [--session S]             runs waiting for a human (no worker needed)
 //	starter status <runID>                    state and pending question of a run
 //	starter cancel <runID>                    cancel a run
+//	starter payloads gc [--grace 1h] [--dry-run] garbage-collect the payload store
 //
 // It reaches Temporal through the standard client configuration (TEMPORAL_ADDRESS, default
 // 127.0.0.1:7233, the worker's dev server; TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*,
@@ -42,6 +43,8 @@ commands:
   waiting [--session S] [--json] runs waiting for a human
   status <runID>                 the run's status, state and pending question
   cancel <runID>                 cancel a run
+  payloads gc [--grace 1h] [--dry-run] [--json]
+                                 delete payload-store objects no kept workflow references
 
 environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE, KORTYX_TASK_QUEUE,
@@ -76,6 +79,8 @@ func main() {
 		err = cmdStatus(ctx, args)
 	case "cancel":
 		err = cmdCancel(ctx, args)
+	case "payloads":
+		err = cmdPayloads(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return

@@ -121,6 +121,8 @@ type loop struct {
 	spec reasonSpec
 	key  string
 	msgs []contracts.ModelMessage
+	// refs[i] is set when the worker reported l.msgs[i] as stored (sent by reference after).
+	refs []contracts.MessageRef
 	res  contracts.ReasonResult
 	seen map[string]bool
 
@@ -749,12 +751,58 @@ func (l *loop) pass(ctx workflow.Context, kind string, in contracts.ModelPassInp
 	n := l.passes
 	l.passes++
 	in.SegmentID = "step-" + strconv.Itoa(n)
-	resp, err := l.s.modelPass(ctx, l.key, n, in, l.spec.ModelOptions)
+	resp, err := l.s.modelPass(ctx, l.key, n, l.byReference(in), in, l.spec.ModelOptions)
 	if err != nil {
 		return resp, err
 	}
+	l.learnStored(in.Messages, resp.StoredMessages)
 	merge(&l.res, resp)
 	return resp, nil
+}
+
+// sameMessage reports whether a is b as the loop keeps it (a pass's messages are l.msgs
+// followed by messages of the pass; content strings share their bytes, so this is cheap).
+func sameMessage(a, b contracts.ModelMessage) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		len(a.ToolCalls) == len(b.ToolCalls) && string(a.StructuredContent) == string(b.StructuredContent)
+}
+
+// byReference is in with the messages the worker acknowledged as stored (l.refs, learned from
+// recorded results only) sent by reference; new messages stay inline. Without acknowledgements
+// (a worker without a message store, a history recorded before) it is in, unchanged.
+func (l *loop) byReference(in contracts.ModelPassInput) contracts.ModelPassInput {
+	var msgs []contracts.ModelMessage
+	var refs []contracts.MessageRef
+	for i := 0; i < len(l.refs) && i < len(in.Messages) && i < len(l.msgs); i++ {
+		r := l.refs[i]
+		if r.Hash == "" || !sameMessage(in.Messages[i], l.msgs[i]) {
+			continue
+		}
+		if msgs == nil {
+			msgs = append([]contracts.ModelMessage(nil), in.Messages...)
+		}
+		msgs[i] = contracts.ModelMessage{}
+		refs = append(refs, contracts.MessageRef{Index: i, Hash: r.Hash, Size: r.Size})
+	}
+	if refs == nil {
+		return in
+	}
+	in.Messages, in.MessageRefs = msgs, refs
+	return in
+}
+
+// learnStored records the messages of l.msgs that a pass's result (recorded, so replays and
+// node retries learn the same) reports as stored by the worker.
+func (l *loop) learnStored(sent []contracts.ModelMessage, stored []contracts.MessageRef) {
+	for _, r := range stored {
+		if r.Index < 0 || r.Index >= len(l.msgs) || r.Index >= len(sent) || r.Hash == "" || !sameMessage(sent[r.Index], l.msgs[r.Index]) {
+			continue
+		}
+		for len(l.refs) <= r.Index {
+			l.refs = append(l.refs, contracts.MessageRef{})
+		}
+		l.refs[r.Index] = r
+	}
 }
 
 // controlTools are the tool definitions of the call's output and interrupt contracts.
@@ -875,17 +923,17 @@ func toolSummary(name string) string { return "tool " + name }
 // passKey is the journal key of pass n of the Reason call key.
 func passKey(key string, n int) string { return key + keyPass + strconv.Itoa(n) }
 
-// modelPass runs the model activity for pass n of the call key (journaled).
-func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
+// modelPass runs the model activity for pass n of the call key (journaled) with in, whose
+// messages may go by reference; when the worker cannot read a reference (PAYLOAD_MISSING, or
+// its store failing: PERSISTENCE_ERROR, a recorded failure) the pass runs once more with every
+// message inline (the same pass: no second reservation).
+func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
 	pkey := passKey(key, n)
 	var resp contracts.ModelResponse
 	if s.recorded(pkey, &resp) {
 		return resp, nil
 	}
-	if b, err := json.Marshal(in); err != nil {
-		return resp, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
-	} else if err := contracts.CheckPayloadSize("the model call of hooks.Reason", len(b), "shorten the history or bound tool results (ToolExecution.MaxResultChars)"); err != nil {
-		// Fails early, with its code, instead of failing the workflow task.
+	if err := checkPassSize(in); err != nil {
 		return resp, err
 	}
 	if err := s.run.Reserve(ctx, contracts.LimitModelPasses); err != nil {
@@ -894,12 +942,30 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 	s.run.Flush(ctx)
 	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
 	actx := workflow.WithActivityOptions(ctx, opts)
-	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
+	err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp)
+	if code := contracts.CodeOf(err); len(in.MessageRefs) > 0 && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError) {
+		if serr := checkPassSize(inline); serr != nil {
+			return resp, serr
+		}
+		resp = contracts.ModelResponse{}
+		err = workflow.ExecuteActivity(actx, contracts.ModelActivityName, inline).Get(actx, &resp)
+	}
+	if err != nil {
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
 	s.record(pkey, protocol.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
+}
+
+// checkPassSize fails a model pass input over the payload limit early, with its code, instead
+// of failing the workflow task.
+func checkPassSize(in contracts.ModelPassInput) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
+	}
+	return contracts.CheckPayloadSize("the model call of hooks.Reason", len(b), "shorten the history or bound tool results (ToolExecution.MaxResultChars)")
 }
 
 // toolCall runs one business tool call, after approval when required.
