@@ -839,7 +839,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec reasonSpec) ([]
 	// time; an unreachable server fails the call after three minutes.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-		Summary:     "list MCP tools"})
+		Summary:     "list MCP tools", ActivityID: s.run.activityID(s.node, "mcp")})
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
@@ -887,6 +887,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 	}
 	s.run.Flush(ctx)
 	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
+	opts.ActivityID = s.run.activityID(s.node, "model")
 	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
 		return resp, err
@@ -934,6 +935,7 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
+	topts.ActivityID = s.run.activityID(s.node, "tool")
 	actx := workflow.WithActivityOptions(ctx, topts)
 	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
 		return res, err
