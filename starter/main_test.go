@@ -52,6 +52,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		"waiting": {"-json", "-session string"},
 		"status":  nil,
 		"cancel":  nil,
+		"replay":  {"-history file", "-limit int", "-since duration", "-workflow string"},
 	}
 	for cmd, want := range flags {
 		for _, h := range []string{"--help", "-h"} {

@@ -134,3 +134,19 @@ func mustLookup(t *testing.T, r *Registry, id string) *Definition {
 	require.True(t, ok)
 	return d
 }
+
+func TestPinnedNeedsTheRecordedTools(t *testing.T) {
+	d, err := Load([]byte("id: t\nversion: '1'\nnodes: {a: {run: kortyx.reason, params: {tools: [lookup]}}}\nedges: [[__start__, a]]\n"))
+	require.NoError(t, err)
+	old := NewRegistry()
+	old.SetToolNames("lookup")
+	require.NoError(t, old.Add(d))
+	rec := mustLookup(t, old, "t").pin
+
+	r := NewRegistry()
+	r.SetToolNames("search")
+	_, err = r.pinned(nil, rec)
+	requireCode(t, err, contracts.CodeInvalidDefinition)
+	require.Contains(t, err.Error(), `this worker cannot run the recorded definition: `)
+	require.Contains(t, err.Error(), `"lookup"`)
+}
