@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,20 @@ func TestRejectionPrintsEachPartOnce(t *testing.T) {
 	f = contracts.Failure{Code: contracts.CodeInvalidResponse, Message: "The answer does not match the question's response schema.",
 		Issues: []contracts.Issue{{Path: []any{"amount"}, Code: "type", Message: "want number"}}}
 	require.Equal(t, "The answer does not match the question's response schema. (amount: want number)", rejection(f))
+}
+
+func TestReplayNeedsOneSource(t *testing.T) {
+	for _, args := range [][]string{{"replay"}, {"replay", "--workflow", "w", "--history", "h.json"}, {"replay", "extra"}} {
+		_, errOut, code := runMain(t, args...)
+		require.Equal(t, 2, code, "%v", args)
+		require.True(t, strings.HasPrefix(errOut, "starter: replay "), "%v: %s", args, errOut)
+		require.Contains(t, errOut, "usage: starter replay ", "%v", args)
+	}
+	out, errOut, code := runMain(t, "replay", "--history", filepath.Join("..", "kortyxtest", "testdata", "hello.json"))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "ok "+filepath.Join("..", "kortyxtest", "testdata", "hello.json")+"\n", out)
+	out, errOut, code = runMain(t, "replay", "--history", "missing.json")
+	require.Equal(t, 1, code)
+	require.Empty(t, out, "no history, no line")
+	require.Equal(t, "starter: open missing.json: no such file or directory\n", errOut)
 }

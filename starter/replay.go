@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -45,7 +46,16 @@ func cmdReplay(ctx context.Context, args []string) error {
 		opts.DataConverter = codec.DataConverter(cfg.Codec)
 	}
 	if *file != "" {
-		if err := kortyxtest.ReplayFile(reg, *file, opts); err != nil {
+		f, err := os.Open(*file)
+		if err != nil {
+			return err
+		}
+		h, err := kortyxtest.ReadHistory(f)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+		if err := kortyxtest.Replay(reg, h, opts); err != nil {
 			fmt.Printf("mismatch %s: %s\n", *file, oneLine(err))
 			return errors.New("the history does not replay against this code")
 		}
