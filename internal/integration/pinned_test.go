@@ -17,6 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/testagents"
+	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
@@ -277,4 +278,47 @@ func TestPinnedGoRunStopsOnChangedNode(t *testing.T) {
 			require.Equal(t, map[string]any{"one": "one", "name": "Ada"}, res.State.Data)
 		})
 	}
+}
+
+// transitionRegistry: "hand" hands over to "target", whose definition has the given version.
+func transitionRegistry(t *testing.T, targetVersion string) *workflows.Registry {
+	t.Helper()
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(&workflows.Definition{ID: "hand", Version: "1",
+		Nodes: map[string]workflows.Node{"go": {Run: func(workflow.Context, workflows.NodeInput) (workflows.NodeResult, error) {
+			return workflows.NodeResult{TransitionTo: "target"}, nil
+		}}},
+		Edges: []workflows.Edge{{From: contracts.StartNode, To: "go"}}},
+		&workflows.Definition{ID: "target", Version: targetVersion,
+			Nodes: map[string]workflows.Node{"say": {Run: func(workflow.Context, workflows.NodeInput) (workflows.NodeResult, error) {
+				return workflows.NodeResult{UI: &workflows.UI{Message: "arrived"}}, nil
+			}}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "say"}}}))
+	return reg
+}
+
+// A transition records the target's definition: the history replays against the same code, and
+// a changed target is reported by name.
+func TestPinnedTransitionRecordsTheTarget(t *testing.T) {
+	tq := taskQueue(t)
+	w := goWorker(t, tq, stream.NewMemory(), transitionRegistry(t, "1"))
+	defer w.Stop()
+	run := startRun(t, tc, tq, "hand", "hi")
+	res, err := result(t, run)
+	require.NoError(t, err)
+	require.Equal(t, "target", res.State.CurrentWorkflow)
+	require.Equal(t, "arrived", res.State.UI.Message)
+	ctx := context.Background()
+	h, err := kortyxtest.FetchHistory(ctx, tc, run.GetID(), "")
+	require.NoError(t, err)
+	markers := 0
+	for _, e := range h.Events {
+		if m := e.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "SideEffect" {
+			markers++
+		}
+	}
+	require.Equal(t, 2, markers, "the definitions of hand and of target")
+	require.NoError(t, kortyxtest.Replay(transitionRegistry(t, "1"), h, kortyxtest.ReplayOptions{}))
+	err = kortyxtest.Replay(transitionRegistry(t, "2"), h, kortyxtest.ReplayOptions{})
+	require.ErrorContains(t, err, `[kortyx] nondeterministic change: workflow "target" changed since this run started (its version, recorded "1", is "2" now;`)
 }
