@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		"waiting": {"-json", "-session string"},
 		"status":  nil,
 		"cancel":  nil,
+		"replay":  {"-history file", "-limit int", "-since duration", "-workflow string"},
 	}
 	for cmd, want := range flags {
 		for _, h := range []string{"--help", "-h"} {
@@ -167,4 +169,20 @@ func TestInvalidatedTextIsMentionedOnlyWhenShown(t *testing.T) {
 	require.Equal(t, "chat: Hello bra\n"+
 		"(the model pass failed midway and is retried: discard the text above)\n"+
 		"chat: Hello brave world\n", b.String())
+}
+
+func TestReplayNeedsOneSource(t *testing.T) {
+	for _, args := range [][]string{{"replay"}, {"replay", "--workflow", "w", "--history", "h.json"}, {"replay", "extra"}} {
+		_, errOut, code := runMain(t, args...)
+		require.Equal(t, 2, code, "%v", args)
+		require.True(t, strings.HasPrefix(errOut, "starter: replay "), "%v: %s", args, errOut)
+		require.Contains(t, errOut, "usage: starter replay ", "%v", args)
+	}
+	out, errOut, code := runMain(t, "replay", "--history", filepath.Join("..", "kortyxtest", "testdata", "hello.json"))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "ok "+filepath.Join("..", "kortyxtest", "testdata", "hello.json")+"\n", out)
+	out, errOut, code = runMain(t, "replay", "--history", "missing.json")
+	require.Equal(t, 1, code)
+	require.Empty(t, out, "no history, no line")
+	require.Equal(t, "starter: open missing.json: no such file or directory\n", errOut)
 }

@@ -26,8 +26,9 @@ type Registry struct {
 	defs     map[string]*Definition
 	fallback string
 	limits   contracts.Limits
-	tools    map[string]bool // the worker's tool names (SetToolNames); nil: not known
-	local    []string        // the worker's tools that run as local activities (SetLocalTools), sorted
+	tools    map[string]bool        // the worker's tool names (SetToolNames); nil: not known
+	local    []string               // the worker's tools that run as local activities (SetLocalTools), sorted
+	rebound  map[string]*Definition // recorded definitions rebound for runs (pin.go), by hash
 }
 
 // NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
@@ -307,6 +308,7 @@ func (r *Registry) resolve(d *Definition, bound map[string]NodeFunc) *Definition
 		c.Nodes[id] = n
 	}
 	c.Edges = append([]Edge(nil), d.Edges...)
+	c.pin = pinOf(d)
 	return &c
 }
 

@@ -893,7 +893,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec reasonSpec) ([]
 	// time; an unreachable server fails the call after three minutes.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-		Summary:     "list MCP tools"})
+		Summary:     "list MCP tools", ActivityID: s.run.activityID(s.node, "mcp")})
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
@@ -941,6 +941,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline co
 	}
 	s.run.Flush(ctx)
 	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
+	opts.ActivityID = s.run.activityID(s.node, "model")
 	actx := workflow.WithActivityOptions(ctx, opts)
 	err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp)
 	if code := contracts.CodeOf(err); len(in.MessageRefs) > 0 && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError) {
@@ -948,6 +949,10 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline co
 			return resp, serr
 		}
 		resp = contracts.ModelResponse{}
+		if opts.ActivityID != "" {
+			opts.ActivityID = s.run.activityID(s.node, "model") // an id of its own for the second attempt
+			actx = workflow.WithActivityOptions(ctx, opts)
+		}
 		err = workflow.ExecuteActivity(actx, contracts.ModelActivityName, inline).Get(actx, &resp)
 	}
 	if err != nil {
@@ -1014,6 +1019,7 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 			return res, localToolError(err)
 		}
 	} else {
+		topts.ActivityID = s.run.activityID(s.node, "tool")
 		actx := workflow.WithActivityOptions(ctx, topts)
 		if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
 			return res, err
