@@ -35,16 +35,19 @@
 // responseMimeType application/json; json-schema → the same plus responseJsonSchema; the
 // schema's Name has no Gemini field and is not sent), Reasoning (MaxTokens → thinkingBudget,
 // IncludeThoughts → includeThoughts, Effort minimal/low/medium/high → thinkingLevel). Gemini's
-// own options come in [ProviderOptions] under ProviderOptions["google"] (the struct, a pointer to
-// it, or the same fields as a JSON object, which is what crosses Temporal): thinkingBudget (wins
-// over Reasoning.MaxTokens; 0 turns thinking off), includeThoughts, thinkingLevel,
-// safetySettings, topK, topP, seed, presencePenalty, frequencyPenalty, cachedContent.
+// own options come in [ProviderOptions] under the provider's id, ProviderOptions["google"] by
+// default (the struct, a pointer to it, or the same fields as a JSON object, which is what
+// crosses Temporal; read by [providers.DecodeOptions]): thinkingBudget (wins over
+// Reasoning.MaxTokens; 0 turns thinking off), includeThoughts, thinkingLevel, safetySettings,
+// topK, topP, seed, presencePenalty, frequencyPenalty, cachedContent. Options under other ids
+// are other providers' and are not read. A value that is not an object, or a field of the wrong
+// type, is a PROVIDER_CONFIGURATION error naming the setting, and nothing is sent.
 //
-// Returned as a [contracts.Warning], never dropped silently: model options; provider options
-// under another key than "google"; unknown fields of providerOptions.google and values of the
-// wrong type (the other fields still apply); a reasoning effort or thinking level Gemini does
-// not have; an unsupported response format; a negative maxOutputTokens; a system message after
-// the start; an answer without usage metadata (its usage is recorded as zero).
+// Returned as a [contracts.Warning], never dropped silently: model options; unknown fields of
+// providerOptions.google (unsupported, "providerOptions.google.<key>"); a reasoning effort or
+// thinking level Gemini does not have; an unsupported response format; a negative
+// maxOutputTokens; a system message after the start; an answer without usage metadata
+// ([providers.NoUsageWarning]: its usage is recorded as zero).
 //
 // # Responses
 //
@@ -68,8 +71,10 @@
 //
 //	PROVIDER_REFUSAL            finishReason SAFETY, RECITATION, PROHIBITED_CONTENT, BLOCKLIST,
 //	                            SPII (and the IMAGE_ ones), or a prompt blocked by promptFeedback;
-//	                            Details: finishReason or blockReason, category and categories
-//	                            (the blocked harm categories); not retryable
+//	                            the message ends with the candidate's finishMessage when it has
+//	                            one; Details: finishReason or blockReason, finishMessage,
+//	                            category and categories (the blocked harm categories); not
+//	                            retryable
 //	PROVIDER_HTTP_ERROR         an error status; Status is set, Details["status"] is Google's
 //	                            (RESOURCE_EXHAUSTED, …); retryable for 408, 409, 429 and 5xx,
 //	                            never for 400, 401, 403, 404; the google.rpc.RetryInfo retryDelay
@@ -78,8 +83,13 @@
 //	PROVIDER_INVALID_RESPONSE   a chunk that is not JSON, an answer without a finish reason
 //	                            (retryable)
 //	PROVIDER_CONFIGURATION      no key or project, a bad base URL, a request that cannot be
-//	                            sent (an invalid schema, a tool result naming no tool, a request the
-//	                            SDK refuses to send)
+//	                            sent (an invalid schema, a tool result naming no tool, provider
+//	                            options of the wrong type, a request the SDK refuses to send)
+//
+// The SDK drops a candidate's finishMessage on the Gemini API backend (it keeps it on Vertex
+// AI), so the provider's HTTP client reads it from the response body as it passes to the SDK
+// (per stream event, or from the whole body of an answer that is not streamed; a body or event
+// over 8 MiB is not looked at).
 //
 // Cancelling the context returns the context's error itself. An error from onDelta is returned
 // unchanged. The SDK logs a line ("Error unexpected EOF") when a stream is cut.

@@ -1,10 +1,12 @@
 package google
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,13 +19,15 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// capture records, for one Generate call, whether a request went out and the status and
-// headers of an error response (the SDK's APIError has no headers).
+// capture records, for one Generate call, whether a request went out, the status and headers
+// of an error response (the SDK's APIError has no headers), and the finishMessage of the answer
+// (the SDK drops it on the Gemini API backend; it keeps it on Vertex AI).
 type capture struct {
-	mu        sync.Mutex
-	attempted bool
-	status    int
-	header    http.Header
+	mu            sync.Mutex
+	attempted     bool
+	status        int
+	header        http.Header
+	finishMessage string
 }
 
 type captureKey struct{}
@@ -50,7 +54,98 @@ func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		c.status, c.header = resp.StatusCode, resp.Header.Clone()
 		c.mu.Unlock()
 	}
+	if c != nil && err == nil && resp.StatusCode < 300 && resp.Body != nil {
+		sse := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+		resp.Body = &finishWatcher{rc: resp.Body, c: c, sse: sse}
+	}
 	return resp, err
+}
+
+// getFinishMessage returns the last non-empty finishMessage the response carried.
+func (c *capture) getFinishMessage() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finishMessage
+}
+
+// maxWatched bounds what a [finishWatcher] keeps of one response (a whole body, or one event).
+const maxWatched = 8 << 20
+
+// finishWatcher passes a successful response body through to the SDK unchanged and records the
+// first candidate's finishMessage it carries in the capture: per "data:" line of a stream,
+// from the whole body otherwise. A body or event longer than maxWatched is not looked at.
+type finishWatcher struct {
+	rc   io.ReadCloser
+	c    *capture
+	sse  bool
+	buf  []byte
+	skip bool // the current event (or the body) is longer than maxWatched
+}
+
+func (w *finishWatcher) Read(p []byte) (int, error) {
+	n, err := w.rc.Read(p)
+	w.take(p[:n])
+	if err == io.EOF {
+		if !w.skip {
+			w.look(w.buf)
+		}
+		w.buf, w.skip = nil, false
+	}
+	return n, err
+}
+
+func (w *finishWatcher) Close() error { return w.rc.Close() }
+
+func (w *finishWatcher) take(b []byte) {
+	for len(b) > 0 {
+		if !w.sse {
+			if !w.skip && len(w.buf)+len(b) <= maxWatched {
+				w.buf = append(w.buf, b...)
+			} else {
+				w.buf, w.skip = nil, true
+			}
+			return
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if !w.skip && len(w.buf)+len(b) <= maxWatched {
+				w.buf = append(w.buf, b...)
+			} else {
+				w.buf, w.skip = w.buf[:0], true
+			}
+			return
+		}
+		if !w.skip && len(w.buf)+i <= maxWatched {
+			w.look(append(w.buf, b[:i]...))
+		}
+		w.buf, w.skip = w.buf[:0], false
+		b = b[i+1:]
+	}
+}
+
+// look records the finishMessage of one event or body, if it has one.
+func (w *finishWatcher) look(b []byte) {
+	if w.sse {
+		prefix, data, ok := bytes.Cut(bytes.TrimSpace(b), []byte(":"))
+		if !ok || string(prefix) != "data" {
+			return
+		}
+		b = data
+	}
+	if !bytes.Contains(b, []byte(`"finishMessage"`)) {
+		return
+	}
+	var r struct {
+		Candidates []struct {
+			FinishMessage string `json:"finishMessage"`
+		} `json:"candidates"`
+	}
+	if json.Unmarshal(b, &r) != nil || len(r.Candidates) == 0 || r.Candidates[0].FinishMessage == "" {
+		return
+	}
+	w.c.mu.Lock()
+	w.c.finishMessage = r.Candidates[0].FinishMessage
+	w.c.mu.Unlock()
 }
 
 // Statuses of google.rpc.Status that retrying the same request cannot fix.

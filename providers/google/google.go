@@ -220,7 +220,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	if err := ctx.Err(); err != nil {
 		return contracts.ModelResponse{}, err
 	}
-	b, err := buildRequest(req)
+	b, err := buildRequest(req, p.id)
 	if err != nil {
 		return contracts.ModelResponse{}, err
 	}
@@ -232,7 +232,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	if p.capture {
 		ctx = context.WithValue(ctx, captureKey{}, h)
 	}
-	acc := newAccumulator(onDelta, req.Messages)
+	acc := newAccumulator(p.id, onDelta, req.Messages)
 	if onDelta == nil {
 		resp, err := p.client.Models.GenerateContent(ctx, req.Model, b.contents, b.config)
 		if err != nil {
@@ -253,6 +253,9 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 				return contracts.ModelResponse{}, err // a refusal, or onDelta's error unchanged
 			}
 		}
+	}
+	if acc.message == "" {
+		acc.message = h.getFinishMessage() // the SDK keeps no finishMessage on the Gemini API
 	}
 	resp, err := acc.result(p.baseURL)
 	if err != nil {

@@ -379,16 +379,82 @@ func TestSafetyBlockIsRefusal(t *testing.T) {
 		ke := asError(t, err)
 		require.Equal(t, contracts.CodeProviderRefusal, ke.Code)
 		require.False(t, ke.Retryable)
-		require.Equal(t, map[string]any{"finishReason": "SAFETY", "category": "HARM_CATEGORY_HARASSMENT",
+		require.Equal(t, map[string]any{"finishReason": "SAFETY", "finishMessage": "blocked", "category": "HARM_CATEGORY_HARASSMENT",
 			"categories": []string{"HARM_CATEGORY_HARASSMENT"}}, ke.Details)
-		require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_HARASSMENT.", ke.Message,
-			"the SDK drops the Gemini API's finishMessage")
+		require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_HARASSMENT: blocked.", ke.Message,
+			"the finishMessage is read from the response body (the SDK drops it on the Gemini API)")
 		require.Equal(t, &contracts.FinishReason{Unified: "content-filter", Raw: "SAFETY"}, ke.FinishReason)
 		if stream {
 			require.Equal(t, []string{"Here ", "is "}, deltas, "the text before the block was streamed")
 		}
 	})
 }
+
+// The finishMessage of a refused answer, read from the body as Google sends it: a unary answer
+// as indented JSON over several lines, a stream as one event per chunk; without one the message
+// names the reason and the categories only.
+func TestRefusalFinishMessage(t *testing.T) {
+	clearEnv(t)
+	const unary = `{
+  "candidates": [
+    {
+      "finishReason": "SAFETY",
+      "finishMessage": "The response was blocked: it may contain dangerous content!",
+      "index": 0,
+      "safetyRatings": [{"category": "HARM_CATEGORY_DANGEROUS_CONTENT", "probability": "HIGH", "blocked": true}]
+    }
+  ],
+  "usageMetadata": {"promptTokenCount": 7, "totalTokenCount": 7}
+}
+`
+	const events = "data: {\"candidates\":[{\"content\":{\"role\":\"model\",\"parts\":[{\"text\":\"Sure, \"}]},\"index\":0}]}\r\n\r\n" +
+		"data: {\"candidates\":[{\"finishReason\":\"SAFETY\",\"finishMessage\":\"Blocked for dangerous content\",\"index\":0," +
+		"\"safetyRatings\":[{\"category\":\"HARM_CATEGORY_DANGEROUS_CONTENT\",\"probability\":\"HIGH\",\"blocked\":true}]}]," +
+		"\"usageMetadata\":{\"promptTokenCount\":7,\"totalTokenCount\":9}}\r\n\r\n"
+	const bare = `{"candidates":[{"finishReason":"RECITATION","index":0}]}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Query().Get("alt") == "sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write([]byte(events))
+		case r.Header.Get("X-Test") == "bare":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(bare))
+		default:
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_, _ = w.Write([]byte(unary))
+		}
+	}))
+	defer srv.Close()
+	p := newProvider(t, srv.URL+"/")
+
+	_, _, err := generate(p, ask("hi"), false)
+	ke := asError(t, err)
+	require.Equal(t, contracts.CodeProviderRefusal, ke.Code)
+	require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_DANGEROUS_CONTENT: The response was blocked: it may contain dangerous content!", ke.Message)
+	require.Equal(t, "The response was blocked: it may contain dangerous content!", ke.Details["finishMessage"])
+	require.Equal(t, &contracts.Usage{Input: 7, Total: 7}, ke.Usage)
+
+	_, deltas, err := generate(p, ask("hi"), true)
+	ke = asError(t, err)
+	require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_DANGEROUS_CONTENT: Blocked for dangerous content.", ke.Message)
+	require.Equal(t, []string{"Sure, "}, deltas)
+
+	c := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r.Header.Set("X-Test", "bare")
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	p, err = google.New(context.Background(), google.Options{APIKey: "k", BaseURL: srv.URL + "/", HTTPClient: c})
+	require.NoError(t, err)
+	_, _, err = generate(p, ask("hi"), false)
+	ke = asError(t, err)
+	require.Equal(t, "Gemini stopped the answer (RECITATION).", ke.Message)
+	require.Equal(t, map[string]any{"finishReason": "RECITATION"}, ke.Details)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestPromptBlockedIsRefusal(t *testing.T) {
 	both(t, func(t *testing.T, stream bool) {
@@ -515,8 +581,17 @@ func TestNoUsageIsAWarning(t *testing.T) {
 		resp, _, err := generate(p, ask("hi"), stream)
 		require.NoError(t, err)
 		require.Equal(t, contracts.Usage{}, resp.Usage)
-		require.Equal(t, []contracts.Warning{{Type: contracts.WarningOther, Setting: "usage",
-			Message: "Gemini sent no usage metadata for this pass: its token usage is unknown and recorded as zero."}}, resp.Warnings)
+		require.Equal(t, []contracts.Warning{providers.NoUsageWarning(google.ID)}, resp.Warnings)
+	})
+	t.Run("under another id", func(t *testing.T) {
+		srv := fakegemini.NewScript(fake.Turn{Text: "hi", NoUsage: true})
+		defer srv.Close()
+		p, err := google.New(context.Background(), google.Options{ID: "gemini", APIKey: "k", BaseURL: srv.URL()})
+		require.NoError(t, err)
+		resp, _, err := generate(p, ask("hi"), true)
+		require.NoError(t, err)
+		require.Equal(t, []contracts.Warning{providers.NoUsageWarning("gemini")}, resp.Warnings)
+		require.Contains(t, resp.Warnings[0].Message, "The gemini provider's server")
 	})
 }
 
@@ -642,8 +717,8 @@ func TestWarnings(t *testing.T) {
 	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "xml"}
 	req.Options.MaxOutputTokens = -1
 	req.Options.ProviderOptions = map[string]any{
-		"openai": map[string]any{"seed": 1},
-		"google": map[string]any{"topK": "many", "topP": 0.5, "candidateCount": 2},
+		"openai": map[string]any{"seed": 1}, // another provider's: not read, not reported
+		"google": map[string]any{"topP": 0.5, "candidateCount": 2},
 	}
 	resp, _, err := generate(p, req, true)
 	require.NoError(t, err)
@@ -657,14 +732,66 @@ func TestWarnings(t *testing.T) {
 		"reasoning.effort":                      contracts.WarningUnsupported,
 		"responseFormat.type":                   contracts.WarningUnsupported,
 		"maxOutputTokens":                       contracts.WarningOther,
-		"providerOptions.openai":                contracts.WarningUnsupported,
-		"providerOptions.google.topK":           contracts.WarningOther,
 		"providerOptions.google.candidateCount": contracts.WarningUnsupported,
 	}, settings)
-	require.Len(t, resp.Warnings, 8)
+	require.Len(t, resp.Warnings, 6)
 	raw := srv.Requests()[0].Raw
 	require.Equal(t, `{"topP":0.5}`, field(t, raw, "generationConfig"), "the good options still apply")
 	require.Equal(t, `{"parts":[{"text":"late rule"}],"role":"user"}`, field(t, raw, "systemInstruction"))
+}
+
+func TestProviderOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts any
+		msg  string
+	}{
+		{"not an object", "fast", "providerOptions.google must be an object of the google provider's options (got a string)."},
+		{"a string for a number", map[string]any{"topK": "many", "topP": 0.5}, "providerOptions.google.topK must be a number (got string)."},
+		{"a number for a string", map[string]any{"thinkingLevel": 3}, "providerOptions.google.thinkingLevel must be a string (got number)."},
+		{"an object for a list", map[string]any{"safetySettings": map[string]any{"category": "HARM_CATEGORY_HARASSMENT"}},
+			"providerOptions.google.safetySettings must be an array (got object)."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, p := serve(t, fake.Text("ok"))
+			req := ask("hi")
+			req.Options.ProviderOptions = map[string]any{"google": tc.opts}
+			_, _, err := generate(p, req, true)
+			ke := asError(t, err)
+			require.Equal(t, contracts.CodeProviderConfiguration, ke.Code)
+			require.False(t, ke.Retryable)
+			require.Equal(t, tc.msg, ke.Message)
+			require.Empty(t, srv.Requests(), "nothing is sent")
+		})
+	}
+	t.Run("a nil pointer is no options", func(t *testing.T) {
+		srv, p := serve(t, fake.Text("ok"))
+		req := ask("hi")
+		req.Options.ProviderOptions = map[string]any{"google": (*google.ProviderOptions)(nil)}
+		resp, _, err := generate(p, req, true)
+		require.NoError(t, err)
+		require.Empty(t, resp.Warnings)
+		require.Equal(t, "{}", field(t, srv.Requests()[0].Raw, "generationConfig"))
+	})
+}
+
+// A provider made with another id reads its options under that id, not under "google".
+func TestProviderOptionsUnderTheProvidersID(t *testing.T) {
+	clearEnv(t)
+	srv := fakegemini.NewScript(fake.Text("ok"))
+	defer srv.Close()
+	p, err := google.New(context.Background(), google.Options{ID: "gemini", APIKey: "k", BaseURL: srv.URL()})
+	require.NoError(t, err)
+	req := ask("hi")
+	req.Options.ProviderOptions = map[string]any{
+		"gemini": map[string]any{"seed": 7, "nope": true},
+		"google": map[string]any{"seed": 1},
+	}
+	resp, _, err := generate(p, req, true)
+	require.NoError(t, err)
+	require.Equal(t, []contracts.Warning{{Type: contracts.WarningUnsupported, Setting: "providerOptions.gemini.nope",
+		Message: "The gemini provider has no option 'nope' (known: cachedContent, frequencyPenalty, includeThoughts, presencePenalty, safetySettings, seed, thinkingBudget, thinkingLevel, topK, topP); it was ignored."}}, resp.Warnings)
+	require.Equal(t, `{"seed":7}`, field(t, srv.Requests()[0].Raw, "generationConfig"))
 }
 
 // A server of our own for what the fake cannot script: thought parts with signatures, and a

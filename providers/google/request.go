@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"google.golang.org/genai"
@@ -15,11 +13,16 @@ import (
 )
 
 // ProviderOptionsKey is the key of [contracts.CallOptions.ProviderOptions] whose value (a
-// [ProviderOptions], a pointer to one, or the same fields as a JSON object) this provider reads.
-const ProviderOptionsKey = "google"
+// [ProviderOptions], a pointer to one, or the same fields as a JSON object) a provider of the
+// default id reads: provider options are keyed by provider id, so a provider made with
+// [Options.ID] reads its options under that id instead.
+const ProviderOptionsKey = ID
 
-// ProviderOptions are Gemini's own generation options. Every field is optional; a field set
-// here wins over the [contracts.CallOptions] field of the same meaning.
+// ProviderOptions are Gemini's own generation options, under the provider's id in
+// [contracts.CallOptions.ProviderOptions] (see [ProviderOptionsKey]), decoded by
+// [providers.DecodeOptions]: a key it does not declare is an unsupported warning, a value of the
+// wrong type a PROVIDER_CONFIGURATION error. Every field is optional; a field set here wins over
+// the [contracts.CallOptions] field of the same meaning.
 type ProviderOptions struct {
 	// ThinkingBudget is the thinking token budget (thinkingConfig.thinkingBudget): 0 turns
 	// thinking off where the model allows it, -1 lets the model decide.
@@ -69,9 +72,10 @@ func configError(format string, args ...any) *contracts.Error {
 	return contracts.Errorf(contracts.CodeProviderConfiguration, format, args...)
 }
 
-// buildRequest maps a request onto the SDK's contents and config. Options it cannot send
+// buildRequest maps a request onto the SDK's contents and config; id is the provider's id (the
+// key of its provider options). Options it cannot send
 // become warnings; a request that cannot be sent at all is a PROVIDER_CONFIGURATION error.
-func buildRequest(req providers.Request) (*built, error) {
+func buildRequest(req providers.Request, id string) (*built, error) {
 	b := &built{config: &genai.GenerateContentConfig{AutomaticContinuation: genai.Ptr(false)}}
 	warn := func(typ, setting, format string, args ...any) {
 		b.warnings = append(b.warnings, contracts.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
@@ -143,13 +147,11 @@ func buildRequest(req providers.Request) (*built, error) {
 				"Response format '%s' is not supported (supported: text, json, json-schema); the answer is free text.", f.Type)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(o.ProviderOptions)) {
-		if k != ProviderOptionsKey {
-			warn(contracts.WarningUnsupported, "providerOptions."+k,
-				"The google provider reads only providerOptions.%s; providerOptions.%s was ignored.", ProviderOptionsKey, k)
-		}
+	po, optWarnings, err := readProviderOptions(o.ProviderOptions, id)
+	if err != nil {
+		return nil, err
 	}
-	po := readProviderOptions(o.ProviderOptions[ProviderOptionsKey], warn)
+	b.warnings = append(b.warnings, optWarnings...)
 	if po.ThinkingBudget != nil {
 		thinking.ThinkingBudget = genai.Ptr(int32(*po.ThinkingBudget))
 	}
@@ -160,7 +162,7 @@ func buildRequest(req providers.Request) (*built, error) {
 		if lvl, ok := thinkingLevel(po.ThinkingLevel); ok {
 			thinking.ThinkingLevel = lvl
 		} else {
-			warn(contracts.WarningOther, "providerOptions.google.thinkingLevel",
+			warn(contracts.WarningOther, "providerOptions."+id+".thinkingLevel",
 				"thinkingLevel '%s' is not one of minimal, low, medium, high; it was ignored.", po.ThinkingLevel)
 		}
 	}
@@ -200,54 +202,21 @@ func thinkingLevel(s string) (genai.ThinkingLevel, bool) {
 	return "", false
 }
 
-// readProviderOptions decodes providerOptions.google field by field: an unknown field or a
-// value of the wrong type is a warning, and the other fields still apply.
-func readProviderOptions(v any, warn func(typ, setting, format string, args ...any)) ProviderOptions {
-	var po ProviderOptions
-	switch x := v.(type) {
-	case nil:
-		return po
+// readProviderOptions decodes the provider's options under its id with
+// [providers.DecodeOptions]: an unknown key is an unsupported warning, a value of the wrong type
+// a PROVIDER_CONFIGURATION error; keys under other ids are other providers' and are not read. A
+// ProviderOptions value or a pointer to one is taken as it is (a nil pointer as none).
+func readProviderOptions(opts map[string]any, id string) (ProviderOptions, []contracts.Warning, error) {
+	switch x := opts[id].(type) {
 	case ProviderOptions:
-		return x
+		return x, nil, nil
 	case *ProviderOptions:
-		if x != nil {
-			po = *x
+		if x == nil {
+			return ProviderOptions{}, nil, nil
 		}
-		return po
+		return *x, nil, nil
 	}
-	raw, err := json.Marshal(v)
-	var fields map[string]json.RawMessage
-	if err == nil {
-		err = json.Unmarshal(raw, &fields)
-	}
-	if err != nil {
-		warn(contracts.WarningOther, "providerOptions."+ProviderOptionsKey,
-			"providerOptions.%s must be an object of Gemini options (got %T); it was ignored.", ProviderOptionsKey, v)
-		return po
-	}
-	targets := map[string]any{
-		"thinkingBudget": &po.ThinkingBudget, "includeThoughts": &po.IncludeThoughts, "thinkingLevel": &po.ThinkingLevel,
-		"safetySettings": &po.SafetySettings, "topK": &po.TopK, "topP": &po.TopP, "seed": &po.Seed,
-		"presencePenalty": &po.PresencePenalty, "frequencyPenalty": &po.FrequencyPenalty, "cachedContent": &po.CachedContent,
-	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		setting := "providerOptions." + ProviderOptionsKey + "." + k
-		t, ok := targets[k]
-		if !ok {
-			warn(contracts.WarningUnsupported, setting,
-				"The google provider does not know option '%s' (known: %s); it was ignored.", k, strings.Join(slices.Sorted(maps.Keys(targets)), ", "))
-			continue
-		}
-		// Try on a scratch value first: a failed decode may leave a zero value behind.
-		var scratch ProviderOptions
-		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
-		if err := json.Unmarshal(one, &scratch); err != nil {
-			warn(contracts.WarningOther, setting, "%s has the wrong type (%s); it was ignored.", setting, string(fields[k]))
-			continue
-		}
-		_ = json.Unmarshal(fields[k], t)
-	}
-	return po
+	return providers.DecodeOptions[ProviderOptions](opts, id)
 }
 
 // messages maps the conversation: system messages become the system instruction, assistant

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
 )
 
 // refusalReasons are the finish reasons of an answer Gemini stopped for its content.
@@ -19,24 +20,25 @@ var refusalReasons = map[genai.FinishReason]bool{
 
 // accumulator assembles the chunks of one pass (one chunk when not streamed).
 type accumulator struct {
-	onDelta  func(string) error
-	text     strings.Builder
-	thoughts strings.Builder
-	parts    []*genai.Part // the model's parts, merged text runs, for the continuation
-	calls    []contracts.ToolCall
-	prior    int             // tool calls of the conversation before this answer
-	taken    map[string]bool // their ids
-	reason   genai.FinishReason
-	message  string // finishMessage
-	ratings  []*genai.SafetyRating
-	usage    *genai.GenerateContentResponseUsageMetadata
-	id       string
-	model    string
-	signed   bool // a part carries a thought signature, or a call has no id of the model's
+	providerID string
+	onDelta    func(string) error
+	text       strings.Builder
+	thoughts   strings.Builder
+	parts      []*genai.Part // the model's parts, merged text runs, for the continuation
+	calls      []contracts.ToolCall
+	prior      int             // tool calls of the conversation before this answer
+	taken      map[string]bool // their ids
+	reason     genai.FinishReason
+	message    string // finishMessage
+	ratings    []*genai.SafetyRating
+	usage      *genai.GenerateContentResponseUsageMetadata
+	id         string
+	model      string
+	signed     bool // a part carries a thought signature, or a call has no id of the model's
 }
 
-func newAccumulator(onDelta func(string) error, conversation []contracts.ModelMessage) *accumulator {
-	a := &accumulator{onDelta: onDelta, taken: map[string]bool{}}
+func newAccumulator(providerID string, onDelta func(string) error, conversation []contracts.ModelMessage) *accumulator {
+	a := &accumulator{providerID: providerID, onDelta: onDelta, taken: map[string]bool{}}
 	for _, m := range conversation {
 		for _, c := range m.ToolCalls {
 			a.prior++
@@ -194,8 +196,7 @@ func (a *accumulator) result(baseURL string) (contracts.ModelResponse, error) {
 		}
 	}
 	if a.usage == nil {
-		resp.Warnings = append(resp.Warnings, contracts.Warning{Type: contracts.WarningOther, Setting: "usage",
-			Message: "Gemini sent no usage metadata for this pass: its token usage is unknown and recorded as zero."})
+		resp.Warnings = append(resp.Warnings, providers.NoUsageWarning(a.providerID))
 	}
 	return resp, nil
 }
@@ -212,11 +213,14 @@ func (a *accumulator) refusal(usage contracts.Usage) *contracts.Error {
 		msg += ": " + a.message
 	}
 	details := map[string]any{"finishReason": string(a.reason)}
+	if a.message != "" {
+		details["finishMessage"] = a.message
+	}
 	if len(cats) > 0 {
 		details["category"] = cats[0]
 		details["categories"] = cats
 	}
-	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: msg + ".", Details: details,
+	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: sentence(msg), Details: details,
 		FinishReason: &contracts.FinishReason{Unified: contracts.FinishContentFilter, Raw: string(a.reason)}}
 	if !usage.IsZero() {
 		e.Usage = &usage
@@ -238,7 +242,7 @@ func promptBlocked(pf *genai.GenerateContentResponsePromptFeedback, usage contra
 		details["category"] = cats[0]
 		details["categories"] = cats
 	}
-	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: msg + ".", Details: details,
+	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: sentence(msg), Details: details,
 		FinishReason: &contracts.FinishReason{Unified: contracts.FinishContentFilter, Raw: string(pf.BlockReason)}}
 	if !usage.IsZero() {
 		e.Usage = &usage
@@ -281,6 +285,15 @@ func finishReason(raw genai.FinishReason, calls bool) contracts.FinishReason {
 		unified = contracts.FinishLength
 	}
 	return contracts.FinishReason{Unified: unified, Raw: string(raw)}
+}
+
+// sentence ends msg with a full stop unless it already ends with a sentence's punctuation (a
+// finish message usually does).
+func sentence(msg string) string {
+	if strings.HasSuffix(msg, ".") || strings.HasSuffix(msg, "!") || strings.HasSuffix(msg, "?") {
+		return msg
+	}
+	return msg + "."
 }
 
 func first(have, next string) string {

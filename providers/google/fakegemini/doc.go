@@ -50,7 +50,8 @@
 //
 // Turn.Err (a *contracts.Error; any other error is a 500) picks a failure by code:
 //
-//	PROVIDER_REFUSAL           200 with finishReason SAFETY and a blocked safety rating of
+//	PROVIDER_REFUSAL           200 with finishReason SAFETY, the error's Message as
+//	                           finishMessage, and a blocked safety rating of
 //	                           Details["category"] (default HARM_CATEGORY_DANGEROUS_CONTENT);
 //	                           with Details["blockReason"], a blocked prompt (promptFeedback)
 //	PROVIDER_INVALID_RESPONSE  200 with a body (or an event) that is not JSON
@@ -67,5 +68,6 @@
 // With FailAfter > 0 a streamed answer sends that many deltas first and then fails mid-stream:
 // the connection is cut, an event is not JSON, the safety block is sent, or an error event
 // (data: {"error":…}) ends the stream. Turn.Delay delays the answer, cut short when the client
-// goes away. A script that runs out answers 500 "script exhausted".
+// goes away. Turn.Hang streams Hang.After deltas (none when not streamed) and then holds the
+// response until the client goes away, calling Hang.Cancelled when it has. A script that runs out answers 500 "script exhausted".
 package fakegemini

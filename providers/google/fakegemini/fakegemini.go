@@ -146,7 +146,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.respN++
-	p := &play{w: w, model: model, id: fmt.Sprintf("fake-gemini-%d", s.respN)}
+	p := &play{w: w, gone: r.Context().Done(), model: model, id: fmt.Sprintf("fake-gemini-%d", s.respN)}
 	s.mu.Unlock()
 	if stream {
 		p.stream(turn)
@@ -178,6 +178,7 @@ func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
 // play writes one response.
 type play struct {
 	w         http.ResponseWriter
+	gone      <-chan struct{} // closed when the request's context ends
 	model, id string
 	started   bool // SSE headers written
 }
@@ -248,6 +249,10 @@ func (p *play) response(c *wireCandidate, usage *wireUsage) wireResponse {
 
 // complete writes a non-streamed GenerateContentResponse.
 func (p *play) complete(t fake.Turn) {
+	if t.Hang != nil {
+		t.Hang.Wait(p.gone)
+		return
+	}
 	_, text, usage, finish := parts(t)
 	if ce := turnError(t); ce != nil {
 		switch ce.Code {
@@ -294,9 +299,17 @@ func (p *play) stream(t fake.Turn) {
 		if ce != nil && i == t.FailAfter {
 			break
 		}
+		if t.Hang != nil && i == t.Hang.After {
+			t.Hang.Wait(p.gone)
+			return
+		}
 		if !p.chunk(p.response(&wireCandidate{Content: &wireContent{Role: "model", Parts: []wirePart{{Text: d}}}}, nil)) {
 			return
 		}
+	}
+	if t.Hang != nil && ce == nil {
+		t.Hang.Wait(p.gone)
+		return
 	}
 	if ce != nil {
 		switch ce.Code {
