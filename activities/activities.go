@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/jsonstream"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -17,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/tools/mcp"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
@@ -47,6 +49,13 @@ type Activities struct {
 	// them.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Messages, when set, keeps the large conversation messages of model passes (JSON of at
+	// least [contracts.MessageRefMin] bytes) in its payload store, sealed as its payloads are
+	// (compressed, encrypted with its key), each content once; the run then sends them to later
+	// passes by reference, so a pass's input in history stays small however long the
+	// conversation. It needs a store ([codec.Codec.HasStore]); nil: every message goes inline.
+	// Every worker of a task queue needs the same store.
+	Messages *codec.Codec
 }
 
 // Config is what [New] checks: the fields of [Activities].
@@ -69,6 +78,9 @@ func New(cfg Config) (*Activities, error) {
 			"kortyx activities: Config.DefaultModel %q needs a Config.DefaultProvider (one of: %s)", cfg.DefaultModel, strings.Join(cfg.Providers.IDs(), ", "))
 	case cfg.MCP == nil && len(cfg.MCPHeaders) > 0:
 		return nil, errors.New("kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (mcp.NewPool())")
+	case cfg.Messages != nil && !cfg.Messages.HasStore():
+		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
+			"kortyx activities: Config.Messages is a codec without a payload store; give it one (codec.Options.Store, KORTYX_PAYLOAD_STORE) or leave Messages nil")
 	}
 	if cfg.DefaultProvider != "" {
 		if _, err := cfg.Providers.Get(cfg.DefaultProvider); err != nil {
@@ -211,6 +223,10 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
+	msgs, err := a.resolveMessages(ctx, in)
+	if err != nil {
+		return contracts.ModelResponse{}, err
+	}
 	ref := in.Model
 	if ref.Provider == "" {
 		ref.Provider = a.DefaultProvider
@@ -290,7 +306,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		deliver := onDelta
 		onDelta = func(d string) error { pass.delta(); return deliver(d) }
 	}
-	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: in.Messages, Tools: defs, Options: in.Options}, onDelta)
+	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: msgs, Tools: defs, Options: in.Options}, onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
 			return contracts.ModelResponse{}, ctx.Err()
@@ -315,6 +331,9 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	}
 	if resp.Usage.Total == 0 {
 		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
+	}
+	if resp.StoredMessages, err = a.storeMessages(ctx, in, msgs); err != nil {
+		return contracts.ModelResponse{}, err
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload("the model's answer", resp, "ask the model for a shorter answer (a lower max tokens option, a narrower instruction) or split the work over several calls"); err != nil {
@@ -416,6 +435,26 @@ func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	return func() { close(done) }
 }
 
+// localTimeout reports the error of a local tool call that ran out of time as the timeout it is.
+// A regular activity's timeout is decided by the server whatever the attempt returns; a local
+// activity that returns as soon as its context expires (as a tool should) would instead fail
+// with its own "context deadline exceeded", a plain error. ScheduleToClose when the call's
+// retry window is over, else StartToClose (what the SDK reports when it notices first).
+func localTimeout(ctx context.Context, err error) error {
+	if !activity.IsActivity(ctx) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	info := activity.GetInfo(ctx)
+	if !info.IsLocalActivity {
+		return err
+	}
+	kind := enumspb.TIMEOUT_TYPE_START_TO_CLOSE
+	if info.ScheduleToCloseTimeout > 0 && !time.Now().Before(info.ScheduledTime.Add(info.ScheduleToCloseTimeout)) {
+		kind = enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE
+	}
+	return temporal.NewTimeoutError(kind, err)
+}
+
 // toolRetryType is the ApplicationError type of a retryable tool error. It is deliberately not
 // a declared code ([contracts.Code.Declared]): the error's text may hold anything the tool saw
 // (addresses, credentials in a DSN…).
@@ -429,7 +468,7 @@ func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res 
 	defer keepAlive(ctx)()
 	res, err = a.tool(ctx, in)
 	if err != nil {
-		return res, err
+		return res, localTimeout(ctx, err)
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {

@@ -147,10 +147,12 @@ func LoadWorkflows(reg *workflows.Registry) error {
 
 // Registry returns the registry of a worker whose tools are b's: the definitions that each of
 // register adds (e.g. the chosen examples' Register), then the files of KORTYX_WORKFLOWS
-// ([LoadWorkflows]), whose kortyx.reason nodes may only name b's tools.
+// ([LoadWorkflows]), whose kortyx.reason nodes may only name b's tools. The tools b marks
+// local (tools.Local) run as local activities ([workflows.Registry.SetLocalTools]).
 func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflows.Registry, error) {
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(b.Tools.Names()...)
+	reg.SetLocalTools(b.Tools.LocalNames()...)
 	for _, add := range register {
 		if err := add(reg); err != nil {
 			return nil, err
@@ -207,6 +209,9 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	}
 	if o.Backend.Telemetry == nil {
 		o.Backend.Telemetry = cfg.Telemetry
+	}
+	if o.Backend.Messages == nil {
+		o.Backend.Messages = cfg.Messages
 	}
 	acts, err := o.Backend.Activities(broker)
 	if err != nil {

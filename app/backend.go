@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
-	"github.com/kortyx-go/kortyx/providers/anthropic"
-	"github.com/kortyx-go/kortyx/providers/anthropic/fakeanthropic"
 	"github.com/kortyx-go/kortyx/providers/fake"
-	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/telemetry"
@@ -35,9 +34,13 @@ type Backend struct {
 	// Telemetry, when set, records the model and tool spans and metrics of [Backend.Activities]
 	// (nil: the global OpenTelemetry providers, no-ops unless the program sets them).
 	Telemetry *telemetry.Telemetry
+	// Messages keeps the large messages of model passes (Config.Messages; nil: inline).
+	Messages *codec.Codec
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string
-	close func()
+	// ProviderInfo lists the registered providers and what configured each (for the start log).
+	ProviderInfo []ProviderInfo
+	close        func()
 }
 
 // BackendOptions is what a program adds to [NewBackend]'s configuration from the environment.
@@ -56,14 +59,14 @@ func unconfigured(providers.Request) fake.Turn {
 	return fake.Text("No model is configured on this worker: set OPENAI_API_KEY or OPENAI_BASE_URL.")
 }
 
-// NewBackend returns the programs' providers and tools. The "openai" provider reaches
-// OPENAI_BASE_URL / OPENAI_API_KEY when either is set (OpenAI, Ollama, vLLM, OpenRouter, Groq,
-// …); otherwise it reaches a fake OpenAI-compatible server started here, playing o.FakeModel,
-// so that everything works without a key. The "anthropic" provider likewise reaches
-// ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY, or a fake Anthropic server playing o.FakeModel.
-// o.Model, else KORTYX_MODEL, names the default model (default gpt-4.1-mini); a provider prefix
-// ("anthropic:claude-sonnet-4-5") makes that provider the default. The in-process scripted "fake" provider (o.FakeModel too) is registered as
-// well. Tools: o.Tools.
+// NewBackend returns the programs' providers and tools. Each provider of the environment
+// (OpenAI: OPENAI_API_KEY / OPENAI_BASE_URL) is registered when one of its variables is set,
+// reaching what they name (OpenAI, Ollama, vLLM, OpenRouter, Groq, …); without them a provider
+// that has a fake server of its wire (OpenAI) reaches one started here, playing o.FakeModel, so
+// that everything works without a key. Backend.ProviderInfo says which is which. o.Model, else
+// KORTYX_MODEL, names the default model (default gpt-4.1-mini, of the openai provider);
+// "provider:model" picks the default provider too. The in-process scripted "fake" provider (o.FakeModel too) is
+// registered as well. Tools: o.Tools.
 //
 // KORTYX_MCP_SERVERS (a JSON list of {url, include, exclude, prefix}) adds the tools of MCP
 // servers to the worker's tools, listed once at start, for every run to use by name.
@@ -72,38 +75,38 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	if script == nil {
 		script = unconfigured
 	}
-	b := &Backend{DefaultProvider: "openai", DefaultModel: envOr("KORTYX_MODEL", "gpt-4.1-mini"), close: func() {}}
+	def := contracts.Model(envOr("KORTYX_MODEL", "gpt-4.1-mini"))
+	if o.Model != "" {
+		def = contracts.Model(o.Model)
+	}
+	if def.Provider == "" {
+		def.Provider = openai.ID
+	}
+	b := &Backend{DefaultProvider: def.Provider, DefaultModel: def.Model, close: func() {}}
 	if h := os.Getenv("KORTYX_MCP_HEADERS"); h != "" {
 		if err := json.Unmarshal([]byte(h), &b.MCPHeaders); err != nil {
 			return nil, fmt.Errorf("kortyx: KORTYX_MCP_HEADERS must be a JSON object {url: {header: value}}: %w", err)
 		}
 	}
-	oa := openai.Options{}
-	if os.Getenv("OPENAI_API_KEY") == "" && os.Getenv("OPENAI_BASE_URL") == "" {
-		srv := fakeserver.New(script)
-		b.close = srv.Close
-		oa.BaseURL = srv.URL()
-		b.Model = fmt.Sprintf("the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at %s", srv.URL())
-	} else {
-		b.Model = fmt.Sprintf("%s at %s", b.DefaultModel, envOr("OPENAI_BASE_URL", "https://api.openai.com/v1"))
+	ps, infos, stop, err := fromEnv(envProviders, script)
+	if err != nil {
+		return nil, err
 	}
-	// "anthropic" reaches ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY, else a fake Messages server.
-	claude, closeOpenAI, where := anthropic.FromEnv(), b.close, ""
-	if os.Getenv(anthropic.EnvAPIKey) == "" && os.Getenv(anthropic.EnvBaseURL) == "" {
-		srv := fakeanthropic.New(script)
-		claude, b.close = anthropic.New(anthropic.Options{BaseURL: srv.URL()}), func() { srv.Close(); closeOpenAI() }
-		where = "the scripted fake Anthropic server (no ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL set) at "
+	b.close = stop
+	ps = append(ps, fake.NewResponder(script))
+	infos = append(infos, ProviderInfo{ID: fake.ID, Where: "the in-process scripted model"})
+	b.Providers, b.ProviderInfo = providers.NewSet(ps...), infos
+	b.Model = "the default provider " + def.Provider + " is not registered"
+	for _, i := range infos {
+		if i.ID != def.Provider {
+			continue
+		}
+		if i.Fake {
+			b.Model = "the scripted fake model (no " + strings.Join(envOf(def.Provider), " or ") + " set) at " + i.Where
+		} else {
+			b.Model = fmt.Sprintf("%s at %s", def.Model, i.Where)
+		}
 	}
-	// The default model may name its provider: "anthropic:claude-sonnet-4-5" (o.Model, else KORTYX_MODEL).
-	ref := contracts.Model(envOr("KORTYX_MODEL", b.DefaultModel))
-	if o.Model != "" {
-		ref = contracts.Model(o.Model)
-	}
-	b.DefaultProvider, b.DefaultModel = first(ref.Provider, b.DefaultProvider), ref.Model
-	if ref.Provider == anthropic.ID {
-		b.Model = fmt.Sprintf("%s on %s%s", ref, where, claude.BaseURL())
-	}
-	b.Providers = providers.NewSet(openai.New(oa), claude, fake.NewResponder(script))
 	b.MCP = mcp.NewPool()
 	closeServer := b.close
 	b.close = func() { _ = b.MCP.Close(); closeServer() }
@@ -123,7 +126,6 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 			ts = append(ts, mt...)
 		}
 	}
-	var err error
 	if b.Tools, err = tools.NewSet(ts...); err != nil {
 		b.close()
 		return nil, err
@@ -131,18 +133,21 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	return b, nil
 }
 
-func first(s, def string) string {
-	if s != "" {
-		return s
+// envOf is the variables of the environment provider id.
+func envOf(id string) []string {
+	for _, e := range envProviders {
+		if e.ID == id {
+			return e.Env
+		}
 	}
-	return def
+	return nil
 }
 
 // Activities returns the activities over broker, checked by [activities.New].
 func (b *Backend) Activities(broker stream.Broker) (*activities.Activities, error) {
 	return activities.New(activities.Config{Stream: broker, Providers: b.Providers, DefaultProvider: b.DefaultProvider,
 		DefaultModel: b.DefaultModel, Tools: b.Tools, MCP: b.MCP, MCPHeaders: b.MCPHeaders,
-		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider()})
+		TracerProvider: b.tracerProvider(), MeterProvider: b.meterProvider(), Messages: b.Messages})
 }
 
 func (b *Backend) tracerProvider() trace.TracerProvider {

@@ -20,18 +20,16 @@ import (
 // Without a key, --model anthropic:… reaches the anthropic provider on a fake Anthropic server
 // playing the program's script.
 func TestBackendAnthropicModelWithoutKeyUsesTheFakeServer(t *testing.T) {
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", anthropic.EnvAPIKey, anthropic.EnvBaseURL, "KORTYX_MODEL", "KORTYX_MCP_SERVERS"} {
-		t.Setenv(k, "")
-	}
+	clearProviderEnv(t)
 	b, err := NewBackend(context.Background(), BackendOptions{Model: "anthropic:claude-sonnet-4-5",
 		FakeModel: func(providers.Request) fake.Turn { return fake.Text("from the script") }})
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, "anthropic", b.DefaultProvider)
 	require.Equal(t, "claude-sonnet-4-5", b.DefaultModel)
-	require.Contains(t, b.Model, "anthropic:claude-sonnet-4-5 on the scripted fake Anthropic server")
 	p, err := b.Providers.Get("anthropic")
 	require.NoError(t, err)
+	require.Equal(t, "the scripted fake model (no ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL set) at "+p.(*anthropic.Provider).BaseURL(), b.Model)
 	resp, err := p.Generate(context.Background(), providers.Request{Model: b.DefaultModel,
 		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}}, nil)
 	require.NoError(t, err)
@@ -39,11 +37,10 @@ func TestBackendAnthropicModelWithoutKeyUsesTheFakeServer(t *testing.T) {
 	require.Equal(t, "end_turn", resp.FinishReason.Raw, "answered over the Anthropic wire")
 }
 
-// KORTYX_MODEL may name the provider too; without a prefix the default stays openai.
+// KORTYX_MODEL may name the provider too; without a prefix the default stays openai; Model
+// replaces KORTYX_MODEL.
 func TestBackendDefaultModelFromEnv(t *testing.T) {
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", anthropic.EnvAPIKey, anthropic.EnvBaseURL, "KORTYX_MCP_SERVERS"} {
-		t.Setenv(k, "")
-	}
+	clearProviderEnv(t)
 	for env, want := range map[string][2]string{
 		"anthropic:claude-haiku-4-5": {"anthropic", "claude-haiku-4-5"},
 		"gpt-4.1":                    {"openai", "gpt-4.1"},
@@ -55,6 +52,11 @@ func TestBackendDefaultModelFromEnv(t *testing.T) {
 		b.Close()
 		require.Equal(t, want, [2]string{b.DefaultProvider, b.DefaultModel}, env)
 	}
+	t.Setenv("KORTYX_MODEL", "anthropic:claude-haiku-4-5")
+	b, err := NewBackend(context.Background(), BackendOptions{Model: "google:gemini-2.5-flash"})
+	require.NoError(t, err)
+	b.Close()
+	require.Equal(t, [2]string{"google", "gemini-2.5-flash"}, [2]string{b.DefaultProvider, b.DefaultModel})
 }
 
 // The support agent's tool loop on the anthropic provider: the thinking blocks of each pass go

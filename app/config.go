@@ -72,6 +72,12 @@ type Config struct {
 	// Temporal's default JSON). [Config.ClientOptions] puts it in the client's data converter,
 	// which the client's workers inherit, and [ServeHTTP] serves it at /codec/ ([API.Codec], [Config.PayloadCodec]).
 	Codec *codec.Codec
+	// Messages keeps the large conversation messages of model passes, so that runs send them
+	// by reference ([activities.Activities.Messages]): Codec when it has a payload store
+	// (KORTYX_PAYLOAD_STORE); in dev mode otherwise Codec's compression and keys over the
+	// directory .kortyx/payloads; nil (every message inline) with a Temporal address and no
+	// store, or with KORTYX_MESSAGE_REFS=false.
+	Messages *codec.Codec
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -131,7 +137,40 @@ func ConfigFromEnv() Config {
 		c.fail(err)
 	}
 	c.Codec = cd
+	if err := c.messageStore(); err != nil {
+		c.fail(err)
+	}
 	return c
+}
+
+// messageStore sets c.Messages (see [Config.Messages]).
+func (c *Config) messageStore() error {
+	if v := os.Getenv("KORTYX_MESSAGE_REFS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("kortyx: KORTYX_MESSAGE_REFS=%q: use true or false", v)
+		}
+		if !on {
+			return nil
+		}
+	}
+	switch {
+	case c.Codec.HasStore():
+		c.Messages = c.Codec
+	case c.DevMode():
+		dir, err := codec.NewDirStore(filepath.Join(c.Root, ".kortyx", "payloads"))
+		if err != nil {
+			return err
+		}
+		base := c.Codec
+		if base == nil {
+			if base, err = codec.New(codec.Options{Compress: true}); err != nil {
+				return err
+			}
+		}
+		c.Messages = base.WithStore(dir)
+	}
+	return nil
 }
 
 func knownLevel(v string) bool {

@@ -23,6 +23,10 @@
 //   - BenchmarkToolLoopStep, BenchmarkToolLoopStepEmit: hooks.Reason with one tool called ten
 //     times (11 model passes) against a plain workflow calling the same kortyx.Model and
 //     kortyx.Tool activities; silent, and with text and tool chunks published.
+//   - BenchmarkLocalToolStep: the silent tool loop with a local tool (tools.Local) and with a
+//     regular one, in Kortyx and in plain Temporal (one model activity and one local or regular
+//     kortyx.Tool activity per step), and the model passes alone; every iteration runs each
+//     variant once (rotated order), reporting ms/step-<variant> and paired ratios x-<a>/<b>.
 //   - BenchmarkTimeToFirstToken: the provider's first delta → a stream subscriber has it, against
 //     a plain activity (with and without heartbeat) and an in-process path without Temporal.
 //

@@ -100,6 +100,10 @@ func start() (*env, error) {
 		e.close()
 		return nil, err
 	}
+	if err := registerLocalTool(reg, acts, w); err != nil {
+		e.close()
+		return nil, err
+	}
 	acts.Register(w)
 	registerPlain(w, e.broker)
 	if err := w.Start(); err != nil {

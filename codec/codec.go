@@ -208,6 +208,11 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 var deterministic = proto.MarshalOptions{Deterministic: true}
 
 func (c *Codec) encodeOne(p *commonpb.Payload) (*commonpb.Payload, error) {
+	return c.encode(p, false)
+}
+
+// encode is encodeOne; force stores the payload whatever its size (a store is required).
+func (c *Codec) encode(p *commonpb.Payload, force bool) (*commonpb.Payload, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -228,7 +233,7 @@ func (c *Codec) encodeOne(p *commonpb.Payload) (*commonpb.Payload, error) {
 		}
 	}
 	hash := ""
-	if c.store != nil && len(raw) >= c.threshold {
+	if c.store != nil && (force || len(raw) >= c.threshold) {
 		hash = c.hash(raw)
 	}
 	if c.keyID != "" {
@@ -278,55 +283,69 @@ func (c *Codec) decodeOne(p *commonpb.Payload) (*commonpb.Payload, error) {
 		if p == nil {
 			return nil, nil
 		}
-		var raw []byte
-		switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
-		case EncodingRef:
-			hash := string(p.GetData())
-			if c.store == nil {
-				return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: payload %s is in a payload store, and none is configured; set KORTYX_PAYLOAD_STORE as the worker that wrote it", hash)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-			b, err := c.store.Get(ctx, hash)
-			cancel()
-			if err != nil {
-				return nil, err
-			}
-			raw = b
-		case EncodingAESGCM:
-			id := string(p.GetMetadata()[MetadataKeyID])
-			aead := c.aeads[id]
-			if aead == nil {
-				return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload is encrypted with key id %q, which is not configured; add that key to KORTYX_CODEC_KEYS", id)
-			}
-			d := p.GetData()
-			if len(d) < aead.NonceSize() {
-				return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: an encrypted payload (key id %q) is truncated", id)
-			}
-			b, err := aead.Open(nil, d[:aead.NonceSize()], d[aead.NonceSize():], []byte(id))
-			if err != nil {
-				return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload does not authenticate with key id %q (a different key under that id, or corrupt data)", id)
-			}
-			raw = b
-		case EncodingGzip:
-			zr, err := gzip.NewReader(bytes.NewReader(p.GetData()))
-			if err != nil {
-				return nil, failf(err, "kortyx codec: a compressed payload is corrupt")
-			}
-			b, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
-			if err != nil || len(b) > maxDecoded {
-				return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a compressed payload is corrupt or expands beyond %d bytes", maxDecoded)
-			}
-			raw = b
+		switch string(p.GetMetadata()[converter.MetadataEncoding]) {
+		case EncodingRef, EncodingAESGCM, EncodingGzip:
 		default:
 			return p, nil
 		}
-		next := &commonpb.Payload{}
-		if err := proto.Unmarshal(raw, next); err != nil {
-			return nil, failf(err, "kortyx codec: a decoded payload is not a payload")
+		next, err := c.decodeLayer(p)
+		if err != nil {
+			return nil, err
 		}
 		p = next
 	}
 	return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload nests more than %d codec layers", maxLayers)
+}
+
+// decodeLayer undoes the outermost layer of p, which is one of this codec's encodings.
+func (c *Codec) decodeLayer(p *commonpb.Payload) (*commonpb.Payload, error) {
+	var raw []byte
+	switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
+	case EncodingRef:
+		hash := string(p.GetData())
+		if c.store == nil {
+			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: payload %s is in a payload store, and none is configured; set KORTYX_PAYLOAD_STORE as the worker that wrote it", hash)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		b, err := c.store.Get(ctx, hash)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		raw = b
+	case EncodingAESGCM:
+		id := string(p.GetMetadata()[MetadataKeyID])
+		aead := c.aeads[id]
+		if aead == nil {
+			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload is encrypted with key id %q, which is not configured; add that key to KORTYX_CODEC_KEYS", id)
+		}
+		d := p.GetData()
+		if len(d) < aead.NonceSize() {
+			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: an encrypted payload (key id %q) is truncated", id)
+		}
+		b, err := aead.Open(nil, d[:aead.NonceSize()], d[aead.NonceSize():], []byte(id))
+		if err != nil {
+			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload does not authenticate with key id %q (a different key under that id, or corrupt data)", id)
+		}
+		raw = b
+	case EncodingGzip:
+		zr, err := gzip.NewReader(bytes.NewReader(p.GetData()))
+		if err != nil {
+			return nil, failf(err, "kortyx codec: a compressed payload is corrupt")
+		}
+		b, err := io.ReadAll(io.LimitReader(zr, maxDecoded+1))
+		if err != nil || len(b) > maxDecoded {
+			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a compressed payload is corrupt or expands beyond %d bytes", maxDecoded)
+		}
+		raw = b
+	default:
+		return p, nil
+	}
+	next := &commonpb.Payload{}
+	if err := proto.Unmarshal(raw, next); err != nil {
+		return nil, failf(err, "kortyx codec: a decoded payload is not a payload")
+	}
+	return next, nil
 }
 
 // failf is a PAYLOAD_CODEC_FAILED error whose message is safe to show and whose cause stays in

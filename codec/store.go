@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,11 +17,26 @@ import (
 
 // Store keeps the payloads the codec takes out of history, by content hash.
 type Store interface {
-	// Put stores data under hash; storing a hash it already has changes nothing.
+	// Put stores data under hash; storing a hash it already has keeps its data and renews its
+	// modification time (so that [Collect] sees it as fresh).
 	Put(ctx context.Context, hash string, data []byte) error
 	// Get returns the data stored under hash, and a *contracts.Error with
 	// [contracts.CodePayloadMissing] naming the hash when there is none.
 	Get(ctx context.Context, hash string) ([]byte, error)
+	// List calls fn for every stored object (in no particular order) until fn returns an error.
+	List(ctx context.Context, fn func(Object) error) error
+	// Delete removes hash unless it was modified after notAfter; it reports whether it removed
+	// it (false also when there was nothing to remove).
+	Delete(ctx context.Context, hash string, notAfter time.Time) (bool, error)
+}
+
+// Object is a stored payload as [Store.List] reports it.
+type Object struct {
+	Hash string `json:"hash"`
+	// Size is the stored size in bytes.
+	Size int64 `json:"size"`
+	// ModTime is when it was last stored (a Put of an object the store had renews it).
+	ModTime time.Time `json:"modTime"`
 }
 
 // hashPattern is what a reference may name: the codec's own hashes and nothing else, so a
@@ -68,6 +84,10 @@ func (s *DirStore) Put(_ context.Context, hash string, data []byte) error {
 	}
 	p := s.path(hash)
 	if _, err := os.Stat(p); err == nil {
+		now := time.Now()
+		if err := os.Chtimes(p, now, now); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return storeError(hash, err)
+		}
 		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
@@ -105,11 +125,69 @@ func (s *DirStore) Get(_ context.Context, hash string) ([]byte, error) {
 	return b, nil
 }
 
+// List implements [Store].
+func (s *DirStore) List(ctx context.Context, fn func(Object) error) error {
+	return filepath.WalkDir(s.dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: listing the payload store directory " + s.dir + " failed", Err: err}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if d.IsDir() {
+			return nil
+		}
+		hash := strings.ReplaceAll(d.Name(), "_", ":")
+		if !hashPattern.MatchString(hash) {
+			return nil // a temporary file, or not ours
+		}
+		info, err := d.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return storeError(hash, err)
+		}
+		return fn(Object{Hash: hash, Size: info.Size(), ModTime: info.ModTime()})
+	})
+}
+
+// Delete implements [Store]. The check of the modification time and the removal are two
+// steps: a Put between them is lost (a payload stored again that moment must be stored again).
+func (s *DirStore) Delete(_ context.Context, hash string, notAfter time.Time) (bool, error) {
+	if err := checkHash(hash); err != nil {
+		return false, err
+	}
+	p := s.path(hash)
+	info, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, storeError(hash, err)
+	}
+	if info.ModTime().After(notAfter) {
+		return false, nil
+	}
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, storeError(hash, err)
+	}
+	return true, nil
+}
+
 func storeError(hash string, err error) error {
 	return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: the payload store failed for " + hash + "; check that it is reachable and writable", Err: err}
 }
 
-// RedisStore is a [Store] in Redis: one string key per hash (prefix + hash), written with SET NX.
+// RedisStore is a [Store] in Redis: one string key per hash (prefix + hash), written with SET NX,
+// and a sorted set (prefix + "mtime") of the hashes by the time they were last stored, which
+// [Collect] reads. A hash whose time is missing (stored before the set existed) counts as old.
 type RedisStore struct {
 	client redis.UniversalClient
 	prefix string
@@ -170,7 +248,86 @@ func (s *RedisStore) Put(ctx context.Context, hash string, data []byte) error {
 	if err != nil {
 		return storeError(hash, err)
 	}
+	if err := s.client.ZAdd(ctx, s.index(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: hash}).Err(); err != nil {
+		return storeError(hash, err)
+	}
 	return nil
+}
+
+func (s *RedisStore) index() string { return s.prefix + "mtime" }
+
+// List implements [Store]: SCAN over the prefix. With a TTL, it also drops the times of hashes
+// that expired.
+func (s *RedisStore) List(ctx context.Context, fn func(Object) error) error {
+	if s.ttl > 0 {
+		old := strconv.FormatInt(time.Now().Add(-s.ttl).UnixMilli(), 10)
+		if err := s.client.ZRemRangeByScore(ctx, s.index(), "-inf", "("+old).Err(); err != nil {
+			return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: listing the payload store failed", Err: err}
+		}
+	}
+	var cursor uint64
+	for {
+		keys, next, err := s.client.Scan(ctx, cursor, s.prefix+"*", 500).Result()
+		if err != nil {
+			return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: listing the payload store failed", Err: err}
+		}
+		var hashes []string
+		for _, k := range keys {
+			if h := strings.TrimPrefix(k, s.prefix); hashPattern.MatchString(h) {
+				hashes = append(hashes, h)
+			}
+		}
+		if len(hashes) > 0 {
+			pipe := s.client.Pipeline()
+			sizes := make([]*redis.IntCmd, len(hashes))
+			for i, h := range hashes {
+				sizes[i] = pipe.StrLen(ctx, s.prefix+h)
+			}
+			times := pipe.ZMScore(ctx, s.index(), hashes...)
+			if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+				return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: listing the payload store failed", Err: err}
+			}
+			ms := times.Val()
+			for i, h := range hashes {
+				o := Object{Hash: h, Size: sizes[i].Val()}
+				if i < len(ms) && ms[i] > 0 {
+					o.ModTime = time.UnixMilli(int64(ms[i]))
+				}
+				if o.Size == 0 {
+					continue // expired between SCAN and STRLEN
+				}
+				if err := fn(o); err != nil {
+					return err
+				}
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+// Delete implements [Store]. The check of the time and the removal are two steps (the key and
+// the set may live on different cluster nodes): a Put between them is lost.
+func (s *RedisStore) Delete(ctx context.Context, hash string, notAfter time.Time) (bool, error) {
+	if err := checkHash(hash); err != nil {
+		return false, err
+	}
+	score, err := s.client.ZScore(ctx, s.index(), hash).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, storeError(hash, err)
+	}
+	if err == nil && time.UnixMilli(int64(score)).After(notAfter) {
+		return false, nil
+	}
+	n, err := s.client.Del(ctx, s.prefix+hash).Result()
+	if err != nil {
+		return false, storeError(hash, err)
+	}
+	if err := s.client.ZRem(ctx, s.index(), hash).Err(); err != nil {
+		return false, storeError(hash, err)
+	}
+	return n > 0, nil
 }
 
 // Get implements [Store].

@@ -103,7 +103,9 @@ type CallOptions struct {
 	StopSequences   []string          `json:"stopSequences,omitempty"`
 	Reasoning       *ReasoningOptions `json:"reasoning,omitempty"`
 	ResponseFormat  *ResponseFormat   `json:"responseFormat,omitempty"`
-	ProviderOptions map[string]any    `json:"providerOptions,omitempty"`
+	// ProviderOptions are keyed by provider id; each provider reads its own object
+	// (providers.DecodeOptions), e.g. {"openai": {"seed": 7}}.
+	ProviderOptions map[string]any `json:"providerOptions,omitempty"`
 }
 
 // Usage is normalized token usage; Total defaults to Input+Output(+Reasoning when reported apart).
@@ -169,6 +171,22 @@ type ModelResponse struct {
 	// FieldsPublished: a streamed output pass published provisional fields of its value (so a
 	// value that fails validation must be invalidated).
 	FieldsPublished bool `json:"fieldsPublished,omitempty"`
+	// StoredMessages are the messages of the pass's input (Index into its Messages) that the
+	// worker keeps in its message store: later passes may send them by reference
+	// ([ModelPassInput.MessageRefs]). Empty on a worker without a message store.
+	StoredMessages []MessageRef `json:"storedMessages,omitempty"`
+}
+
+// MessageRefMin is the size (of its JSON, in bytes) from which the model activity keeps a
+// message of its input in the message store, so that later passes send it by reference.
+const MessageRefMin = 1 << 10
+
+// MessageRef is a conversation message kept in the worker's message store: its position in a
+// model pass's messages, the hash it is stored under and the size of its JSON.
+type MessageRef struct {
+	Index int    `json:"i"`
+	Hash  string `json:"hash"`
+	Size  int    `json:"size"`
 }
 
 // ModelPassInput is the input of the model activity ([ModelActivityName]).
@@ -195,6 +213,10 @@ type ModelPassInput struct {
 	// Structured, when set, makes a streamed pass publish structured-data chunks of this
 	// stream (the declared fields as they arrive) instead of text chunks.
 	Structured *StructuredStream `json:"structured,omitempty"`
+	// MessageRefs are messages sent by reference: Messages[Index] is an empty placeholder, and
+	// the activity reads the message from its message store (a reference it cannot resolve
+	// fails the pass with [CodePayloadMissing]; the workflow then sends every message inline).
+	MessageRefs []MessageRef `json:"messageRefs,omitempty"`
 }
 
 // StructuredStream describes the structured-data stream of a generation pass.

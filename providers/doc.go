@@ -15,5 +15,8 @@
 //
 // An adapter of your own implements [Provider] (see the package example): one model pass per
 // Generate call, text deltas to onDelta when it streams, and errors as *contracts.Error with a
-// provider code and Retryable set, since the activity's retry policy is the only retry.
+// provider code and Retryable set, since the activity's retry policy is the only retry. It reads
+// its own options from CallOptions.ProviderOptions under its id with [DecodeOptions] (unknown
+// keys become warnings), returns [NoUsageWarning] when its server reported no usage, and passes
+// providers/conformance, the suite of every provider, against a fake server of its wire.
 package providers

@@ -6,6 +6,9 @@
 //	starter waiting [--session S]             runs waiting for a human (no worker needed)
 //	starter status <runID>                    state and pending question of a run
 //	starter cancel <runID>                    cancel a run
+//	starter payloads gc [--grace 1h] [--dry-run] garbage-collect the payload store
+//	starter replay --workflow W [--limit N] [--since 24h] | --history file.json
+//	                                          replay recent histories against this build (before a deploy)
 //
 // It reaches Temporal through the standard client configuration (TEMPORAL_ADDRESS, default
 // 127.0.0.1:7233, the worker's dev server; TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_*,
@@ -42,10 +45,16 @@ commands:
   waiting [--session S] [--json] runs waiting for a human
   status <runID>                 the run's status, state and pending question
   cancel <runID>                 cancel a run
+  payloads gc [--grace 1h] [--dry-run] [--json]
+                                 delete payload-store objects no kept workflow references
+  replay --workflow W            replay recent histories of W (a workflow type, agent id or workflow ID)
+      [--limit N] [--since 24h]  against this build's workflows (KORTYX_EXAMPLES, KORTYX_WORKFLOWS);
+      | --history file.json      exit 1 when one does not replay (run it before a deploy)
 
 environment: TEMPORAL_ADDRESS (default 127.0.0.1:7233), TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
 TEMPORAL_TLS_*, TEMPORAL_PROFILE, TEMPORAL_CONFIG_FILE, KORTYX_TASK_QUEUE,
-KORTYX_STREAM_URL (default http://127.0.0.1:8080), KORTYX_LOG_FORMAT, KORTYX_LOG_LEVEL
+KORTYX_STREAM_URL (default http://127.0.0.1:8080), KORTYX_LOG_FORMAT, KORTYX_LOG_LEVEL,
+KORTYX_EXAMPLES and KORTYX_WORKFLOWS (replay), KORTYX_CODEC_* and KORTYX_PAYLOAD_STORE (the payload codec)
 `
 
 func main() {
@@ -76,6 +85,10 @@ func main() {
 		err = cmdStatus(ctx, args)
 	case "cancel":
 		err = cmdCancel(ctx, args)
+	case "payloads":
+		err = cmdPayloads(ctx, args)
+	case "replay":
+		err = cmdReplay(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return
@@ -149,6 +162,7 @@ var synopses = map[string]string{
 	"waiting": "waiting [flags]\n  runs waiting for a human",
 	"status":  "status <runID>\n  the run's status, state and pending question",
 	"cancel":  "cancel <runID>\n  cancel a run",
+	"replay":  "replay (--workflow W | --history file.json) [flags]\n  replay recent histories against this build's workflows (KORTYX_EXAMPLES, KORTYX_WORKFLOWS); exit 1 on a mismatch",
 }
 
 // commandUsage is a command's help: its synopsis and every flag with its default.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		"waiting": {"-json", "-session string"},
 		"status":  nil,
 		"cancel":  nil,
+		"replay":  {"-history file", "-limit int", "-since duration", "-workflow string"},
 	}
 	for cmd, want := range flags {
 		for _, h := range []string{"--help", "-h"} {
@@ -142,4 +144,45 @@ func TestRejectionPrintsEachPartOnce(t *testing.T) {
 	f = contracts.Failure{Code: contracts.CodeInvalidResponse, Message: "The answer does not match the question's response schema.",
 		Issues: []contracts.Issue{{Path: []any{"amount"}, Code: "type", Message: "want number"}}}
 	require.Equal(t, "The answer does not match the question's response schema. (amount: want number)", rejection(f))
+}
+
+// A retried pass says "discard the text above" only for text that was printed: a segment voided
+// before any of its deltas were shown (e.g. a printer that joined the stream later) says nothing.
+func TestInvalidatedTextIsMentionedOnlyWhenShown(t *testing.T) {
+	var b bytes.Buffer
+	p := newPrinter(&b, false)
+	for _, c := range []contracts.Chunk{
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0"}, // nothing shown for it
+		{Type: contracts.ChunkTextStart, Node: "chat", OpID: "op", SegmentID: "step-0~2"},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~2", Delta: "Hello "},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~2", Delta: "bra"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0~2"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "op", SegmentID: "step-0~2"}, // said once
+		{Type: contracts.ChunkTextStart, Node: "chat", OpID: "op", SegmentID: "step-0~3"},
+		{Type: contracts.ChunkTextDelta, Node: "chat", OpID: "op", SegmentID: "step-0~3", Delta: "Hello brave world"},
+		{Type: contracts.ChunkTextEnd, Node: "chat", OpID: "op", SegmentID: "step-0~3"},
+		{Type: contracts.ChunkTextInvalidated, OpID: "other", SegmentID: "step-0~3"}, // another operation's segment
+		{Type: contracts.ChunkDone},
+	} {
+		p.chunk(c)
+	}
+	require.Equal(t, "chat: Hello bra\n"+
+		"(the model pass failed midway and is retried: discard the text above)\n"+
+		"chat: Hello brave world\n", b.String())
+}
+
+func TestReplayNeedsOneSource(t *testing.T) {
+	for _, args := range [][]string{{"replay"}, {"replay", "--workflow", "w", "--history", "h.json"}, {"replay", "extra"}} {
+		_, errOut, code := runMain(t, args...)
+		require.Equal(t, 2, code, "%v", args)
+		require.True(t, strings.HasPrefix(errOut, "starter: replay "), "%v: %s", args, errOut)
+		require.Contains(t, errOut, "usage: starter replay ", "%v", args)
+	}
+	out, errOut, code := runMain(t, "replay", "--history", filepath.Join("..", "kortyxtest", "testdata", "hello.json"))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "ok "+filepath.Join("..", "kortyxtest", "testdata", "hello.json")+"\n", out)
+	out, errOut, code = runMain(t, "replay", "--history", "missing.json")
+	require.Equal(t, 1, code)
+	require.Empty(t, out, "no history, no line")
+	require.Equal(t, "starter: open missing.json: no such file or directory\n", errOut)
 }

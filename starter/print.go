@@ -19,7 +19,8 @@ import (
 type printer struct {
 	w      io.Writer
 	json   bool
-	inline string // key of the text being written inline, "" when at line start
+	inline string          // key of the text being written inline, "" when at line start
+	shown  map[string]bool // text segments (OpID:SegmentID) whose deltas were printed
 }
 
 func newPrinter(w io.Writer, asJSON bool) *printer { return &printer{w: w, json: asJSON} }
@@ -50,6 +51,13 @@ func (p *printer) chunk(c contracts.Chunk) {
 	switch c.Type {
 	case contracts.ChunkTextDelta:
 		key := "text:" + c.OpID + ":" + c.SegmentID
+		if c.Delta == "" {
+			return
+		}
+		if p.shown == nil {
+			p.shown = map[string]bool{}
+		}
+		p.shown[key] = true
 		if p.inline != key {
 			p.endLine()
 			fmt.Fprintf(p.w, "%s: ", orDefault(c.Node, "assistant"))
@@ -58,6 +66,13 @@ func (p *printer) chunk(c contracts.Chunk) {
 		fmt.Fprint(p.w, c.Delta)
 	case contracts.ChunkTextStart, contracts.ChunkTextEnd:
 	case contracts.ChunkTextInvalidated:
+		// Only text that was printed needs discarding: a segment voided before any of its
+		// deltas (or before this printer joined the stream) says nothing.
+		key := "text:" + c.OpID + ":" + c.SegmentID
+		if !p.shown[key] {
+			return
+		}
+		delete(p.shown, key)
 		p.endLine()
 		fmt.Fprintf(p.w, "(the model pass failed midway and is retried: discard the text above)\n")
 	case contracts.ChunkToolCallStart:

@@ -52,6 +52,29 @@ type Tool struct {
 	// reads the error's text; clients (tool-call-error chunks) see a *contracts.Error's message,
 	// and "An unexpected error occurred." for any other error.
 	Execute func(ctx context.Context, call Call) (Result, error)
+	// Local runs the tool's calls as Temporal local activities: in the worker that runs the
+	// workflow task, recorded in the workflow history as a marker when the task completes, with
+	// no activity task of their own (no ActivityTaskScheduled, no round trip through the
+	// server's task queue). Set it only for tools that are
+	//   - fast: a local call runs inside the workflow task, which the worker keeps alive while it
+	//     runs; keep every attempt well under the workflow task timeout (10 s by default), and
+	//     its Timeout (ToolExecution.Timeout) bounds it as for a regular call;
+	//   - idempotent: a local activity is at least once, like a regular one, but its result is
+	//     only recorded when the workflow task completes, so a worker crash or a failed workflow
+	//     task runs a call whose result was not recorded yet again. Call.IdempotencyKey is
+	//     passed and is the same for every attempt.
+	// Errors, retries ([Retryable]), approvals and chunks are the same as for a regular call.
+	// The worker's workflow side must know its local tools: pass [Set.LocalNames] to
+	// workflows.Registry.SetLocalTools (app.Registry does). Tools of MCP servers always run as
+	// regular activities. See [Local].
+	Local bool
+}
+
+// Local returns t marked to run as a Temporal local activity (t.Local = true): for fast,
+// idempotent tools (see [Tool.Local]).
+func Local(t Tool) Tool {
+	t.Local = true
+	return t
 }
 
 // Func builds a tool from a typed function: the arguments are decoded into In, the returned Out
@@ -145,6 +168,18 @@ func (s *Set) Names() []string {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// LocalNames returns the names of the tools that run as local activities ([Tool.Local]),
+// sorted: what workflows.Registry.SetLocalTools needs.
+func (s *Set) LocalNames() []string {
+	var out []string
+	for _, n := range s.Names() {
+		if s.byName[n].Local {
+			out = append(out, n)
+		}
+	}
 	return out
 }
 

@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,8 +132,12 @@ func run(apiOnly bool, wo worker.Options) error {
 	defer backend.Close()
 	backend.Telemetry = tel
 	logger.Info("kortyx worker: models", "models", backend.Model)
+	for _, p := range backend.ProviderInfo { // which providers are registered, and from what
+		logger.Info("kortyx worker: provider", "provider", p.ID, "reaches", p.Where, "env", strings.Join(p.Env, ","), "fake", p.Fake)
+	}
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(backend.Tools.Names()...)
+	reg.SetLocalTools(backend.Tools.LocalNames()...)
 	if err := chosen.Register(reg); err != nil {
 		return err
 	}
@@ -149,6 +154,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	if cfg.RedisURL == "" && !serveHTTP {
 		logger.Warn("kortyx worker: in-memory stream broker and no HTTP API: chunks published by this worker are only readable from this process; set KORTYX_REDIS_URL")
 	}
+	backend.Messages = cfg.Messages // large model-pass messages by reference
 	acts, err := backend.Activities(broker)
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ func stripForCompare(d *Definition) (*Definition, []string) {
 		schemas = append(schemas, string(s.Raw()))
 	}
 	c.InputSchema, c.OutputSchema = nil, nil
+	c.pin = nil // what runs record (pin_test.go)
 	return &c, schemas
 }
 

@@ -198,3 +198,50 @@ edges:
 	require.Contains(t, paths, "nodes.agent.params.outputSchema", "a schema that does not compile")
 	require.Contains(t, paths, "nodes.agent.params.outputs.emit.9lives", "contract names are checked")
 }
+
+// A declarative agent picks its provider by the model's prefix ("anthropic:claude-…"): the pass
+// goes to the provider of that id with the model id after the colon; an agent without a prefix
+// runs on the worker's default provider.
+func TestDeclarativeAgentPicksTheProviderByPrefix(t *testing.T) {
+	for _, tc := range []struct{ model, provider, modelID string }{
+		{"anthropic:claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"},
+		{"google:gemini-2.5-flash", "google", "gemini-2.5-flash"},
+		{"gpt-4.1-mini", "openai", "gpt-4.1-mini"},
+	} {
+		t.Run(tc.model, func(t *testing.T) {
+			def, err := workflows.Load([]byte(`
+id: pick
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      model: "` + tc.model + `"
+      output: reply
+edges:
+  - [__start__, agent]
+`))
+			require.NoError(t, err)
+			models := map[string]*fake.Model{}
+			var set []providers.Provider
+			for _, id := range []string{"openai", "anthropic", "google"} {
+				models[id] = fake.New(fake.Text("from " + id)).WithID(id)
+				set = append(set, models[id])
+			}
+			h := newHarness(t, def)
+			h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(set...), "openai"
+			h.env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "pick", Input: []byte(`"hi"`)})
+			res, err := h.result()
+			require.NoError(t, err)
+			require.Equal(t, "from "+tc.provider, res.State.Data["reply"])
+			for id, m := range models {
+				if id != tc.provider {
+					require.Zero(t, m.Calls(), id)
+					continue
+				}
+				require.Equal(t, 1, m.Calls())
+				require.Equal(t, tc.modelID, m.Requests()[0].Model)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,7 +26,9 @@ type Registry struct {
 	defs     map[string]*Definition
 	fallback string
 	limits   contracts.Limits
-	tools    map[string]bool // the worker's tool names (SetToolNames); nil: not known
+	tools    map[string]bool        // the worker's tool names (SetToolNames); nil: not known
+	local    []string               // the worker's tools that run as local activities (SetLocalTools), sorted
+	rebound  map[string]*Definition // recorded definitions rebound for runs (pin.go), by hash
 }
 
 // NewRegistry returns a registry with the built-in node kinds (see [ReasonNode]) and no
@@ -141,6 +144,28 @@ func (r *Registry) SetToolNames(names ...string) {
 	for _, n := range names {
 		r.tools[n] = true
 	}
+}
+
+// SetLocalTools tells the registry which of the worker's tools run as Temporal local
+// activities (tools.Set.LocalNames: the tools marked tools.Local); the others run as regular
+// activities. A run records the set it sees at its first tool call (one marker in its history)
+// and keeps it to its end, so a run that waits across a deploy that changes the set keeps
+// running each tool the way it started; continue-as-new and new runs take the set of the worker
+// they run on.
+func (r *Registry) SetLocalTools(names ...string) {
+	local := append([]string(nil), names...)
+	sort.Strings(local)
+	local = slices.Compact(local)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.local = local
+}
+
+// LocalTools returns the names given to [Registry.SetLocalTools], sorted.
+func (r *Registry) LocalTools() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]string(nil), r.local...)
 }
 
 // prepare checks and resolves defs; r.mu must be held.
@@ -283,6 +308,7 @@ func (r *Registry) resolve(d *Definition, bound map[string]NodeFunc) *Definition
 		c.Nodes[id] = n
 	}
 	c.Edges = append([]Edge(nil), d.Edges...)
+	c.pin = pinOf(d)
 	return &c
 }
 

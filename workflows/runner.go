@@ -50,6 +50,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	}
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
+	run.LocalTools = r.reg.LocalTools()
 	var limitsErr error
 	if in.Child == nil {
 		if in.Limits != nil {
@@ -60,18 +61,32 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
+	// Runs started before pinning replay without it (and with the SDK's activity ids).
+	pinning := workflow.GetVersion(ctx, PinChangeID, workflow.DefaultVersion, 1) >= 1
+	run.NodeActivityIDs = pinning
 	var def *Definition
 	var err error
 	if in.Snapshot == nil {
-		if def, err = r.reg.Workflow(in.Workflow); err == nil {
+		run.Snap.Pinned = nil
+		def, err = r.reg.Workflow(in.Workflow)
+		if pinning {
+			def, err = r.pinStart(ctx, run, def, err)
+		}
+		if err == nil {
 			run.Snap.State, err = initialState(in, def)
 			run.Snap.NextNode = def.StartNode()
 			if p := in.Prior; p != nil && p.Hooks.WorkflowState != nil {
 				run.Snap.Hooks.WorkflowState = execution.Clone(p.Hooks.WorkflowState)
 			}
 		}
+	} else if p := run.Snap.Pinned; pinning && p != nil && p.ID == run.Snap.State.CurrentWorkflow {
+		def = r.pinAt(run, p) // continue-as-new, rollback, fork: the definition it ran
 	} else {
+		run.Snap.Pinned = nil
 		def, err = r.reg.Workflow(run.Snap.State.CurrentWorkflow)
+		if pinning {
+			def, err = r.pinStart(ctx, run, def, err)
+		}
 	}
 	if def != nil {
 		run.Snap.State.CurrentWorkflow = def.ID
@@ -296,9 +311,16 @@ func checkEncodable(node string, res NodeResult) error {
 // The target must be registered under that id: a hand-off never falls back silently.
 func (r *Runner) transition(ctx workflow.Context, run *execution.Run, res NodeResult) (*Definition, error) {
 	target, ok := r.reg.Lookup(res.TransitionTo)
+	var err error
 	if !ok {
-		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow,
+		target, err = nil, contracts.Errorf(contracts.CodeUnknownWorkflow,
 			"Transition failed to '%s': no workflow with that id is registered on this worker.", res.TransitionTo)
+	}
+	if run.Snap.Pinned != nil { // a pinned run pins the workflow it hands over to
+		target, err = r.pinStart(ctx, run, target, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	st := &run.Snap.State
 	data := map[string]any{}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -91,6 +92,11 @@ type Node struct {
 	Metadata map[string]any `json:"metadata,omitempty"`
 	// Retry re-runs a node whose function returned an error; nil means one attempt.
 	Retry *Retry `json:"retry,omitempty"`
+	// Version is the declared version of the node's code (free-form, optional). It is part of
+	// the graph fingerprint a run records when it starts: change it when the node's Go code
+	// changes in a way runs in flight must not replay (they then stop with an error naming the
+	// node until the old code is deployed again; see docs/versioning.md).
+	Version string `json:"version,omitempty"`
 }
 
 // Retry is a node's retry behaviour (spec F1.4). Completed hook results of a failed attempt are
@@ -114,4 +120,7 @@ type Definition struct {
 	Nodes        map[string]Node   `json:"nodes"`
 	Edges        []Edge            `json:"edges"`
 	Metadata     map[string]any    `json:"metadata,omitempty"`
+
+	// pin is what a run records of this definition (set by Registry.Add; see pin.go).
+	pin *protocol.PinnedDefinition
 }

@@ -35,6 +35,7 @@ var forbidden = []string{
 	module + "/stream",
 	module + "/tools",
 	"github.com/sashabaranov/go-openai",
+	"google.golang.org/genai",
 	"github.com/modelcontextprotocol/go-sdk",
 }
 

@@ -3,6 +3,7 @@ package execution
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -118,6 +121,8 @@ type loop struct {
 	spec reasonSpec
 	key  string
 	msgs []contracts.ModelMessage
+	// refs[i] is set when the worker reported l.msgs[i] as stored (sent by reference after).
+	refs []contracts.MessageRef
 	res  contracts.ReasonResult
 	seen map[string]bool
 
@@ -219,6 +224,9 @@ const (
 	// versionInvalidatePublished: an invalid streamed value is invalidated only if its pass
 	// published fields.
 	versionInvalidatePublished = "kortyx.reason.invalidate-published"
+	// versionLocalTools: the run records which worker tools run as local activities (a side
+	// effect at its first tool call); before, every tool call was a regular activity.
+	versionLocalTools = "kortyx.reason.local-tools"
 )
 
 func returnCount(calls []turnCall) int {
@@ -743,12 +751,58 @@ func (l *loop) pass(ctx workflow.Context, kind string, in contracts.ModelPassInp
 	n := l.passes
 	l.passes++
 	in.SegmentID = "step-" + strconv.Itoa(n)
-	resp, err := l.s.modelPass(ctx, l.key, n, in, l.spec.ModelOptions)
+	resp, err := l.s.modelPass(ctx, l.key, n, l.byReference(in), in, l.spec.ModelOptions)
 	if err != nil {
 		return resp, err
 	}
+	l.learnStored(in.Messages, resp.StoredMessages)
 	merge(&l.res, resp)
 	return resp, nil
+}
+
+// sameMessage reports whether a is b as the loop keeps it (a pass's messages are l.msgs
+// followed by messages of the pass; content strings share their bytes, so this is cheap).
+func sameMessage(a, b contracts.ModelMessage) bool {
+	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
+		len(a.ToolCalls) == len(b.ToolCalls) && string(a.StructuredContent) == string(b.StructuredContent)
+}
+
+// byReference is in with the messages the worker acknowledged as stored (l.refs, learned from
+// recorded results only) sent by reference; new messages stay inline. Without acknowledgements
+// (a worker without a message store, a history recorded before) it is in, unchanged.
+func (l *loop) byReference(in contracts.ModelPassInput) contracts.ModelPassInput {
+	var msgs []contracts.ModelMessage
+	var refs []contracts.MessageRef
+	for i := 0; i < len(l.refs) && i < len(in.Messages) && i < len(l.msgs); i++ {
+		r := l.refs[i]
+		if r.Hash == "" || !sameMessage(in.Messages[i], l.msgs[i]) {
+			continue
+		}
+		if msgs == nil {
+			msgs = append([]contracts.ModelMessage(nil), in.Messages...)
+		}
+		msgs[i] = contracts.ModelMessage{}
+		refs = append(refs, contracts.MessageRef{Index: i, Hash: r.Hash, Size: r.Size})
+	}
+	if refs == nil {
+		return in
+	}
+	in.Messages, in.MessageRefs = msgs, refs
+	return in
+}
+
+// learnStored records the messages of l.msgs that a pass's result (recorded, so replays and
+// node retries learn the same) reports as stored by the worker.
+func (l *loop) learnStored(sent []contracts.ModelMessage, stored []contracts.MessageRef) {
+	for _, r := range stored {
+		if r.Index < 0 || r.Index >= len(l.msgs) || r.Index >= len(sent) || r.Hash == "" || !sameMessage(sent[r.Index], l.msgs[r.Index]) {
+			continue
+		}
+		for len(l.refs) <= r.Index {
+			l.refs = append(l.refs, contracts.MessageRef{})
+		}
+		l.refs[r.Index] = r
+	}
 }
 
 // controlTools are the tool definitions of the call's output and interrupt contracts.
@@ -839,7 +893,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec reasonSpec) ([]
 	// time; an unreachable server fails the call after three minutes.
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
-		Summary:     "list MCP tools"})
+		Summary:     "list MCP tools", ActivityID: s.run.activityID(s.node, "mcp")})
 	if err := workflow.ExecuteActivity(actx, contracts.ListToolsActivityName, contracts.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
@@ -869,17 +923,17 @@ func toolSummary(name string) string { return "tool " + name }
 // passKey is the journal key of pass n of the Reason call key.
 func passKey(key string, n int) string { return key + keyPass + strconv.Itoa(n) }
 
-// modelPass runs the model activity for pass n of the call key (journaled).
-func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
+// modelPass runs the model activity for pass n of the call key (journaled) with in, whose
+// messages may go by reference; when the worker cannot read a reference (PAYLOAD_MISSING, or
+// its store failing: PERSISTENCE_ERROR, a recorded failure) the pass runs once more with every
+// message inline (the same pass: no second reservation).
+func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
 	pkey := passKey(key, n)
 	var resp contracts.ModelResponse
 	if s.recorded(pkey, &resp) {
 		return resp, nil
 	}
-	if b, err := json.Marshal(in); err != nil {
-		return resp, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
-	} else if err := contracts.CheckPayloadSize("the model call of hooks.Reason", len(b), "shorten the history or bound tool results (ToolExecution.MaxResultChars)"); err != nil {
-		// Fails early, with its code, instead of failing the workflow task.
+	if err := checkPassSize(in); err != nil {
 		return resp, err
 	}
 	if err := s.run.Reserve(ctx, contracts.LimitModelPasses); err != nil {
@@ -887,13 +941,36 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in contracts.
 	}
 	s.run.Flush(ctx)
 	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
+	opts.ActivityID = s.run.activityID(s.node, "model")
 	actx := workflow.WithActivityOptions(ctx, opts)
-	if err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp); err != nil {
+	err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp)
+	if code := contracts.CodeOf(err); len(in.MessageRefs) > 0 && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError) {
+		if serr := checkPassSize(inline); serr != nil {
+			return resp, serr
+		}
+		resp = contracts.ModelResponse{}
+		if opts.ActivityID != "" {
+			opts.ActivityID = s.run.activityID(s.node, "model") // an id of its own for the second attempt
+			actx = workflow.WithActivityOptions(ctx, opts)
+		}
+		err = workflow.ExecuteActivity(actx, contracts.ModelActivityName, inline).Get(actx, &resp)
+	}
+	if err != nil {
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
 	s.record(pkey, protocol.JournalEntry{Kind: entryModelPass, Value: contracts.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
+}
+
+// checkPassSize fails a model pass input over the payload limit early, with its code, instead
+// of failing the workflow task.
+func checkPassSize(in contracts.ModelPassInput) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: the model call cannot be encoded: %v", err)
+	}
+	return contracts.CheckPayloadSize("the model call of hooks.Reason", len(b), "shorten the history or bound tool results (ToolExecution.MaxResultChars)")
 }
 
 // toolCall runs one business tool call, after approval when required.
@@ -934,9 +1011,19 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
-	actx := workflow.WithActivityOptions(ctx, topts)
-	if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
-		return res, err
+	if in.MCP == nil && s.run.localTool(ctx, call.Name) {
+		// The same activity, run by this worker inside the workflow task (tools.Local), with
+		// the regular call's timeout and retry policy.
+		lctx := workflow.WithLocalActivityOptions(ctx, localToolOptions(topts))
+		if err := workflow.ExecuteLocalActivity(lctx, contracts.ToolActivityName, in).Get(lctx, &res); err != nil {
+			return res, localToolError(err)
+		}
+	} else {
+		topts.ActivityID = s.run.activityID(s.node, "tool")
+		actx := workflow.WithActivityOptions(ctx, topts)
+		if err := workflow.ExecuteActivity(actx, contracts.ToolActivityName, in).Get(actx, &res); err != nil {
+			return res, err
+		}
 	}
 	if emit {
 		if res.Failure != nil {
@@ -949,4 +1036,75 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		}
 	}
 	return res, nil
+}
+
+// localTool reports whether the run executes the worker tool name as a local activity. The
+// worker's set (Run.LocalTools) is configuration that may change between deploys, so the run
+// records it once, at its first worker tool call, and keeps it: a replay, or a run that waits
+// across a deploy, runs every call the way the run started. Runs recorded before local tools
+// existed have no record and run every tool as a regular activity.
+func (r *Run) localTool(ctx workflow.Context, name string) bool {
+	if r.local == nil {
+		r.local = map[string]bool{}
+		if workflow.GetVersion(ctx, versionLocalTools, workflow.DefaultVersion, 1) >= 1 {
+			configured := append([]string{}, r.LocalTools...)
+			var names []string
+			if err := workflow.SideEffect(ctx, func(workflow.Context) any { return configured }).Get(&names); err != nil {
+				// Cannot happen for a list of strings; regular activities are always safe.
+				workflow.GetLogger(ctx).Warn("kortyx: reading the recorded local tools failed; tools run as regular activities", "error", err)
+			}
+			for _, n := range names {
+				r.local[n] = true
+			}
+		}
+	}
+	return r.local[name]
+}
+
+// unboundedLocalWindow stands for "no bound" in the ScheduleToCloseTimeout of a local tool call:
+// a regular activity without one is retried until its policy gives up, a local activity
+// without one would get only its StartToCloseTimeout.
+const unboundedLocalWindow = 10 * 365 * 24 * time.Hour
+
+// localToolOptions are the local activity options of a local tool call: the regular call's
+// timeout, retry policy and retry window (heartbeats do not apply to local activities).
+func localToolOptions(o workflow.ActivityOptions) workflow.LocalActivityOptions {
+	window := o.ScheduleToCloseTimeout
+	if window <= 0 {
+		window = unboundedLocalWindow
+	}
+	return workflow.LocalActivityOptions{StartToCloseTimeout: o.StartToCloseTimeout, ScheduleToCloseTimeout: window,
+		RetryPolicy: o.RetryPolicy, Summary: o.Summary}
+}
+
+// localToolError is the error of a failed local tool call as a regular call reports it: an
+// *temporal.ActivityError of kortyx.Tool around the cause, which is where the failure's code,
+// its "activity" context and a timeout's ACTIVITY_TIMEOUT are read from. The SDK returns a
+// local activity's failure without that wrapper (its test environment wraps it, naming the Go
+// function); a cancellation is returned as it is, as for a regular call. The cause chain
+// (codes, details, timeout type) is kept: the failure is converted to its Temporal form and
+// back, with the default failure converter the workers use.
+func localToolError(err error) error {
+	if temporal.IsCanceledError(err) {
+		var ae *temporal.ActivityError
+		if !errors.As(err, &ae) {
+			return err
+		}
+	}
+	fc := temporal.GetDefaultFailureConverter()
+	var ae *temporal.ActivityError
+	if errors.As(err, &ae) {
+		if ae.ActivityType().GetName() == contracts.ToolActivityName {
+			return err
+		}
+		f := fc.ErrorToFailure(ae)
+		if info := f.GetActivityFailureInfo(); info != nil {
+			info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
+			return fc.FailureToError(f)
+		}
+		return err
+	}
+	return fc.FailureToError(&failurepb.Failure{Message: "activity error", Source: "GoSDK", Cause: fc.ErrorToFailure(err),
+		FailureInfo: &failurepb.Failure_ActivityFailureInfo{ActivityFailureInfo: &failurepb.ActivityFailureInfo{
+			ActivityType: &commonpb.ActivityType{Name: contracts.ToolActivityName}}}})
 }

@@ -59,6 +59,27 @@ type Run struct {
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest
 	early  map[string]*pending
+	// LocalTools are the worker's tools that run as local activities (set before the run
+	// starts: workflows.Registry.SetLocalTools); local is the set the run recorded at its first
+	// tool call, which it keeps (nil: not recorded yet).
+	LocalTools []string
+	local      map[string]bool
+
+	// NodeActivityIDs makes the activities of hooks (model passes, tool calls, MCP tool lists)
+	// get ids that name their node ("<node>/<kind>#<n>"), so that Temporal's non-determinism
+	// error names the node whose recorded activity the code no longer schedules. Runs started
+	// before it was introduced keep the SDK's numeric ids (a workflow.GetVersion gate).
+	NodeActivityIDs bool
+	activitySeq     int
+}
+
+// activityID is the id of the next activity of a hook of node ("" for the SDK's own).
+func (r *Run) activityID(node, kind string) string {
+	if !r.NodeActivityIDs {
+		return ""
+	}
+	r.activitySeq++
+	return fmt.Sprintf("%s/%s#%d", node, kind, r.activitySeq)
 }
 
 type pending struct {

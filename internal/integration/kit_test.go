@@ -48,14 +48,19 @@ func TestKitReplaysWhatTheCLIShows(t *testing.T) {
 	require.NoError(t, kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{}))
 
 	// The same history against a hello that greets without asking: reported, not replayed.
-	changed := workflows.NewRegistry()
-	require.NoError(t, changed.Add(&workflows.Definition{ID: "hello", Version: "2",
-		Nodes: map[string]workflows.Node{"greet": {Run: func(workflow.Context, workflows.NodeInput) (workflows.NodeResult, error) {
-			return workflows.NodeResult{UI: &workflows.UI{Message: "Hello!"}}, nil
-		}}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "greet"}}}))
-	err = kortyxtest.ReplayFile(changed, path, kortyxtest.ReplayOptions{})
-	require.ErrorContains(t, err, "[TMPRL1100] nondeterministic workflow")
+	// Same graph (Temporal sees the commands differ), then a new definition version (the
+	// recorded definition differs, and its Go node cannot be rebuilt).
+	for version, want := range map[string]string{"1": "[TMPRL1100] nondeterministic workflow",
+		"2": `[kortyx] nondeterministic change: workflow "hello" changed since this run started`} {
+		changed := workflows.NewRegistry()
+		require.NoError(t, changed.Add(&workflows.Definition{ID: "hello", Version: version,
+			Nodes: map[string]workflows.Node{"greet": {Run: func(workflow.Context, workflows.NodeInput) (workflows.NodeResult, error) {
+				return workflows.NodeResult{UI: &workflows.UI{Message: "Hello!"}}, nil
+			}}},
+			Edges: []workflows.Edge{{From: contracts.StartNode, To: "greet"}}}))
+		err = kortyxtest.ReplayFile(changed, path, kortyxtest.ReplayOptions{})
+		require.ErrorContains(t, err, want, "version %s", version)
+	}
 
 	if os.Getenv("KORTYX_RECORD_HISTORIES") == "1" {
 		require.NoError(t, os.WriteFile(filepath.Join(root, "kortyxtest", "testdata", "hello.json"), out, 0o644))

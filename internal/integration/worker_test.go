@@ -39,6 +39,9 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	require.Equal(t, "Order A-1002 (coffee grinder) is shipped.", res.State.Data["reply"])
 	require.NotNil(t, res.State.Runtime.TokenUsage)
 	require.Contains(t, banner, `msg="kortyx worker: models" models="the scripted fake model`)
+	require.Contains(t, banner, `msg="kortyx worker: provider" provider=openai reaches=http://127.0.0.1:`)
+	require.Contains(t, banner, `env="" fake=true`)
+	require.Contains(t, banner, `msg="kortyx worker: provider" provider=fake reaches="the in-process scripted model" env="" fake=false`)
 }
 
 // waitPolling reads the worker program's log (slog text on its stdout) until the worker polls,

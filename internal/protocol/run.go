@@ -66,6 +66,9 @@ type RunSnapshot struct {
 	Budget *Budget `json:"budget,omitempty"`
 	// Rejections keeps the most recent rejected answers.
 	Rejections []contracts.Rejection `json:"rejections,omitempty"`
+	// Pinned is the definition of State.CurrentWorkflow the run runs (recorded when it
+	// started or handed over); nil in snapshots of runs that started before pinning.
+	Pinned *PinnedDefinition `json:"pinned,omitempty"`
 }
 
 // HookState is the durable state of hooks (spec F3.0): node state and the hook journal of the

@@ -4,6 +4,23 @@
 // stream, a stream without usage, cancellation — run against a provider talking to a fake server
 // of its own wire, scripted with [fake.Turn] values.
 //
+// What a fake server must do for the suite: play the turn its Responder returns for each
+// request, with the Turn fields Text, Deltas (one wire event each, in order), ToolCalls (their
+// arguments split over several events, calls interleaved where the wire allows), Usage, NoUsage
+// (send no usage at all), FinishReason, Err (a *contracts.Error: PROVIDER_REFUSAL as the wire's
+// refusal or safety block, PROVIDER_TRANSPORT_ERROR as a cut connection — after FailAfter deltas
+// when set —, any other code as the wire's error response with Status, and
+// Details["retryAfterMs"] as the wire's retry-after header in whole seconds) and Hang (send
+// Hang.After deltas, wait for the request's context to end, call Hang.Cancelled); and decode
+// every request back into Kortyx's terms ([Request]): the messages (system prompt first, tool
+// results as RoleTool messages with ToolCallID and Name), the tools, and the call options the
+// wire carries (a JSON schema output, however the wire asks for it, as
+// Options.ResponseFormat{Type: "json-schema", Schema}).
+//
+// What a provider must do: everything [providers.Provider] says, and the warnings of
+// [providers.NoUsageWarning] (an answer without usage) and [providers.DecodeOptions] (its own
+// options under its id in ProviderOptions).
+//
 // A provider package runs it from a test:
 //
 //	func TestConformance(t *testing.T) {
@@ -16,6 +33,8 @@
 //			},
 //		})
 //	}
+//
+// [Fake] is the target of the in-process scripted provider (providers/fake).
 package conformance
 
 import (
@@ -51,4 +70,11 @@ type Target struct {
 	NewServer func(respond fake.Responder) Server
 	// NewProvider returns the provider talking to baseURL.
 	NewProvider func(baseURL string) providers.Provider
+	// ToolErrorFlag: the wire marks a failed tool result (Anthropic's is_error) and the server
+	// decodes it into ModelMessage.IsError; without it the suite checks that IsError is false
+	// on the server's side (the failure is in the content).
+	ToolErrorFlag bool
+	// Skip names scenarios (the Scenario* constants) the target does not run, with the reason
+	// the subtest reports. docs/reason.md's provider table lists every skip.
+	Skip map[string]string
 }

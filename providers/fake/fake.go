@@ -27,7 +27,8 @@ type Turn struct {
 	KeepIDs bool
 	// Usage is reported as is; zero means {Input: 10, Output: number of deltas, Total: sum}.
 	Usage contracts.Usage
-	// NoUsage reports no usage at all (a provider or stream that sends none).
+	// NoUsage reports no usage at all (a provider or stream that sends none). Providers then
+	// return zero usage and [providers.NoUsageWarning], never silence.
 	NoUsage bool
 	// FinishReason defaults to "tool-calls" with tool calls, else "stop".
 	FinishReason string
@@ -38,6 +39,30 @@ type Turn struct {
 	FailAfter int
 	// Delay waits before answering (cut short by cancellation).
 	Delay time.Duration
+	// Hang, when set, streams Hang.After deltas and then waits until the request is cancelled
+	// (the caller's context ends, or the client goes away); then it calls Hang.Cancelled. A fake
+	// server of a wire honours it with the HTTP request's context, which is how the conformance
+	// suite sees that a cancelled pass reached the server.
+	Hang *Hang
+}
+
+// Hang makes a turn stop mid-stream until the request is cancelled (see [Turn.Hang]).
+type Hang struct {
+	// After is the number of deltas sent before waiting.
+	After int
+	// Cancelled, when set, is called once the request's cancellation was seen.
+	Cancelled func()
+}
+
+// Wait blocks until done is closed and then calls Cancelled (a nil Hang returns at once).
+func (h *Hang) Wait(done <-chan struct{}) {
+	if h == nil {
+		return
+	}
+	<-done
+	if h.Cancelled != nil {
+		h.Cancelled()
+	}
 }
 
 // Normalize returns the turn as a model would send it: tool calls without an id get
@@ -139,6 +164,12 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 	calls := t.Normalize(&m.toolN).ToolCalls
 	m.mu.Unlock()
 
+	// The fake has no options of its own: every key under its id is reported.
+	_, optWarnings, err := providers.DecodeOptions[struct{}](req.Options.ProviderOptions, m.id)
+	if err != nil {
+		return contracts.ModelResponse{}, err
+	}
+
 	if t.Delay > 0 {
 		select {
 		case <-time.After(t.Delay):
@@ -158,6 +189,10 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 			if t.Err != nil && i == t.FailAfter {
 				return contracts.ModelResponse{}, t.Err
 			}
+			if t.Hang != nil && i == t.Hang.After {
+				t.Hang.Wait(ctx.Done())
+				return contracts.ModelResponse{}, ctx.Err()
+			}
 			if err := onDelta(d); err != nil {
 				return contracts.ModelResponse{}, err
 			}
@@ -166,12 +201,20 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 	if t.Err != nil {
 		return contracts.ModelResponse{}, t.Err
 	}
+	if t.Hang != nil {
+		t.Hang.Wait(ctx.Done())
+		return contracts.ModelResponse{}, ctx.Err()
+	}
 	text := t.Text
 	if text == "" {
 		text = strings.Join(deltas, "")
 	}
 	usage := t.Usage
-	if usage.IsZero() && !t.NoUsage {
+	warnings := append(optWarnings, t.Warnings...)
+	if t.NoUsage {
+		usage = contracts.Usage{}
+		warnings = append(warnings, providers.NoUsageWarning(m.id))
+	} else if usage.IsZero() {
 		usage = contracts.Usage{Input: 10, Output: len(deltas)}
 		usage.Total = usage.Input + usage.Output
 	}
@@ -187,6 +230,6 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		ToolCalls:    calls,
 		Usage:        usage,
 		FinishReason: contracts.FinishReason{Unified: finish, Raw: finish},
-		Warnings:     t.Warnings,
+		Warnings:     warnings,
 	}, nil
 }

@@ -25,7 +25,8 @@
 // a client must assemble them by index — then a chunk with the finish reason, a usage chunk when
 // the request sets stream_options.include_usage, and data: [DONE]. Not streamed: one
 // chat.completion with usage. Tool call ids default to "call-<name>-<n>" (unless KeepIDs);
-// usage defaults to {10 input, one output token per delta}; FinishReason is sent in OpenAI's
+// usage defaults to {10 input, one output token per delta}, and Turn.NoUsage sends none (no
+// usage chunk, no usage field); FinishReason is sent in OpenAI's
 // words (tool-calls → tool_calls, content-filter → content_filter, other values verbatim).
 // Turn.Warnings have no wire form and are not sent.
 //
@@ -43,5 +44,6 @@
 // With FailAfter > 0 a streamed answer sends that many deltas first and then fails mid-stream:
 // the connection is cut, a chunk is not JSON, the refusal is streamed, or an error event
 // (data: {"error":…}) ends the stream. Turn.Delay delays the answer, cut short when the client
-// goes away. A script that runs out answers 500 "script exhausted".
+// goes away. Turn.Hang streams Hang.After deltas (none when not streamed) and then holds the
+// response until the client goes away, calling Hang.Cancelled when it has. A script that runs out answers 500 "script exhausted".
 package fakeserver

@@ -169,7 +169,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.respN++
-	p := &play{w: w, model: model, id: fmt.Sprintf("chatcmpl-fake-%d", s.respN), created: time.Now().Unix(),
+	p := &play{w: w, gone: r.Context().Done(), model: model, id: fmt.Sprintf("chatcmpl-fake-%d", s.respN), created: time.Now().Unix(),
 		includeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage}
 	s.mu.Unlock()
 	if wr.Stream {
@@ -202,13 +202,14 @@ func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
 // play writes one response.
 type play struct {
 	w            http.ResponseWriter
+	gone         <-chan struct{} // closed when the request's context ends
 	model, id    string
 	created      int64
 	includeUsage bool
 	started      bool // SSE headers written
 }
 
-func (p *play) parts(t fake.Turn) (deltas []string, text string, usage contracts.Usage, finish string) {
+func (p *play) parts(t fake.Turn) (deltas []string, text string, usage *contracts.Usage, finish string) {
 	deltas = t.Deltas
 	if deltas == nil && t.Text != "" {
 		deltas = strings.SplitAfter(t.Text, " ")
@@ -217,10 +218,13 @@ func (p *play) parts(t fake.Turn) (deltas []string, text string, usage contracts
 	if text == "" {
 		text = strings.Join(deltas, "")
 	}
-	usage = t.Usage
-	if usage.IsZero() {
-		usage = contracts.Usage{Input: 10, Output: len(deltas)}
-		usage.Total = usage.Input + usage.Output
+	if !t.NoUsage {
+		u := t.Usage
+		if u.IsZero() {
+			u = contracts.Usage{Input: 10, Output: len(deltas)}
+			u.Total = u.Input + u.Output
+		}
+		usage = &u
 	}
 	finish = t.FinishReason
 	if finish == "" {
@@ -246,6 +250,10 @@ func turnError(t fake.Turn) *contracts.Error {
 
 // complete writes a non-streamed chat.completion.
 func (p *play) complete(t fake.Turn) {
+	if t.Hang != nil {
+		t.Hang.Wait(p.gone)
+		return
+	}
 	_, text, usage, finish := p.parts(t)
 	if ce := turnError(t); ce != nil {
 		switch ce.Code {
@@ -274,12 +282,19 @@ func (p *play) complete(t fake.Turn) {
 	p.writeCompletion(msg, finish, usage)
 }
 
-func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage contracts.Usage) {
+func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage *contracts.Usage) {
 	writeJSON(p.w, http.StatusOK, wireCompletion{
 		ID: p.id, Object: "chat.completion", Created: p.created, Model: p.model, SystemFingerprint: "fp_fakeserver",
 		Choices: []wireChoice{{Message: msg, FinishReason: &finish}},
-		Usage:   toWireUsage(usage),
+		Usage:   wireUsageOf(usage),
 	})
+}
+
+func wireUsageOf(u *contracts.Usage) *wireUsage {
+	if u == nil {
+		return nil
+	}
+	return toWireUsage(*u)
 }
 
 // stream writes a streamed answer: a role chunk, the text deltas, the tool calls as interleaved
@@ -308,9 +323,17 @@ func (p *play) stream(t fake.Turn) {
 		if ce != nil && i == t.FailAfter {
 			break
 		}
+		if t.Hang != nil && i == t.Hang.After {
+			t.Hang.Wait(p.gone)
+			return
+		}
 		if !p.delta(&wireOutMsg{Content: &d}) {
 			return
 		}
+	}
+	if t.Hang != nil && ce == nil {
+		t.Hang.Wait(p.gone)
+		return
 	}
 	if ce != nil {
 		p.failMidStream(ce)
@@ -322,7 +345,7 @@ func (p *play) stream(t fake.Turn) {
 	if !p.chunk([]wireChoice{{Delta: &wireOutMsg{}, FinishReason: &finish}}, nil) {
 		return
 	}
-	if p.includeUsage && !p.chunk([]wireChoice{}, toWireUsage(usage)) {
+	if p.includeUsage && usage != nil && !p.chunk([]wireChoice{}, toWireUsage(*usage)) {
 		return
 	}
 	p.done()

@@ -26,20 +26,26 @@
 //
 // Temperature, MaxOutputTokens (max_completion_tokens), StopSequences, Reasoning.Effort
 // (reasoning_effort) and ResponseFormat (text, json → json_object, json-schema → json_schema
-// with strict true and the name "response" unless set) are sent as such. Provider options
-// topP, seed, user, presencePenalty, frequencyPenalty, parallelToolCalls, serviceTier, store and
-// metadata map to the request fields of the same meaning. What cannot be sent comes back as a
-// [contracts.Warning] in the response, never silently dropped: a temperature (or topP) of 0,
-// which go-openai omits from the request (the server's default then applies); Reasoning.MaxTokens
-// and Reasoning.IncludeThoughts, which chat completions do not have; unknown provider options;
-// values of the wrong type.
+// with strict true and the name "response" unless set) are sent as such. Provider options are
+// read from ProviderOptions under the provider's id ("openai" unless [Options.ID] sets another)
+// into [ProviderOptions] by [providers.DecodeOptions]: topP, seed, user, presencePenalty,
+// frequencyPenalty, parallelToolCalls, serviceTier, store and metadata map to the request
+// fields of the same meaning, e.g. ProviderOptions{"openai": {"seed": 7}}. The same keys at the
+// top level of ProviderOptions (how earlier versions read them) still apply, with a deprecated
+// warning. What cannot be sent comes back as a [contracts.Warning] in the response, never
+// silently dropped: a temperature (or topP) of 0, which go-openai omits from the request (the
+// server's default then applies); Reasoning.MaxTokens and Reasoning.IncludeThoughts, which chat
+// completions do not have; unknown keys under the provider's id. A provider option of the wrong
+// type is a PROVIDER_CONFIGURATION error.
 //
 // # Responses
 //
 // Text, tool calls, usage (reasoning and cached-prompt tokens included), the finish reason
 // (stop, length, content_filter → content-filter, tool_calls and function_call → tool-calls,
 // anything else → other; Raw keeps the server's word) and ProviderMetadata {"id", "model",
-// "systemFingerprint"}. Tool call arguments are JSON; arguments that are not valid JSON are
+// "systemFingerprint"}. A server that reports no usage (a stream without a usage chunk
+// although stream_options.include_usage is sent, or an answer without usage) gives zero usage
+// and [providers.NoUsageWarning]. Tool call arguments are JSON; arguments that are not valid JSON are
 // kept as a JSON string holding the model's text, so the caller can report them to the model
 // (such a string is sent back verbatim as the arguments text when the conversation continues).
 // Streamed tool calls are assembled from their fragments by index.

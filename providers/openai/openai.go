@@ -125,7 +125,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	if err != nil {
 		return contracts.ModelResponse{}, err
 	}
-	creq, more, err := buildRequest(req)
+	creq, more, err := buildRequest(p.id, req)
 	if err != nil {
 		return contracts.ModelResponse{}, err
 	}
@@ -135,9 +135,9 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	ctx = context.WithValue(ctx, captureKey{}, h)
 	var resp contracts.ModelResponse
 	if onDelta != nil {
-		resp, err = streamCompletion(ctx, client, creq, onDelta, h, baseURL)
+		resp, err = streamCompletion(ctx, p.id, client, creq, onDelta, h, baseURL)
 	} else {
-		resp, err = complete(ctx, client, creq, h, baseURL)
+		resp, err = complete(ctx, p.id, client, creq, h, baseURL)
 	}
 	if err != nil {
 		return contracts.ModelResponse{}, err

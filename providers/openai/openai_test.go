@@ -290,11 +290,11 @@ func TestOptionsMapping(t *testing.T) {
 		MaxOutputTokens: 256,
 		StopSequences:   []string{"END", "STOP"},
 		Reasoning:       &contracts.ReasoningOptions{Effort: "low"},
-		ProviderOptions: map[string]any{
+		ProviderOptions: map[string]any{"openai": map[string]any{
 			"topP": 0.9, "seed": float64(42), "user": "u-1", "presencePenalty": 0.5, "frequencyPenalty": -0.5,
 			"parallelToolCalls": false, "serviceTier": "flex", "store": true,
 			"metadata": map[string]any{"team": "support"},
-		},
+		}, "anthropic": map[string]any{"topK": 40}}, // another provider's options are not read
 	}
 	resp, _, err := generate(p, req, false)
 	require.NoError(t, err)
@@ -332,21 +332,21 @@ func TestWarnings(t *testing.T) {
 			want: []w{{"unsupported", "reasoning.maxTokens"}}},
 		{name: "includeThoughts", opts: contracts.CallOptions{Reasoning: &contracts.ReasoningOptions{IncludeThoughts: true}},
 			want: []w{{"unsupported", "reasoning.includeThoughts"}}, notSent: "reasoning_effort"},
-		{name: "unknown provider option", opts: contracts.CallOptions{ProviderOptions: map[string]any{"logitBias": map[string]any{"1": 2}}},
-			want: []w{{"unsupported", "providerOptions.logitBias"}}, notSent: "logit_bias"},
-		{name: "topP 0", opts: contracts.CallOptions{ProviderOptions: map[string]any{"topP": 0}},
-			want: []w{{"compatibility", "providerOptions.topP"}}, notSent: "top_p"},
-		{name: "wrong type", opts: contracts.CallOptions{ProviderOptions: map[string]any{"seed": "42", "store": "yes"}},
-			want: []w{{"other", "providerOptions.seed"}, {"other", "providerOptions.store"}}, notSent: "seed"},
+		{name: "unknown provider option", opts: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"logitBias": map[string]any{"1": 2}}}},
+			want: []w{{"unsupported", "providerOptions.openai.logitBias"}}, notSent: "logit_bias"},
+		{name: "topP 0", opts: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"topP": 0}}},
+			want: []w{{"compatibility", "providerOptions.openai.topP"}}, notSent: "top_p"},
+		{name: "top-level option (deprecated, still sent)", opts: contracts.CallOptions{ProviderOptions: map[string]any{"seed": 7, "openai": map[string]any{"user": "u"}}},
+			want: []w{{"deprecated", "providerOptions.seed"}}},
 		{name: "unknown response format", opts: contracts.CallOptions{ResponseFormat: &contracts.ResponseFormat{Type: "yaml"}},
 			want: []w{{"unsupported", "responseFormat.type"}}, notSent: "response_format"},
 		{name: "unknown model option", model: map[string]any{"region": "eu"},
 			want: []w{{"unsupported", "modelOptions.region"}}},
 		{name: "several, in order", model: map[string]any{"zone": 1},
 			opts: contracts.CallOptions{Temperature: &zero, Reasoning: &contracts.ReasoningOptions{MaxTokens: 5, IncludeThoughts: true},
-				ProviderOptions: map[string]any{"b": 1, "a": 2}},
+				ProviderOptions: map[string]any{"openai": map[string]any{"b": 1, "a": 2}}},
 			want: []w{{"unsupported", "modelOptions.zone"}, {"compatibility", "temperature"}, {"unsupported", "reasoning.maxTokens"},
-				{"unsupported", "reasoning.includeThoughts"}, {"unsupported", "providerOptions.a"}, {"unsupported", "providerOptions.b"}}},
+				{"unsupported", "reasoning.includeThoughts"}, {"unsupported", "providerOptions.openai.a"}, {"unsupported", "providerOptions.openai.b"}}},
 	} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
@@ -782,7 +782,11 @@ func TestConfigurationErrors(t *testing.T) {
 		{"tool schema not JSON", providers.Request{Model: "m", Messages: ask("x").Messages,
 			Tools: []contracts.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{nope`)}}}},
 		{"rejected by the client before sending", providers.Request{Model: "o3-mini", Messages: ask("x").Messages,
-			Options: contracts.CallOptions{ProviderOptions: map[string]any{"presencePenalty": 1}}}},
+			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"presencePenalty": 1}}}}},
+		{"provider option of the wrong type", providers.Request{Model: "m", Messages: ask("x").Messages,
+			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"seed": "42"}}}}},
+		{"provider options not an object", providers.Request{Model: "m", Messages: ask("x").Messages,
+			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": "fast"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, p := serve(t)

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math"
-	"slices"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -14,19 +12,43 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 )
 
-// Provider options ([contracts.CallOptions.ProviderOptions]) this provider maps; any other key
-// is reported as an unsupported warning.
+// ProviderOptions are the OpenAI options of a call: [contracts.CallOptions.ProviderOptions]
+// under the provider's id (default "openai"), decoded by [providers.DecodeOptions]:
+//
+//	ProviderOptions: map[string]any{"openai": map[string]any{"seed": 7, "serviceTier": "flex"}}
+//
+// Any other key under the id is reported as an unsupported warning; a value of the wrong type is
+// a PROVIDER_CONFIGURATION error. Each field maps to the chat-completions field of the same
+// meaning.
+type ProviderOptions struct {
+	TopP              *float64          `json:"topP,omitempty"`              // top_p
+	Seed              *int64            `json:"seed,omitempty"`              // seed
+	User              string            `json:"user,omitempty"`              // user
+	PresencePenalty   *float64          `json:"presencePenalty,omitempty"`   // presence_penalty
+	FrequencyPenalty  *float64          `json:"frequencyPenalty,omitempty"`  // frequency_penalty
+	ParallelToolCalls *bool             `json:"parallelToolCalls,omitempty"` // parallel_tool_calls
+	ServiceTier       string            `json:"serviceTier,omitempty"`       // service_tier
+	Store             *bool             `json:"store,omitempty"`             // store
+	Metadata          map[string]string `json:"metadata,omitempty"`          // metadata
+}
+
+// The keys of [ProviderOptions].
 const (
-	OptionTopP              = "topP"              // number
-	OptionSeed              = "seed"              // integer
-	OptionUser              = "user"              // string
-	OptionPresencePenalty   = "presencePenalty"   // number
-	OptionFrequencyPenalty  = "frequencyPenalty"  // number
-	OptionParallelToolCalls = "parallelToolCalls" // bool
-	OptionServiceTier       = "serviceTier"       // string
-	OptionStore             = "store"             // bool
-	OptionMetadata          = "metadata"          // map of strings
+	OptionTopP              = "topP"
+	OptionSeed              = "seed"
+	OptionUser              = "user"
+	OptionPresencePenalty   = "presencePenalty"
+	OptionFrequencyPenalty  = "frequencyPenalty"
+	OptionParallelToolCalls = "parallelToolCalls"
+	OptionServiceTier       = "serviceTier"
+	OptionStore             = "store"
+	OptionMetadata          = "metadata"
 )
+
+// legacyOptions are the keys of [ProviderOptions] that earlier versions read at the top level of
+// ProviderOptions; they still apply there, with a deprecation warning.
+var legacyOptions = []string{OptionFrequencyPenalty, OptionMetadata, OptionParallelToolCalls, OptionPresencePenalty,
+	OptionSeed, OptionServiceTier, OptionStore, OptionTopP, OptionUser}
 
 // defaultSchemaName names a json-schema response format that has no name.
 const defaultSchemaName = "response"
@@ -40,7 +62,7 @@ func configError(format string, args ...any) *contracts.Error {
 
 // buildRequest maps a request onto go-openai's chat-completion request. Options it cannot send
 // become warnings; a request that cannot be sent at all is a PROVIDER_CONFIGURATION error.
-func buildRequest(req providers.Request) (goopenai.ChatCompletionRequest, []contracts.Warning, error) {
+func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequest, []contracts.Warning, error) {
 	var warnings []contracts.Warning
 	warn := func(typ, setting, format string, args ...any) {
 		warnings = append(warnings, contracts.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
@@ -138,82 +160,72 @@ func buildRequest(req providers.Request) (goopenai.ChatCompletionRequest, []cont
 				"Response format '%s' is not supported (supported: text, json, json-schema); the answer is free text.", f.Type)
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(o.ProviderOptions)) {
-		v := o.ProviderOptions[k]
-		if v == nil {
-			continue
-		}
-		setting := "providerOptions." + k
-		bad := func(want string) {
-			warn(contracts.WarningOther, setting, "%s must be %s (got %T); it was ignored.", setting, want, v)
-		}
-		switch k {
-		case OptionTopP:
-			f, ok := number(v)
-			switch {
-			case !ok:
-				bad("a number")
-			case float32(f) == 0:
-				warn(contracts.WarningCompatibility, setting,
-					"topP 0 cannot be sent by the go-openai client (it omits a zero top_p), so the server's default applies.")
-			default:
-				cr.TopP = float32(f)
-			}
-		case OptionPresencePenalty, OptionFrequencyPenalty:
-			f, ok := number(v)
-			if !ok {
-				bad("a number")
-				continue
-			}
-			// Zero is the API's default, so omitting it changes nothing.
-			if k == OptionPresencePenalty {
-				cr.PresencePenalty = float32(f)
-			} else {
-				cr.FrequencyPenalty = float32(f)
-			}
-		case OptionSeed:
-			f, ok := number(v)
-			if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-				bad("an integer")
-				continue
-			}
-			seed := int(f)
-			cr.Seed = &seed
-		case OptionUser, OptionServiceTier:
-			s, ok := v.(string)
-			if !ok {
-				bad("a string")
-				continue
-			}
-			if k == OptionUser {
-				cr.User = s
-			} else {
-				cr.ServiceTier = goopenai.ServiceTier(s)
-			}
-		case OptionParallelToolCalls, OptionStore:
-			b, ok := v.(bool)
-			if !ok {
-				bad("a boolean")
-				continue
-			}
-			if k == OptionStore {
-				cr.Store = b // false is the API's default
-			} else {
-				cr.ParallelToolCalls = b
-			}
-		case OptionMetadata:
-			md, ok := stringMap(v)
-			if !ok {
-				bad("an object of strings")
-				continue
-			}
-			cr.Metadata = md
-		default:
-			warn(contracts.WarningUnsupported, setting,
-				"The openai provider does not know provider option '%s'; it was ignored.", k)
+	po, more, err := providerOptions(o.ProviderOptions, id)
+	if err != nil {
+		return cr, nil, err
+	}
+	warnings = append(warnings, more...)
+	if po.TopP != nil {
+		if float32(*po.TopP) == 0 {
+			warn(contracts.WarningCompatibility, "providerOptions."+id+".topP",
+				"topP 0 cannot be sent by the go-openai client (it omits a zero top_p), so the server's default applies.")
+		} else {
+			cr.TopP = float32(*po.TopP)
 		}
 	}
+	// Zero penalties and store false are the API's defaults, so omitting them changes nothing.
+	if po.PresencePenalty != nil {
+		cr.PresencePenalty = float32(*po.PresencePenalty)
+	}
+	if po.FrequencyPenalty != nil {
+		cr.FrequencyPenalty = float32(*po.FrequencyPenalty)
+	}
+	if po.Seed != nil {
+		seed := int(*po.Seed)
+		cr.Seed = &seed
+	}
+	cr.User = po.User
+	cr.ServiceTier = goopenai.ServiceTier(po.ServiceTier)
+	if po.Store != nil {
+		cr.Store = *po.Store
+	}
+	if po.ParallelToolCalls != nil {
+		cr.ParallelToolCalls = *po.ParallelToolCalls
+	}
+	cr.Metadata = po.Metadata
 	return cr, warnings, nil
+}
+
+// providerOptions decodes the provider's options: the object under its id, plus the keys of
+// [ProviderOptions] found at the top level (deprecated; the object's own keys win).
+func providerOptions(opts map[string]any, id string) (ProviderOptions, []contracts.Warning, error) {
+	var warnings []contracts.Warning
+	var legacy map[string]any
+	for _, k := range legacyOptions {
+		v, ok := opts[k]
+		if !ok || k == id {
+			continue
+		}
+		if legacy == nil {
+			legacy = map[string]any{}
+		}
+		legacy[k] = v
+		warnings = append(warnings, contracts.Warning{Type: contracts.WarningDeprecated, Setting: "providerOptions." + k,
+			Message: fmt.Sprintf("providerOptions.%s is read for compatibility: move it under providerOptions.%s.%s (provider options are keyed by provider id).", k, id, k)})
+	}
+	if legacy != nil {
+		own := map[string]any{}
+		b, err := json.Marshal(opts[id])
+		if err == nil && json.Unmarshal(b, &own) == nil { // else DecodeOptions reports the value
+			maps.Copy(legacy, own)
+			opts = map[string]any{id: legacy}
+		}
+	}
+	po, more, err := providers.DecodeOptions[ProviderOptions](opts, id)
+	if err != nil {
+		return po, nil, err
+	}
+	return po, append(warnings, more...), nil
 }
 
 // argumentsText is the wire form of tool call arguments: the JSON text, or the text itself when
@@ -231,47 +243,4 @@ func argumentsText(raw json.RawMessage) string {
 		}
 	}
 	return string(t)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	case uint32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-func stringMap(v any) (map[string]string, bool) {
-	switch m := v.(type) {
-	case map[string]string:
-		return m, true
-	case map[string]any:
-		out := make(map[string]string, len(m))
-		for k, x := range m {
-			s, ok := x.(string)
-			if !ok {
-				return nil, false
-			}
-			out[k] = s
-		}
-		return out, true
-	}
-	return nil, false
 }

@@ -10,10 +10,11 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
 )
 
 // complete runs a non-streamed pass.
-func complete(ctx context.Context, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *capture, baseURL string) (contracts.ModelResponse, error) {
+func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *capture, baseURL string) (contracts.ModelResponse, error) {
 	resp, err := client.CreateChatCompletion(ctx, creq)
 	if err != nil {
 		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
@@ -29,17 +30,21 @@ func complete(ctx context.Context, client *goopenai.Client, creq goopenai.ChatCo
 	for _, c := range ch.Message.ToolCalls {
 		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: arguments(c.Function.Arguments)})
 	}
-	return contracts.ModelResponse{
+	out := contracts.ModelResponse{
 		Text:             ch.Message.Content,
 		ToolCalls:        calls,
 		Usage:            usage(&resp.Usage),
 		FinishReason:     finishReason(string(ch.FinishReason)),
 		ProviderMetadata: metadata(resp.ID, resp.Model, resp.SystemFingerprint),
-	}, nil
+	}
+	if out.Usage.IsZero() { // go-openai decodes a missing usage as zeros
+		out.Warnings = []contracts.Warning{providers.NoUsageWarning(id)}
+	}
+	return out, nil
 }
 
 // streamCompletion runs a streamed pass, calling onDelta with each non-empty text delta.
-func streamCompletion(ctx context.Context, client *goopenai.Client, creq goopenai.ChatCompletionRequest,
+func streamCompletion(ctx context.Context, providerID string, client *goopenai.Client, creq goopenai.ChatCompletionRequest,
 	onDelta func(string) error, h *capture, baseURL string) (contracts.ModelResponse, error) {
 	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	stream, err := client.CreateChatCompletionStream(ctx, creq)
@@ -95,13 +100,17 @@ func streamCompletion(ctx context.Context, client *goopenai.Client, creq goopena
 	if finish == "" {
 		return contracts.ModelResponse{}, invalidResponse(baseURL, "the stream ended without a finish reason", nil)
 	}
-	return contracts.ModelResponse{
+	out := contracts.ModelResponse{
 		Text:             text.String(),
 		ToolCalls:        tools.calls(),
 		Usage:            usage(u),
 		FinishReason:     finishReason(finish),
 		ProviderMetadata: metadata(id, model, fprint),
-	}, nil
+	}
+	if u == nil { // the server ignored stream_options.include_usage
+		out.Warnings = []contracts.Warning{providers.NoUsageWarning(providerID)}
+	}
+	return out, nil
 }
 
 // toolAccumulator assembles streamed tool calls from their fragments, by index: the first
