@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -82,7 +81,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	if req.Model == "" {
 		return sdk.MessageNewParams{}, nil, configError("No model id: name the model, e.g. anthropic:claude-sonnet-4-5.")
 	}
-	po, more, err := decodeOptions(req.Options.ProviderOptions, id)
+	po, more, err := providers.DecodeOptions[ProviderOptions](req.Options.ProviderOptions, id)
 	if err != nil {
 		return sdk.MessageNewParams{}, nil, err
 	}
@@ -344,67 +343,6 @@ func inputJSON(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return json.RawMessage(t)
-}
-
-// decodeOptions reads ProviderOptions[id]: a ProviderOptions value or a JSON object of its
-// keys. Keys under other ids belong to other providers and are not read.
-func decodeOptions(opts map[string]any, id string) (ProviderOptions, []contracts.Warning, error) {
-	var out ProviderOptions
-	v, ok := opts[id]
-	if !ok || v == nil {
-		return out, nil, nil
-	}
-	switch po := v.(type) {
-	case ProviderOptions:
-		return po, nil, nil
-	case *ProviderOptions:
-		return *po, nil, nil
-	}
-	prefix := "providerOptions." + id
-	raw, err := json.Marshal(v)
-	var fields map[string]json.RawMessage
-	if err != nil || json.Unmarshal(raw, &fields) != nil || fields == nil {
-		return out, nil, configError("%s must be an object of the anthropic provider's options (thinking, thinkingBudget, cacheControl, cacheSystem, cacheTools, userId, serviceTier, disableParallelToolUse).", prefix)
-	}
-	known := []string{"cacheControl", "cacheSystem", "cacheTools", "disableParallelToolUse", "serviceTier", "thinking", "thinkingBudget", "userId"}
-	var warnings []contracts.Warning
-	kept := map[string]json.RawMessage{}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if !slices.Contains(known, k) {
-			warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: prefix + "." + k,
-				Message: fmt.Sprintf("The %s provider has no option '%s' (known: %s); it was ignored.", id, k, strings.Join(known, ", "))})
-			continue
-		}
-		kept[k] = fields[k]
-	}
-	b, _ := json.Marshal(kept)
-	if err := json.Unmarshal(b, &out); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return out, nil, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
-				Message: fmt.Sprintf("%s.%s must be %s (got %s).", prefix, te.Field, kindOf(te.Type.Kind().String()), te.Value)}
-		}
-		return out, nil, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
-			Message: fmt.Sprintf("%s could not be read: %v", prefix, err)}
-	}
-	return out, warnings, nil
-}
-
-func kindOf(kind string) string {
-	switch kind {
-	case "bool":
-		return "a boolean"
-	case "string":
-		return "a string"
-	case "int", "int64":
-		return "an integer"
-	}
-	return kind
 }
 
 func sortWarnings(ws []contracts.Warning) {

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers"
 )
 
 // complete runs a non-streamed pass.
@@ -221,15 +222,9 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 	}
 	if !a.usageSeen {
 		resp.Usage = contracts.Usage{}
-		resp.Warnings = append(resp.Warnings, noUsageWarning(providerID))
+		resp.Warnings = append(resp.Warnings, providers.NoUsageWarning(providerID))
 	}
 	return resp, nil
-}
-
-// noUsageWarning is the warning of a pass whose answer reported no token usage.
-func noUsageWarning(providerID string) contracts.Warning {
-	return contracts.Warning{Type: contracts.WarningOther, Setting: "usage",
-		Message: "The " + providerID + " provider's server reported no token usage for this pass; its usage is counted as 0."}
 }
 
 // usageOf normalizes Anthropic's counts: input_tokens excludes the cached prompt, so Input is
