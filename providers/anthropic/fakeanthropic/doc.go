@@ -46,7 +46,8 @@
 // With FailAfter > 0 a streamed answer sends that many text deltas first and then fails
 // mid-stream: the connection is cut, an event is not JSON, the refusal ends the message, or an
 // error event (event: error) ends the stream. Turn.Delay delays the answer, cut short when the
-// client goes away. A script that runs out answers 500 api_error "script exhausted".
+// client goes away. Turn.Hang streams Hang.After text deltas (none when not streamed) and then
+// holds the response until the client goes away, calling Hang.Cancelled when it has. A script that runs out answers 500 api_error "script exhausted".
 //
 // Not honoured: Turn.Warnings (they have no wire form); a Usage.Total other than Input+Output
 // (Anthropic sends no total); a FinishReason of content-filter (sent verbatim: Anthropic has no

@@ -249,6 +249,10 @@ func turnError(t fake.Turn) *contracts.Error {
 
 // complete writes a non-streamed message.
 func (p *play) complete(t fake.Turn) {
+	if t.Hang != nil { // nothing to send before the whole message: hold until the client goes away
+		t.Hang.Wait(p.r.Context().Done())
+		return
+	}
 	_, text, usage, stop := parts(t)
 	var details *wireStopDetails
 	if ce := turnError(t); ce != nil {
@@ -361,15 +365,33 @@ func (p *play) stream(t fake.Turn) {
 	if ce != nil {
 		deltas = deltas[:min(t.FailAfter, len(deltas))]
 	}
+	// A hanging turn (fake.Turn.Hang) stops after Hang.After deltas and holds the stream open
+	// until the client goes away.
+	hang := func(sent int) bool {
+		if t.Hang == nil || ce != nil || sent < t.Hang.After && sent < len(deltas) {
+			return false
+		}
+		t.Hang.Wait(p.r.Context().Done())
+		return true
+	}
+	if len(deltas) == 0 && hang(0) {
+		return
+	}
 	if len(deltas) > 0 {
 		if !p.event("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 			"content_block": map[string]any{"type": "text", "text": ""}}) {
 			return
 		}
-		for _, d := range deltas {
+		for i, d := range deltas {
+			if hang(i) {
+				return
+			}
 			if !p.blockDelta(index, map[string]any{"type": "text_delta", "text": d}) {
 				return
 			}
+		}
+		if hang(len(deltas)) {
+			return
 		}
 		if !p.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index}) {
 			return

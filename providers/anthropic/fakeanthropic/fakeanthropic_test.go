@@ -2,11 +2,14 @@ package fakeanthropic_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -139,4 +142,62 @@ func TestRequestsInKortyxTerms(t *testing.T) {
 	require.Equal(t, seen, reqs[0].Request)
 	require.False(t, reqs[0].Stream)
 	require.JSONEq(t, body, string(reqs[0].Raw))
+}
+
+// A hanging turn sends Hang.After text deltas, holds the stream open and sees the client go
+// away; not streamed, it sends nothing before the client goes away.
+func TestHangHoldsTheResponseUntilTheClientGoesAway(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		cancelled := make(chan struct{})
+		srv := fakeanthropic.NewScript(fake.Turn{Deltas: []string{"one ", "two ", "three"},
+			Hang: &fake.Hang{After: 2, Cancelled: func() { close(cancelled) }}})
+		ctx, cancel := context.WithCancel(context.Background())
+		body := `{"model":"claude-x","max_tokens":10,"stream":` + strconv.FormatBool(stream) + `,"messages":[{"role":"user","content":"hi"}]}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/v1/messages", strings.NewReader(body))
+		require.NoError(t, err)
+		got := make(chan []string, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				got <- nil
+				return
+			}
+			defer func() { _ = resp.Body.Close() }()
+			var lines []string
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if l := sc.Text(); strings.HasPrefix(l, "data: ") {
+					lines = append(lines, strings.TrimPrefix(l, "data: "))
+					if len(lines) == 4 { // message_start, the text block's start, two deltas
+						got <- lines
+						<-ctx.Done() // the body stays open until the client goes away
+						return
+					}
+				}
+			}
+			got <- lines
+		}()
+		if stream {
+			lines := <-got
+			require.Len(t, lines, 4)
+			require.JSONEq(t, `{"delta":{"text":"two ","type":"text_delta"},"index":0,"type":"content_block_delta"}`, lines[3])
+		} else { // the request has arrived before the client goes away
+			require.Eventually(t, func() bool { return len(srv.Requests()) == 1 }, 10*time.Second, 5*time.Millisecond)
+		}
+		select {
+		case <-cancelled:
+			t.Fatal("the server saw a cancellation before the client went away")
+		default:
+		}
+		cancel()
+		select {
+		case <-cancelled:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server never saw the client go away")
+		}
+		if !stream {
+			require.Empty(t, <-got, "nothing is sent before the client goes away")
+		}
+		srv.Close()
+	}
 }
