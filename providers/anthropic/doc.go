@@ -33,7 +33,7 @@
 // exact bytes, json the schema {"type":"object"}; the format's Name has no counterpart on this
 // wire and is not sent (it names the format only). [ProviderOptions], read from
 // CallOptions.ProviderOptions["anthropic"] (a ProviderOptions value or a JSON object of its
-// keys), add thinking ("adaptive", "enabled", "disabled") and thinkingBudget, prompt caching
+// keys, read by [providers.DecodeOptions]), add thinking ("adaptive", "enabled", "disabled") and thinkingBudget, prompt caching
 // (cacheControl "ephemeral", "5m" or "1h" as the request's top-level cache_control;
 // cacheSystem and cacheTools mark the system prompt's and the last tool's block), userId,
 // serviceTier and disableParallelToolUse.
@@ -54,7 +54,7 @@
 // continues: the API takes only objects). Usage: Input is the whole prompt (input_tokens +
 // cache_creation_input_tokens + cache_read_input_tokens, as Anthropic bills it), CacheWrite and
 // CacheRead the cache parts, Output output_tokens, Reasoning thinking_tokens, Total
-// Input+Output. An answer without usage gets zero usage and a warning (Setting "usage").
+// Input+Output. An answer without usage gets zero usage and [providers.NoUsageWarning].
 // Finish reasons: end_turn and stop_sequence → stop, max_tokens and
 // model_context_window_exceeded → length, tool_use → tool-calls, anything else → other (Raw
 // keeps the API's word); refusal is the error PROVIDER_REFUSAL. ProviderMetadata holds "id",
@@ -95,5 +95,6 @@
 //		DefaultModel: "claude-sonnet-4-5"})
 //
 // Tests and key-less demos run this provider against providers/anthropic/fakeanthropic, a fake
-// Messages endpoint scripted with fake.Turn values (see the package example).
+// Messages endpoint scripted with fake.Turn values (see the package example); TestConformance
+// runs the provider conformance suite (providers/conformance) against it.
 package anthropic
