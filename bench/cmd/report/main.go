@@ -155,8 +155,17 @@ func mmm(v []float64) string {
 	return fmt.Sprintf("%s (%s–%s)", num(median(v)), num(slices.Min(v)), num(slices.Max(v)))
 }
 
-// mainUnit is the unit a benchmark's ratio is computed on: its first ms/ or us/ metric.
+// preferredUnits are the units ratios are computed on, in order of preference.
+var preferredUnits = []string{"ms/roundtrip", "ms/step", "ms/node", "ms/start-to-token"}
+
+// mainUnit is the unit a benchmark's ratio is computed on: the first of preferredUnits it
+// reports, else its first ms/ or us/ metric.
 func (r *results) mainUnit(name string) string {
+	for _, u := range preferredUnits {
+		if slices.Contains(r.units[name], u) {
+			return u
+		}
+	}
 	for _, u := range r.units[name] {
 		if strings.HasPrefix(u, "ms/") || strings.HasPrefix(u, "us/") {
 			return u
@@ -188,11 +197,14 @@ func (r *results) write(w io.Writer) {
 	r.writeThroughput(w)
 	r.writeHistory(w)
 	r.writeRSS(w)
-	fmt.Fprintln(w, "## Every metric")
+	fmt.Fprintln(w, "## Every metric (history rows: see the history table)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| Benchmark | Unit | median (min–max) | n |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, name := range r.names {
+		if strings.HasPrefix(name, "BenchmarkHistoryGrowth/") {
+			continue
+		}
 		for _, u := range r.units[name] {
 			if u == "ns/op" {
 				continue
