@@ -35,6 +35,8 @@ type historyConfig struct {
 	// claimCheck: the codec with compression and a payload store (a directory), default
 	// threshold — what KORTYX_PAYLOAD_STORE=<dir> configures.
 	claimCheck bool
+	// msgRefs: model passes send their large messages by reference (activities.Config.Messages).
+	msgRefs bool
 	// configure, when set, adjusts the worker's activities (store: the claim-check store, nil
 	// without claim check).
 	configure func(acts *activities.Activities, store codec.Store) error
@@ -45,7 +47,13 @@ type historyConfig struct {
 var historyConfigs = []historyConfig{
 	{name: "inline"},
 	{name: "claimcheck", claimCheck: true},
-	// {name: "claimcheck+msgref", claimCheck: true, configure: ...}: measured after the merge.
+	{name: "claimcheck+msgref", claimCheck: true, msgRefs: true, configure: func(acts *activities.Activities, store codec.Store) error {
+		// What KORTYX_PAYLOAD_STORE configures on a worker: the claim check and the model
+		// passes' large messages by reference, in the same store.
+		cdc, err := codec.New(codec.Options{Compress: true, Store: store})
+		acts.Messages = cdc
+		return err
+	}},
 }
 
 // historyWorker is a client and worker (own task queue) of one configuration.
@@ -365,6 +373,10 @@ func TestHistoryAgree(t *testing.T) {
 					// Inline, every tool result is in history at least twice (its activity's
 					// result and the next pass's input).
 					require.Greater(t, hc.HistoryBytes, int64(2*steps*size))
+				case size < codec.DefaultThreshold && cfg.msgRefs:
+					require.Zero(t, hc.Refs, "1 KB results stay inline under the threshold")
+					require.Equal(t, steps, hc.StorePayloads, "each tool message stored once, by reference in later passes")
+					require.Less(t, hc.LastStep, 2*hc.FirstStep, "a step's bytes do not grow with the conversation")
 				case size < codec.DefaultThreshold:
 					require.Zero(t, hc.Refs, "1 KB results stay inline under the threshold")
 				default:

@@ -293,8 +293,9 @@ func TestWorkerRSSAgree(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 1, s.count(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), "%s %s", variant, id)
 			// The question's publish (local activity); Kortyx also records the request id and
-			// resume token (SideEffect).
-			markers := map[string]int{"kortyx": 2, "plain": 1}[variant]
+			// resume token (SideEffect) and its pinned definition (a version marker and a
+			// SideEffect).
+			markers := map[string]int{"kortyx": 4, "plain": 1}[variant]
 			require.Equal(t, markers, s.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "%s %s", variant, id)
 			require.NoError(t, e.c.TerminateWorkflow(ctx, id, "", "test done"))
 		}
