@@ -74,8 +74,9 @@ test: $(TEMPORAL)
 demo:
 	go run ./starter demo
 
+# Every benchmark and the LangGraph peer in one run; results in bench/results (docs/performance.md).
 bench: $(TEMPORAL)
-	go test ./bench/ -run '^$$' -bench . -benchtime 20x -count 3
+	bench/run.sh
 
 # Re-record the histories replayed by internal/integration (after an intended workflow change).
 record-histories: $(TEMPORAL)

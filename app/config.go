@@ -158,12 +158,10 @@ func (c *Config) messageStore() error {
 	case c.Codec.HasStore():
 		c.Messages = c.Codec
 	case c.DevMode():
-		dir, err := codec.NewDirStore(filepath.Join(c.Root, ".kortyx", "payloads"))
-		if err != nil {
-			return err
-		}
+		dir := codec.OpenDirStore(filepath.Join(c.Root, ".kortyx", "payloads")) // created when first written
 		base := c.Codec
 		if base == nil {
+			var err error
 			if base, err = codec.New(codec.Options{Compress: true}); err != nil {
 				return err
 			}

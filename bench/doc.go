@@ -4,13 +4,16 @@
 //
 // The package holds only tests and benchmarks. The benchmarks start one tuned, in-memory
 // Temporal dev server (the CLI from $TEMPORAL_CLI_PATH, <module root>/.tools/bin or $PATH; they
-// fail, not skip, when it is missing) and one worker. Run them with:
+// fail, not skip, when it is missing) and one worker; a few workloads start workers of their
+// own (other converters, another process). Run them all, with the LangGraph JS peer
+// (bench/peers/langgraph) and the summary table of bench/cmd/report, with:
 //
-//	go test ./bench/ -run '^$' -bench . -benchtime 20x -count 3 | tee bench.out
+//	make bench        # = bench/run.sh [results-dir]; results in bench/results
 //
-// or bench/run.sh, which also records the Go version and CPU count. Without -bench,
-// "go test ./bench/" only runs TestBaselinesAgree, which executes every workload once in both
-// variants and checks that they do the same work (same steps, same chunks).
+// Without -bench, "go test ./bench/" only runs the agreement tests (TestBaselinesAgree,
+// TestReasonBaselinesAgree, TestHistoryAgree, TestThroughputAgree, TestToolLoopNAgree,
+// TestWorkerRSSAgree), which execute every workload briefly in each variant and check that the
+// variants do the same work (same steps, same chunks); none of them asserts a timing.
 //
 // Workloads, with N = 20 nodes (steps) per run:
 //
@@ -29,6 +32,16 @@
 //     variant once (rotated order), reporting ms/step-<variant> and paired ratios x-<a>/<b>.
 //   - BenchmarkTimeToFirstToken: the provider's first delta → a stream subscriber has it, against
 //     a plain activity (with and without heartbeat) and an in-process path without Temporal.
+//   - BenchmarkToolLoop50: hooks.Reason with 50 tool calls of 16-byte results, against the plain
+//     loop; the loop the LangGraph peer runs.
+//   - BenchmarkHistoryGrowth (-benchtime 1x): history events and bytes of a tool loop of 10, 50
+//     and 200 steps with 1 KB and 100 KB tool results, per configuration (historyConfigs:
+//     inline, claim check), printed as "History {json}" lines.
+//   - BenchmarkThroughput (-benchtime 1x): runs completed per second with 1, 10 and 100 runs of
+//     a 3-step agent in flight, Kortyx and plain.
+//   - BenchmarkWorkerRSS (-benchtime 1x): VmRSS of a worker process (bench/cmd/waitworker) per
+//     waiting run, with the default sticky cache and with a cache of 10; "RSS {json}" lines.
+//   - BenchmarkWaitingRunMemory (-benchtime 1x): heap and goroutines per waiting run in process.
 //
 // Metrics: ms/node (or ms/roundtrip) of wall time, events/run and wft/run (workflow tasks) from
 // the history of one run, outside the timed region. See docs/performance.md for results.

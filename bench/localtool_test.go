@@ -57,12 +57,17 @@ func registerLocalTool(reg *workflows.Registry, acts *activities.Activities, w w
 	}
 	local := echo
 	local.Name = localTool
-	set, err := tools.NewSet(echo, tools.Local(local))
+	all := []tools.Tool{tools.Local(local)}
+	for _, name := range acts.Tools.Names() {
+		t, _ := acts.Tools.Get(name)
+		all = append(all, t)
+	}
+	set, err := tools.NewSet(all...)
 	if err != nil {
 		return err
 	}
 	acts.Tools = set
-	acts.Providers = providers.NewSet(loopModel, firstModel, localModel)
+	acts.Providers = providers.NewSet(loopModel, firstModel, historyModel, localModel)
 	reg.SetToolNames(set.Names()...)
 	reg.SetLocalTools(set.LocalNames()...)
 	loop := func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {

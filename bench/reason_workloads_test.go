@@ -140,10 +140,29 @@ func (m *firstTokenModel) take(key string) (time.Time, bool) {
 	return t, ok
 }
 
-// registerReason gives the Kortyx activities the providers and the tool of the hooks.Reason
-// workloads, adds their Kortyx workflows to reg and registers their plain workflows and
-// activity on w. Call it before acts.Register and before the worker starts.
+// registerReason gives the Kortyx activities the providers and the tools of the hooks.Reason
+// workloads (reasonActivities), adds their Kortyx workflows to reg and registers their plain
+// workflows and activity on w. Call it before acts.Register and before the worker starts.
 func registerReason(reg *workflows.Registry, acts *activities.Activities, w worker.Registry) error {
+	if err := reasonActivities(acts); err != nil {
+		return err
+	}
+	if err := reg.Add(reasonDefinitions()...); err != nil {
+		return err
+	}
+	if err := reg.Add(historyDefinition()); err != nil {
+		return err
+	}
+	a := &firstTokenActivities{broker: acts.Stream}
+	w.RegisterActivityWithOptions(a.FirstTokenModel, activity.RegisterOptions{Name: firstTokenActivity})
+	w.RegisterWorkflowWithOptions(PlainToolLoopWorkflow, workflow.RegisterOptions{Name: plainToolLoop})
+	w.RegisterWorkflowWithOptions(PlainFirstTokenWorkflow, workflow.RegisterOptions{Name: plainFirstToken})
+	return nil
+}
+
+// reasonActivities sets the providers and tools of the hooks.Reason workloads on acts: the
+// tool-loop and first-token models, the history model; the echo and blob tools.
+func reasonActivities(acts *activities.Activities) error {
 	echo, err := tools.Func(loopTool, "Echo a number.",
 		`{"type":"object","properties":{"i":{"type":"integer"}},"required":["i"]}`,
 		func(_ context.Context, call tools.Call, in struct {
@@ -155,20 +174,17 @@ func registerReason(reg *workflows.Registry, acts *activities.Activities, w work
 	if err != nil {
 		return err
 	}
-	set, err := tools.NewSet(echo)
+	blob, err := blobTool()
 	if err != nil {
 		return err
 	}
-	acts.Providers = providers.NewSet(loopModel, firstModel)
-	acts.DefaultProvider = loopProvider
-	acts.Tools = set
-	if err := reg.Add(reasonDefinitions()...); err != nil {
+	set, err := tools.NewSet(echo, blob)
+	if err != nil {
 		return err
 	}
-	a := &firstTokenActivities{broker: acts.Stream}
-	w.RegisterActivityWithOptions(a.FirstTokenModel, activity.RegisterOptions{Name: firstTokenActivity})
-	w.RegisterWorkflowWithOptions(PlainToolLoopWorkflow, workflow.RegisterOptions{Name: plainToolLoop})
-	w.RegisterWorkflowWithOptions(PlainFirstTokenWorkflow, workflow.RegisterOptions{Name: plainFirstToken})
+	acts.Providers = providers.NewSet(loopModel, firstModel, historyModel)
+	acts.DefaultProvider = loopProvider
+	acts.Tools = set
 	return nil
 }
 
@@ -236,6 +252,29 @@ func toolOptions() workflow.ActivityOptions {
 // toolLoopInput and toolLoopResult are the input and result of the plain tool-loop workflow.
 type toolLoopInput struct {
 	Emit bool `json:"emit"` // text chunks from the model activity, tool chunks by local activity
+	// The loop to run; zero values: the loop of BenchmarkToolLoopStep (loopProvider, loopTool,
+	// loopPrompt, loopCalls tool calls).
+	Provider string `json:"provider,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	Prompt   string `json:"prompt,omitempty"`
+	Calls    int    `json:"calls,omitempty"`
+}
+
+// withDefaults fills the zero fields with the loop of BenchmarkToolLoopStep.
+func (in toolLoopInput) withDefaults() toolLoopInput {
+	if in.Provider == "" {
+		in.Provider = loopProvider
+	}
+	if in.Tool == "" {
+		in.Tool = loopTool
+	}
+	if in.Prompt == "" {
+		in.Prompt = loopPrompt
+	}
+	if in.Calls == 0 {
+		in.Calls = loopCalls
+	}
+	return in
 }
 
 type toolLoopResult struct {
@@ -252,11 +291,12 @@ type toolLoopResult struct {
 // and a local activity publishes a tool-call-start chunk before each call and a
 // tool-call-result chunk after it, as hooks.Reason with ToolExecution.Emit does.
 func PlainToolLoopWorkflow(ctx workflow.Context, in toolLoopInput) (toolLoopResult, error) {
+	in = in.withDefaults()
 	runID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	const opID = "op" // hooks.Reason draws a UUID (SideEffect); one id per run is enough here
 	mctx := workflow.WithActivityOptions(ctx, modelOptions())
 	tctx := workflow.WithActivityOptions(ctx, toolOptions())
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: loopPrompt}}
+	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: in.Prompt}}
 	var out toolLoopResult
 	seq := 0
 	emit := func(call contracts.ToolCall, c contracts.Chunk) error {
@@ -265,12 +305,12 @@ func PlainToolLoopWorkflow(ctx workflow.Context, in toolLoopInput) (toolLoopResu
 		return publish(ctx, seq, c)
 	}
 	for step := 0; ; step++ {
-		if step > loopCalls {
+		if step > in.Calls {
 			return out, fmt.Errorf("no answer after %d model passes", step)
 		}
 		pass := contracts.ModelPassInput{
 			RunID: runID, Node: reasonNode, HookID: loopHookID, OpID: opID, SegmentID: "step-" + strconv.Itoa(step),
-			Model: contracts.ModelRef{Provider: loopProvider}, Messages: msgs, Tools: []string{loopTool},
+			Model: contracts.ModelRef{Provider: in.Provider}, Messages: msgs, Tools: []string{in.Tool},
 			Stream: true, Emit: in.Emit,
 		}
 		var resp contracts.ModelResponse

@@ -34,6 +34,8 @@ type env struct {
 	broker *stream.Memory
 	queue  string
 	seq    atomic.Int64
+	// cleanups run in reverse order when the environment closes (extra workers and clients).
+	cleanups []func()
 }
 
 var (
@@ -115,6 +117,9 @@ func start() (*env, error) {
 }
 
 func (e *env) close() {
+	for i := len(e.cleanups) - 1; i >= 0; i-- {
+		e.cleanups[i]()
+	}
 	if e.w != nil {
 		e.w.Stop()
 	}

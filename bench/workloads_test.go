@@ -40,14 +40,6 @@ const (
 
 // definitions returns the Kortyx workflows of the benchmarks.
 func definitions() []*workflows.Definition {
-	activityNode := func(i int) workflows.NodeFunc {
-		return func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
-			if err := noop(ctx); err != nil {
-				return workflows.NodeResult{}, err
-			}
-			return workflows.NodeResult{Data: map[string]any{"i": i}}, nil
-		}
-	}
 	publishNode := func(i int) workflows.NodeFunc {
 		return func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
 			_, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{Data: map[string]any{"i": i}})
@@ -71,6 +63,7 @@ func definitions() []*workflows.Definition {
 		chain(kortyxActivity, activityNode),
 		chain(kortyxPublish, publishNode),
 		chain(kortyxPure, pureNode),
+		throughputDefinition(),
 		{
 			ID: kortyxInterrupt, Version: "1",
 			Nodes: map[string]workflows.Node{"ask": {Run: ask}},
@@ -79,11 +72,26 @@ func definitions() []*workflows.Definition {
 	}
 }
 
-// chain returns the workflow start → n1 → … → nN → end, node ni running node(i).
+// activityNode is node i of the activity workloads: one no-op activity, then Data{"i": i}.
+func activityNode(i int) workflows.NodeFunc {
+	return func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
+		if err := noop(ctx); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		return workflows.NodeResult{Data: map[string]any{"i": i}}, nil
+	}
+}
+
+// chain returns the workflow start → n1 → … → nN → end (N = nodes), node ni running node(i).
 func chain(id string, node func(i int) workflows.NodeFunc) *workflows.Definition {
+	return chainOf(id, nodes, node)
+}
+
+// chainOf is chain with n nodes.
+func chainOf(id string, n int, node func(i int) workflows.NodeFunc) *workflows.Definition {
 	d := &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{}}
 	prev := contracts.StartNode
-	for i := 1; i <= nodes; i++ {
+	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
 		d.Nodes[name] = workflows.Node{Run: node(i)}
 		d.Edges = append(d.Edges, workflows.Edge{From: prev, To: name})

@@ -64,6 +64,11 @@ func MissingError(hash string) *contracts.Error {
 // temporary name and renamed, so a reader never sees half a payload.
 type DirStore struct{ dir string }
 
+// OpenDirStore returns a [DirStore] in dir without touching the disk: the directory is created
+// by the first Put (an unwritable directory then fails that Put). The development default
+// uses it, so that a program that stores nothing leaves no directory behind.
+func OpenDirStore(dir string) *DirStore { return &DirStore{dir: dir} }
+
 // NewDirStore returns the store in dir, creating it.
 func NewDirStore(dir string) (*DirStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

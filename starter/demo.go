@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples"
@@ -50,6 +51,16 @@ func cmdDemo(ctx context.Context, args []string) error {
 	cfg.TaskQueue = "kortyx-demo-" + uuid.NewString()[:8]
 	p := newPrinter(os.Stdout, false)
 	if cfg.TemporalAddress == "" {
+		if cfg.Messages != nil && !cfg.Codec.HasStore() {
+			// The demo's server keeps its histories in memory; the messages its runs store go
+			// to a directory that goes with it.
+			tmp, err := os.MkdirTemp("", "kortyx-demo-payloads-")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = os.RemoveAll(tmp) }()
+			cfg.Messages = cfg.Messages.WithStore(codec.OpenDirStore(tmp))
+		}
 		p.note("starting the Temporal dev server")
 		srv, err := startDemoServer(ctx, cfg)
 		if err != nil {
