@@ -50,6 +50,8 @@ type BackendOptions struct {
 	// FakeModel is the script of the fake model that answers when no model endpoint is
 	// configured; nil: a model that only says so.
 	FakeModel fake.Responder
+	// Model, when set, replaces KORTYX_MODEL as the default model ("anthropic:claude-sonnet-4-5").
+	Model string
 }
 
 // unconfigured is the fake model of a program that has no script of its own.
@@ -61,9 +63,9 @@ func unconfigured(providers.Request) fake.Turn {
 // (OpenAI: OPENAI_API_KEY / OPENAI_BASE_URL) is registered when one of its variables is set,
 // reaching what they name (OpenAI, Ollama, vLLM, OpenRouter, Groq, …); without them a provider
 // that has a fake server of its wire (OpenAI) reaches one started here, playing o.FakeModel, so
-// that everything works without a key. Backend.ProviderInfo says which is which. KORTYX_MODEL
-// names the default model (default gpt-4.1-mini, of the openai provider); "provider:model"
-// picks the default provider too. The in-process scripted "fake" provider (o.FakeModel too) is
+// that everything works without a key. Backend.ProviderInfo says which is which. o.Model, else
+// KORTYX_MODEL, names the default model (default gpt-4.1-mini, of the openai provider);
+// "provider:model" picks the default provider too. The in-process scripted "fake" provider (o.FakeModel too) is
 // registered as well. Tools: o.Tools.
 //
 // KORTYX_MCP_SERVERS (a JSON list of {url, include, exclude, prefix}) adds the tools of MCP
@@ -74,6 +76,9 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 		script = unconfigured
 	}
 	def := contracts.Model(envOr("KORTYX_MODEL", "gpt-4.1-mini"))
+	if o.Model != "" {
+		def = contracts.Model(o.Model)
+	}
 	if def.Provider == "" {
 		def.Provider = openai.ID
 	}

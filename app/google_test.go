@@ -27,7 +27,7 @@ func TestBackendGoogleWithoutKeyRunsTheSupportAgent(t *testing.T) {
 	b, err := NewBackend(context.Background(), BackendOptions{Tools: shop, FakeModel: support.FakeModel()})
 	require.NoError(t, err)
 	defer b.Close()
-	require.Equal(t, []string{"fake", "google", "openai"}, b.Providers.IDs())
+	require.Equal(t, []string{"anthropic", "fake", "google", "openai"}, b.Providers.IDs())
 	gp, err := b.Providers.Get("google")
 	require.NoError(t, err)
 	require.Contains(t, gp.(*google.Provider).BaseURL(), "http://127.0.0.1:")

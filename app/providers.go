@@ -43,6 +43,7 @@ type ProviderInfo struct {
 var envProviders = []ProviderFromEnv{
 	openAIFromEnv(),
 	googleFromEnv(),
+	anthropicFromEnv(),
 }
 
 func openAIFromEnv() ProviderFromEnv {

@@ -30,8 +30,8 @@ func TestBackendRegistersTheProvidersOfTheEnvironment(t *testing.T) {
 		b, err := NewBackend(context.Background(), BackendOptions{})
 		require.NoError(t, err)
 		defer b.Close()
-		require.Equal(t, []string{"fake", "google", "openai"}, b.Providers.IDs())
-		require.Len(t, b.ProviderInfo, 3)
+		require.Equal(t, []string{"anthropic", "fake", "google", "openai"}, b.Providers.IDs())
+		require.Len(t, b.ProviderInfo, 4)
 		oa := b.ProviderInfo[0]
 		require.Equal(t, "openai", oa.ID)
 		require.True(t, oa.Fake)
@@ -42,7 +42,11 @@ func TestBackendRegistersTheProvidersOfTheEnvironment(t *testing.T) {
 		require.Equal(t, "google", gp.ID)
 		require.True(t, gp.Fake)
 		require.True(t, strings.HasPrefix(gp.Where, "http://127.0.0.1:"), gp.Where)
-		require.Equal(t, ProviderInfo{ID: "fake", Where: "the in-process scripted model"}, b.ProviderInfo[2])
+		ap := b.ProviderInfo[2]
+		require.Equal(t, "anthropic", ap.ID)
+		require.True(t, ap.Fake)
+		require.True(t, strings.HasPrefix(ap.Where, "http://127.0.0.1:"), ap.Where)
+		require.Equal(t, ProviderInfo{ID: "fake", Where: "the in-process scripted model"}, b.ProviderInfo[3])
 		require.Equal(t, "the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at "+oa.Where, b.Model)
 		require.Equal(t, "openai", b.DefaultProvider)
 		require.Equal(t, "gpt-4.1-mini", b.DefaultModel)

@@ -33,6 +33,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	auto := fs.Bool("auto", false, "answer questions automatically (first option) and exit")
 	wf := fs.String("workflow", "support", "the example to run: support, triage or research")
+	model := fs.String("model", "", "the default model, e.g. anthropic:claude-sonnet-4-5 (default: KORTYX_MODEL, else openai:gpt-4.1-mini)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -83,6 +84,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	opts.Model = *model
 	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ import (
 const usage = `usage: starter <command> [flags]
 
 commands:
-  demo [--auto] [--workflow support|triage|research] [message]
+  demo [--auto] [--workflow support|triage|research] [--model M] [message]
                                  run an example agent end to end on an embedded Temporal dev server
   run <workflow> <input>         start a run and stream it; answer its questions at the prompt
       [--json] [--update] [--session S] [--context JSON] [--detach]

@@ -47,7 +47,7 @@ func runMain(t *testing.T, args ...string) (string, string, int) {
 
 func TestHelpOnEveryCommand(t *testing.T) {
 	flags := map[string][]string{
-		"demo":    {"-auto", "-workflow string"},
+		"demo":    {"-auto", "-model string", "-workflow string"},
 		"run":     {"-context string", "-detach", "-json", "-session string", "-update"},
 		"respond": {"-cancel", "-request-id string", "-select string", "-text string", "-token string", "-update", "-value string"},
 		"waiting": {"-json", "-session string"},
