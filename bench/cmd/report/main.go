@@ -70,6 +70,13 @@ type results struct {
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.+)$`)
 
+// splitName is a benchmark's name followed by what it printed; splitResult the iterations
+// and metrics that follow on a line of their own.
+var (
+	splitName   = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+[A-Za-z]`)
+	splitResult = regexp.MustCompile(`^\s+\d+\s+(.+ ns/op.*)$`)
+)
+
 func (r *results) readGo(file string) error {
 	f, err := os.Open(file)
 	if err != nil {
@@ -81,6 +88,7 @@ func (r *results) readGo(file string) error {
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var pending string
 	for sc.Scan() {
 		line := sc.Text()
 		for prefix, dst := range map[string]*[]map[string]any{"History ": &r.history, "RSS ": &r.rss} {
@@ -92,11 +100,22 @@ func (r *results) readGo(file string) error {
 				*dst = append(*dst, m)
 			}
 		}
-		m := benchLine.FindStringSubmatch(line)
-		if m == nil {
+		// A benchmark that prints while it runs (BenchmarkLocalToolStep's Ratio lines) splits
+		// its result: the name first, then the printed lines, then the iterations and metrics.
+		if m := splitName.FindStringSubmatch(line); m != nil {
+			pending = m[1]
 			continue
 		}
-		name, fields := m[1], strings.Fields(m[2])
+		var name string
+		var fields []string
+		if m := benchLine.FindStringSubmatch(line); m != nil {
+			name, fields = m[1], strings.Fields(m[2])
+		} else if m := splitResult.FindStringSubmatch(line); m != nil && pending != "" {
+			name, fields = pending, strings.Fields(m[1])
+			pending = ""
+		} else {
+			continue
+		}
 		if r.metrics[name] == nil {
 			r.metrics[name] = map[string][]float64{}
 			r.names = append(r.names, name)
@@ -194,6 +213,7 @@ func (r *results) write(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	r.writePeer(w)
+	r.writeLocalTool(w)
 	r.writeThroughput(w)
 	r.writeHistory(w)
 	r.writeRSS(w)
@@ -323,6 +343,32 @@ func (r *results) writeRSS(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %.1f | %.1f | %.1f |\n", s["variant"], cache, int(runs), idle/(1<<20),
 			(get(s, "waiting")-idle)/runs/1024, (get(s, "freed")-idle)/runs/1024)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeLocalTool is the table of BenchmarkLocalToolStep: ms per step of each variant and the
+// medians of its paired ratios (each repetition's ratio is the median over its paired runs).
+func (r *results) writeLocalTool(w io.Writer) {
+	m := r.metrics["BenchmarkLocalToolStep"]
+	if m == nil {
+		return
+	}
+	fmt.Fprintln(w, "## Tool-loop step: local tool, regular tool, model pass alone (BenchmarkLocalToolStep, paired runs)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Variant | ms/step median (min–max) | events/run | n |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, v := range []string{"kortyx-local", "kortyx-regular", "plain-local", "plain-regular", "model-only"} {
+		ms := m["ms/step-"+v]
+		fmt.Fprintf(w, "| %s | %s | %s | %d |\n", v, mmm(ms), mmm(m["events/run-"+v]), len(ms))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Ratio | median of the repetitions (min–max) |")
+	fmt.Fprintln(w, "|---|---|")
+	for _, u := range r.units["BenchmarkLocalToolStep"] {
+		if x, ok := strings.CutPrefix(u, "x-"); ok {
+			fmt.Fprintf(w, "| %s | %s |\n", x, mmm(m[u]))
+		}
 	}
 	fmt.Fprintln(w)
 }
