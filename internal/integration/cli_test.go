@@ -225,3 +225,27 @@ func TestStarterCommands(t *testing.T) {
 	err = tc.GetWorkflow(context.Background(), m[1], "").Get(context.Background(), nil)
 	require.Equal(t, contracts.CodeExecutionCancelled, contracts.CodeOf(err))
 }
+
+// TestDemoOnEachProvidersFakeServer runs the support demo with --model naming each native
+// provider and no key: each reaches the fake server of its own wire (the OpenAI-compatible,
+// Anthropic Messages or Gemini API) and completes the refund.
+func TestDemoOnEachProvidersFakeServer(t *testing.T) {
+	for _, tc := range []struct{ model, vars string }{
+		{"openai:gpt-4.1-mini", "OPENAI_API_KEY or OPENAI_BASE_URL"},
+		{"anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL"},
+		{"google:gemini-2.5-flash", "GEMINI_API_KEY or GOOGLE_API_KEY or GOOGLE_GEMINI_BASE_URL or GOOGLE_GENAI_USE_VERTEXAI"},
+	} {
+		t.Run(strings.SplitN(tc.model, ":", 2)[0], func(t *testing.T) {
+			env := []string{"TEMPORAL_ADDRESS=", "TEMPORAL_CLI_PATH=" + tcliPath, "KORTYX_ROOT=" + t.TempDir(), "KORTYX_MODEL=",
+				"OPENAI_API_KEY=", "OPENAI_BASE_URL=", "ANTHROPIC_API_KEY=", "ANTHROPIC_BASE_URL=",
+				"GEMINI_API_KEY=", "GOOGLE_API_KEY=", "GOOGLE_GEMINI_BASE_URL=", "GOOGLE_GENAI_USE_VERTEXAI="}
+			out, errOut, err := starter(t, env, "", "demo", "--auto", "--model", tc.model)
+			require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			require.Contains(t, out, "· model: the scripted fake model (no "+tc.vars+" set) at http://127.0.0.1:")
+			require.Contains(t, out, `→ lookup_order {"orderId":"A-1001"}`)
+			require.Contains(t, out, "> approve (auto)")
+			require.Contains(t, out, "agent: Done: order A-1001 is refunded (R-5001, full amount).")
+			require.Contains(t, out, "· demo finished: 1 refund(s) made")
+		})
+	}
+}
