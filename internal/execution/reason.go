@@ -124,8 +124,8 @@ type loop struct {
 	// prefixes are the conversation prefixes the worker reported as stored (learned from
 	// recorded results only), oldest first: later passes send one of them by reference.
 	prefixes []storedPrefix
-	res  contracts.ReasonResult
-	seen map[string]bool
+	res      contracts.ReasonResult
+	seen     map[string]bool
 
 	passes        int // model passes of any kind, counted against MaxSteps
 	texts         []string
