@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,4 +130,61 @@ func storeList(t *testing.T, s codec.Store) []codec.Object {
 	var out []codec.Object
 	require.NoError(t, s.List(context.Background(), func(o codec.Object) error { out = append(out, o); return nil }))
 	return out
+}
+
+// A prefix chain of contracts.MaxPrefixNodes nodes resolves, and the pass stores the whole
+// conversation as a new first node instead of a longer chain; one node more fails the pass for
+// good with PAYLOAD_CODEC_FAILED before the provider is called.
+func TestModelPrefixChainBound(t *testing.T) {
+	store, err := codec.NewDirStore(filepath.Join(t.TempDir(), "m"))
+	require.NoError(t, err)
+	msgs, err := codec.New(codec.Options{Store: store})
+	require.NoError(t, err)
+	calls := 0
+	var last int
+	model := fake.NewResponder(func(req providers.Request) fake.Turn {
+		calls++
+		last = len(req.Messages)
+		return fake.Text("ok")
+	})
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	require.NoError(t, err)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a.Register(env)
+	ctx := context.Background()
+	prev := ""
+	var heads []string
+	for i := range contracts.MaxPrefixNodes + 1 {
+		b, err := json.Marshal(map[string]any{"prev": prev, "count": i + 1, "messages": []contracts.ModelMessage{{Role: contracts.RoleUser, Content: fmt.Sprint(i)}}})
+		require.NoError(t, err)
+		prev, err = msgs.StoreBytes(ctx, b)
+		require.NoError(t, err)
+		heads = append(heads, prev)
+	}
+	n := contracts.MaxPrefixNodes
+	v, err := env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
+		Prefix: &contracts.MessagePrefix{Count: n, Hash: heads[n-1]}, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "new"}}})
+	require.NoError(t, err)
+	var resp contracts.ModelResponse
+	require.NoError(t, v.Get(&resp))
+	require.Equal(t, n+1, last)
+	require.Equal(t, n+1, resp.StoredPrefix.Count)
+	b, err := msgs.LoadBytes(ctx, resp.StoredPrefix.Hash)
+	require.NoError(t, err)
+	var node struct {
+		Prev     string                   `json:"prev"`
+		Messages []contracts.ModelMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(b, &node))
+	require.Equal(t, "", node.Prev, "a new first node")
+	require.Len(t, node.Messages, n+1)
+
+	_, err = env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1",
+		Prefix: &contracts.MessagePrefix{Count: n + 1, Hash: heads[n]}})
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, string(contracts.CodePayloadCodec), ae.Type())
+	require.True(t, ae.NonRetryable())
+	require.Equal(t, 1, calls)
 }
