@@ -49,12 +49,13 @@ type Activities struct {
 	// them.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
-	// Messages, when set, keeps the large conversation messages of model passes (JSON of at
-	// least [contracts.MessageRefMin] bytes) in its payload store, sealed as its payloads are
-	// (compressed, encrypted with its key), each content once; the run then sends them to later
-	// passes by reference, so a pass's input in history stays small however long the
-	// conversation. It needs a store ([codec.Codec.HasStore]); nil: every message goes inline.
-	// Every worker of a task queue needs the same store.
+	// Messages, when set, keeps the conversation of each model pass in its payload store, as a
+	// chain of nodes (each holding the messages added since the one before it), sealed as its
+	// payloads are (compressed, encrypted with its key); the run then sends the stored prefix
+	// to the next pass by one reference, so a pass's input in history holds only the messages
+	// added since the last pass, however long the conversation. It needs a store
+	// ([codec.Codec.HasStore]); nil: every message goes inline. Every worker of a task queue
+	// needs the same store.
 	Messages *codec.Codec
 }
 
@@ -223,7 +224,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
-	msgs, err := a.resolveMessages(ctx, in)
+	msgs, depth, err := a.resolveMessages(ctx, in)
 	if err != nil {
 		return contracts.ModelResponse{}, err
 	}
@@ -332,7 +333,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	if resp.Usage.Total == 0 {
 		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
 	}
-	if resp.StoredMessages, err = a.storeMessages(ctx, in, msgs); err != nil {
+	if resp.StoredPrefix, err = a.storePrefix(ctx, in, msgs, depth); err != nil {
 		return contracts.ModelResponse{}, err
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.

@@ -10,70 +10,89 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// resolveMessages returns the pass's full message list: the messages sent by reference are
-// read from the message store. A reference the store does not have fails the pass for good
-// with PAYLOAD_MISSING naming the hash (the run then sends the pass again with every message
-// inline); a store that does not answer is retried.
-func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPassInput) ([]contracts.ModelMessage, error) {
-	if len(in.MessageRefs) == 0 {
-		return in.Messages, nil
+// prefixNode is one node of a conversation prefix chain in the message store: the messages
+// added since the node Prev ("" for the first node), and Count, the number of messages of the
+// conversation up to the end of this node.
+type prefixNode struct {
+	Prev     string                   `json:"prev"`
+	Count    int                      `json:"count"`
+	Messages []contracts.ModelMessage `json:"messages"`
+}
+
+// resolveMessages returns the pass's full message list: the prefix sent by reference is read
+// from the message store (walking its chain, newest node first) and put before the inline
+// messages. It also returns the number of nodes read. A prefix the store does not have fails
+// the pass for good with PAYLOAD_MISSING naming the hash (the run then sends the pass again
+// with every message inline).
+func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPassInput) ([]contracts.ModelMessage, int, error) {
+	if in.Prefix == nil {
+		return in.Messages, 0, nil
 	}
-	msgs := append([]contracts.ModelMessage(nil), in.Messages...)
-	for _, r := range in.MessageRefs {
-		if r.Index < 0 || r.Index >= len(msgs) {
-			return nil, contracts.ToTemporal(contracts.Errorf(contracts.CodeInvalidRequest,
-				"the model pass references message %d of %d", r.Index, len(msgs)))
+	if in.Prefix.Count <= 0 || in.Prefix.Hash == "" {
+		return nil, 0, contracts.ToTemporal(contracts.Errorf(contracts.CodeInvalidRequest,
+			"the model pass names a message prefix without messages (count %d, hash %q)", in.Prefix.Count, in.Prefix.Hash))
+	}
+	var parts [][]contracts.ModelMessage
+	hash, count := in.Prefix.Hash, in.Prefix.Count
+	for hash != "" {
+		if len(parts) >= contracts.MaxPrefixNodes {
+			return nil, 0, contracts.ToTemporal(contracts.Errorf(contracts.CodePayloadCodec,
+				"kortyx: the message prefix %s is a chain of more than %d nodes; the pass is sent again inline", in.Prefix.Hash, contracts.MaxPrefixNodes))
 		}
 		var b []byte
 		var err error
 		if a.Messages == nil {
-			err = codec.MissingError(r.Hash) // a worker without the message store (Activities.Messages)
+			err = codec.MissingError(hash) // a worker without the message store (Activities.Messages)
 		} else {
-			b, err = a.Messages.LoadBytes(ctx, r.Hash)
+			b, err = a.Messages.LoadBytes(ctx, hash)
 		}
-		if err == nil && json.Unmarshal(b, &msgs[r.Index]) != nil {
-			err = contracts.Errorf(contracts.CodePayloadMissing, "kortyx: the message store holds no message under %s", r.Hash)
+		var n prefixNode
+		if err == nil && (json.Unmarshal(b, &n) != nil || n.Count != count || len(n.Messages) > count || (n.Prev == "") != (len(n.Messages) == count)) {
+			err = contracts.Errorf(contracts.CodePayloadMissing, "kortyx: the message store holds no message prefix node of %d messages under %s", count, hash)
 		}
 		if err != nil {
-			// Not retryable (PAYLOAD_MISSING, or PERSISTENCE_ERROR when the store fails): the
-			// run sends the pass again with every message inline.
-			return nil, contracts.ToTemporal(err)
+			// Not retryable (PAYLOAD_MISSING, PAYLOAD_CODEC_FAILED, or PERSISTENCE_ERROR when the
+			// store fails): the run sends the pass again with every message inline.
+			return nil, 0, contracts.ToTemporal(err)
 		}
+		parts = append(parts, n.Messages)
+		count -= len(n.Messages)
+		hash = n.Prev
 	}
-	return msgs, nil
+	msgs := make([]contracts.ModelMessage, 0, in.Prefix.Count+len(in.Messages))
+	for i := len(parts) - 1; i >= 0; i-- {
+		msgs = append(msgs, parts[i]...)
+	}
+	return append(msgs, in.Messages...), len(parts), nil
 }
 
-// storeMessages keeps the large messages the pass received inline in the message store and
-// returns their references (nil without a store). A store that fails ends the storing (the
-// pass's answer is still returned).
-func (a *Activities) storeMessages(ctx context.Context, in contracts.ModelPassInput, msgs []contracts.ModelMessage) ([]contracts.MessageRef, error) {
-	if a.Messages == nil {
+// storePrefix keeps the pass's conversation (msgs, the full list) in the message store as one
+// more node of the prefix chain: the messages the pass received inline, linked to the prefix
+// it received (a first node with every message when it received none, or when the chain
+// would grow beyond contracts.MaxPrefixNodes). It returns the prefix now stored (nil without
+// a store, or when the store fails: the pass's answer is still returned).
+func (a *Activities) storePrefix(ctx context.Context, in contracts.ModelPassInput, msgs []contracts.ModelMessage, depth int) (*contracts.MessagePrefix, error) {
+	if a.Messages == nil || len(msgs) == 0 {
 		return nil, nil
 	}
-	byRef := make(map[int]bool, len(in.MessageRefs))
-	for _, r := range in.MessageRefs {
-		byRef[r.Index] = true
+	n := prefixNode{Count: len(msgs), Messages: msgs}
+	if in.Prefix != nil && depth < contracts.MaxPrefixNodes {
+		if len(in.Messages) == 0 {
+			p := *in.Prefix
+			return &p, nil // nothing new: the same prefix
+		}
+		n.Prev, n.Messages = in.Prefix.Hash, in.Messages
 	}
-	var out []contracts.MessageRef
-	for i, m := range msgs {
-		if byRef[i] {
-			continue // stored already (the run learned it from an earlier pass)
-		}
-		b, err := json.Marshal(m)
-		if err != nil {
-			return nil, fmt.Errorf("kortyx: encoding message %d: %w", i, err)
-		}
-		if len(b) < contracts.MessageRefMin {
-			continue
-		}
-		hash, err := a.Messages.StoreBytes(ctx, b)
-		if err != nil {
-			// The pass's answer is good: it is returned, and the messages not stored go inline
-			// next time.
-			activity.GetLogger(ctx).Warn("kortyx: the message store failed; messages stay inline", "error", err)
-			return out, nil
-		}
-		out = append(out, contracts.MessageRef{Index: i, Hash: hash, Size: len(b)})
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: encoding the conversation: %w", err)
 	}
-	return out, nil
+	hash, err := a.Messages.StoreBytes(ctx, b)
+	if err != nil {
+		// The pass's answer is good: it is returned, and the next pass sends the messages not
+		// stored inline.
+		activity.GetLogger(ctx).Warn("kortyx: the message store failed; messages stay inline", "error", err)
+		return nil, nil
+	}
+	return &contracts.MessagePrefix{Count: len(msgs), Hash: hash}, nil
 }

@@ -1,6 +1,9 @@
 package activities_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +19,10 @@ import (
 	"go.temporal.io/sdk/testsuite"
 )
 
-// The model activity with a message store: it stores the large messages it received inline and
-// reports them (index, hash, size), resolves references into the provider's full list, and
-// fails a reference the store does not have for good with PAYLOAD_MISSING naming the hash.
+// The model activity with a message store: it stores the conversation as a chain of prefix
+// nodes (the first with every message, then one with the messages received inline) and
+// reports the prefix {count, hash}; it resolves a prefix into the provider's full list; a
+// prefix the store does not have fails for good with PAYLOAD_MISSING naming the hash.
 func TestModelMessagesByReference(t *testing.T) {
 	store, err := codec.NewDirStore(filepath.Join(t.TempDir(), "m"))
 	require.NoError(t, err)
@@ -34,39 +38,78 @@ func TestModelMessagesByReference(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a.Register(env)
+	pass := func(in contracts.ModelPassInput) contracts.ModelResponse {
+		t.Helper()
+		v, err := env.ExecuteActivity(contracts.ModelActivityName, in)
+		require.NoError(t, err)
+		var resp contracts.ModelResponse
+		require.NoError(t, v.Get(&resp))
+		return resp
+	}
+	node := func(hash string) map[string]any {
+		t.Helper()
+		b, err := msgs.LoadBytes(context.Background(), hash)
+		require.NoError(t, err)
+		var n map[string]any
+		require.NoError(t, json.Unmarshal(b, &n))
+		return n
+	}
 
 	big := contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "c1", Name: "t", Content: strings.Repeat("x", 2000)}
 	small := contracts.ModelMessage{Role: contracts.RoleUser, Content: "hi"}
+	more := contracts.ModelMessage{Role: contracts.RoleUser, Content: "more"}
+	last := contracts.ModelMessage{Role: contracts.RoleAssistant, Content: "last"}
 	in := contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0", Messages: []contracts.ModelMessage{small, big}}
-	v, err := env.ExecuteActivity(contracts.ModelActivityName, in)
-	require.NoError(t, err)
-	var resp contracts.ModelResponse
-	require.NoError(t, v.Get(&resp))
-	require.Len(t, resp.StoredMessages, 1, "only the message of at least contracts.MessageRefMin")
-	ref := resp.StoredMessages[0]
-	require.Equal(t, 1, ref.Index)
-	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, ref.Hash)
-	require.Greater(t, ref.Size, contracts.MessageRefMin)
+	resp := pass(in)
+	require.NotNil(t, resp.StoredPrefix)
+	require.Equal(t, 2, resp.StoredPrefix.Count)
+	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, resp.StoredPrefix.Hash)
+	first := *resp.StoredPrefix
+	n := node(first.Hash)
+	require.Equal(t, "", n["prev"])
+	require.Equal(t, float64(2), n["count"])
+	require.Len(t, n["messages"], 2, "the first node holds small and large messages alike")
 
-	// The next pass sends it by reference; the provider sees it in full, nothing is stored again.
-	in.Messages = []contracts.ModelMessage{small, {}, {Role: contracts.RoleUser, Content: "more"}}
-	in.MessageRefs = []contracts.MessageRef{ref}
-	v, err = env.ExecuteActivity(contracts.ModelActivityName, in)
-	require.NoError(t, err)
-	resp = contracts.ModelResponse{}
-	require.NoError(t, v.Get(&resp))
-	require.Empty(t, resp.StoredMessages)
-	require.Equal(t, []contracts.ModelMessage{small, big, {Role: contracts.RoleUser, Content: "more"}}, seen[1])
+	// The next pass sends the prefix and one message inline: the provider sees all three; the
+	// new node holds only that message and links to the first.
+	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1", Prefix: &first, Messages: []contracts.ModelMessage{more}})
+	require.Equal(t, []contracts.ModelMessage{small, big, more}, seen[1])
+	require.NotNil(t, resp.StoredPrefix)
+	second := *resp.StoredPrefix
+	require.Equal(t, 3, second.Count)
+	require.NotEqual(t, first.Hash, second.Hash)
+	n = node(second.Hash)
+	require.Equal(t, first.Hash, n["prev"])
+	require.Equal(t, float64(3), n["count"])
+	require.Equal(t, []any{map[string]any{"role": "user", "content": "more"}}, n["messages"])
 
-	// A reference the store does not have: PAYLOAD_MISSING, not retryable, the provider not called.
-	in.MessageRefs = []contracts.MessageRef{{Index: 1, Hash: "sha256:" + strings.Repeat("0", 64), Size: 10}}
-	_, err = env.ExecuteActivity(contracts.ModelActivityName, in)
+	// A chain of three nodes resolves in order; a pass with nothing new reports the same prefix.
+	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-2", Prefix: &second, Messages: []contracts.ModelMessage{last}})
+	require.Equal(t, []contracts.ModelMessage{small, big, more, last}, seen[2])
+	third := *resp.StoredPrefix
+	require.Equal(t, 4, third.Count)
+	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-3", Prefix: &third, Messages: []contracts.ModelMessage{}})
+	require.Equal(t, []contracts.ModelMessage{small, big, more, last}, seen[3])
+	require.Equal(t, &third, resp.StoredPrefix)
+	require.Len(t, storeList(t, store), 3, "one node per pass that added messages")
+
+	// The same conversation inline again: the same first node (content-addressed, stored once).
+	resp = pass(contracts.ModelPassInput{RunID: "r2", OpID: "op", SegmentID: "step-0", Messages: []contracts.ModelMessage{small, big}})
+	require.Equal(t, &first, resp.StoredPrefix)
+	require.Len(t, storeList(t, store), 3)
+
+	// A prefix whose count does not match its chain, and one the store does not have:
+	// PAYLOAD_MISSING naming the hash, not retryable, the provider not called.
 	var ae *temporal.ApplicationError
-	require.ErrorAs(t, err, &ae)
-	require.Equal(t, string(contracts.CodePayloadMissing), ae.Type())
-	require.True(t, ae.NonRetryable())
-	require.Contains(t, ae.Error(), in.MessageRefs[0].Hash)
-	require.Len(t, seen, 2)
+	for _, p := range []contracts.MessagePrefix{{Count: 3, Hash: first.Hash}, {Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}} {
+		_, err = env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &p})
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, string(contracts.CodePayloadMissing), ae.Type())
+		require.True(t, ae.NonRetryable())
+		require.Contains(t, ae.Error(), p.Hash)
+	}
+	require.Len(t, seen, 5)
+	in = contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &contracts.MessagePrefix{Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}}
 
 	// Without a message store a reference cannot be read either; a codec without a store is refused.
 	plain, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID})
@@ -80,4 +123,68 @@ func TestModelMessagesByReference(t *testing.T) {
 	require.NoError(t, err)
 	_, err = activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), Messages: noStore})
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
+}
+
+func storeList(t *testing.T, s codec.Store) []codec.Object {
+	t.Helper()
+	var out []codec.Object
+	require.NoError(t, s.List(context.Background(), func(o codec.Object) error { out = append(out, o); return nil }))
+	return out
+}
+
+// A prefix chain of contracts.MaxPrefixNodes nodes resolves, and the pass stores the whole
+// conversation as a new first node instead of a longer chain; one node more fails the pass for
+// good with PAYLOAD_CODEC_FAILED before the provider is called.
+func TestModelPrefixChainBound(t *testing.T) {
+	store, err := codec.NewDirStore(filepath.Join(t.TempDir(), "m"))
+	require.NoError(t, err)
+	msgs, err := codec.New(codec.Options{Store: store})
+	require.NoError(t, err)
+	calls := 0
+	var last int
+	model := fake.NewResponder(func(req providers.Request) fake.Turn {
+		calls++
+		last = len(req.Messages)
+		return fake.Text("ok")
+	})
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	require.NoError(t, err)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a.Register(env)
+	ctx := context.Background()
+	prev := ""
+	var heads []string
+	for i := range contracts.MaxPrefixNodes + 1 {
+		b, err := json.Marshal(map[string]any{"prev": prev, "count": i + 1, "messages": []contracts.ModelMessage{{Role: contracts.RoleUser, Content: fmt.Sprint(i)}}})
+		require.NoError(t, err)
+		prev, err = msgs.StoreBytes(ctx, b)
+		require.NoError(t, err)
+		heads = append(heads, prev)
+	}
+	n := contracts.MaxPrefixNodes
+	v, err := env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
+		Prefix: &contracts.MessagePrefix{Count: n, Hash: heads[n-1]}, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "new"}}})
+	require.NoError(t, err)
+	var resp contracts.ModelResponse
+	require.NoError(t, v.Get(&resp))
+	require.Equal(t, n+1, last)
+	require.Equal(t, n+1, resp.StoredPrefix.Count)
+	b, err := msgs.LoadBytes(ctx, resp.StoredPrefix.Hash)
+	require.NoError(t, err)
+	var node struct {
+		Prev     string                   `json:"prev"`
+		Messages []contracts.ModelMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(b, &node))
+	require.Equal(t, "", node.Prev, "a new first node")
+	require.Len(t, node.Messages, n+1)
+
+	_, err = env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1",
+		Prefix: &contracts.MessagePrefix{Count: n + 1, Hash: heads[n]}})
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, string(contracts.CodePayloadCodec), ae.Type())
+	require.True(t, ae.NonRetryable())
+	require.Equal(t, 1, calls)
 }

@@ -34,7 +34,7 @@ type Backend struct {
 	// Telemetry, when set, records the model and tool spans and metrics of [Backend.Activities]
 	// (nil: the global OpenTelemetry providers, no-ops unless the program sets them).
 	Telemetry *telemetry.Telemetry
-	// Messages keeps the large messages of model passes (Config.Messages; nil: inline).
+	// Messages keeps the conversation prefix of model passes (Config.Messages; nil: inline).
 	Messages *codec.Codec
 	// Model says in a sentence which model answers (for the programs' banners).
 	Model string

@@ -44,14 +44,16 @@ type CollectResult struct {
 }
 
 // refPattern finds the hashes of this codec in decoded payload data (claim-check references
-// and the message references of model-pass inputs and results).
+// and the message prefixes of model-pass inputs and results and of prefix nodes).
 var refPattern = regexp.MustCompile(`(?:hmac-sha256:[A-Za-z0-9._-]{1,64}|sha256):[0-9a-f]{64}`)
 
 // Collect garbage-collects the codec's payload store (mark and sweep): it lists every workflow
 // execution Temporal still keeps in the namespace (open ones, and closed ones within the
 // namespace's retention), reads each history, decodes every payload with the codec and marks
-// every hash it finds — claim-check references, and the message references of model passes
-// (also inside snapshots and checkpoints, which travel in payloads) — then deletes every stored
+// every hash it finds — claim-check references, and the message prefixes of model passes
+// (also inside snapshots and checkpoints, which travel in payloads), with every hash named
+// inside the bytes stored under a marked hash (a prefix node names the node before it), read
+// from the store — then deletes every stored
 // object that is not marked and was last stored before now − Grace.
 //
 // A history that references a hash the store lost is read on (the hash is marked; nothing is
@@ -162,10 +164,32 @@ func (c *Codec) mark(p *commonpb.Payload, marked map[string]bool) error {
 			}
 			p = next
 		default:
-			for _, h := range refPattern.FindAll(p.GetData(), -1) {
-				marked[string(h)] = true
-			}
-			return nil
+			return c.markFound(p.GetData(), marked)
+		}
+	}
+	return nil
+}
+
+// markFound marks the hashes found in data and, transitively, those found in what is stored
+// under them (a node of a model pass's message prefix, kept by [Codec.StoreBytes], names the
+// node before it only inside itself). Each hash is read once; one the store does not have, or
+// that this codec cannot open, is marked and read no further. Only a store that fails stops
+// the collection.
+func (c *Codec) markFound(data []byte, marked map[string]bool) error {
+	todo := refPattern.FindAll(data, -1)
+	for len(todo) > 0 {
+		h := string(todo[len(todo)-1])
+		todo = todo[:len(todo)-1]
+		if marked[h] {
+			continue
+		}
+		marked[h] = true
+		p, err := c.decodeOne(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingRef)}, Data: []byte(h)})
+		if contracts.CodeOf(err) == contracts.CodePersistenceError {
+			return err
+		}
+		if err == nil {
+			todo = append(todo, refPattern.FindAll(p.GetData(), -1)...)
 		}
 	}
 	return nil

@@ -171,23 +171,25 @@ type ModelResponse struct {
 	// FieldsPublished: a streamed output pass published provisional fields of its value (so a
 	// value that fails validation must be invalidated).
 	FieldsPublished bool `json:"fieldsPublished,omitempty"`
-	// StoredMessages are the messages of the pass's input (Index into its Messages) that the
-	// worker keeps in its message store: later passes may send them by reference
-	// ([ModelPassInput.MessageRefs]). Empty on a worker without a message store.
-	StoredMessages []MessageRef `json:"storedMessages,omitempty"`
+	// StoredPrefix is the conversation prefix the worker keeps in its message store after the
+	// pass: the pass's whole message list (Count messages), as a chain of stored nodes whose
+	// newest is Hash. A later pass whose first Count messages are these sends them as
+	// [ModelPassInput.Prefix]. Nil on a worker without a message store (or when it failed).
+	StoredPrefix *MessagePrefix `json:"storedPrefix,omitempty"`
 }
 
-// MessageRefMin is the size (of its JSON, in bytes) from which the model activity keeps a
-// message of its input in the message store, so that later passes send it by reference.
-const MessageRefMin = 1 << 10
-
-// MessageRef is a conversation message kept in the worker's message store: its position in a
-// model pass's messages, the hash it is stored under and the size of its JSON.
-type MessageRef struct {
-	Index int    `json:"i"`
+// MessagePrefix names the first Count messages of a conversation kept in a worker's message
+// store: Hash is the newest node of a chain; each node holds the messages added since the
+// node before it (Prev) and the count of messages up to its end.
+type MessagePrefix struct {
+	Count int    `json:"count"`
 	Hash  string `json:"hash"`
-	Size  int    `json:"size"`
 }
+
+// MaxPrefixNodes bounds the chain of a [MessagePrefix]: a worker reading a longer chain fails
+// the pass (the run then sends it inline), and one storing a node that would make the chain
+// longer stores the whole conversation as a new first node instead.
+const MaxPrefixNodes = 10000
 
 // ModelPassInput is the input of the model activity ([ModelActivityName]).
 type ModelPassInput struct {
@@ -213,10 +215,12 @@ type ModelPassInput struct {
 	// Structured, when set, makes a streamed pass publish structured-data chunks of this
 	// stream (the declared fields as they arrive) instead of text chunks.
 	Structured *StructuredStream `json:"structured,omitempty"`
-	// MessageRefs are messages sent by reference: Messages[Index] is an empty placeholder, and
-	// the activity reads the message from its message store (a reference it cannot resolve
-	// fails the pass with [CodePayloadMissing]; the workflow then sends every message inline).
-	MessageRefs []MessageRef `json:"messageRefs,omitempty"`
+	// Prefix, when set, is the start of the conversation sent by reference: the worker reads
+	// its Count messages from its message store and puts them before Messages, which then are
+	// only the messages after them. A prefix the worker cannot read fails the pass with
+	// [CodePayloadMissing] (or [CodePersistenceError], [CodePayloadCodec]); the workflow then
+	// sends every message inline.
+	Prefix *MessagePrefix `json:"prefix,omitempty"`
 }
 
 // StructuredStream describes the structured-data stream of a generation pass.

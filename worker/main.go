@@ -154,7 +154,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	if cfg.RedisURL == "" && !serveHTTP {
 		logger.Warn("kortyx worker: in-memory stream broker and no HTTP API: chunks published by this worker are only readable from this process; set KORTYX_REDIS_URL")
 	}
-	backend.Messages = cfg.Messages // large model-pass messages by reference
+	backend.Messages = cfg.Messages // model passes send the conversation prefix by reference
 	acts, err := backend.Activities(broker)
 	if err != nil {
 		return err

@@ -121,10 +121,11 @@ type loop struct {
 	spec reasonSpec
 	key  string
 	msgs []contracts.ModelMessage
-	// refs[i] is set when the worker reported l.msgs[i] as stored (sent by reference after).
-	refs []contracts.MessageRef
-	res  contracts.ReasonResult
-	seen map[string]bool
+	// prefixes are the conversation prefixes the worker reported as stored (learned from
+	// recorded results only), oldest first: later passes send one of them by reference.
+	prefixes []storedPrefix
+	res      contracts.ReasonResult
+	seen     map[string]bool
 
 	passes        int // model passes of any kind, counted against MaxSteps
 	texts         []string
@@ -755,7 +756,7 @@ func (l *loop) pass(ctx workflow.Context, kind string, in contracts.ModelPassInp
 	if err != nil {
 		return resp, err
 	}
-	l.learnStored(in.Messages, resp.StoredMessages)
+	l.learnStored(in.Messages, resp.StoredPrefix)
 	merge(&l.res, resp)
 	return resp, nil
 }
@@ -767,41 +768,51 @@ func sameMessage(a, b contracts.ModelMessage) bool {
 		len(a.ToolCalls) == len(b.ToolCalls) && string(a.StructuredContent) == string(b.StructuredContent)
 }
 
-// byReference is in with the messages the worker acknowledged as stored (l.refs, learned from
-// recorded results only) sent by reference; new messages stay inline. Without acknowledgements
-// (a worker without a message store, a history recorded before) it is in, unchanged.
+// storedPrefix is a prefix the worker stored and the messages it holds (as the loop sent them).
+type storedPrefix struct {
+	ref  contracts.MessagePrefix
+	msgs []contracts.ModelMessage
+}
+
+// keptPrefixes bounds how many stored prefixes a loop remembers (the newest ones): a pass
+// almost always extends the newest.
+const keptPrefixes = 4
+
+// byReference is in with the longest stored prefix of its messages (learned from recorded
+// results only) sent by one reference and only the messages after it inline. Without a stored
+// prefix (a worker without a message store, a history recorded before) it is in, unchanged.
 func (l *loop) byReference(in contracts.ModelPassInput) contracts.ModelPassInput {
-	var msgs []contracts.ModelMessage
-	var refs []contracts.MessageRef
-	for i := 0; i < len(l.refs) && i < len(in.Messages) && i < len(l.msgs); i++ {
-		r := l.refs[i]
-		if r.Hash == "" || !sameMessage(in.Messages[i], l.msgs[i]) {
+	best := -1
+	for i, sp := range l.prefixes {
+		if sp.ref.Count > len(in.Messages) || (best >= 0 && sp.ref.Count <= l.prefixes[best].ref.Count) {
 			continue
 		}
-		if msgs == nil {
-			msgs = append([]contracts.ModelMessage(nil), in.Messages...)
+		same := true
+		for j := 0; j < sp.ref.Count && same; j++ {
+			same = sameMessage(in.Messages[j], sp.msgs[j])
 		}
-		msgs[i] = contracts.ModelMessage{}
-		refs = append(refs, contracts.MessageRef{Index: i, Hash: r.Hash, Size: r.Size})
+		if same {
+			best = i
+		}
 	}
-	if refs == nil {
+	if best < 0 {
 		return in
 	}
-	in.Messages, in.MessageRefs = msgs, refs
+	ref := l.prefixes[best].ref
+	in.Messages = append([]contracts.ModelMessage{}, in.Messages[ref.Count:]...)
+	in.Prefix = &ref
 	return in
 }
 
-// learnStored records the messages of l.msgs that a pass's result (recorded, so replays and
-// node retries learn the same) reports as stored by the worker.
-func (l *loop) learnStored(sent []contracts.ModelMessage, stored []contracts.MessageRef) {
-	for _, r := range stored {
-		if r.Index < 0 || r.Index >= len(l.msgs) || r.Index >= len(sent) || r.Hash == "" || !sameMessage(sent[r.Index], l.msgs[r.Index]) {
-			continue
-		}
-		for len(l.refs) <= r.Index {
-			l.refs = append(l.refs, contracts.MessageRef{})
-		}
-		l.refs[r.Index] = r
+// learnStored records the prefix a pass's result (recorded, so replays and node retries learn
+// the same) reports as stored by the worker: the first Count messages the pass sent.
+func (l *loop) learnStored(sent []contracts.ModelMessage, p *contracts.MessagePrefix) {
+	if p == nil || p.Hash == "" || p.Count <= 0 || p.Count > len(sent) {
+		return
+	}
+	l.prefixes = append(l.prefixes, storedPrefix{ref: *p, msgs: append([]contracts.ModelMessage(nil), sent[:p.Count]...)})
+	if len(l.prefixes) > keptPrefixes {
+		l.prefixes = append([]storedPrefix(nil), l.prefixes[len(l.prefixes)-keptPrefixes:]...)
 	}
 }
 
@@ -924,9 +935,9 @@ func toolSummary(name string) string { return "tool " + name }
 func passKey(key string, n int) string { return key + keyPass + strconv.Itoa(n) }
 
 // modelPass runs the model activity for pass n of the call key (journaled) with in, whose
-// messages may go by reference; when the worker cannot read a reference (PAYLOAD_MISSING, or
-// its store failing: PERSISTENCE_ERROR, a recorded failure) the pass runs once more with every
-// message inline (the same pass: no second reservation).
+// messages may start with a stored prefix; when the worker cannot read it (PAYLOAD_MISSING,
+// PAYLOAD_CODEC_FAILED, or its store failing: PERSISTENCE_ERROR; a recorded failure) the pass
+// runs once more with every message inline (the same pass: no second reservation).
 func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline contracts.ModelPassInput, opts workflow.ActivityOptions) (contracts.ModelResponse, error) {
 	pkey := passKey(key, n)
 	var resp contracts.ModelResponse
@@ -944,7 +955,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline co
 	opts.ActivityID = s.run.activityID(s.node, "model")
 	actx := workflow.WithActivityOptions(ctx, opts)
 	err := workflow.ExecuteActivity(actx, contracts.ModelActivityName, in).Get(actx, &resp)
-	if code := contracts.CodeOf(err); len(in.MessageRefs) > 0 && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError) {
+	if code := contracts.CodeOf(err); in.Prefix != nil && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError || code == contracts.CodePayloadCodec) {
 		if serr := checkPassSize(inline); serr != nil {
 			return resp, serr
 		}

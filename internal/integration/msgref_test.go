@@ -28,9 +28,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// msgrefResult is the text of tool call k: ~100 KB, different for every call.
-func msgrefResult(k int) string {
-	return strings.Repeat(fmt.Sprintf("result %03d; ", k), 100<<10/12)
+// msgrefResult is the text of tool call k: about size bytes, different for every call.
+func msgrefResult(k, size int) string {
+	return strings.Repeat(fmt.Sprintf("result %03d; ", k), size/12)
 }
 
 // msgrefEnv is a worker whose Reason loop calls the tool "big" steps times, then answers.
@@ -39,6 +39,8 @@ type msgrefEnv struct {
 	broker   *stream.Memory
 	store    *codec.DirStore
 	storeDir string
+	codec    *codec.Codec
+	size     int // of a tool result
 	mu       sync.Mutex
 	reqs     []providers.Request
 	tools    atomic.Int32
@@ -51,16 +53,23 @@ func (e *msgrefEnv) requests() []providers.Request {
 }
 
 // startMsgrefWorker starts the worker on client c, with the message store over a directory of
-// the test (approval: every tool call waits for a human first).
+// the test (approval: every tool call waits for a human first); tool results of about 100 KB.
 func startMsgrefWorker(t *testing.T, c client.Client, steps int, approval bool) *msgrefEnv {
 	t.Helper()
-	e := &msgrefEnv{tq: taskQueue(t), broker: stream.NewMemory()}
+	return startMsgrefWorkerSized(t, c, steps, approval, 100<<10)
+}
+
+// startMsgrefWorkerSized is startMsgrefWorker with tool results of about size bytes.
+func startMsgrefWorkerSized(t *testing.T, c client.Client, steps int, approval bool, size int) *msgrefEnv {
+	t.Helper()
+	e := &msgrefEnv{tq: taskQueue(t), broker: stream.NewMemory(), size: size}
 	var err error
 	e.storeDir = filepath.Join(t.TempDir(), "payloads")
 	e.store, err = codec.NewDirStore(e.storeDir)
 	require.NoError(t, err)
 	msgs, err := codec.New(codec.Options{Compress: true, Store: e.store})
 	require.NoError(t, err)
+	e.codec = msgs
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(&workflows.Definition{ID: "msgref", Version: "1", Nodes: map[string]workflows.Node{"agent": {
 		Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
@@ -77,7 +86,7 @@ func startMsgrefWorker(t *testing.T, c client.Client, steps int, approval bool) 
 		var k int
 		_, _ = fmt.Sscanf(call.ID, "c%d", &k)
 		run, _, _ := strings.Cut(call.IdempotencyKey, ":")
-		return msgrefResult(k) + run, nil // different in every run
+		return msgrefResult(k, e.size) + run, nil // different in every run
 	})
 	require.NoError(t, err)
 	set, err := tools.NewSet(big)
@@ -134,7 +143,7 @@ func modelInputs(t *testing.T, c client.Client, runID string) (sizes []int, fail
 
 // checkFullMessages: the provider saw every message of request k in full (user, then an
 // assistant call and the tool's result per step).
-func checkFullMessages(t *testing.T, req providers.Request, k int) {
+func checkFullMessages(t *testing.T, e *msgrefEnv, req providers.Request, k int) {
 	t.Helper()
 	require.Len(t, req.Messages, 1+2*k)
 	require.Equal(t, contracts.RoleUser, req.Messages[0].Role)
@@ -147,52 +156,87 @@ func checkFullMessages(t *testing.T, req providers.Request, k int) {
 		require.Equal(t, fmt.Sprintf("c%d", i), r.ToolCallID)
 		var content string // a Go tool's string result reaches the model as JSON
 		require.NoError(t, json.Unmarshal([]byte(r.Content), &content))
-		require.True(t, strings.HasPrefix(content, msgrefResult(i)) && len(content) < len(msgrefResult(i))+60,
+		require.True(t, strings.HasPrefix(content, msgrefResult(i, e.size)) && len(content) < len(msgrefResult(i, e.size))+60,
 			"request %d, tool message %d is the full result (%d bytes)", k, i, len(content))
 	}
 }
 
-// Issue 13 item 1: with a message store, each model pass's input in history carries the
-// newest messages inline and every earlier large message by reference, so the input stays
-// about one tool result per step; each large message is stored once; the model sees the
-// full conversation.
-func TestMessagesByReference(t *testing.T) {
-	const steps = 30
-	e := startMsgrefWorker(t, tc, steps, false)
-	run := startRun(t, tc, e.tq, "msgref", "go")
-	res, err := result(t, run)
-	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("read %d results", steps), res.State.Data["answer"])
-
-	reqs := e.requests()
-	require.Len(t, reqs, steps+1, "one model pass per step and the answer")
-	require.Equal(t, int32(steps), e.tools.Load())
-	for k, req := range reqs {
-		checkFullMessages(t, req, k)
+// prefixNodes are the message prefix nodes in e's store by hash: the hash of the node before
+// each ("" for a first node).
+func prefixNodes(t *testing.T, e *msgrefEnv) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, o := range storeObjects(t, e.store) {
+		b, err := e.codec.LoadBytes(context.Background(), o.Hash)
+		require.NoError(t, err)
+		var n struct {
+			Prev string `json:"prev"`
+		}
+		require.NoError(t, json.Unmarshal(b, &n))
+		out[o.Hash] = n.Prev
 	}
-	sizes, failures := modelInputs(t, tc, run.GetID())
-	require.Len(t, sizes, steps+1)
-	require.Empty(t, failures)
-	one := len(msgrefResult(0))
-	require.Less(t, sizes[0], 2<<10, "the first pass carries the user message")
-	require.Greater(t, sizes[1], one, "the second carries the first result inline")
-	require.Less(t, sizes[steps], 2*sizes[1], "the last carries one result inline and references: %v", sizes)
-	total := 0
-	for _, s := range sizes {
-		total += s
-	}
-	inline := one * steps * (steps + 1) / 2 // what the results alone would weigh inline
-	require.Less(t, total, 2*steps*one, "model inputs in history: %d bytes (inline: > %d)", total, inline)
-	t.Logf("model inputs in history: %d bytes over %d passes (last %d, first result pass %d); inline they would carry > %d bytes of tool results",
-		total, len(sizes), sizes[steps], sizes[1], inline)
-
-	// One object per tool result (the only messages of at least contracts.MessageRefMin).
-	objs := storeObjects(t, e.store)
-	require.Len(t, objs, steps)
+	return out
 }
 
-// A reference the store lost while the run waited (at an approval): the pass that sends it
-// fails with PAYLOAD_MISSING, runs once more with every message inline, and the run completes.
+// Issue 13 item 1: with a message store, each model pass's input in history carries one
+// reference to the conversation so far and only the messages added since the last pass (the
+// assistant's call and the tool's result), so the last pass's input weighs what the first
+// result pass's does, with small and with large tool results; the store holds one prefix node
+// per pass; the model sees the full conversation.
+func TestMessagesByReference(t *testing.T) {
+	const steps = 30
+	for _, size := range []int{1 << 10, 100 << 10} {
+		t.Run(fmt.Sprintf("%dKB", size>>10), func(t *testing.T) {
+			e := startMsgrefWorkerSized(t, tc, steps, false, size)
+			run := startRun(t, tc, e.tq, "msgref", "go")
+			res, err := result(t, run)
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("read %d results", steps), res.State.Data["answer"])
+
+			reqs := e.requests()
+			require.Len(t, reqs, steps+1, "one model pass per step and the answer")
+			require.Equal(t, int32(steps), e.tools.Load())
+			for k, req := range reqs {
+				checkFullMessages(t, e, req, k)
+			}
+			sizes, failures := modelInputs(t, tc, run.GetID())
+			require.Len(t, sizes, steps+1)
+			require.Empty(t, failures)
+			one := len(msgrefResult(0, size))
+			require.Less(t, sizes[0], 1<<10, "the first pass carries the user message")
+			require.Greater(t, sizes[1], one, "the second carries the first result inline")
+			require.Less(t, 2*sizes[steps], 3*sizes[1], "the last pass's input is within 1.5x the first result pass's: %v", sizes)
+			require.Less(t, 2*sizes[1], 3*sizes[steps], "the last pass's input is within 1.5x the first result pass's: %v", sizes)
+			total := 0
+			for _, s := range sizes {
+				total += s
+			}
+			inline := one * steps * (steps + 1) / 2 // what the results alone would weigh inline
+			t.Logf("model inputs in history: %d bytes over %d passes (first %d, first result pass %d, last %d); inline they would carry > %d bytes of tool results",
+				total, len(sizes), sizes[0], sizes[1], sizes[steps], inline)
+
+			// One prefix node per pass, each linked to the one before: a single chain.
+			nodes := prefixNodes(t, e)
+			require.Len(t, nodes, steps+1)
+			firsts, prevs := 0, map[string]bool{}
+			for _, prev := range nodes {
+				if prev == "" {
+					firsts++
+					continue
+				}
+				_, ok := nodes[prev]
+				require.True(t, ok, "a node links to a stored node")
+				prevs[prev] = true
+			}
+			require.Equal(t, 1, firsts)
+			require.Len(t, prevs, steps, "every node but the newest is the prev of exactly one")
+		})
+	}
+}
+
+// A prefix node the store lost while the run waited (at an approval): the pass whose prefix
+// chain ends in it fails with PAYLOAD_MISSING, runs once more with every message inline (and
+// stores the conversation as a new first node), and the run completes.
 func TestMessageRefMissingFallsBackInline(t *testing.T) {
 	const steps = 3
 	e := startMsgrefWorker(t, tc, steps, true)
@@ -204,10 +248,17 @@ func TestMessageRefMissingFallsBackInline(t *testing.T) {
 		ask, in := interruptOf(t, chunks)
 		require.Equal(t, "tool:c"+fmt.Sprint(k), in.ID)
 		if k == 1 {
-			// The first result is stored (the second pass read it inline); the store loses it.
-			objs := storeObjects(t, e.store)
-			require.Len(t, objs, 1)
-			ok, err := e.store.Delete(context.Background(), objs[0].Hash, time.Now().Add(time.Hour))
+			// Two passes stored a node each (the user message; the first call and result); the
+			// store loses the first, which the chain of the next pass's prefix ends in.
+			nodes := prefixNodes(t, e)
+			require.Len(t, nodes, 2)
+			lost := ""
+			for h, prev := range nodes {
+				if prev == "" {
+					lost = h
+				}
+			}
+			ok, err := e.store.Delete(context.Background(), lost, time.Now().Add(time.Hour))
 			require.NoError(t, err)
 			require.True(t, ok)
 		}
@@ -221,14 +272,24 @@ func TestMessageRefMissingFallsBackInline(t *testing.T) {
 	reqs := e.requests()
 	require.Len(t, reqs, steps+1, "the failed attempt never reached the model")
 	for k, req := range reqs {
-		checkFullMessages(t, req, k)
+		checkFullMessages(t, e, req, k)
 	}
 	require.Equal(t, int32(steps), e.tools.Load())
 	sizes, failures := modelInputs(t, tc, run.GetID())
 	require.Len(t, sizes, steps+2, "one pass was sent twice")
 	require.Equal(t, []string{string(contracts.CodePayloadMissing)}, failures)
-	require.Greater(t, sizes[3], 2*len(msgrefResult(0)), "the retry carries both results inline")
-	require.Len(t, storeObjects(t, e.store), steps, "the retried pass stored the lost result again")
+	require.Less(t, sizes[2], 2*len(msgrefResult(0, e.size)), "the failed attempt sent the prefix and one result")
+	require.Greater(t, sizes[3], 2*len(msgrefResult(0, e.size)), "the retry carries both results inline")
+	require.Less(t, sizes[4], 2*len(msgrefResult(0, e.size)), "the pass after it sends the retry's prefix and one result")
+	nodes := prefixNodes(t, e)
+	require.Len(t, nodes, steps, "the second pass's node, the retry's new first node, the last pass's")
+	firsts := 0
+	for _, prev := range nodes {
+		if prev == "" {
+			firsts++
+		}
+	}
+	require.Equal(t, 1, firsts, "the retried pass stored the conversation as a new first node")
 	d, err := tc.DescribeWorkflow(context.Background(), run.GetID(), "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())

@@ -83,8 +83,8 @@ func TestPayloadGC(t *testing.T) {
 	require.NoError(t, c.SignalWorkflow(ctx, waiting.GetID(), "", contracts.RespondName, answer(ask, "", "approve")))
 	chunks, _ = nextResponse(t, e.follow, waiting.GetID(), atA)
 	askA, _ := interruptOf(t, chunks)
-	require.Len(t, storeObjects(t, e.store), 1)
 	objsA := hashes(storeObjects(t, e.store))
+	require.Len(t, objsA, 2, "A's two passes stored a prefix node each")
 
 	done := startRun(t, c, e.tq, "msgref", "go")
 	at := int64(0)
@@ -96,13 +96,14 @@ func TestPayloadGC(t *testing.T) {
 	_, err := result(t, done)
 	require.NoError(t, err)
 	all := hashes(storeObjects(t, e.store))
-	require.Len(t, all, 3, "one result of A, two of B")
+	require.Len(t, all, 4, "A's two nodes (the first, the user message alone, is B's first too), two more of B's three passes")
 	var objsB []string
 	for _, h := range all {
-		if h != objsA[0] {
+		if h != objsA[0] && h != objsA[1] {
 			objsB = append(objsB, h)
 		}
 	}
+	require.Len(t, objsB, 2)
 
 	// Two objects no run references: one stored two hours ago, one just now.
 	cd, err := codec.New(codec.Options{Compress: true, Store: e.store})
@@ -147,16 +148,17 @@ func TestPayloadGC(t *testing.T) {
 		require.Contains(t, out, "would delete "+h+" (")
 	}
 	require.Contains(t, out, "kept "+objsA[0]+" (")
+	require.Contains(t, out, "kept "+objsA[1]+" (")
 	require.Contains(t, out, "kept "+fresh+" (")
-	require.Contains(t, out, "1 executions read; 2 objects kept (1 referenced, 1 within --grace); 2 would delete (")
+	require.Contains(t, out, "1 executions read; 3 objects kept (2 referenced, 1 within --grace); 2 would delete (")
 	require.ElementsMatch(t, append(append([]string(nil), all...), fresh), hashes(storeObjects(t, e.store)), "--dry-run deletes nothing")
 
 	out = starter("--grace", "1h")
 	for _, h := range objsB {
 		require.Contains(t, out, "deleted "+h+" (")
 	}
-	require.Contains(t, out, "1 executions read; 2 objects kept (1 referenced, 1 within --grace); 2 deleted (")
-	require.ElementsMatch(t, []string{objsA[0], fresh}, hashes(storeObjects(t, e.store)))
+	require.Contains(t, out, "1 executions read; 3 objects kept (2 referenced, 1 within --grace); 2 deleted (")
+	require.ElementsMatch(t, []string{objsA[0], objsA[1], fresh}, hashes(storeObjects(t, e.store)))
 
 	// The waiting run still completes: its reference resolves.
 	require.NoError(t, c.SignalWorkflow(ctx, waiting.GetID(), "", contracts.RespondName, answer(askA, "", "approve")))

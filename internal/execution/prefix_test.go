@@ -1,0 +1,55 @@
+package execution
+
+import (
+	"testing"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/stretchr/testify/require"
+)
+
+// byReference sends the longest learned prefix whose messages begin the pass's messages, and
+// only the messages after it; a pass whose first messages differ from every prefix goes inline;
+// learnStored ignores prefixes it cannot use and keeps the newest keptPrefixes.
+func TestByReferencePicksLongestMatchingPrefix(t *testing.T) {
+	m := func(s string) contracts.ModelMessage {
+		return contracts.ModelMessage{Role: contracts.RoleUser, Content: s}
+	}
+	l := &loop{}
+	in := contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b"), m("c")}}
+	require.Equal(t, in, l.byReference(in), "nothing learned: inline")
+
+	l.learnStored([]contracts.ModelMessage{m("a")}, &contracts.MessagePrefix{Count: 1, Hash: "h1"})
+	l.learnStored([]contracts.ModelMessage{m("a"), m("b")}, &contracts.MessagePrefix{Count: 2, Hash: "h2"})
+	l.learnStored([]contracts.ModelMessage{m("a"), m("x")}, &contracts.MessagePrefix{Count: 2, Hash: "hx"})
+	l.learnStored([]contracts.ModelMessage{m("a")}, &contracts.MessagePrefix{Count: 2, Hash: "bad"}) // more than it was sent
+	l.learnStored([]contracts.ModelMessage{m("a")}, nil)
+	require.Len(t, l.prefixes, 3)
+
+	got := l.byReference(in)
+	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
+	require.Equal(t, []contracts.ModelMessage{m("c")}, got.Messages)
+	require.Len(t, in.Messages, 3, "the input itself is unchanged")
+
+	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("x"), m("y")}})
+	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "hx"}, got.Prefix)
+	require.Equal(t, []contracts.ModelMessage{m("y")}, got.Messages)
+
+	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("z")}})
+	require.Equal(t, &contracts.MessagePrefix{Count: 1, Hash: "h1"}, got.Prefix, "the longest that matches")
+	require.Equal(t, []contracts.ModelMessage{m("z")}, got.Messages)
+
+	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("b"), m("a")}})
+	require.Nil(t, got.Prefix, "no prefix matches: inline")
+	require.Len(t, got.Messages, 2)
+
+	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b")}})
+	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
+	require.Equal(t, []contracts.ModelMessage{}, got.Messages, "everything by reference")
+
+	for i := range keptPrefixes + 2 {
+		l.learnStored([]contracts.ModelMessage{m("q")}, &contracts.MessagePrefix{Count: 1, Hash: "q" + string(rune('0'+i))})
+	}
+	require.Len(t, l.prefixes, keptPrefixes)
+	require.Equal(t, "q5", l.prefixes[keptPrefixes-1].ref.Hash)
+	require.Nil(t, l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b")}}).Prefix, "older prefixes are forgotten")
+}
