@@ -1,6 +1,7 @@
 package devserver
 
 import (
+	"bytes"
 	"net"
 	"os"
 	"path/filepath"
@@ -278,4 +279,20 @@ func TestOutputWriterBanner(t *testing.T) {
 	_, _ = w.Write([]byte("er:  localhost:7233\nServer: again\n"))
 	require.True(t, closed())
 	require.Contains(t, w.tail.String(), "localhost:7233")
+}
+
+// A port taken is noticed anywhere in the output — split across writes, and before a stack
+// trace longer than the tail the error message keeps — so Start retries with other ports.
+func TestOutputWriterNoticesPortInUse(t *testing.T) {
+	w := &outputWriter{tail: &tailBuffer{max: tailSize}, banner: make(chan struct{})}
+	_, _ = w.Write([]byte("listen tcp 127.0.0.1:7234: bind: address alr"))
+	require.False(t, w.portInUse.Load())
+	_, _ = w.Write([]byte("eady in use\npanic: "))
+	_, _ = w.Write(bytes.Repeat([]byte("go.uber.org/dig.paramList.BuildList(...)\n"), 2*tailSize/40))
+	require.True(t, w.portInUse.Load())
+	require.NotContains(t, w.tail.String(), portInUseText, "the tail alone has lost it")
+
+	other := &outputWriter{tail: &tailBuffer{max: tailSize}, banner: make(chan struct{})}
+	_, _ = other.Write([]byte("panic: something else\n"))
+	require.False(t, other.portInUse.Load())
 }

@@ -276,7 +276,7 @@ func start(ctx context.Context, o Options) (s *Server, portInUse bool, err error
 	select {
 	case <-s.done:
 		out := s.out.String()
-		portInUse = strings.Contains(out, "address already in use")
+		portInUse = w.portInUse.Load() || strings.Contains(out, portInUseText)
 		err = fmt.Errorf("kortyx: temporal dev server exited during startup (%v); check the server output below and Options (ports, DBFile, ExtraArgs)%s", s.waitErr, formatTail(out))
 	default:
 		_ = s.Kill()
@@ -494,12 +494,26 @@ type outputWriter struct {
 	banner chan struct{}
 	seen   bool
 	line   []byte // start of the current line, while !seen
+	// portInUse: the output said a port was taken, anywhere in it (the tail may have lost the
+	// line under a long stack trace); carry is the end of the last write, for a match across
+	// writes.
+	portInUse atomic.Bool
+	carry     []byte
 }
+
+const portInUseText = "address already in use"
 
 const bannerPrefix = "Server:"
 
 func (w *outputWriter) Write(p []byte) (int, error) {
 	_, _ = w.tail.Write(p)
+	if !w.portInUse.Load() {
+		joined := append(w.carry, p...)
+		if bytes.Contains(joined, []byte(portInUseText)) {
+			w.portInUse.Store(true)
+		}
+		w.carry = append(w.carry[:0], joined[max(0, len(joined)-len(portInUseText)+1):]...)
+	}
 	if w.log != nil {
 		_, _ = w.log.Write(p)
 	}

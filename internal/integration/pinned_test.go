@@ -24,7 +24,9 @@ import (
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -259,6 +261,12 @@ func TestPinnedGoRunStopsOnChangedNode(t *testing.T) {
 			ask, _ := interruptOf(t, resp)
 			eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, run.GetID()) == "waiting" })
 			w.Stop()
+			// The next workflow task goes to the task queue, not to the stopped worker's sticky
+			// queue: there it would time out first, and the failures of the attempts after a
+			// timeout are not written to history.
+			_, err := tc.WorkflowService().ResetStickyTaskQueue(ctx, &workflowservice.ResetStickyTaskQueueRequest{
+				Namespace: "default", Execution: &commonpb.WorkflowExecution{WorkflowId: run.GetID()}})
+			require.NoError(t, err)
 
 			changed := goWorker(t, tq, broker, tc2.reg(t))
 			require.NoError(t, kortyx.Respond(ctx, tc, run.GetID(), answer(ask, "Ada")))
