@@ -85,7 +85,7 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 		case "content_block_delta":
 			pb := a.block(int(ev.Index))
 			if pb == nil {
-				return contracts.ModelResponse{}, invalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
+				return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
 			}
 			d := ev.Delta
 			switch d.Type {
@@ -136,7 +136,7 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 		return contracts.ModelResponse{}, err
 	}
 	if !a.stopped {
-		return contracts.ModelResponse{}, transportError(baseURL, errStreamCut)
+		return contracts.ModelResponse{}, server.Transport(baseURL, errStreamCut)
 	}
 	a.usage = usageOf(in, out, cacheWrite, cacheRead, thinking)
 	return a.response(p.id, baseURL)
@@ -182,7 +182,7 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 		return contracts.ModelResponse{}, refusal(a.refusal, a.category)
 	}
 	if a.stopReason == "" {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the answer has no stop_reason", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the answer has no stop_reason", nil)
 	}
 	var text, thoughts strings.Builder
 	var calls []contracts.ToolCall

@@ -11,16 +11,17 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
 // complete runs a non-streamed pass.
-func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *capture, baseURL string) (contracts.ModelResponse, error) {
+func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
 	resp, err := client.CreateChatCompletion(ctx, creq)
 	if err != nil {
 		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
 	}
 	if len(resp.Choices) == 0 {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the response has no choices", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the response has no choices", nil)
 	}
 	ch := resp.Choices[0]
 	if ch.Message.Refusal != "" {
@@ -45,7 +46,7 @@ func complete(ctx context.Context, id string, client *goopenai.Client, creq goop
 
 // streamCompletion runs a streamed pass, calling onDelta with each non-empty text delta.
 func streamCompletion(ctx context.Context, providerID string, client *goopenai.Client, creq goopenai.ChatCompletionRequest,
-	onDelta func(string) error, h *capture, baseURL string) (contracts.ModelResponse, error) {
+	onDelta func(string) error, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
 	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	stream, err := client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
@@ -98,7 +99,7 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 		return contracts.ModelResponse{}, refusal(refused.String())
 	}
 	if finish == "" {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the stream ended without a finish reason", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the stream ended without a finish reason", nil)
 	}
 	out := contracts.ModelResponse{
 		Text:             text.String(),
