@@ -43,11 +43,7 @@ func (c Captured) Request() providers.Request {
 // Field returns a top-level field of the raw request body (e.g. "response_format",
 // "temperature"), or nil when the body has no such field.
 func (c Captured) Field(name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(c.Raw, &m) != nil {
-		return nil
-	}
-	return m[name]
+	return fakewire.Field(c.Raw, name)
 }
 
 // Server is a fake OpenAI-compatible HTTP server. It is safe for concurrent use.

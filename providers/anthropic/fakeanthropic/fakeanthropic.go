@@ -46,11 +46,7 @@ type Captured struct {
 // Field returns a top-level field of the raw request body (e.g. "system", "output_config"),
 // or nil when the body has no such field.
 func (c Captured) Field(name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(c.Raw, &m) != nil {
-		return nil
-	}
-	return m[name]
+	return fakewire.Field(c.Raw, name)
 }
 
 // Server is a fake Anthropic Messages API. It is safe for concurrent use and implements

@@ -259,3 +259,13 @@ func Cut(w http.ResponseWriter) {
 	}
 	_ = conn.Close()
 }
+
+// Field returns a top-level field of a raw JSON object body, or nil when the body is no object
+// or has no such field.
+func Field(raw json.RawMessage, name string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m[name]
+}
