@@ -617,7 +617,7 @@ func TestCancellation(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = w.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"first "}]}}]}` + "\r\n\r\n"))
-			http.NewResponseController(w).Flush()
+			_ = http.NewResponseController(w).Flush()
 			<-r.Context().Done() // the rest never comes
 			close(gone)
 		}))
