@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
 func TestToolAccumulator(t *testing.T) {
@@ -55,7 +56,7 @@ func TestToolAccumulator(t *testing.T) {
 
 func TestArgumentsRoundTrip(t *testing.T) {
 	for _, text := range []string{`{"a":1}`, `{"a":`, `not json`, ``} {
-		back := argumentsText(arguments(text))
+		back := argumentsText(toolargs.Parse(text))
 		if text == "" {
 			require.Equal(t, "{}", back)
 			continue

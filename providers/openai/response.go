@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/internal/httperr"
+	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
 // complete runs a non-streamed pass.
@@ -29,7 +29,7 @@ func complete(ctx context.Context, id string, client *goopenai.Client, creq goop
 	}
 	var calls []contracts.ToolCall
 	for _, c := range ch.Message.ToolCalls {
-		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: arguments(c.Function.Arguments)})
+		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: toolargs.Parse(c.Function.Arguments)})
 	}
 	out := contracts.ModelResponse{
 		Text:             ch.Message.Content,
@@ -177,23 +177,9 @@ func (a *toolAccumulator) calls() []contracts.ToolCall {
 	slices.SortStableFunc(list, func(x, y *partialCall) int { return x.index - y.index })
 	var out []contracts.ToolCall
 	for _, pc := range list {
-		out = append(out, contracts.ToolCall{ID: pc.id, Name: pc.name, Arguments: arguments(pc.args.String())})
+		out = append(out, contracts.ToolCall{ID: pc.id, Name: pc.name, Arguments: toolargs.Parse(pc.args.String())})
 	}
 	return out
-}
-
-// arguments turns the arguments a model wrote into JSON: valid JSON as is, nothing as {}, and
-// anything else (invalid JSON) as a JSON string holding the text, for the caller to report.
-func arguments(s string) json.RawMessage {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 func usage(u *goopenai.Usage) contracts.Usage {
