@@ -165,15 +165,7 @@ type play struct {
 
 func (p *play) parts(t fake.Turn) (deltas []string, text string, usage *contracts.Usage, finish string) {
 	deltas, text = fakewire.Text(t)
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-			u.Total = u.Input + u.Output
-		}
-		usage = &u
-	}
-	return deltas, text, usage, wireFinish(fakewire.Finish(t))
+	return deltas, text, fakewire.Usage(t, len(deltas)), wireFinish(fakewire.Finish(t))
 }
 
 // complete writes a non-streamed chat.completion.

@@ -170,12 +170,8 @@ type play struct {
 // parts are what a turn answers: its deltas, text, usage (nil: none reported) and stop reason.
 func parts(t fake.Turn) (deltas []string, text string, usage *wireUsage, stop string) {
 	deltas, text = fakewire.Text(t)
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-		}
-		usage = toWireUsage(u)
+	if u := fakewire.Usage(t, len(deltas)); u != nil {
+		usage = toWireUsage(*u) // Anthropic reports no total
 	}
 	return deltas, text, usage, wireStop(fakewire.Finish(t))
 }

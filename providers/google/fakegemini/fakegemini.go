@@ -154,12 +154,7 @@ type play struct {
 
 func parts(t fake.Turn) (deltas []string, text string, usage *wireUsage, finish string) {
 	deltas, text = fakewire.Text(t)
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-			u.Total = u.Input + u.Output
-		}
+	if u := fakewire.Usage(t, len(deltas)); u != nil {
 		usage = &wireUsage{PromptTokenCount: u.Input, CandidatesTokenCount: u.Output, TotalTokenCount: u.Total,
 			ThoughtsTokenCount: u.Reasoning, CachedContentTokenCount: u.CacheRead}
 	}

@@ -137,6 +137,20 @@ func Text(t fake.Turn) (deltas []string, text string) {
 	return deltas, text
 }
 
+// Usage is the usage a turn reports: nil with NoUsage, its Usage when set, else 10 input
+// tokens and one output token per delta (Total their sum).
+func Usage(t fake.Turn, deltas int) *contracts.Usage {
+	if t.NoUsage {
+		return nil
+	}
+	u := t.Usage
+	if u.IsZero() {
+		u = contracts.Usage{Input: 10, Output: deltas}
+		u.Total = u.Input + u.Output
+	}
+	return &u
+}
+
 // Finish is a turn's unified finish reason: its own, else tool_calls when it calls tools, else
 // stop.
 func Finish(t fake.Turn) string {

@@ -135,3 +135,9 @@ func TestWriting(t *testing.T) {
 	require.Nil(t, Field(json.RawMessage(`[1]`), "a"))
 	require.Nil(t, Field(json.RawMessage(`{}`), "a"))
 }
+
+func TestUsage(t *testing.T) {
+	require.Nil(t, Usage(fake.Turn{NoUsage: true, Usage: contracts.Usage{Input: 1}}, 3))
+	require.Equal(t, &contracts.Usage{Input: 10, Output: 3, Total: 13}, Usage(fake.Text("x"), 3))
+	require.Equal(t, &contracts.Usage{Input: 1, Output: 2}, Usage(fake.Turn{Usage: contracts.Usage{Input: 1, Output: 2}}, 3))
+}
