@@ -2,19 +2,18 @@ package anthropic
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
 // ID is the provider id unless [Options.ID] sets another: models are named "anthropic:<model>".
@@ -74,7 +73,7 @@ func New(opts Options) *Provider {
 		p.baseURL = DefaultBaseURL
 	}
 	if p.http == nil {
-		p.http = defaultHTTPClient()
+		p.http = httperr.DefaultHTTPClient()
 	}
 	if p.maxTokens <= 0 {
 		p.maxTokens = DefaultMaxTokens
@@ -86,16 +85,6 @@ func New(opts Options) *Provider {
 // $ANTHROPIC_BASE_URL (default Anthropic's API), read here, once.
 func FromEnv() *Provider {
 	return New(Options{APIKey: os.Getenv(EnvAPIKey), BaseURL: os.Getenv(EnvBaseURL)})
-}
-
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 10 * time.Second
-	t.ResponseHeaderTimeout = 10 * time.Minute
-	t.ExpectContinueTimeout = time.Second
-	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{Transport: t}
 }
 
 // ID implements [providers.Provider].

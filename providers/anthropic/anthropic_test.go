@@ -17,6 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers/anthropic"
 	"github.com/kortyx-go/kortyx/providers/anthropic/fakeanthropic"
 	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/providers/internal/providertest"
 )
 
 func serve(t *testing.T, turns ...fake.Turn) (*fakeanthropic.Server, *anthropic.Provider) {
@@ -30,23 +31,10 @@ func ask(text string) providers.Request {
 	return providers.Request{Model: "claude-test", Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
 }
 
-// generate runs one pass, streamed or not, and returns the deltas passed to onDelta.
-func generate(p *anthropic.Provider, req providers.Request, stream bool) (contracts.ModelResponse, []string, error) {
-	var deltas []string
-	var onDelta func(string) error
-	if stream {
-		onDelta = func(d string) error { deltas = append(deltas, d); return nil }
-	}
-	resp, err := p.Generate(context.Background(), req, onDelta)
-	return resp, deltas, err
-}
-
-func asError(t *testing.T, err error) *contracts.Error {
-	t.Helper()
-	var ke *contracts.Error
-	require.ErrorAs(t, err, &ke)
-	return ke
-}
+var (
+	generate = providertest.Generate
+	asError  = providertest.AsError
+)
 
 // field decodes a top-level field of the request body.
 func field(t *testing.T, c fakeanthropic.Captured, name string) any {

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,10 +15,14 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/shared"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
 // StatusOverloaded is Anthropic's status for an overloaded API (retryable).
 const StatusOverloaded = 529
+
+// server is how the messages name the server.
+const server = httperr.Server("the Anthropic API")
 
 var errStreamCut = errors.New("the stream ended before message_stop")
 
@@ -40,15 +42,14 @@ func classify(ctx context.Context, err error, h *capture, baseURL string) error 
 	case errors.As(err, &apiErr):
 		return httpError(apiErr, header, err)
 	case !attempted:
-		return &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
-			Message: "The request to the Anthropic API could not be sent: " + err.Error()}
+		return server.NotSent(err)
 	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return transportError(baseURL, err)
+		return server.Transport(baseURL, err)
 	case header != nil:
 		// A response arrived but could not be read as the API's.
-		return invalidResponse(baseURL, err.Error(), err)
+		return server.InvalidResponse(baseURL, err.Error(), err)
 	}
-	return transportError(baseURL, err)
+	return server.Transport(baseURL, err)
 }
 
 // retryableTypes are the error types of failures that a later attempt can get past (they
@@ -72,8 +73,7 @@ func httpError(e *sdk.Error, header http.Header, cause error) *contracts.Error {
 		status = 0
 		retryable = retryableTypes[typ]
 	} else {
-		retryable = status == http.StatusRequestTimeout || status == http.StatusConflict ||
-			status == http.StatusTooManyRequests || status >= 500
+		retryable = httperr.RetryableStatus(status)
 	}
 
 	var b strings.Builder
@@ -84,7 +84,7 @@ func httpError(e *sdk.Error, header http.Header, cause error) *contracts.Error {
 	}
 	msg := strings.TrimSpace(e.Message)
 	if msg == "" && !inStream {
-		msg = snippet(e.RawJSON())
+		msg = httperr.Snippet(e.RawJSON())
 	}
 	if msg != "" {
 		b.WriteString(": ")
@@ -112,7 +112,7 @@ func httpError(e *sdk.Error, header http.Header, cause error) *contracts.Error {
 	if e.Response != nil {
 		h = e.Response.Header
 	}
-	if ms, ok := retryAfterMs(h, time.Now()); ok && retryable {
+	if ms, ok := httperr.RetryAfterMs(h, time.Now()); ok && retryable {
 		details["retryAfterMs"] = ms
 	}
 	if len(details) > 0 {
@@ -126,41 +126,6 @@ func statusText(status int) string {
 		return "Overloaded"
 	}
 	return http.StatusText(status)
-}
-
-// retryAfterMs reads retry-after-ms (milliseconds) or Retry-After (seconds or an HTTP date).
-func retryAfterMs(h http.Header, now time.Time) (int, bool) {
-	if h == nil {
-		return 0, false
-	}
-	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
-			return int(math.Ceil(f)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
-		return int(math.Ceil(f * 1000)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return int(max(t.Sub(now), 0).Milliseconds()), true
-	}
-	return 0, false
-}
-
-func transportError(baseURL string, cause error) *contracts.Error {
-	return &contracts.Error{Code: contracts.CodeProviderTransportError, Retryable: true, Err: cause,
-		Message: fmt.Sprintf("The connection to the Anthropic API at %s failed: %v", baseURL, cause),
-		Details: map[string]any{"baseURL": baseURL}}
-}
-
-func invalidResponse(baseURL, what string, cause error) *contracts.Error {
-	return &contracts.Error{Code: contracts.CodeProviderInvalidResponse, Retryable: true, Err: cause,
-		Message: fmt.Sprintf("The Anthropic API at %s sent a malformed response: %s", baseURL, what),
-		Details: map[string]any{"baseURL": baseURL}}
 }
 
 // refusal is the error of a pass the model refused (stop_reason "refusal"), with the API's
@@ -179,13 +144,4 @@ func refusal(explanation, category string) *contracts.Error {
 		details["category"] = category
 	}
 	return &contracts.Error{Code: contracts.CodeProviderRefusal, Message: msg, Details: details}
-}
-
-// snippet is the start of an error body, for a message.
-func snippet(body string) string {
-	s := strings.Join(strings.Fields(body), " ")
-	if r := []rune(s); len(r) > 300 {
-		s = string(r[:300]) + "…"
-	}
-	return s
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
 // complete runs a non-streamed pass.
@@ -85,7 +86,7 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 		case "content_block_delta":
 			pb := a.block(int(ev.Index))
 			if pb == nil {
-				return contracts.ModelResponse{}, invalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
+				return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
 			}
 			d := ev.Delta
 			switch d.Type {
@@ -136,7 +137,7 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 		return contracts.ModelResponse{}, err
 	}
 	if !a.stopped {
-		return contracts.ModelResponse{}, transportError(baseURL, errStreamCut)
+		return contracts.ModelResponse{}, server.Transport(baseURL, errStreamCut)
 	}
 	a.usage = usageOf(in, out, cacheWrite, cacheRead, thinking)
 	return a.response(p.id, baseURL)
@@ -182,7 +183,7 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 		return contracts.ModelResponse{}, refusal(a.refusal, a.category)
 	}
 	if a.stopReason == "" {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the answer has no stop_reason", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the answer has no stop_reason", nil)
 	}
 	var text, thoughts strings.Builder
 	var calls []contracts.ToolCall
@@ -192,7 +193,7 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 		case "text":
 			text.WriteString(b.text.String())
 		case "tool_use":
-			calls = append(calls, contracts.ToolCall{ID: b.id, Name: b.name, Arguments: arguments(b.input.String())})
+			calls = append(calls, contracts.ToolCall{ID: b.id, Name: b.name, Arguments: toolargs.Parse(b.input.String())})
 		case "thinking":
 			thoughts.WriteString(b.text.String())
 			raw, _ := json.Marshal(wireBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature})
@@ -236,20 +237,6 @@ func usageOf(in, out, cacheWrite, cacheRead, thinking int64) contracts.Usage {
 	}
 	u.Total = u.Input + u.Output
 	return u
-}
-
-// arguments turns the input JSON a model wrote into JSON: valid JSON as is, nothing as {}, and
-// anything else (invalid JSON) as a JSON string holding the text, for the caller to report.
-func arguments(s string) json.RawMessage {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // finishReason maps Anthropic's stop_reason onto the unified finish reasons.

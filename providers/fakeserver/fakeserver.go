@@ -2,20 +2,17 @@ package fakeserver
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/providers/internal/fakewire"
 )
 
 // Model is the model id the server lists at GET /v1/models and answers with when a request
@@ -46,24 +43,13 @@ func (c Captured) Request() providers.Request {
 // Field returns a top-level field of the raw request body (e.g. "response_format",
 // "temperature"), or nil when the body has no such field.
 func (c Captured) Field(name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(c.Raw, &m) != nil {
-		return nil
-	}
-	return m[name]
+	return fakewire.Field(c.Raw, name)
 }
 
 // Server is a fake OpenAI-compatible HTTP server. It is safe for concurrent use.
 type Server struct {
-	respond  fake.Responder
-	script   []fake.Turn
-	scripted bool
-
-	mu    sync.Mutex
-	next  int // next script turn
-	toolN int // tool call ids handed out
-	respN int // responses handed out
-	reqs  []Captured
+	player *fakewire.Player
+	reqs   fakewire.Log[Captured]
 
 	handler http.Handler
 	srv     *httptest.Server
@@ -75,25 +61,25 @@ func New(respond fake.Responder) *Server {
 	if respond == nil {
 		respond = Canned()
 	}
-	return start(&Server{respond: respond})
+	return start(&Server{player: fakewire.Responder("fakeserver", respond)})
 }
 
 // NewScript starts a server that answers requests with the turns in order; a request after the
 // last turn gets a 500 error "script exhausted". Close it when done.
 func NewScript(turns ...fake.Turn) *Server {
-	return start(&Server{script: append([]fake.Turn(nil), turns...), scripted: true})
+	return start(&Server{player: fakewire.Script("fakeserver", turns)})
 }
 
 func start(s *Server) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.serveChat)
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+		fakewire.WriteJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
 			map[string]any{"id": Model, "object": "model", "owned_by": "kortyx"},
 		}})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, wireError{Error: wireErrorBody{
+		fakewire.WriteJSON(w, http.StatusNotFound, wireError{Error: wireErrorBody{
 			Message: fmt.Sprintf("fakeserver serves POST /v1/chat/completions, not %s %s", r.Method, r.URL.Path),
 			Type:    "invalid_request_error",
 		}})
@@ -114,9 +100,7 @@ func (s *Server) Close() { s.srv.Close() }
 
 // Requests returns the requests received so far, in order of arrival.
 func (s *Server) Requests() []Captured {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Captured(nil), s.reqs...)
+	return s.reqs.All()
 }
 
 // Canned returns a responder for demos without a key: it echoes the last message when that
@@ -141,62 +125,32 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := wr.toRequest()
-	s.mu.Lock()
-	s.reqs = append(s.reqs, Captured{
+	s.reqs.Add(Captured{
 		Model: req.Model, Messages: req.Messages, Tools: req.Tools, Options: req.Options,
 		Stream: wr.Stream, IncludeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage,
 		Header: r.Header.Clone(), Raw: body,
 	})
-	s.mu.Unlock()
 
-	turn, err := s.turnFor(req)
+	turn, err := s.player.Turn(req)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "server_error", nil, err.Error())
 		return
 	}
-	if turn.Delay > 0 {
-		t := time.NewTimer(turn.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		}
+	if !fakewire.Delay(r, turn.Delay) {
+		return
 	}
 	model := wr.Model
 	if model == "" {
 		model = Model
 	}
-	s.mu.Lock()
-	s.respN++
-	p := &play{w: w, gone: r.Context().Done(), model: model, id: fmt.Sprintf("chatcmpl-fake-%d", s.respN), created: time.Now().Unix(),
+	p := &play{w: w, sse: fakewire.SSE{W: w}, gone: r.Context().Done(), model: model,
+		id: fmt.Sprintf("chatcmpl-fake-%d", s.player.NextResponse()), created: time.Now().Unix(),
 		includeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage}
-	s.mu.Unlock()
 	if wr.Stream {
 		p.stream(turn)
 	} else {
 		p.complete(turn)
 	}
-}
-
-// turnFor picks the turn for a request and gives its tool calls ids and arguments.
-func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
-	var t fake.Turn
-	if s.scripted {
-		s.mu.Lock()
-		n := s.next
-		s.next++
-		s.mu.Unlock()
-		if n >= len(s.script) {
-			return t, fmt.Errorf("fakeserver: script exhausted: request %d received, %d turns scripted", n+1, len(s.script))
-		}
-		t = s.script[n]
-	} else {
-		t = s.respond(req)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return t.Normalize(&s.toolN), nil
 }
 
 // play writes one response.
@@ -206,46 +160,12 @@ type play struct {
 	model, id    string
 	created      int64
 	includeUsage bool
-	started      bool // SSE headers written
+	sse          fakewire.SSE
 }
 
 func (p *play) parts(t fake.Turn) (deltas []string, text string, usage *contracts.Usage, finish string) {
-	deltas = t.Deltas
-	if deltas == nil && t.Text != "" {
-		deltas = strings.SplitAfter(t.Text, " ")
-	}
-	text = t.Text
-	if text == "" {
-		text = strings.Join(deltas, "")
-	}
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-			u.Total = u.Input + u.Output
-		}
-		usage = &u
-	}
-	finish = t.FinishReason
-	if finish == "" {
-		finish = contracts.FinishStop
-		if len(t.ToolCalls) > 0 {
-			finish = contracts.FinishToolCalls
-		}
-	}
-	return deltas, text, usage, wireFinish(finish)
-}
-
-// turnError returns the turn's error as a *contracts.Error (a plain error is a 500).
-func turnError(t fake.Turn) *contracts.Error {
-	if t.Err == nil {
-		return nil
-	}
-	var ce *contracts.Error
-	if errors.As(t.Err, &ce) {
-		return ce
-	}
-	return &contracts.Error{Code: contracts.CodeProviderHTTPError, Status: http.StatusInternalServerError, Message: t.Err.Error()}
+	deltas, text = fakewire.Text(t)
+	return deltas, text, fakewire.Usage(t, len(deltas)), wireFinish(fakewire.Finish(t))
 }
 
 // complete writes a non-streamed chat.completion.
@@ -255,17 +175,15 @@ func (p *play) complete(t fake.Turn) {
 		return
 	}
 	_, text, usage, finish := p.parts(t)
-	if ce := turnError(t); ce != nil {
+	if ce := fakewire.TurnError(t); ce != nil {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
 			refusal := ce.Message
 			p.writeCompletion(&wireOutMsg{Role: "assistant", Refusal: &refusal}, "stop", usage)
 		case contracts.CodeProviderInvalidResponse:
-			p.w.Header().Set("Content-Type", "application/json")
-			p.w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(p.w, "this is not JSON {")
+			fakewire.WriteInvalidJSON(p.w)
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 		default:
 			writeHTTPError(p.w, ce)
 		}
@@ -283,7 +201,7 @@ func (p *play) complete(t fake.Turn) {
 }
 
 func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage *contracts.Usage) {
-	writeJSON(p.w, http.StatusOK, wireCompletion{
+	fakewire.WriteJSON(p.w, http.StatusOK, wireCompletion{
 		ID: p.id, Object: "chat.completion", Created: p.created, Model: p.model, SystemFingerprint: "fp_fakeserver",
 		Choices: []wireChoice{{Message: msg, FinishReason: &finish}},
 		Usage:   wireUsageOf(usage),
@@ -301,7 +219,7 @@ func wireUsageOf(u *contracts.Usage) *wireUsage {
 // fragments, a finish chunk, a usage chunk when asked for, and [DONE].
 func (p *play) stream(t fake.Turn) {
 	deltas, _, usage, finish := p.parts(t)
-	ce := turnError(t)
+	ce := fakewire.TurnError(t)
 	if ce != nil && t.FailAfter == 0 {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
@@ -309,7 +227,7 @@ func (p *play) stream(t fake.Turn) {
 		case contracts.CodeProviderInvalidResponse:
 			p.invalidChunk()
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 		default:
 			writeHTTPError(p.w, ce)
 		}
@@ -357,7 +275,7 @@ func (p *play) stream(t fake.Turn) {
 func (p *play) toolFragments(calls []contracts.ToolCall) bool {
 	pieces := make([][]string, len(calls))
 	for i, c := range calls {
-		pieces[i] = splitRunes(string(c.Arguments), 3)
+		pieces[i] = fakewire.SplitRunes(string(c.Arguments), 3)
 	}
 	for round := 0; ; round++ {
 		sent := false
@@ -413,7 +331,7 @@ func (p *play) failMidStream(ce *contracts.Error) {
 	case contracts.CodeProviderInvalidResponse:
 		p.invalidChunk()
 	case contracts.CodeProviderTransportError:
-		p.cut()
+		fakewire.Cut(p.w)
 	default:
 		_, body := errorBody(ce)
 		b, _ := json.Marshal(body)
@@ -439,40 +357,13 @@ func (p *play) chunk(choices []wireChoice, usage *wireUsage) bool {
 func (p *play) done() { p.event("[DONE]") }
 
 // event writes one SSE event and flushes it.
-func (p *play) event(data string) bool {
-	if !p.started {
-		p.started = true
-		h := p.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		p.w.WriteHeader(http.StatusOK)
-	}
-	if _, err := io.WriteString(p.w, "data: "+data+"\n\n"); err != nil {
-		return false
-	}
-	return http.NewResponseController(p.w).Flush() == nil
-}
-
-// cut closes the connection without finishing the response (after what was already sent).
-func (p *play) cut() {
-	conn, _, err := http.NewResponseController(p.w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
-}
+func (p *play) event(data string) bool { return p.sse.Write("data: " + data + "\n\n") }
 
 // errorBody is the status and OpenAI-style error body of an error: Status (default 500, or 400
 // for a non-retryable error without one); Details["type"] and Details["code"] override the
 // error's type and code.
 func errorBody(ce *contracts.Error) (int, wireError) {
-	status := ce.Status
-	if status == 0 {
-		status = http.StatusInternalServerError
-		if !ce.Retryable && ce.Code != contracts.CodeProviderHTTPError {
-			status = http.StatusBadRequest
-		}
-	}
+	status := fakewire.ErrorStatus(ce)
 	typ, code := defaultTypeCode(status)
 	if v, ok := ce.Details["type"].(string); ok {
 		typ = v
@@ -505,55 +396,10 @@ func defaultTypeCode(status int) (string, any) {
 // seconds, rounded up) for Details["retryAfterMs"].
 func writeHTTPError(w http.ResponseWriter, ce *contracts.Error) {
 	status, body := errorBody(ce)
-	if ms, ok := number(ce.Details["retryAfterMs"]); ok && ms >= 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ms/1000))))
-	}
-	writeJSON(w, status, body)
+	fakewire.SetRetryAfter(w.Header(), ce.Details)
+	fakewire.WriteJSON(w, status, body)
 }
 
 func writeError(w http.ResponseWriter, status int, typ string, code any, msg string) {
-	writeJSON(w, status, wireError{Error: wireErrorBody{Message: msg, Type: typ, Code: code}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// splitRunes splits s into at most n pieces of about equal length, on rune boundaries; the
-// empty string is one empty piece.
-func splitRunes(s string, n int) []string {
-	r := []rune(s)
-	if len(r) == 0 {
-		return []string{""}
-	}
-	size := (len(r) + n - 1) / n
-	var out []string
-	for len(r) > 0 {
-		k := min(size, len(r))
-		out = append(out, string(r[:k]))
-		r = r[k:]
-	}
-	return out
+	fakewire.WriteJSON(w, status, wireError{Error: wireErrorBody{Message: msg, Type: typ, Code: code}})
 }

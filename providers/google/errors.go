@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,48 +16,38 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
-// capture records, for one Generate call, whether a request went out, the status and headers
-// of an error response (the SDK's APIError has no headers), and the finishMessage of the answer
-// (the SDK drops it on the Gemini API backend; it keeps it on Vertex AI).
+// server is how the messages name the server.
+const server = httperr.Server("Gemini")
+
+// capture records, for one Generate call, whether a request went out and the status and headers
+// of an error response (the SDK's APIError has no headers; [httperr.Capture]), and the
+// finishMessage of the answer (the SDK drops it on the Gemini API backend; it keeps it on Vertex AI).
 type capture struct {
+	httperr.Capture
 	mu            sync.Mutex
-	attempted     bool
-	status        int
-	header        http.Header
 	finishMessage string
 }
 
 type captureKey struct{}
 
-func (c *capture) get() (attempted bool, status int, header http.Header) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.attempted, c.status, c.header
+// withCapture returns ctx carrying c for the transport of [wrapClient].
+func withCapture(ctx context.Context, c *capture) context.Context {
+	return context.WithValue(httperr.WithCapture(ctx, &c.Capture), captureKey{}, c)
 }
 
-// captureTransport fills the [capture] found in a request's context.
-type captureTransport struct{ base http.RoundTripper }
-
-func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	c, _ := r.Context().Value(captureKey{}).(*capture)
-	if c != nil {
-		c.mu.Lock()
-		c.attempted = true
-		c.mu.Unlock()
-	}
-	resp, err := t.base.RoundTrip(r)
-	if c != nil && err == nil && resp.StatusCode >= 400 {
-		c.mu.Lock()
-		c.status, c.header = resp.StatusCode, resp.Header.Clone()
-		c.mu.Unlock()
-	}
-	if c != nil && err == nil && resp.StatusCode < 300 && resp.Body != nil {
-		sse := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
-		resp.Body = &finishWatcher{rc: resp.Body, c: c, sse: sse}
-	}
-	return resp, err
+// wrapClient returns a copy of base whose transport fills the capture of a request's context,
+// watching successful bodies for their finishMessage.
+func wrapClient(base *http.Client) *http.Client {
+	return httperr.Wrap(base, func(r *http.Request, resp *http.Response) {
+		c, _ := r.Context().Value(captureKey{}).(*capture)
+		if c != nil && resp.Body != nil {
+			sse := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+			resp.Body = &finishWatcher{rc: resp.Body, c: c, sse: sse}
+		}
+	})
 }
 
 // getFinishMessage returns the last non-empty finishMessage the response carried.
@@ -160,7 +149,7 @@ func (p *Provider) classify(ctx context.Context, err error, h *capture) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
 	}
-	attempted, status, header := h.get()
+	attempted, status, header := h.Get()
 	var (
 		apiErr genai.APIError
 		syn    *json.SyntaxError
@@ -175,12 +164,11 @@ func (p *Provider) classify(ctx context.Context, err error, h *capture) error {
 		return httpError(st, apiErr, header, err)
 	case p.capture && !attempted:
 		// The SDK refused the request before sending it (e.g. a field the backend lacks).
-		return &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
-			Message: "The request to Gemini could not be sent: " + err.Error()}
+		return server.NotSent(err)
 	case errors.As(err, &syn), errors.As(err, &typ):
-		return invalidResponse(p.baseURL, "a response chunk is not valid JSON", err)
+		return server.InvalidResponse(p.baseURL, "a response chunk is not valid JSON", err)
 	}
-	return transportError(p.baseURL, err)
+	return server.Transport(p.baseURL, err)
 }
 
 // httpError classifies an error response (or an error event inside a stream): retryable for
@@ -191,8 +179,7 @@ func httpError(status int, apiErr genai.APIError, header http.Header, cause erro
 	if _, err := strconv.Atoi(strings.Fields(rpcStatus + " x")[0]); err == nil {
 		rpcStatus = "" // the SDK puts the HTTP status line here for a body that is not Google's error JSON
 	}
-	retryable := status == http.StatusRequestTimeout || status == http.StatusConflict ||
-		status == http.StatusTooManyRequests || status >= 500
+	retryable := httperr.RetryableStatus(status)
 	if status == 0 {
 		retryable = !permanentStatuses[rpcStatus]
 	}
@@ -232,7 +219,7 @@ func httpError(status int, apiErr genai.APIError, header http.Header, cause erro
 	}
 	ms, ok := retryInfoMs(apiErr.Details)
 	if !ok {
-		ms, ok = retryAfterMs(header, time.Now())
+		ms, ok = httperr.RetryAfterHeaderMs(header, time.Now())
 	}
 	if ok && retryable {
 		details["retryAfterMs"] = ms
@@ -258,31 +245,4 @@ func retryInfoMs(details []map[string]any) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// retryAfterMs reads Retry-After (seconds or an HTTP date).
-func retryAfterMs(h http.Header, now time.Time) (int, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 && !math.IsInf(f, 0) {
-		return int(math.Ceil(f * 1000)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return int(max(t.Sub(now), 0).Milliseconds()), true
-	}
-	return 0, false
-}
-
-func transportError(baseURL string, cause error) *contracts.Error {
-	return &contracts.Error{Code: contracts.CodeProviderTransportError, Retryable: true, Err: cause,
-		Message: fmt.Sprintf("The connection to Gemini at %s failed: %v", baseURL, cause),
-		Details: map[string]any{"baseURL": baseURL}}
-}
-
-func invalidResponse(baseURL, what string, cause error) *contracts.Error {
-	return &contracts.Error{Code: contracts.CodeProviderInvalidResponse, Retryable: true, Err: cause,
-		Message: fmt.Sprintf("Gemini at %s sent a malformed response: %s", baseURL, what),
-		Details: map[string]any{"baseURL": baseURL}}
 }

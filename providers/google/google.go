@@ -3,18 +3,17 @@ package google
 import (
 	"context"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"google.golang.org/genai"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
 // ID is the provider id unless [Options.ID] sets another.
@@ -103,7 +102,7 @@ type Provider struct {
 	backend Backend
 	baseURL string // for messages
 	client  *genai.Client
-	capture bool // requests go through captureTransport
+	capture bool // requests go through the client of wrapClient
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -175,15 +174,9 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	if opts.HTTPClient != nil || opts.Backend != BackendVertexAI || opts.APIKey != "" {
 		base := opts.HTTPClient
 		if base == nil {
-			base = defaultHTTPClient()
+			base = httperr.DefaultHTTPClient()
 		}
-		c := *base
-		rt := c.Transport
-		if rt == nil {
-			rt = http.DefaultTransport
-		}
-		c.Transport = &captureTransport{base: rt}
-		cc.HTTPClient = &c
+		cc.HTTPClient = wrapClient(base)
 		p.capture = true
 	}
 	client, err := genai.NewClient(ctx, cc)
@@ -196,16 +189,6 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		p.baseURL = client.ClientConfig().HTTPOptions.BaseURL
 	}
 	return p, nil
-}
-
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 10 * time.Second
-	t.ResponseHeaderTimeout = 10 * time.Minute
-	t.ExpectContinueTimeout = time.Second
-	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{Transport: t}
 }
 
 // ID implements [providers.Provider].
@@ -230,7 +213,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	}
 	h := &capture{}
 	if p.capture {
-		ctx = context.WithValue(ctx, captureKey{}, h)
+		ctx = withCapture(ctx, h)
 	}
 	acc := newAccumulator(p.id, onDelta, req.Messages)
 	if onDelta == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/google"
 	"github.com/kortyx-go/kortyx/providers/google/fakegemini"
+	"github.com/kortyx-go/kortyx/providers/internal/providertest"
 )
 
 const model = "gemini-2.5-flash"
@@ -49,23 +50,10 @@ func ask(text string) providers.Request {
 	return providers.Request{Model: model, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
 }
 
-// generate runs one pass, streamed or not, and returns the deltas passed to onDelta.
-func generate(p *google.Provider, req providers.Request, stream bool) (contracts.ModelResponse, []string, error) {
-	var deltas []string
-	var onDelta func(string) error
-	if stream {
-		onDelta = func(d string) error { deltas = append(deltas, d); return nil }
-	}
-	resp, err := p.Generate(context.Background(), req, onDelta)
-	return resp, deltas, err
-}
-
-func asError(t *testing.T, err error) *contracts.Error {
-	t.Helper()
-	var ke *contracts.Error
-	require.ErrorAs(t, err, &ke)
-	return ke
-}
+var (
+	generate = providertest.Generate
+	asError  = providertest.AsError
+)
 
 // field returns a field of a JSON object at a path, as compact JSON ("" when absent).
 func field(t *testing.T, raw []byte, path ...string) string {
@@ -629,7 +617,7 @@ func TestCancellation(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = w.Write([]byte(`data: {"candidates":[{"content":{"role":"model","parts":[{"text":"first "}]}}]}` + "\r\n\r\n"))
-			http.NewResponseController(w).Flush()
+			_ = http.NewResponseController(w).Flush()
 			<-r.Context().Done() // the rest never comes
 			close(gone)
 		}))

@@ -167,7 +167,7 @@ func (a *accumulator) result(baseURL string) (contracts.ModelResponse, error) {
 		return contracts.ModelResponse{}, a.refusal(usage)
 	}
 	if a.reason == "" {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the answer ended without a finish reason", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the answer ended without a finish reason", nil)
 	}
 	resp := contracts.ModelResponse{
 		Text:         a.text.String(),

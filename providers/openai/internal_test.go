@@ -2,43 +2,14 @@ package openai
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
-	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
-
-func TestRetryAfterMs(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		name   string
-		header http.Header
-		want   int
-		ok     bool
-	}{
-		{"none", http.Header{}, 0, false},
-		{"nil", nil, 0, false},
-		{"seconds", http.Header{"Retry-After": {"2"}}, 2000, true},
-		{"fractional seconds", http.Header{"Retry-After": {"0.25"}}, 250, true},
-		{"http date", http.Header{"Retry-After": {now.Add(3 * time.Second).Format(http.TimeFormat)}}, 3000, true},
-		{"http date in the past", http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, 0, true},
-		{"milliseconds win", http.Header{"Retry-After": {"2"}, "Retry-After-Ms": {"1500"}}, 1500, true},
-		{"fractional milliseconds", http.Header{"Retry-After-Ms": {"10.2"}}, 11, true},
-		{"garbage", http.Header{"Retry-After": {"soon"}}, 0, false},
-		{"negative", http.Header{"Retry-After": {"-1"}}, 0, false},
-		{"bad milliseconds fall back to seconds", http.Header{"Retry-After-Ms": {"x"}, "Retry-After": {"1"}}, 1000, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := retryAfterMs(tc.header, now)
-			require.Equal(t, tc.ok, ok)
-			require.Equal(t, tc.want, got)
-		})
-	}
-}
 
 func TestToolAccumulator(t *testing.T) {
 	idx := func(i int) *int { return &i }
@@ -85,7 +56,7 @@ func TestToolAccumulator(t *testing.T) {
 
 func TestArgumentsRoundTrip(t *testing.T) {
 	for _, text := range []string{`{"a":1}`, `{"a":`, `not json`, ``} {
-		back := argumentsText(arguments(text))
+		back := argumentsText(toolargs.Parse(text))
 		if text == "" {
 			require.Equal(t, "{}", back)
 			continue

@@ -3,18 +3,17 @@ package openai
 import (
 	"context"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
 // ID is the provider id unless [Options.ID] sets another.
@@ -87,27 +86,11 @@ func New(opts Options) *Provider {
 	}
 	base := opts.HTTPClient
 	if base == nil {
-		base = defaultHTTPClient()
+		base = httperr.DefaultHTTPClient()
 	}
 	// Wrap the transport to see the headers of error responses (go-openai hides them).
-	c := *base
-	rt := c.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	c.Transport = &captureTransport{base: rt}
-	p.http = &c
+	p.http = httperr.Wrap(base, nil)
 	return p
-}
-
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.TLSHandshakeTimeout = 10 * time.Second
-	t.ResponseHeaderTimeout = 10 * time.Minute
-	t.ExpectContinueTimeout = time.Second
-	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{Transport: t}
 }
 
 // ID implements [providers.Provider].
@@ -131,8 +114,8 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	}
 	warnings = append(warnings, more...)
 
-	h := &capture{}
-	ctx = context.WithValue(ctx, captureKey{}, h)
+	h := &httperr.Capture{}
+	ctx = httperr.WithCapture(ctx, h)
 	var resp contracts.ModelResponse
 	if onDelta != nil {
 		resp, err = streamCompletion(ctx, p.id, client, creq, onDelta, h, baseURL)

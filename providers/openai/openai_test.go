@@ -18,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
+	"github.com/kortyx-go/kortyx/providers/internal/providertest"
 	"github.com/kortyx-go/kortyx/providers/openai"
 )
 
@@ -40,23 +41,10 @@ func ask(text string) providers.Request {
 	return providers.Request{Model: "fake-model", Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
 }
 
-// generate runs one pass, streamed or not, and returns the deltas passed to onDelta.
-func generate(p *openai.Provider, req providers.Request, stream bool) (contracts.ModelResponse, []string, error) {
-	var deltas []string
-	var onDelta func(string) error
-	if stream {
-		onDelta = func(d string) error { deltas = append(deltas, d); return nil }
-	}
-	resp, err := p.Generate(context.Background(), req, onDelta)
-	return resp, deltas, err
-}
-
-func asError(t *testing.T, err error) *contracts.Error {
-	t.Helper()
-	var ke *contracts.Error
-	require.ErrorAs(t, err, &ke)
-	return ke
-}
+var (
+	generate = providertest.Generate
+	asError  = providertest.AsError
+)
 
 func TestID(t *testing.T) {
 	clearEnv(t)

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"slices"
 	"strings"
@@ -11,16 +10,18 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/internal/httperr"
+	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
 // complete runs a non-streamed pass.
-func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *capture, baseURL string) (contracts.ModelResponse, error) {
+func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
 	resp, err := client.CreateChatCompletion(ctx, creq)
 	if err != nil {
 		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
 	}
 	if len(resp.Choices) == 0 {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the response has no choices", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the response has no choices", nil)
 	}
 	ch := resp.Choices[0]
 	if ch.Message.Refusal != "" {
@@ -28,7 +29,7 @@ func complete(ctx context.Context, id string, client *goopenai.Client, creq goop
 	}
 	var calls []contracts.ToolCall
 	for _, c := range ch.Message.ToolCalls {
-		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: arguments(c.Function.Arguments)})
+		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: toolargs.Parse(c.Function.Arguments)})
 	}
 	out := contracts.ModelResponse{
 		Text:             ch.Message.Content,
@@ -45,7 +46,7 @@ func complete(ctx context.Context, id string, client *goopenai.Client, creq goop
 
 // streamCompletion runs a streamed pass, calling onDelta with each non-empty text delta.
 func streamCompletion(ctx context.Context, providerID string, client *goopenai.Client, creq goopenai.ChatCompletionRequest,
-	onDelta func(string) error, h *capture, baseURL string) (contracts.ModelResponse, error) {
+	onDelta func(string) error, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
 	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	stream, err := client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
@@ -98,7 +99,7 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 		return contracts.ModelResponse{}, refusal(refused.String())
 	}
 	if finish == "" {
-		return contracts.ModelResponse{}, invalidResponse(baseURL, "the stream ended without a finish reason", nil)
+		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the stream ended without a finish reason", nil)
 	}
 	out := contracts.ModelResponse{
 		Text:             text.String(),
@@ -176,23 +177,9 @@ func (a *toolAccumulator) calls() []contracts.ToolCall {
 	slices.SortStableFunc(list, func(x, y *partialCall) int { return x.index - y.index })
 	var out []contracts.ToolCall
 	for _, pc := range list {
-		out = append(out, contracts.ToolCall{ID: pc.id, Name: pc.name, Arguments: arguments(pc.args.String())})
+		out = append(out, contracts.ToolCall{ID: pc.id, Name: pc.name, Arguments: toolargs.Parse(pc.args.String())})
 	}
 	return out
-}
-
-// arguments turns the arguments a model wrote into JSON: valid JSON as is, nothing as {}, and
-// anything else (invalid JSON) as a JSON string holding the text, for the caller to report.
-func arguments(s string) json.RawMessage {
-	t := strings.TrimSpace(s)
-	if t == "" {
-		return json.RawMessage(`{}`)
-	}
-	if json.Valid([]byte(t)) {
-		return json.RawMessage(t)
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 func usage(u *goopenai.Usage) contracts.Usage {

@@ -2,22 +2,18 @@ package fakeanthropic
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/conformance"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
+	"github.com/kortyx-go/kortyx/providers/internal/fakewire"
 )
 
 // Model is the model id the server answers with when a request names none.
@@ -50,26 +46,17 @@ type Captured struct {
 // Field returns a top-level field of the raw request body (e.g. "system", "output_config"),
 // or nil when the body has no such field.
 func (c Captured) Field(name string) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(c.Raw, &m) != nil {
-		return nil
-	}
-	return m[name]
+	return fakewire.Field(c.Raw, name)
 }
 
 // Server is a fake Anthropic Messages API. It is safe for concurrent use and implements
 // [conformance.Server].
 type Server struct {
-	respond  fake.Responder
-	script   []fake.Turn
-	scripted bool
+	player   *fakewire.Player
 	thinking []Thinking
 
-	mu    sync.Mutex
-	next  int // next script turn
-	toolN int // tool call ids handed out
-	respN int // responses handed out
-	reqs  []Captured
+	mu   sync.Mutex // pairs a request's place in reqs with its response number
+	reqs fakewire.Log[Captured]
 
 	handler http.Handler
 	srv     *httptest.Server
@@ -83,18 +70,18 @@ func New(respond fake.Responder, opts ...Option) *Server {
 	if respond == nil {
 		respond = fakeserver.Canned()
 	}
-	return start(&Server{respond: respond}, opts)
+	return start(&Server{player: fakewire.Responder("fakeanthropic", respond)}, opts)
 }
 
 // NewScript starts a server that answers requests with the turns in order; a request after the
 // last turn gets a 500 api_error "script exhausted". Close it when done.
 func NewScript(turns ...fake.Turn) *Server {
-	return start(&Server{script: append([]fake.Turn(nil), turns...), scripted: true}, nil)
+	return start(&Server{player: fakewire.Script("fakeanthropic", turns)}, nil)
 }
 
 // NewScriptWith is [NewScript] with options.
 func NewScriptWith(opts []Option, turns ...fake.Turn) *Server {
-	return start(&Server{script: append([]fake.Turn(nil), turns...), scripted: true}, opts)
+	return start(&Server{player: fakewire.Script("fakeanthropic", turns)}, opts)
 }
 
 func start(s *Server, opts []Option) *Server {
@@ -122,10 +109,9 @@ func (s *Server) Close() { s.srv.Close() }
 
 // Requests returns the requests received so far, in order of arrival, in Kortyx's terms.
 func (s *Server) Requests() []conformance.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]conformance.Request, len(s.reqs))
-	for i, c := range s.reqs {
+	reqs := s.reqs.All()
+	out := make([]conformance.Request, len(reqs))
+	for i, c := range reqs {
 		out[i] = c.Request
 	}
 	return out
@@ -133,9 +119,7 @@ func (s *Server) Requests() []conformance.Request {
 
 // Captured returns the requests received so far with their headers.
 func (s *Server) Captured() []Captured {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Captured(nil), s.reqs...)
+	return s.reqs.All()
 }
 
 func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
@@ -150,27 +134,22 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	req := wr.toRequest()
 	s.mu.Lock()
-	s.reqs = append(s.reqs, Captured{Request: conformance.Request{Request: req, Stream: wr.Stream, Raw: body}, Header: r.Header.Clone()})
-	s.respN++
-	p := &play{w: w, r: r, id: fmt.Sprintf("msg_fake_%d", s.respN), model: wr.Model, thinking: s.thinking}
+	s.reqs.Add(Captured{Request: conformance.Request{Request: req, Stream: wr.Stream, Raw: body}, Header: r.Header.Clone()})
+	p := &play{w: w, r: r, id: fmt.Sprintf("msg_fake_%d", s.player.NextResponse()), model: wr.Model, thinking: s.thinking}
 	s.mu.Unlock()
+	p.sse = fakewire.SSE{W: w, Header: http.Header{}}
+	p.sse.Header.Set("request-id", "req_"+p.id)
 	if p.model == "" {
 		p.model = Model
 	}
 
-	turn, err := s.turnFor(req)
+	turn, err := s.player.Turn(req)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "api_error", err.Error())
 		return
 	}
-	if turn.Delay > 0 {
-		t := time.NewTimer(turn.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		}
+	if !fakewire.Delay(r, turn.Delay) {
+		return
 	}
 	if wr.Stream {
 		p.stream(turn)
@@ -179,72 +158,22 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// turnFor picks the turn for a request and gives its tool calls ids and arguments.
-func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
-	var t fake.Turn
-	if s.scripted {
-		s.mu.Lock()
-		n := s.next
-		s.next++
-		s.mu.Unlock()
-		if n >= len(s.script) {
-			return t, fmt.Errorf("fakeanthropic: script exhausted: request %d received, %d turns scripted", n+1, len(s.script))
-		}
-		t = s.script[n]
-	} else {
-		t = s.respond(req)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return t.Normalize(&s.toolN), nil
-}
-
 // play writes one response.
 type play struct {
 	w         http.ResponseWriter
 	r         *http.Request
 	id, model string
 	thinking  []Thinking
-	started   bool // SSE headers written
+	sse       fakewire.SSE
 }
 
 // parts are what a turn answers: its deltas, text, usage (nil: none reported) and stop reason.
 func parts(t fake.Turn) (deltas []string, text string, usage *wireUsage, stop string) {
-	deltas = t.Deltas
-	if deltas == nil && t.Text != "" {
-		deltas = strings.SplitAfter(t.Text, " ")
+	deltas, text = fakewire.Text(t)
+	if u := fakewire.Usage(t, len(deltas)); u != nil {
+		usage = toWireUsage(*u) // Anthropic reports no total
 	}
-	text = t.Text
-	if text == "" {
-		text = strings.Join(deltas, "")
-	}
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-		}
-		usage = toWireUsage(u)
-	}
-	finish := t.FinishReason
-	if finish == "" {
-		finish = contracts.FinishStop
-		if len(t.ToolCalls) > 0 {
-			finish = contracts.FinishToolCalls
-		}
-	}
-	return deltas, text, usage, wireStop(finish)
-}
-
-// turnError returns the turn's error as a *contracts.Error (a plain error is a 500).
-func turnError(t fake.Turn) *contracts.Error {
-	if t.Err == nil {
-		return nil
-	}
-	var ce *contracts.Error
-	if errors.As(t.Err, &ce) {
-		return ce
-	}
-	return &contracts.Error{Code: contracts.CodeProviderHTTPError, Status: http.StatusInternalServerError, Message: t.Err.Error()}
+	return deltas, text, usage, wireStop(fakewire.Finish(t))
 }
 
 // complete writes a non-streamed message.
@@ -255,17 +184,15 @@ func (p *play) complete(t fake.Turn) {
 	}
 	_, text, usage, stop := parts(t)
 	var details *wireStopDetails
-	if ce := turnError(t); ce != nil {
+	if ce := fakewire.TurnError(t); ce != nil {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
 			stop, details = "refusal", refusalDetails(ce)
 		case contracts.CodeProviderInvalidResponse:
-			p.w.Header().Set("Content-Type", "application/json")
-			p.w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(p.w, "this is not JSON {")
+			fakewire.WriteInvalidJSON(p.w)
 			return
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 			return
 		default:
 			writeHTTPError(p.w, ce)
@@ -291,7 +218,7 @@ func (p *play) complete(t fake.Turn) {
 	if content == nil {
 		content = []map[string]any{}
 	}
-	writeJSON(p.w, http.StatusOK, wireMessageOut{ID: p.id, Type: "message", Role: "assistant", Model: p.model,
+	fakewire.WriteJSON(p.w, http.StatusOK, wireMessageOut{ID: p.id, Type: "message", Role: "assistant", Model: p.model,
 		Content: content, StopReason: &stop, StopDetails: details, Usage: usage})
 }
 
@@ -318,7 +245,7 @@ func refusalDetails(ce *contracts.Error) *wireStopDetails {
 // fragments, message_delta (stop reason, usage) and message_stop.
 func (p *play) stream(t fake.Turn) {
 	deltas, _, usage, stop := parts(t)
-	ce := turnError(t)
+	ce := fakewire.TurnError(t)
 	if ce != nil && t.FailAfter == 0 {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
@@ -327,7 +254,7 @@ func (p *play) stream(t fake.Turn) {
 			p.invalidEvent()
 			return
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 			return
 		default:
 			writeHTTPError(p.w, ce)
@@ -429,7 +356,7 @@ func (p *play) toolUse(index int, c contracts.ToolCall) bool {
 		"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}}) {
 		return false
 	}
-	for _, piece := range splitRunes(string(c.Arguments), 3) {
+	for _, piece := range fakewire.SplitRunes(string(c.Arguments), 3) {
 		if !p.blockDelta(index, map[string]any{"type": "input_json_delta", "partial_json": piece}) {
 			return false
 		}
@@ -443,7 +370,7 @@ func (p *play) failMidStream(ce *contracts.Error) {
 	case contracts.CodeProviderInvalidResponse:
 		p.invalidEvent()
 	case contracts.CodeProviderTransportError:
-		p.cut()
+		fakewire.Cut(p.w)
 	default:
 		_, body := errorBody(ce)
 		p.event("error", body)
@@ -471,40 +398,14 @@ func (p *play) raw(name, data string) bool {
 	if p.r.Context().Err() != nil {
 		return false
 	}
-	if !p.started {
-		p.started = true
-		h := p.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("request-id", "req_"+p.id)
-		p.w.WriteHeader(http.StatusOK)
-	}
-	if _, err := io.WriteString(p.w, "event: "+name+"\ndata: "+data+"\n\n"); err != nil {
-		return false
-	}
-	return http.NewResponseController(p.w).Flush() == nil
-}
-
-// cut closes the connection without finishing the response (after what was already sent).
-func (p *play) cut() {
-	conn, _, err := http.NewResponseController(p.w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
+	return p.sse.Write("event: " + name + "\ndata: " + data + "\n\n")
 }
 
 // errorBody is the status and Anthropic error body of an error: Status (default 500, or 400 for
 // a non-retryable error of another code than PROVIDER_HTTP_ERROR); Details["type"] overrides
 // the error type that the status implies.
 func errorBody(ce *contracts.Error) (int, wireError) {
-	status := ce.Status
-	if status == 0 {
-		status = http.StatusInternalServerError
-		if !ce.Retryable && ce.Code != contracts.CodeProviderHTTPError {
-			status = http.StatusBadRequest
-		}
-	}
+	status := fakewire.ErrorStatus(ce)
 	typ := errorType(status)
 	if v, ok := ce.Details["type"].(string); ok {
 		typ = v
@@ -548,55 +449,10 @@ func errorType(status int) string {
 // seconds, rounded up) for Details["retryAfterMs"].
 func writeHTTPError(w http.ResponseWriter, ce *contracts.Error) {
 	status, body := errorBody(ce)
-	if ms, ok := number(ce.Details["retryAfterMs"]); ok && ms >= 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ms/1000))))
-	}
-	writeJSON(w, status, body)
+	fakewire.SetRetryAfter(w.Header(), ce.Details)
+	fakewire.WriteJSON(w, status, body)
 }
 
 func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSON(w, status, wireError{Type: "error", Error: wireErrorBody{Type: typ, Message: msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
-}
-
-// splitRunes splits s into at most n pieces of about equal length, on rune boundaries; the
-// empty string is one empty piece.
-func splitRunes(s string, n int) []string {
-	r := []rune(s)
-	if len(r) == 0 {
-		return []string{""}
-	}
-	size := (len(r) + n - 1) / n
-	var out []string
-	for len(r) > 0 {
-		k := min(size, len(r))
-		out = append(out, string(r[:k]))
-		r = r[k:]
-	}
-	return out
+	fakewire.WriteJSON(w, status, wireError{Type: "error", Error: wireErrorBody{Type: typ, Message: msg}})
 }

@@ -2,21 +2,18 @@ package fakegemini
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/conformance"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
+	"github.com/kortyx-go/kortyx/providers/internal/fakewire"
 )
 
 // Model is the model version the server reports when a request's path names none.
@@ -28,16 +25,8 @@ const DefaultCategory = "HARM_CATEGORY_DANGEROUS_CONTENT"
 
 // Server is a fake Gemini API server. It is safe for concurrent use.
 type Server struct {
-	respond  fake.Responder
-	script   []fake.Turn
-	scripted bool
-
-	mu      sync.Mutex
-	next    int // next script turn
-	toolN   int // tool call ids handed out
-	respN   int // responses handed out
-	reqs    []conformance.Request
-	headers []http.Header
+	player *fakewire.Player
+	reqs   fakewire.Log[captured]
 
 	handler http.Handler
 	srv     *httptest.Server
@@ -45,19 +34,25 @@ type Server struct {
 
 var _ conformance.Server = (*Server)(nil)
 
+// captured is one request the server received, with its headers.
+type captured struct {
+	req    conformance.Request
+	header http.Header
+}
+
 // New starts a server that answers every request with the turn respond(req) returns; a nil
 // respond is fakeserver.Canned ("(fake model) You said: …"). Close it when done.
 func New(respond fake.Responder) *Server {
 	if respond == nil {
 		respond = fakeserver.Canned()
 	}
-	return start(&Server{respond: respond})
+	return start(&Server{player: fakewire.Responder("fakegemini", respond)})
 }
 
 // NewScript starts a server that answers requests with the turns in order; a request after the
 // last turn gets a 500 INTERNAL error "script exhausted". Close it when done.
 func NewScript(turns ...fake.Turn) *Server {
-	return start(&Server{script: append([]fake.Turn(nil), turns...), scripted: true})
+	return start(&Server{player: fakewire.Script("fakegemini", turns)})
 }
 
 func start(s *Server) *Server {
@@ -67,7 +62,7 @@ func start(s *Server) *Server {
 	mux.HandleFunc("POST /v1beta1/publishers/google/models/{call}", s.serve)
 	mux.HandleFunc("POST /v1beta1/projects/{project}/locations/{location}/publishers/google/models/{call}", s.serve)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
+		fakewire.WriteJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
 			fmt.Sprintf("fakegemini serves POST /v1beta/models/{model}:generateContent and :streamGenerateContent, not %s %s", r.Method, r.URL.Path), -1))
 	})
 	s.handler = mux
@@ -87,29 +82,35 @@ func (s *Server) Close() { s.srv.Close() }
 // Requests returns the requests received so far, in order of arrival, decoded into Kortyx's
 // terms (see the package doc), with the raw body.
 func (s *Server) Requests() []conformance.Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]conformance.Request(nil), s.reqs...)
+	reqs := s.reqs.All()
+	out := make([]conformance.Request, len(reqs))
+	for i, c := range reqs {
+		out[i] = c.req
+	}
+	return out
 }
 
 // Headers returns the headers of the requests received so far (x-goog-api-key, …), in the
 // order of [Server.Requests].
 func (s *Server) Headers() []http.Header {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]http.Header(nil), s.headers...)
+	reqs := s.reqs.All()
+	out := make([]http.Header, len(reqs))
+	for i, c := range reqs {
+		out[i] = c.header
+	}
+	return out
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	model, method, ok := strings.Cut(r.PathValue("call"), ":")
 	if !ok || (method != "generateContent" && method != "streamGenerateContent") {
-		writeJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
+		fakewire.WriteJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
 			"fakegemini serves the methods generateContent and streamGenerateContent, not '"+method+"'", -1))
 		return
 	}
 	stream := method == "streamGenerateContent"
 	if stream && r.URL.Query().Get("alt") != "sse" {
-		writeJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "fakegemini streams server-sent events only: add ?alt=sse", -1))
+		fakewire.WriteJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "fakegemini streams server-sent events only: add ?alt=sse", -1))
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -118,36 +119,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var wr wireRequest
 	if err := json.Unmarshal(body, &wr); err != nil {
-		writeJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "request body is not valid JSON: "+err.Error(), -1))
+		fakewire.WriteJSON(w, http.StatusBadRequest, errorBody(http.StatusBadRequest, "", "request body is not valid JSON: "+err.Error(), -1))
 		return
 	}
 	req := wr.toRequest(model)
-	s.mu.Lock()
-	s.reqs = append(s.reqs, conformance.Request{Request: req, Stream: stream, Raw: body})
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
+	s.reqs.Add(captured{req: conformance.Request{Request: req, Stream: stream, Raw: body}, header: r.Header.Clone()})
 
-	turn, err := s.turnFor(req)
+	turn, err := s.player.Turn(req)
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "", err.Error(), -1))
+		fakewire.WriteJSON(w, http.StatusInternalServerError, errorBody(http.StatusInternalServerError, "", err.Error(), -1))
 		return
 	}
-	if turn.Delay > 0 {
-		t := time.NewTimer(turn.Delay)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			return
-		}
+	if !fakewire.Delay(r, turn.Delay) {
+		return
 	}
 	if model == "" {
 		model = Model
 	}
-	s.mu.Lock()
-	s.respN++
-	p := &play{w: w, gone: r.Context().Done(), model: model, id: fmt.Sprintf("fake-gemini-%d", s.respN)}
-	s.mu.Unlock()
+	p := &play{w: w, sse: fakewire.SSE{W: w}, gone: r.Context().Done(), model: model, id: fmt.Sprintf("fake-gemini-%d", s.player.NextResponse())}
 	if stream {
 		p.stream(turn)
 	} else {
@@ -155,49 +144,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// turnFor picks the turn for a request and gives its tool calls ids and arguments.
-func (s *Server) turnFor(req providers.Request) (fake.Turn, error) {
-	var t fake.Turn
-	if s.scripted {
-		s.mu.Lock()
-		n := s.next
-		s.next++
-		s.mu.Unlock()
-		if n >= len(s.script) {
-			return t, fmt.Errorf("fakegemini: script exhausted: request %d received, %d turns scripted", n+1, len(s.script))
-		}
-		t = s.script[n]
-	} else {
-		t = s.respond(req)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return t.Normalize(&s.toolN), nil
-}
-
 // play writes one response.
 type play struct {
 	w         http.ResponseWriter
 	gone      <-chan struct{} // closed when the request's context ends
 	model, id string
-	started   bool // SSE headers written
+	sse       fakewire.SSE
 }
 
 func parts(t fake.Turn) (deltas []string, text string, usage *wireUsage, finish string) {
-	deltas = t.Deltas
-	if deltas == nil && t.Text != "" {
-		deltas = strings.SplitAfter(t.Text, " ")
-	}
-	text = t.Text
-	if text == "" {
-		text = strings.Join(deltas, "")
-	}
-	if !t.NoUsage {
-		u := t.Usage
-		if u.IsZero() {
-			u = contracts.Usage{Input: 10, Output: len(deltas)}
-			u.Total = u.Input + u.Output
-		}
+	deltas, text = fakewire.Text(t)
+	if u := fakewire.Usage(t, len(deltas)); u != nil {
 		usage = &wireUsage{PromptTokenCount: u.Input, CandidatesTokenCount: u.Output, TotalTokenCount: u.Total,
 			ThoughtsTokenCount: u.Reasoning, CachedContentTokenCount: u.CacheRead}
 	}
@@ -217,18 +174,6 @@ func wireFinish(unified string) string {
 		return "OTHER"
 	}
 	return unified
-}
-
-// turnError returns the turn's error as a *contracts.Error (a plain error is a 500).
-func turnError(t fake.Turn) *contracts.Error {
-	if t.Err == nil {
-		return nil
-	}
-	var ce *contracts.Error
-	if errors.As(t.Err, &ce) {
-		return ce
-	}
-	return &contracts.Error{Code: contracts.CodeProviderHTTPError, Status: http.StatusInternalServerError, Message: t.Err.Error()}
 }
 
 func callParts(calls []contracts.ToolCall) []wirePart {
@@ -254,16 +199,14 @@ func (p *play) complete(t fake.Turn) {
 		return
 	}
 	_, text, usage, finish := parts(t)
-	if ce := turnError(t); ce != nil {
+	if ce := fakewire.TurnError(t); ce != nil {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
-			writeJSON(p.w, http.StatusOK, p.refusal(ce, usage))
+			fakewire.WriteJSON(p.w, http.StatusOK, p.refusal(ce, usage))
 		case contracts.CodeProviderInvalidResponse:
-			p.w.Header().Set("Content-Type", "application/json")
-			p.w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(p.w, "this is not JSON {")
+			fakewire.WriteInvalidJSON(p.w)
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 		default:
 			writeHTTPError(p.w, ce)
 		}
@@ -274,14 +217,14 @@ func (p *play) complete(t fake.Turn) {
 		content.Parts = append(content.Parts, wirePart{Text: text})
 	}
 	content.Parts = append(content.Parts, callParts(t.ToolCalls)...)
-	writeJSON(p.w, http.StatusOK, p.response(&wireCandidate{Content: content, FinishReason: finish}, usage))
+	fakewire.WriteJSON(p.w, http.StatusOK, p.response(&wireCandidate{Content: content, FinishReason: finish}, usage))
 }
 
 // stream writes a streamed answer: one event per text delta, one event with every function
 // call (whole arguments), and a last event with the finish reason and the usage.
 func (p *play) stream(t fake.Turn) {
 	deltas, _, usage, finish := parts(t)
-	ce := turnError(t)
+	ce := fakewire.TurnError(t)
 	if ce != nil && t.FailAfter == 0 {
 		switch ce.Code {
 		case contracts.CodeProviderRefusal:
@@ -289,7 +232,7 @@ func (p *play) stream(t fake.Turn) {
 		case contracts.CodeProviderInvalidResponse:
 			p.event(`{"candidates": this is not JSON`)
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 		default:
 			writeHTTPError(p.w, ce)
 		}
@@ -318,7 +261,7 @@ func (p *play) stream(t fake.Turn) {
 		case contracts.CodeProviderInvalidResponse:
 			p.event(`{"candidates": this is not JSON`)
 		case contracts.CodeProviderTransportError:
-			p.cut()
+			fakewire.Cut(p.w)
 		default:
 			_, body := httpErrorBody(ce)
 			b, _ := json.Marshal(body)
@@ -360,43 +303,16 @@ func (p *play) chunk(r wireResponse) bool {
 }
 
 // event writes one SSE event and flushes it.
-func (p *play) event(data string) bool {
-	if !p.started {
-		p.started = true
-		h := p.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		p.w.WriteHeader(http.StatusOK)
-	}
-	if _, err := io.WriteString(p.w, "data: "+data+"\r\n\r\n"); err != nil {
-		return false
-	}
-	return http.NewResponseController(p.w).Flush() == nil
-}
-
-// cut closes the connection without finishing the response (after what was already sent).
-func (p *play) cut() {
-	conn, _, err := http.NewResponseController(p.w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler)
-	}
-	_ = conn.Close()
-}
+func (p *play) event(data string) bool { return p.sse.Write("data: " + data + "\r\n\r\n") }
 
 // httpErrorBody is the status and Google error body of an error: Status (default 500, or 400
 // for a non-retryable error of another code than PROVIDER_HTTP_ERROR); Details["status"]
 // overrides the google.rpc status; Details["retryAfterMs"] becomes a RetryInfo detail.
 func httpErrorBody(ce *contracts.Error) (int, wireError) {
-	status := ce.Status
-	if status == 0 {
-		status = http.StatusInternalServerError
-		if !ce.Retryable && ce.Code != contracts.CodeProviderHTTPError {
-			status = http.StatusBadRequest
-		}
-	}
+	status := fakewire.ErrorStatus(ce)
 	rpc, _ := ce.Details["status"].(string)
 	ms := -1
-	if v, ok := number(ce.Details["retryAfterMs"]); ok && v >= 0 {
+	if v, ok := fakewire.Number(ce.Details["retryAfterMs"]); ok && v >= 0 {
 		ms = int(v)
 	}
 	return status, errorBody(status, rpc, ce.Message, ms)
@@ -448,31 +364,5 @@ func defaultRPCStatus(status int) string {
 
 func writeHTTPError(w http.ResponseWriter, ce *contracts.Error) {
 	status, body := httpErrorBody(ce)
-	writeJSON(w, status, body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	}
-	return 0, false
+	fakewire.WriteJSON(w, status, body)
 }
