@@ -135,13 +135,8 @@ func run(apiOnly bool, wo worker.Options) error {
 	for _, p := range backend.ProviderInfo { // which providers are registered, and from what
 		logger.Info("kortyx worker: provider", "provider", p.ID, "reaches", p.Where, "env", strings.Join(p.Env, ","), "fake", p.Fake)
 	}
-	reg := workflows.NewRegistry()
-	reg.SetToolNames(backend.Tools.Names()...)
-	reg.SetLocalTools(backend.Tools.LocalNames()...)
-	if err := chosen.Register(reg); err != nil {
-		return err
-	}
-	if err := app.LoadWorkflows(reg); err != nil { // KORTYX_WORKFLOWS
+	reg, err := app.Registry(backend, chosen.Register) // the examples, then KORTYX_WORKFLOWS
+	if err != nil {
 		return err
 	}
 
