@@ -67,7 +67,6 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	var def *Definition
 	var err error
 	if in.Snapshot == nil {
-		run.Snap.Pinned = nil
 		def, err = r.reg.Workflow(in.Workflow)
 		if pinning {
 			def, err = r.pinStart(ctx, run, def, err)
