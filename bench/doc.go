@@ -11,9 +11,10 @@
 //	make bench        # = bench/run.sh [results-dir]; results in bench/results
 //
 // Without -bench, "go test ./bench/" only runs the agreement tests (TestBaselinesAgree,
-// TestReasonBaselinesAgree, TestHistoryAgree, TestThroughputAgree, TestToolLoopNAgree,
-// TestWorkerRSSAgree), which execute every workload briefly in each variant and check that the
-// variants do the same work (same steps, same chunks); none of them asserts a timing.
+// TestReasonBaselinesAgree, TestLocalToolBaselinesAgree, TestHistoryAgree, TestThroughputAgree,
+// TestToolLoopNAgree, TestWorkerRSSAgree), which execute every workload briefly in each
+// variant and check that the variants do the same work (same steps, same chunks); none of them
+// asserts a timing.
 //
 // Workloads, with N = 20 nodes (steps) per run:
 //
@@ -36,7 +37,8 @@
 //     loop; the loop the LangGraph peer runs.
 //   - BenchmarkHistoryGrowth (-benchtime 1x): history events and bytes of a tool loop of 10, 50
 //     and 200 steps with 1 KB and 100 KB tool results, per configuration (historyConfigs:
-//     inline, claim check), printed as "History {json}" lines.
+//     inline, claim check, claim check with messages by reference), printed as "History {json}"
+//     lines.
 //   - BenchmarkThroughput (-benchtime 1x): runs completed per second with 1, 10 and 100 runs of
 //     a 3-step agent in flight, Kortyx and plain.
 //   - BenchmarkWorkerRSS (-benchtime 1x): VmRSS of a worker process (bench/cmd/waitworker) per
