@@ -188,3 +188,35 @@ func TestModelPrefixChainBound(t *testing.T) {
 	require.True(t, ae.NonRetryable())
 	require.Equal(t, 1, calls)
 }
+
+// failingPuts is a store whose writes fail (reads go to the store it wraps).
+type failingPuts struct{ codec.Store }
+
+func (failingPuts) Put(context.Context, string, []byte) error {
+	return contracts.Errorf(contracts.CodePersistenceError, "the store does not answer")
+}
+
+// A message store that fails while the pass stores its node does not fail the pass: the
+// provider's answer is returned without a stored prefix (the next pass sends its messages inline).
+func TestModelStoreFailureKeepsTheAnswer(t *testing.T) {
+	store, err := codec.NewDirStore(filepath.Join(t.TempDir(), "m"))
+	require.NoError(t, err)
+	msgs, err := codec.New(codec.Options{Store: failingPuts{store}})
+	require.NoError(t, err)
+	calls := 0
+	model := fake.NewResponder(func(providers.Request) fake.Turn { calls++; return fake.Text("ok") })
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	require.NoError(t, err)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a.Register(env)
+	v, err := env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
+		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}})
+	require.NoError(t, err)
+	var resp contracts.ModelResponse
+	require.NoError(t, v.Get(&resp))
+	require.Equal(t, "ok", resp.Text)
+	require.Nil(t, resp.StoredPrefix)
+	require.Equal(t, 1, calls)
+	require.Empty(t, storeList(t, store))
+}

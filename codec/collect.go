@@ -45,7 +45,7 @@ type CollectResult struct {
 
 // refPattern finds the hashes of this codec in decoded payload data (claim-check references
 // and the message prefixes of model-pass inputs and results and of prefix nodes).
-var refPattern = regexp.MustCompile(`(?:hmac-sha256:[A-Za-z0-9._-]{1,64}|sha256):[0-9a-f]{64}`)
+var refPattern = regexp.MustCompile(hashExpr)
 
 // Collect garbage-collects the codec's payload store (mark and sweep): it lists every workflow
 // execution Temporal still keeps in the namespace (open ones, and closed ones within the

@@ -41,7 +41,10 @@ type Object struct {
 
 // hashPattern is what a reference may name: the codec's own hashes and nothing else, so a
 // reference sent to the /codec endpoint cannot address another file or key.
-var hashPattern = regexp.MustCompile(`^(sha256|hmac-sha256:[A-Za-z0-9._-]{1,64}):[0-9a-f]{64}$`)
+var hashPattern = regexp.MustCompile(`^` + hashExpr + `$`)
+
+// hashExpr is the form of the codec's hashes: `sha256:<hex>`, or `hmac-sha256:<key id>:<hex>`.
+const hashExpr = `(?:sha256|hmac-sha256:[A-Za-z0-9._-]{1,64}):[0-9a-f]{64}`
 
 // keyIDPattern is what a key id may be.
 var keyIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

@@ -1096,12 +1096,6 @@ func localToolOptions(o workflow.ActivityOptions) workflow.LocalActivityOptions 
 // (codes, details, timeout type) is kept: the failure is converted to its Temporal form and
 // back, with the default failure converter the workers use.
 func localToolError(err error) error {
-	if temporal.IsCanceledError(err) {
-		var ae *temporal.ActivityError
-		if !errors.As(err, &ae) {
-			return err
-		}
-	}
 	fc := temporal.GetDefaultFailureConverter()
 	var ae *temporal.ActivityError
 	if errors.As(err, &ae) {
@@ -1113,6 +1107,9 @@ func localToolError(err error) error {
 			info.ActivityType = &commonpb.ActivityType{Name: contracts.ToolActivityName}
 			return fc.FailureToError(f)
 		}
+		return err
+	}
+	if temporal.IsCanceledError(err) {
 		return err
 	}
 	return fc.FailureToError(&failurepb.Failure{Message: "activity error", Source: "GoSDK", Cause: fc.ErrorToFailure(err),
