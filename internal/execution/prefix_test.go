@@ -1,6 +1,7 @@
 package execution
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -52,4 +53,22 @@ func TestByReferencePicksLongestMatchingPrefix(t *testing.T) {
 	require.Len(t, l.prefixes, keptPrefixes)
 	require.Equal(t, "q5", l.prefixes[keptPrefixes-1].ref.Hash)
 	require.Nil(t, l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b")}}).Prefix, "older prefixes are forgotten")
+}
+
+// A message that differs from a stored one only in a tool call's arguments, an error flag or
+// its continuation is not the stored message: a prefix is sent only for identical messages.
+func TestSameMessageComparesEveryField(t *testing.T) {
+	call := contracts.ModelMessage{Role: contracts.RoleAssistant,
+		ToolCalls: []contracts.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":1}`)}}}
+	require.True(t, sameMessage(call, call))
+	other := call
+	other.ToolCalls = []contracts.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":2}`)}}
+	require.False(t, sameMessage(call, other), "arguments")
+	result := contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "c1", Content: "no"}
+	failed := result
+	failed.IsError = true
+	require.False(t, sameMessage(result, failed), "error flag")
+	cont := call
+	cont.Continuation = json.RawMessage(`{"provider":"anthropic"}`)
+	require.False(t, sameMessage(call, cont), "continuation")
 }

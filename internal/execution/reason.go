@@ -764,8 +764,18 @@ func (l *loop) pass(ctx workflow.Context, kind string, in contracts.ModelPassInp
 // sameMessage reports whether a is b as the loop keeps it (a pass's messages are l.msgs
 // followed by messages of the pass; content strings share their bytes, so this is cheap).
 func sameMessage(a, b contracts.ModelMessage) bool {
-	return a.Role == b.Role && a.Content == b.Content && a.ToolCallID == b.ToolCallID && a.Name == b.Name &&
-		len(a.ToolCalls) == len(b.ToolCalls) && string(a.StructuredContent) == string(b.StructuredContent)
+	if a.Role != b.Role || a.Content != b.Content || a.ToolCallID != b.ToolCallID || a.Name != b.Name ||
+		a.IsError != b.IsError || string(a.StructuredContent) != string(b.StructuredContent) ||
+		string(a.Continuation) != string(b.Continuation) || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i, c := range a.ToolCalls {
+		d := b.ToolCalls[i]
+		if c.ID != d.ID || c.Name != d.Name || string(c.Arguments) != string(d.Arguments) {
+			return false
+		}
+	}
+	return true
 }
 
 // storedPrefix is a prefix the worker stored and the messages it holds (as the loop sent them).
