@@ -26,9 +26,11 @@ func conflictOf(t *testing.T, r sseResponse, session, ct, what string) {
 
 // Two answers to one tool approval under one clientTurnId: the approval runs the tool; the
 // denial is refused with 409 CLIENT_TURN_CONFLICT and never reads the approval's stream; the
-// approval asked again reads its response again, and the tool ran once.
+// approval asked again reads its response again, and the tool ran once. The lifecycle
+// callbacks ran once per turn: not for the denial, nor for the retry.
 func TestChatSameClientTurnIDOtherAnswerConflicts(t *testing.T) {
-	c := startChat(t, chat.Options{}, chat.CheckpointOptions{})
+	f := newFinalized()
+	c := startChat(t, f.options(chat.Options{}), chat.CheckpointOptions{})
 	session := "s-" + taskQueue(t)
 	ask := chunkOf(t, c.send(t, prompt(session, "t1", testagents.ApprovalAgentWorkflow, "record something")).Chunks(t), contracts.ChunkInterrupt)
 
@@ -47,6 +49,13 @@ func TestChatSameClientTurnIDOtherAnswerConflicts(t *testing.T) {
 	require.Equal(t, want, types(again.Chunks(t)), "an identical retry reads the same response")
 	require.Equal(t, chunkOf(t, first, contracts.ChunkCheckpoint).ID, chunkOf(t, again.Chunks(t), contracts.ChunkCheckpoint).ID)
 	require.Equal(t, []string{"tool n1"}, toolLines(t, c.effects), "the tool ran once")
+	finals := f.finals(t, 2)
+	require.Equal(t, []string{"t1", "t2"}, []string{finals[0].ClientTurnID, finals[1].ClientTurnID})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.accepted, 2, "OnTurnAccepted: the prompt and the approval")
+	require.Equal(t, "interrupt-response", f.accepted[1].Kind)
+	require.Len(t, f.final, 2)
 }
 
 // The same, sent at once: exactly one answer claims the turn and streams its own response;
