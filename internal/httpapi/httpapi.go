@@ -150,7 +150,7 @@ func Status(f contracts.Failure) int {
 			return http.StatusNotFound
 		}
 		switch f.Code {
-		case contracts.CodeSessionBusy:
+		case contracts.CodeSessionBusy, contracts.CodeClientTurnConflict:
 			return http.StatusConflict
 		case contracts.CodeUnauthorized:
 			return http.StatusUnauthorized
