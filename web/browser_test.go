@@ -463,7 +463,13 @@ func TestPage(t *testing.T) {
 
 	t.Run("sessions from the server", func(t *testing.T) {
 		// A session this browser never saw, waiting for an answer, and one whose turn completed.
-		waiting, done := fmt.Sprintf("elsewhere-%d", time.Now().UnixNano()), fmt.Sprintf("elsewhere-done-%d", time.Now().UnixNano())
+		// The completed ones' ids have a quote and a backslash, which a visibility query cannot
+		// hold; the first starts with one.
+		waiting, done := fmt.Sprintf("elsewhere-%d", time.Now().UnixNano()), fmt.Sprintf(`elsewhere-o'done\-%d`, time.Now().UnixNano())
+		quoted := fmt.Sprintf(`'quoted-%d`, time.Now().UnixNano())
+		_, err := kortyx.StartTurn(ctx, tc, quoted, contracts.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)},
+			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		require.NoError(t, err)
 		ts, err := kortyx.StartTurn(ctx, tc, waiting, contracts.TurnRequest{ClientTurnID: "t1", Workflow: formWorkflow, Input: json.RawMessage(`"ship it"`)},
 			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
 		require.NoError(t, err)
@@ -475,7 +481,7 @@ func TestPage(t *testing.T) {
 		var raw map[string]map[string]any
 		require.Eventually(t, func() bool {
 			items, raw = sessionsList(t, base)
-			return items[waiting].Status == "waiting" && items[done].Status == "completed"
+			return items[waiting].Status == "waiting" && items[done].Status == "completed" && items[quoted].Status == "completed"
 		}, 20*time.Second, 100*time.Millisecond, "the sessions list: %v", items)
 		w := items[waiting]
 		require.Equal(t, formWorkflow, w.Agent)

@@ -209,13 +209,9 @@ func (o Options) sessions(r *http.Request) (any, error) {
 // latestRuns fills in each session's agent, status and last activity from its runs: the runs
 // the session started (children of its workflow) and runs started with its session id.
 func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[string]int) error {
-	ids := make([]string, len(items))
-	for i, s := range items {
-		ids[i] = quote(s.SessionID)
-	}
 	resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: o.Namespace, PageSize: maxRuns,
-		Query: "WorkflowType = '" + contracts.RunWorkflowName + "' AND " + contracts.SearchAttributeSession + " IN (" + strings.Join(ids, ", ") + ")",
+		Query: "WorkflowType = '" + contracts.RunWorkflowName + "' AND (" + sessionsFilter(items) + ")",
 	})
 	if err != nil {
 		return err
@@ -252,9 +248,27 @@ func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[
 	return nil
 }
 
-// quote is id as a string literal of a visibility query.
-func quote(id string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(id) + "'"
+// sessionsFilter is the visibility condition on KortyxSession that matches the runs of the
+// sessions: IN (…) for plain ids. A string literal with an escaped quote or backslash matches
+// nothing on the dev server's visibility store (measured), so an id with ', " or \ is matched
+// by the part before that character (STARTS_WITH); the caller keeps only exact matches.
+func sessionsFilter(items []SessionItem) string {
+	var plain, conds []string
+	prefixes := map[string]bool{}
+	for _, s := range items {
+		if i := strings.IndexAny(s.SessionID, `'"\`); i >= 0 {
+			if p := s.SessionID[:i]; !prefixes[p] {
+				prefixes[p] = true
+				conds = append(conds, contracts.SearchAttributeSession+" STARTS_WITH '"+p+"'")
+			}
+			continue
+		}
+		plain = append(plain, "'"+s.SessionID+"'")
+	}
+	if len(plain) > 0 {
+		conds = append(conds, contracts.SearchAttributeSession+" IN ("+strings.Join(plain, ", ")+")")
+	}
+	return strings.Join(conds, " OR ")
 }
 
 // decodeKeyword decodes a Keyword search attribute.
