@@ -23,9 +23,11 @@ function el(tag, attrs, ...kids) {
 const json = (v) => JSON.stringify(v, null, 2);
 const randomId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(16).slice(2) + Date.now().toString(16));
 function setStatus(text) { $("status").textContent = text; }
-// endStatus says how the last turn ended, once it has (an earlier turn's end says nothing).
-function endStatus(turn) {
-  if (turn !== state.turns[state.turns.length - 1]) return;
+// endStatus says how the last turn ended, once it has (while it runs, an earlier turn's end
+// changes nothing).
+function endStatus(ended) {
+  const turn = state.turns[state.turns.length - 1];
+  if (!turn || (turn !== ended && !turn.ended && !turn.failed)) return;
   const chunks = turn.chunks.map((c) => c.chunk);
   const err = chunks.find((c) => c.type === "error");
   if (turn.failed) setStatus(`Failed: ${turn.failed.code}`);
