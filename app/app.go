@@ -229,7 +229,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	state := &WorkerState{}
 	state.Started()
 	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
-		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry})
+		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry, Registry: o.Registry})
 	if err != nil {
 		w.Stop()
 		_ = closeBroker()
@@ -285,6 +285,8 @@ type API struct {
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
 	Telemetry *telemetry.Telemetry
+	// Registry, when set, is the worker's registry: the chat page suggests its workflows.
+	Registry *workflows.Registry
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
@@ -322,7 +324,8 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
-	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger}
+	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
+		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow}
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)
 	}
