@@ -104,6 +104,18 @@ func TestCheckpointRouteKortyxShapes(t *testing.T) {
 		}
 	}
 
+	// An id naming a session that does not exist: get null, rollback and fork 404.
+	ghost := "cp-0b7e2a4c-5d6f-4a1b-9c8d-7e6f5a4b3c2d@ghost-" + c.tq
+	status, body = c.rawCheckpoints(t, map[string]any{"action": "get", "checkpointId": ghost})
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, "null\n", body)
+	for _, action := range []string{"rollback", "fork"} {
+		status, body = c.rawCheckpoints(t, map[string]any{"action": action, "checkpointId": ghost})
+		require.Equal(t, http.StatusNotFound, status, "%s: %s", action, body)
+		require.Contains(t, body, `"code":"NOT_FOUND"`, action)
+		require.Contains(t, body, `not found`, action)
+	}
+
 	// A fork onto a session that exists.
 	other := "shapes-other-" + c.tq
 	require.Equal(t, http.StatusOK, c.send(t, prompt(other, "o1", testagents.EchoWorkflow, "hi")).Status)
