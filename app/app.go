@@ -229,7 +229,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	state := &WorkerState{}
 	state.Started()
 	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
-		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry, Registry: o.Registry})
+		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry, Registry: o.Registry, CORSOrigins: cfg.CORSOrigins})
 	if err != nil {
 		w.Stop()
 		_ = closeBroker()
@@ -287,10 +287,14 @@ type API struct {
 	Telemetry *telemetry.Telemetry
 	// Registry, when set, is the worker's registry: the chat page suggests its workflows.
 	Registry *workflows.Registry
+	// CORSOrigins, when not empty, are the origins whose browser pages may call the chat, stop
+	// and checkpoint routes ([chat.CORS]): pass [Config.CORSOrigins].
+	CORSOrigins []string
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
-// /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
+// /api/chat/stop), the checkpoint route at /api/checkpoints and /api/chat/checkpoints (the
+// checkpointEndpoint of Kortyx's example app), run streams at
 // /v1/runs/{runID}/stream, liveness at /healthz ({"status":"ok"}) and readiness at /readyz
 // ([Readiness]: Temporal answers, the broker answers when it has a Ping, the worker polls).
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
@@ -306,15 +310,19 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
+	var cors *chat.CORS
+	if len(api.CORSOrigins) > 0 {
+		cors = &chat.CORS{AllowedOrigins: api.CORSOrigins}
+	}
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
 	}
-	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger})
+	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -323,7 +331,8 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat", chatRoute)
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
-	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
+	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
+	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c), Logger: logger})
 	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
 		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow}
 	if api.Codec != nil {

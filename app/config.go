@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -78,6 +79,11 @@ type Config struct {
 	// directory .kortyx/payloads; nil (every message inline) with a Temporal address and no
 	// store, or with KORTYX_MESSAGE_REFS=false.
 	Messages *codec.Codec
+	// CORSOrigins are the origins whose browser pages may call the HTTP API's chat, stop and
+	// checkpoint routes ([chat.CORS] AllowedOrigins): in dev mode the loopback origins
+	// [DevCORSOrigins], then the comma-separated list KORTYX_CORS_ORIGINS
+	// ("https://app.example.com,http://10.0.0.5:*"; "*" allows any origin), in any mode.
+	CORSOrigins []string
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -130,6 +136,14 @@ func ConfigFromEnv() Config {
 	if c.Root == "" {
 		c.Root = projectRoot()
 	}
+	if c.DevMode() {
+		c.CORSOrigins = DevCORSOrigins()
+	}
+	origins, err := parseOrigins(os.Getenv("KORTYX_CORS_ORIGINS"))
+	if err != nil {
+		c.fail(err)
+	}
+	c.CORSOrigins = append(c.CORSOrigins, origins...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Redis store's first ping
 	cd, err := codec.FromEnv(ctx, filepath.Join(c.Root, ".kortyx", "payloads"))
 	cancel()
@@ -141,6 +155,33 @@ func ConfigFromEnv() Config {
 		c.fail(err)
 	}
 	return c
+}
+
+// DevCORSOrigins are the origins a dev-mode HTTP API allows by CORS: pages served from
+// loopback on any port (http://localhost:*, http://127.0.0.1:*, http://[::1]:*).
+func DevCORSOrigins() []string {
+	return []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}
+}
+
+// parseOrigins reads KORTYX_CORS_ORIGINS: origins separated by commas, each "*" or
+// scheme://host with an optional port (or ":*": any port), no path.
+func parseOrigins(v string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if o != "*" {
+			u, err := url.Parse(strings.Replace(o, ":*", "", 1))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil ||
+				strings.Count(o, "*") > 1 || (strings.Contains(o, "*") && !strings.HasSuffix(o, ":*")) {
+				return nil, fmt.Errorf("kortyx: KORTYX_CORS_ORIGINS: %q is not an origin: give origins such as https://app.example.com or http://localhost:* (any port), separated by commas, or *", o)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // messageStore sets c.Messages (see [Config.Messages]).

@@ -63,7 +63,8 @@ func ServeAPIOnly(ctx context.Context, cfg Config, logger *slog.Logger, defaultW
 		return err
 	}
 	_, addr, err := ServeHTTP(ctx, cfg.ListenAddr(), API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.PayloadCodec()})
+		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.PayloadCodec(),
+		CORSOrigins: cfg.CORSOrigins})
 	if err != nil {
 		return err
 	}
@@ -78,6 +79,6 @@ func ServeAPIOnly(ctx context.Context, cfg Config, logger *slog.Logger, defaultW
 // (programs and tests read it).
 func LogAPI(logger *slog.Logger, addr string) {
 	logger.Info("kortyx worker: HTTP API", "addr", "http://"+addr,
-		"routes", "chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream, /healthz, /readyz",
+		"routes", "chat /api/chat, checkpoints /api/checkpoints (and /api/chat/checkpoints), streams /v1/runs/{runID}/stream, /healthz, /readyz",
 		"auth", "none: development API")
 }

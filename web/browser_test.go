@@ -405,7 +405,7 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.SendKeys(chromedp.CSS("#inspect-run"), supportRun), chromedp.Click(chromedp.CSS(`#inspect-form button`)))
 		p.run(chromedp.WaitVisible(chromedp.CSS(`#timeline .totals`)))
 		// Durations and checkpoint ids differ from run to run.
-		ms, cp := regexp.MustCompile(`\d+ ms`), regexp.MustCompile(`cp-[0-9a-f-]{36}`)
+		ms, cp := regexp.MustCompile(`\d+ ms`), regexp.MustCompile(`cp-[0-9a-f-]{36}(@\S+)?`)
 		var got []string
 		for _, s := range p.allTexts("#timeline li") {
 			got = append(got, cp.ReplaceAllString(ms.ReplaceAllString(s, "N ms"), "cp-ID"))

@@ -172,7 +172,7 @@ func run(apiOnly bool, wo worker.Options) error {
 		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
 			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace,
-			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec(), Registry: reg})
+			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec(), Registry: reg, CORSOrigins: cfg.CORSOrigins})
 		if err != nil {
 			return err
 		}
