@@ -97,7 +97,8 @@ func (t *Temporal) Close() {
 }
 
 // Connect reaches Temporal for a program that hosts workers: in dev mode ([Config.DevMode]) it starts
-// the dev server (progress to out; cfg.TemporalAddress is set to its address), otherwise it
+// the dev server (progress to out; cfg.TemporalAddress is set to its address, and
+// cfg.StickyCacheSize to [DefaultDevStickyCacheSize] when it is 0), otherwise it
 // registers the search attributes the namespace lacks.
 func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
 	if err := cfg.Err(); err != nil {
@@ -111,6 +112,9 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 		}
 		t.Dev = srv
 		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+		if cfg.StickyCacheSize == 0 {
+			cfg.StickyCacheSize = DefaultDevStickyCacheSize // still dev mode's, with the address set
+		}
 		// The dev server is plain gRPC: an API key or TLS settings without an address are not
 		// for it.
 		cfg.Temporal = envconfig.ClientConfigProfile{}
@@ -170,8 +174,14 @@ func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflo
 // default of 10,000 does not bound in practice.
 const DefaultDevStickyCacheSize = 200
 
-// stickyCacheSize is the sticky cache size NewWorker sets (0: leave the SDK's).
-func (c Config) stickyCacheSize() int {
+// SDKStickyCacheSize is the Temporal SDK's default sticky workflow cache size.
+const SDKStickyCacheSize = 10_000
+
+// StickyCache returns the sticky workflow cache size the process's workers use: c's
+// [Config.StickyCacheSize], else [DefaultDevStickyCacheSize] in dev mode, else 0 (the SDK's
+// default, [SDKStickyCacheSize]). [NewWorker] sets it; a program that creates its workers with
+// worker.New calls worker.SetStickyWorkflowCacheSize with it first.
+func (c Config) StickyCache() int {
 	if c.StickyCacheSize > 0 {
 		return c.StickyCacheSize
 	}
@@ -186,7 +196,7 @@ func (c Config) stickyCacheSize() int {
 // workflow cache size from cfg ([Config.StickyCacheSize]); the size applies when no other
 // worker of the process is running.
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
-	if n := cfg.stickyCacheSize(); n > 0 {
+	if n := cfg.StickyCache(); n > 0 {
 		worker.SetStickyWorkflowCacheSize(n)
 	}
 	o := worker.Options{}

@@ -254,17 +254,17 @@ func TestConfigStickyCache(t *testing.T) {
 	cfg := app.ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Zero(t, cfg.StickyCacheSize)
-	require.Equal(t, app.DefaultDevStickyCacheSize, app.StickyCacheSize(cfg))
+	require.Equal(t, app.DefaultDevStickyCacheSize, cfg.StickyCache())
 	require.Equal(t, 200, app.DefaultDevStickyCacheSize)
 
 	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
 	cfg = app.ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.Zero(t, app.StickyCacheSize(cfg), "outside dev mode the SDK's default stays")
+	require.Zero(t, cfg.StickyCache(), "outside dev mode the SDK's default stays")
 
 	t.Setenv("KORTYX_STICKY_CACHE", "64")
 	cfg = app.ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, 64, cfg.StickyCacheSize)
-	require.Equal(t, 64, app.StickyCacheSize(cfg))
+	require.Equal(t, 64, cfg.StickyCache())
 }
