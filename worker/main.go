@@ -161,7 +161,9 @@ func run(apiOnly bool, wo worker.Options) error {
 		fatal <- err
 	}
 	tel.WorkerOptions(&wo) // tracing of workflows and activities
-	sticky := cfg.StickyCache() // KORTYX_STICKY_CACHE; dev mode: app.DefaultDevStickyCacheSize
+
+	// The sticky workflow cache: KORTYX_STICKY_CACHE; in dev mode app.DefaultDevStickyCacheSize.
+	sticky := cfg.StickyCache()
 	if sticky > 0 {
 		worker.SetStickyWorkflowCacheSize(sticky)
 	} else {
