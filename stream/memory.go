@@ -63,8 +63,9 @@ func WithMaxEntriesPerRun(n int) MemoryOption {
 // polling. Create it with [NewMemory]; it is safe for concurrent use.
 //
 // Each retained entry costs about 700 bytes plus its payload and key, so the worst case of the
-// defaults (1000 runs of 100 000 entries) is far above what most processes can hold: size the
-// bounds for the expected load. Evicted and forgotten runs are lost, keys and offsets included.
+// defaults (256 runs of 20,000 entries) is far above what most processes can hold: size the
+// bounds for the expected load. A finished run is dropped after the retention ([WithRetention]).
+// Evicted, expired and forgotten runs are lost, keys and offsets included.
 type Memory struct {
 	maxRuns    int
 	maxEntries int
