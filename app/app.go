@@ -97,7 +97,8 @@ func (t *Temporal) Close() {
 }
 
 // Connect reaches Temporal for a program that hosts workers: in dev mode ([Config.DevMode]) it starts
-// the dev server (progress to out; cfg.TemporalAddress is set to its address), otherwise it
+// the dev server (progress to out; cfg.TemporalAddress is set to its address, and
+// cfg.StickyCacheSize to [DefaultDevStickyCacheSize] when it is 0), otherwise it
 // registers the search attributes the namespace lacks.
 func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
 	if err := cfg.Err(); err != nil {
@@ -111,6 +112,9 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 		}
 		t.Dev = srv
 		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+		if cfg.StickyCacheSize == 0 {
+			cfg.StickyCacheSize = DefaultDevStickyCacheSize // still dev mode's, with the address set
+		}
 		// The dev server is plain gRPC: an API key or TLS settings without an address are not
 		// for it.
 		cfg.Temporal = envconfig.ClientConfigProfile{}
@@ -164,9 +168,37 @@ func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflo
 	return reg, nil
 }
 
+// DefaultDevStickyCacheSize is the sticky workflow cache of a dev-mode process (see
+// [Config.StickyCacheSize]). A cached idle chat session costs from about 40 KB of heap (a short
+// hello session) to 400 KB (one with a 100 KB prompt; docs/performance.md), which the SDK's
+// default of 10,000 does not bound in practice.
+const DefaultDevStickyCacheSize = 200
+
+// SDKStickyCacheSize is the Temporal SDK's default sticky workflow cache size.
+const SDKStickyCacheSize = 10_000
+
+// StickyCache returns the sticky workflow cache size the process's workers use: c's
+// [Config.StickyCacheSize], else [DefaultDevStickyCacheSize] in dev mode, else 0 (the SDK's
+// default, [SDKStickyCacheSize]). [NewWorker] sets it; a program that creates its workers with
+// worker.New calls worker.SetStickyWorkflowCacheSize with it first.
+func (c Config) StickyCache() int {
+	if c.StickyCacheSize > 0 {
+		return c.StickyCacheSize
+	}
+	if c.DevMode() {
+		return DefaultDevStickyCacheSize
+	}
+	return 0
+}
+
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
-// and acts registered; register more before calling Start.
+// and acts registered; register more before calling Start. It first sets the process's sticky
+// workflow cache size from cfg ([Config.StickyCacheSize]); the size applies when no other
+// worker of the process is running.
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
+	if n := cfg.StickyCache(); n > 0 {
+		worker.SetStickyWorkflowCacheSize(n)
+	}
 	o := worker.Options{}
 	cfg.Telemetry.WorkerOptions(&o)
 	w := worker.New(c, cfg.TaskQueue, o)
@@ -247,7 +279,8 @@ func (s *Stack) Stop() {
 }
 
 // OpenBroker opens the stream broker of cfg: the Redis broker at cfg.RedisURL (KORTYX_REDIS_URL)
-// with cfg.StreamRetention, else a new in-memory broker. Call the returned function to close it.
+// with cfg.StreamRetention, else a new in-memory broker with that retention and
+// cfg.StreamMaxRuns. Call the returned function to close it.
 func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
 	if cfg.RedisURL != "" {
 		b, err := redisstream.New(ctx, redisstream.Options{URL: cfg.RedisURL, Retention: cfg.StreamRetention})
@@ -256,7 +289,7 @@ func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, e
 		}
 		return b, b.Close, nil
 	}
-	return stream.NewMemory(), func() error { return nil }, nil
+	return stream.NewMemory(stream.WithRetention(cfg.StreamRetention), stream.WithMaxRuns(cfg.StreamMaxRuns)), func() error { return nil }, nil
 }
 
 // API is what the development HTTP API serves.

@@ -51,8 +51,17 @@ type Config struct {
 	// RedisURL is KORTYX_REDIS_URL: the Redis stream broker ("" keeps the in-memory broker).
 	RedisURL string
 	// StreamRetention is KORTYX_STREAM_RETENTION (a Go duration, e.g. 24h; 0: the broker's
-	// default): how long a finished run's stream stays readable in Redis.
+	// default, 24h in Redis and stream.DefaultMemoryRetention in memory; < 0: never): how long
+	// a finished run's stream stays readable after its final done.
 	StreamRetention time.Duration
+	// StreamMaxRuns is KORTYX_STREAM_MAX_RUNS: how many runs' streams the in-memory broker keeps
+	// (0: stream.DefaultMaxRuns); beyond it the least recently published run is dropped.
+	StreamMaxRuns int
+	// StickyCacheSize is KORTYX_STICKY_CACHE: how many workflow executions the process's
+	// workers keep in memory between workflow tasks (worker.SetStickyWorkflowCacheSize; an
+	// evicted one is replayed from its history at its next task). 0: [DefaultDevStickyCacheSize]
+	// in dev mode, the SDK's default (10,000) otherwise.
+	StickyCacheSize int
 	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".
 	LogFormat string
 	// LogLevel is KORTYX_LOG_LEVEL: debug, info (default), warn or error.
@@ -108,6 +117,20 @@ func ConfigFromEnv() Config {
 		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
 		DevDB:      "temporal.db",
 		Root:       os.Getenv("KORTYX_ROOT"),
+	}
+	if v := os.Getenv("KORTYX_STREAM_MAX_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			c.fail(fmt.Errorf("kortyx: KORTYX_STREAM_MAX_RUNS=%q is not a positive number of runs, such as 256", v))
+		}
+		c.StreamMaxRuns = n
+	}
+	if v := os.Getenv("KORTYX_STICKY_CACHE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			c.fail(fmt.Errorf("kortyx: KORTYX_STICKY_CACHE=%q is not a positive number of workflow executions, such as 1000", v))
+		}
+		c.StickyCacheSize = n
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
 	if err != nil {

@@ -22,8 +22,9 @@ type SessionIndex struct {
 	order []string
 }
 
-// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps.
-const DefaultSessionIndexSize = 100_000
+// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps: about
+// 320 bytes each (a cp-<uuid> id and a uuid session id), so at most about 3.2 MB.
+const DefaultSessionIndexSize = 10_000
 
 // DefaultSessionIndex is the index of the handlers whose options name none.
 var DefaultSessionIndex = NewSessionIndex(DefaultSessionIndexSize)

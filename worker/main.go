@@ -161,6 +161,14 @@ func run(apiOnly bool, wo worker.Options) error {
 		fatal <- err
 	}
 	tel.WorkerOptions(&wo) // tracing of workflows and activities
+
+	// The sticky workflow cache: KORTYX_STICKY_CACHE; in dev mode app.DefaultDevStickyCacheSize.
+	sticky := cfg.StickyCache()
+	if sticky > 0 {
+		worker.SetStickyWorkflowCacheSize(sticky)
+	} else {
+		sticky = app.SDKStickyCacheSize
+	}
 	w := worker.New(t.Client, cfg.TaskQueue, wo)
 	if !wo.DisableWorkflowWorker { // --poll activities: the SDK refuses workflows on a worker that polls none
 		workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
@@ -188,7 +196,7 @@ func run(apiOnly bool, wo worker.Options) error {
 		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
 	}
 	state.Started()
-	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo))
+	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo), "sticky_cache", sticky)
 	select {
 	case <-ctx.Done(): // Ctrl-C or SIGTERM
 		err = nil

@@ -23,8 +23,10 @@ func TestDevModeChatPageLinksTheDevServerUI(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := startProcess(t, taskQueue(t), nil, "TEMPORAL_ADDRESS=", "KORTYX_ROOT="+t.TempDir(), "TEMPORAL_CLI_PATH="+tcliPath,
-				"KORTYX_DEV_PORT=0", "KORTYX_DEV_UI_PORT="+c.uiPort, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_TEMPORAL_UI_URL=")
+				"KORTYX_DEV_PORT=0", "KORTYX_DEV_UI_PORT="+c.uiPort, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_TEMPORAL_UI_URL=", "KORTYX_STICKY_CACHE=")
 			base := p.apiURL(t)
+			require.Equal(t, "200", logAttr(p.until(t, `msg="kortyx worker: polling task queue"`), "sticky_cache"),
+				"dev mode bounds the sticky cache (app.DefaultDevStickyCacheSize)")
 			resp, err := http.Get(base + "/api/config")
 			require.NoError(t, err)
 			defer resp.Body.Close()
