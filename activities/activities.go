@@ -400,12 +400,37 @@ func (p *textPublisher) end(ctx context.Context) error {
 	return p.publish(ctx, p.seg, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
 }
 
-// KeepAliveInterval is how often the model and tool activities heartbeat while they run.
-const KeepAliveInterval = time.Second
+// KeepAliveInterval is how often the model and tool activities heartbeat while they run. The
+// SDK sends at most one heartbeat per throttle interval ([HeartbeatThrottle] on a worker set up
+// with [WorkerOptions]) and keeps the latest details of the calls in between.
+const KeepAliveInterval = 200 * time.Millisecond
+
+// HeartbeatThrottle is the longest pause between two heartbeats that a worker set up with
+// [WorkerOptions] sends for a running activity. The SDK delivers a cancellation to an activity
+// only in the answer to a heartbeat, and by default sends one per 80% of the heartbeat timeout
+// (8 s for a model pass or a tool call): a stopped or cancelled run's model request would keep
+// running (and billing) that long.
+const HeartbeatThrottle = 500 * time.Millisecond
+
+// WorkerOptions sets what the activities need of the worker that runs them: when
+// o.MaxHeartbeatThrottleInterval is unset, [HeartbeatThrottle], so that a model pass or a tool
+// call of a stopped or cancelled run is cancelled (its provider request aborted) within about
+// half a second. Cost: at most two heartbeat calls a second per running model pass or tool call.
+// app.NewWorker and the worker program call it; call it on the options of a worker of your own:
+//
+//	wo := worker.Options{}
+//	activities.WorkerOptions(&wo)
+//	w := worker.New(c, contracts.DefaultTaskQueue, wo)
+func WorkerOptions(o *worker.Options) {
+	if o.MaxHeartbeatThrottleInterval == 0 {
+		o.MaxHeartbeatThrottleInterval = HeartbeatThrottle
+	}
+}
 
 // keepAlive heartbeats every KeepAliveInterval until the returned stop is called, whatever the
-// provider or the tool is doing: the activity learns of a cancellation (and Temporal of a dead
-// worker) within its heartbeat timeout. Outside an activity it does nothing.
+// provider or the tool is doing: the activity learns of a cancellation within the worker's
+// heartbeat throttle ([WorkerOptions]), and Temporal of a dead worker within the heartbeat
+// timeout. Outside an activity it does nothing.
 func keepAlive(ctx context.Context) (stop func()) { return keepAliveWith(ctx, nil) }
 
 // keepAliveWith is keepAlive whose heartbeats carry details() (a heartbeat replaces the

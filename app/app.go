@@ -169,6 +169,7 @@ func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflo
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
 	o := worker.Options{}
 	cfg.Telemetry.WorkerOptions(&o)
+	activities.WorkerOptions(&o) // cancellations reach running model passes within 0.5 s
 	w := worker.New(c, cfg.TaskQueue, o)
 	workflows.NewRunner(reg).Register(w)
 	acts.Register(w)

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/telemetry"
@@ -160,7 +161,8 @@ func run(apiOnly bool, wo worker.Options) error {
 		state.Stopped()
 		fatal <- err
 	}
-	tel.WorkerOptions(&wo) // tracing of workflows and activities
+	tel.WorkerOptions(&wo)        // tracing of workflows and activities
+	activities.WorkerOptions(&wo) // cancellations reach running model passes within 0.5 s
 	w := worker.New(t.Client, cfg.TaskQueue, wo)
 	if !wo.DisableWorkflowWorker { // --poll activities: the SDK refuses workflows on a worker that polls none
 		workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
