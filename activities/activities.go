@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kortyx-go/kortyx/codec"
@@ -187,6 +188,8 @@ type passProgress struct {
 	Used bool `json:"used,omitempty"`
 	// Fields: structured fields were published and not invalidated yet.
 	Fields bool `json:"fields,omitempty"`
+	// Failures counts the provider errors of the earlier attempts (failures.go).
+	Failures int `json:"failures,omitempty"`
 }
 
 // progress is the passProgress of the running attempt, shared with its keep-alive heartbeats.
@@ -312,7 +315,17 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		if ctx.Err() != nil {
 			return contracts.ModelResponse{}, ctx.Err()
 		}
-		return contracts.ModelResponse{}, providerError(err)
+		what := "model " + ref.Provider
+		if ref.Model != "" {
+			what += ":" + ref.Model
+		}
+		fc := failureCap{max: in.MaxFailures, prior: prog.v.Failures, what: what,
+			runID: in.RunID, key: "r:" + in.OpID + ":" + in.SegmentID, chunk: contracts.Chunk{Node: in.Node, ID: in.HookID, OpID: in.OpID},
+			record: func(n int) {
+				prog.set(func(p *passProgress) { p.Failures = n })
+				activity.RecordHeartbeat(ctx, prog.get())
+			}}
+		return contracts.ModelResponse{}, fc.apply(ctx, a, providerError(err))
 	}
 	if fields != nil {
 		if err := fields.close(ctx); err != nil {
@@ -491,16 +504,46 @@ const toolRetryType = "TOOL_RETRY"
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res contracts.ToolResult, err error) {
 	ctx, span := a.startTool(ctx, in)
 	defer func() { a.endTool(ctx, span, in, res, err) }()
-	defer keepAlive(ctx)()
+	var fails atomic.Int64
+	fails.Store(int64(priorToolFailures(ctx)))
+	prior := int(fails.Load())
+	defer keepAliveWith(ctx, func() any { return callProgress{Failures: int(fails.Load())} })()
 	res, err = a.tool(ctx, in)
 	if err != nil {
-		return res, localTimeout(ctx, err)
+		err = localTimeout(ctx, err)
+		if in.MaxFailures <= 0 {
+			return res, err
+		}
+		runID := in.Stream
+		if runID == "" {
+			runID = in.RunID
+		}
+		fc := failureCap{max: in.MaxFailures, prior: prior, what: in.Tool,
+			runID: runID, key: "r:" + in.IdempotencyKey, chunk: contracts.Chunk{Node: in.Node, Tool: in.Tool, ToolCallID: in.ToolCallID},
+			record: func(n int) {
+				fails.Store(int64(n))
+				activity.RecordHeartbeat(ctx, callProgress{Failures: n})
+			}}
+		return res, fc.apply(ctx, a, toolFailure(ctx, err))
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {
 		return contracts.ToolResult{}, contracts.ToTemporal(err)
 	}
 	return res, nil
+}
+
+// toolFailure is err as an ApplicationError when it is a plain error (an MCP server that cannot
+// be reached), as Temporal would report it, so that it counts as one of the call's failures:
+// retryable, of type [toolRetryType] (its text may hold anything). Cancellations, timeouts and
+// ApplicationErrors come back unchanged.
+func toolFailure(ctx context.Context, err error) error {
+	var ae *temporal.ApplicationError
+	var te *temporal.TimeoutError
+	if ctx.Err() != nil || errors.As(err, &ae) || errors.As(err, &te) || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), toolRetryType, temporal.ApplicationErrorOptions{Cause: err})
 }
 
 func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
