@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/kortyxwire"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
@@ -18,11 +20,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// statusMessages are the messages of the status chunks among chunks.
-func statusMessages(chunks []contracts.Chunk) []string {
+// statusMessages are the messages of the status chunks among chunks, each checked against
+// Kortyx's chunk schema.
+func statusMessages(t *testing.T, chunks []contracts.Chunk) []string {
+	t.Helper()
 	var out []string
 	for _, c := range chunks {
 		if c.Type == contracts.ChunkStatus {
+			var kc kortyxwire.Chunk
+			require.NoError(t, json.Unmarshal(must(json.Marshal(c)), &kc))
+			require.NoError(t, kortyxwire.Check(kc))
 			out = append(out, c.Message)
 		}
 	}
@@ -66,7 +73,7 @@ func TestFailingToolIsCappedAtThreeCalls(t *testing.T) {
 			require.Equal(t, []string{
 				"db_query failed (attempt 1 of 3), retrying in 1 s",
 				"db_query failed (attempt 2 of 3), retrying in 2 s",
-			}, statusMessages(chunks))
+			}, statusMessages(t, chunks))
 			st := chunks[1]
 			require.Equal(t, "agent", st.Node)
 			require.Equal(t, "db_query", st.Tool)
@@ -103,7 +110,7 @@ func TestFailingProviderIsCappedAtFivePasses(t *testing.T) {
 	for n := 1; n <= 4; n++ {
 		want = append(want, "model fake:test failed (attempt "+string(rune('0'+n))+" of 5), retrying in 1 s")
 	}
-	require.Equal(t, want, statusMessages(chunks))
+	require.Equal(t, want, statusMessages(t, chunks))
 	require.Equal(t, "agent", chunks[0].Node)
 	require.Equal(t, "reason", chunks[0].ID)
 	require.Equal(t, contracts.CodeProviderHTTPError, chunks[4].Failure.Code)
