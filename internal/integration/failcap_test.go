@@ -6,10 +6,12 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/kortyxwire"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -17,7 +19,9 @@ import (
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/tools"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 )
 
 // statusMessages are the messages of the status chunks among chunks, each checked against
@@ -114,4 +118,52 @@ func TestFailingProviderIsCappedAtFivePasses(t *testing.T) {
 	require.Equal(t, "agent", chunks[0].Node)
 	require.Equal(t, "reason", chunks[0].ID)
 	require.Equal(t, contracts.CodeProviderHTTPError, chunks[4].Failure.Code)
+}
+
+// Item 17: an attempt lost to a timeout (here the first one, which outlives the tool's 2 s
+// Timeout, as an attempt of a dead worker outlives its heartbeat timeout) does not count
+// against the cap: the call fails twice after it, is retried (status "attempt 1 of 3", "attempt
+// 2 of 3") and succeeds on Temporal's fourth attempt, which a cap of 3 attempts would not
+// have reached.
+func TestLostAttemptDoesNotCountAgainstTheCap(t *testing.T) {
+	var calls atomic.Int32
+	flaky, err := tools.Func("db_query", "Queries the orders database.", `{"type":"object"}`,
+		func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
+			switch calls.Add(1) {
+			case 1: // lost: runs until the attempt's timeout
+				<-ctx.Done()
+				return "", ctx.Err()
+			case 2, 3:
+				return "", tools.Retryable(errors.New("connection refused"))
+			}
+			return "42 orders", nil
+		})
+	require.NoError(t, err)
+	set, err := tools.NewSet(flaky)
+	require.NoError(t, err)
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(&workflows.Definition{ID: "lostagent", Version: "1",
+		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "reason", Model: contracts.Model("fake:test"), Input: in.Text(),
+				Tools: []string{"db_query"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All, Timeout: 2 * time.Second}})
+			return workflows.NodeResult{Data: map[string]any{"answer": res.Text}}, err
+		}}},
+		Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}))
+	e := &inproc{c: tc, broker: stream.NewMemory(), tq: taskQueue(t)}
+	w := app.NewWorker(e.c, app.Config{TaskQueue: e.tq}, reg, &activities.Activities{Stream: e.broker, Tools: set,
+		Providers: providers.NewSet(fake.New(fake.Call("db_query", `{}`), fake.Text("There are 42 orders.")).WithID("fake"))})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	run := startRun(t, e.c, e.tq, "lostagent", "count the orders")
+	res, err := result(t, run)
+	require.NoError(t, err)
+	require.Equal(t, "There are 42 orders.", res.State.Data["answer"])
+	require.EqualValues(t, 4, calls.Load(), "one lost attempt, two failures, one success")
+	chunks, _ := nextResponse(t, e.follow, run.GetID(), 0)
+	require.Equal(t, []string{"tool-call-start", "status", "status", "tool-call-result", "text-start", "text-delta", "text-delta", "text-delta", "text-delta", "text-end", "done"}, types(chunks))
+	require.Equal(t, []string{
+		"db_query failed (attempt 1 of 3), retrying in 1 s",
+		"db_query failed (attempt 2 of 3), retrying in 2 s",
+	}, statusMessages(t, chunks))
 }
