@@ -440,14 +440,11 @@ func WorkerOptions(o *worker.Options) {
 	}
 }
 
-// keepAlive heartbeats every KeepAliveInterval until the returned stop is called, whatever the
-// provider or the tool is doing: the activity learns of a cancellation within the worker's
+// keepAliveWith heartbeats every KeepAliveInterval until the returned stop is called, whatever
+// the provider or the tool is doing: the activity learns of a cancellation within the worker's
 // heartbeat throttle ([WorkerOptions]), and Temporal of a dead worker within the heartbeat
-// timeout. Outside an activity it does nothing.
-func keepAlive(ctx context.Context) (stop func()) { return keepAliveWith(ctx, nil) }
-
-// keepAliveWith is keepAlive whose heartbeats carry details() (a heartbeat replaces the
-// details of the previous one).
+// timeout. Its heartbeats carry details() (a heartbeat replaces the details of the previous
+// one; nil: none). Outside an activity it does nothing.
 func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}

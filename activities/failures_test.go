@@ -19,9 +19,9 @@ import (
 )
 
 // failingToolCall runs one attempt of a call of a tool that always fails retryably, with the
-// heartbeat details an earlier attempt left (nil: none), and returns the attempt's error and
-// the status chunks it published.
-func failingToolCall(t *testing.T, details any) (error, []contracts.Chunk) {
+// heartbeat details an earlier attempt left (nil: none), and returns the status chunks the
+// attempt published and its error.
+func failingToolCall(t *testing.T, details any) ([]contracts.Chunk, error) {
 	t.Helper()
 	failing, err := tools.Func("db_query", "Queries.", `{"type":"object"}`,
 		func(ctx context.Context, call tools.Call, in map[string]any) (string, error) {
@@ -47,7 +47,7 @@ func failingToolCall(t *testing.T, details any) (error, []contracts.Chunk) {
 	for _, e := range entries {
 		chunks = append(chunks, e.Chunk)
 	}
-	return err, chunks
+	return chunks, err
 }
 
 // The count of a tool call's own failures comes from the heartbeat details of the earlier
@@ -55,7 +55,7 @@ func failingToolCall(t *testing.T, details any) (error, []contracts.Chunk) {
 // the count it started with (here: one failure before it), so the next failure is the second
 // of three; the third is final (non-retryable, the tool's type).
 func TestToolFailuresCountFromHeartbeatDetails(t *testing.T) {
-	err, chunks := failingToolCall(t, nil)
+	chunks, err := failingToolCall(t, nil)
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
 	require.False(t, ae.NonRetryable())
@@ -63,14 +63,14 @@ func TestToolFailuresCountFromHeartbeatDetails(t *testing.T) {
 	require.Equal(t, []contracts.Chunk{{Type: contracts.ChunkStatus, Node: "agent", Tool: "db_query", ToolCallID: "call-1",
 		Message: "db_query failed (attempt 1 of 3), retrying in 1 s"}}, chunks)
 
-	err, chunks = failingToolCall(t, map[string]int{"failures": 1})
+	chunks, err = failingToolCall(t, map[string]int{"failures": 1})
 	require.ErrorAs(t, err, &ae)
 	require.False(t, ae.NonRetryable())
 	require.Equal(t, 2*time.Second, ae.NextRetryDelay())
 	require.Len(t, chunks, 1)
 	require.Equal(t, "db_query failed (attempt 2 of 3), retrying in 2 s", chunks[0].Message)
 
-	err, chunks = failingToolCall(t, map[string]int{"failures": 2})
+	chunks, err = failingToolCall(t, map[string]int{"failures": 2})
 	require.ErrorAs(t, err, &ae)
 	require.True(t, ae.NonRetryable())
 	require.Equal(t, "TOOL_RETRY", ae.Type())

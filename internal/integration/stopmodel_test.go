@@ -83,9 +83,9 @@ func (w *watchedServer) waitArrived(t *testing.T) {
 func waitHeartbeat(t *testing.T, runID string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "the model pass to heartbeat", func() bool {
-		d, err := tc.DescribeWorkflowExecution(context.Background(), runID, "")
+		d, err := tc.DescribeWorkflow(context.Background(), runID, "")
 		require.NoError(t, err)
-		for _, a := range d.GetPendingActivities() {
+		for _, a := range d.RawResponse.GetPendingActivities() {
 			if a.GetActivityType().GetName() == contracts.ModelActivityName && a.GetLastHeartbeatTime() != nil {
 				return true
 			}
