@@ -201,6 +201,7 @@ func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activ
 	}
 	o := worker.Options{}
 	cfg.Telemetry.WorkerOptions(&o)
+	activities.WorkerOptions(&o) // cancellations reach running model passes within 0.5 s
 	w := worker.New(c, cfg.TaskQueue, o)
 	workflows.NewRunner(reg).Register(w)
 	acts.Register(w)

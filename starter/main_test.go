@@ -171,6 +171,19 @@ func TestInvalidatedTextIsMentionedOnlyWhenShown(t *testing.T) {
 		"chat: Hello brave world\n", b.String())
 }
 
+// A status chunk (a failed call is retried) is printed on a line of its own.
+func TestStatusIsPrinted(t *testing.T) {
+	var b bytes.Buffer
+	p := newPrinter(&b, false)
+	for _, c := range []contracts.Chunk{
+		{Type: contracts.ChunkToolCallStart, Tool: "db_query", Input: []byte(`{}`)},
+		{Type: contracts.ChunkStatus, Node: "agent", Tool: "db_query", Message: "db_query failed (attempt 1 of 3), retrying in 1 s"},
+	} {
+		p.chunk(c)
+	}
+	require.Equal(t, "→ db_query {}\n… db_query failed (attempt 1 of 3), retrying in 1 s\n", b.String())
+}
+
 func TestReplayNeedsOneSource(t *testing.T) {
 	for _, args := range [][]string{{"replay"}, {"replay", "--workflow", "w", "--history", "h.json"}, {"replay", "extra"}} {
 		_, errOut, code := runMain(t, args...)

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/telemetry"
@@ -160,7 +161,8 @@ func run(apiOnly bool, wo worker.Options) error {
 		state.Stopped()
 		fatal <- err
 	}
-	tel.WorkerOptions(&wo) // tracing of workflows and activities
+	tel.WorkerOptions(&wo)        // tracing of workflows and activities
+	activities.WorkerOptions(&wo) // cancellations reach running model passes within 0.5 s
 
 	// The sticky workflow cache: KORTYX_STICKY_CACHE; in dev mode app.DefaultDevStickyCacheSize.
 	sticky := cfg.StickyCache()
