@@ -65,7 +65,9 @@ type Config struct {
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
 	DevPort, DevUIPort int
-	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
+	// DevDB is the embedded server's SQLite file name under .kortyx/ (KORTYX_DEV_DB, default
+	// temporal.db): one dev server at a time uses a file, so a second dev worker of one
+	// checkout needs another.
 	DevDB string
 	// Codec is the payload codec of KORTYX_CODEC_KEYS, KORTYX_CODEC_KEY_ID,
 	// KORTYX_CODEC_COMPRESS and KORTYX_PAYLOAD_STORE ([codec.FromEnv]; nil: none, payloads are
@@ -100,7 +102,7 @@ func ConfigFromEnv() Config {
 		LogFormat:  envOr("KORTYX_LOG_FORMAT", "text"),
 		DevPort:    envInt("KORTYX_DEV_PORT", 7233),
 		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
-		DevDB:      "temporal.db",
+		DevDB:      envOr("KORTYX_DEV_DB", "temporal.db"),
 		Root:       os.Getenv("KORTYX_ROOT"),
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
@@ -118,6 +120,9 @@ func ConfigFromEnv() Config {
 			c.fail(fmt.Errorf("kortyx: KORTYX_STREAM_RETENTION=%q is not a duration such as 24h or 90m", v))
 		}
 		c.StreamRetention = d
+	}
+	if c.DevDB != filepath.Base(c.DevDB) || c.DevDB == "." || c.DevDB == ".." {
+		c.fail(fmt.Errorf("kortyx: KORTYX_DEV_DB=%q: use a file name (it is kept in .kortyx/), such as second.db", c.DevDB))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,14 +18,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// devServer starts a Temporal dev server of the test's own (the project's .tools/bin/temporal)
-// and a client of it.
+// devServer starts a Temporal dev server of the test's own, with the CLI the programs find
+// (devserver.Find: TEMPORAL_CLI_PATH, the project's .tools/bin, PATH), and a client of it.
 func devServer(t *testing.T) (*devserver.Server, app.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	root := app.ConfigFromEnv().Root
-	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: filepath.Join(root, ".tools", "bin", "temporal"), UIPort: -1})
+	bin, err := devserver.Find(app.ConfigFromEnv().Root)
+	require.NoError(t, err, "the Temporal CLI (make tools, or TEMPORAL_CLI_PATH)")
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Kill() })
 	return srv, app.Config{TemporalAddress: srv.Address(), Namespace: "default", TaskQueue: "health"}
