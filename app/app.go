@@ -315,6 +315,10 @@ type API struct {
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
 	Telemetry *telemetry.Telemetry
+	// NoWebPage leaves out the chat page and its routes ([web.Patterns]: the page, the session
+	// list and views, run timelines), which list every session of the namespace without
+	// authentication. The worker program sets it from [Config.WebPage] (KORTYX_WEB_PAGE).
+	NoWebPage bool
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
@@ -356,9 +360,11 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)
 	}
-	page := web.Handler(wo)
-	for _, p := range web.Patterns {
-		mux.Handle(p, page)
+	if !api.NoWebPage {
+		page := web.Handler(wo)
+		for _, p := range web.Patterns {
+			mux.Handle(p, page)
+		}
 	}
 	if api.Codec != nil {
 		var origins []string

@@ -44,6 +44,10 @@ type Config struct {
 	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
 	// [Config.ListenAddr].
 	HTTPAddr string
+	// WebPage is KORTYX_WEB_PAGE (true or false): whether the worker program's HTTP API serves
+	// the chat page and its routes, which list every session of the namespace without
+	// authentication ([API.NoWebPage]). Default: true in dev mode only.
+	WebPage bool
 	// HealthAddr is KORTYX_HEALTH_ADDR: where a worker that serves no HTTP API serves /healthz
 	// and /readyz alone (a container's healthcheck; "" serves nothing).
 	HealthAddr string
@@ -131,6 +135,14 @@ func ConfigFromEnv() Config {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {
 			c.fail(fmt.Errorf("kortyx: KORTYX_LOG_LEVEL=%q: use debug, info, warn or error", v))
 		}
+	}
+	c.WebPage = c.DevMode()
+	if v := os.Getenv("KORTYX_WEB_PAGE"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_WEB_PAGE=%q: use true or false", v))
+		}
+		c.WebPage = on
 	}
 	if c.Root == "" {
 		c.Root = projectRoot()

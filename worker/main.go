@@ -45,7 +45,7 @@ func main() {
 	probe := flag.String("probe", "", "GET `URL` and exit with 0 if it answers 200, else 1 (a container healthcheck without curl)")
 	poll := flag.String("poll", envOr("KORTYX_WORKER_POLL", "all"), "what the worker polls: `all` (workflow and activity tasks), workflows (workflow tasks and the local publish activity) or activities (model, tool and MCP list activities); env KORTYX_WORKER_POLL")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--api-only] | worker --probe URL\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--poll all|workflows|activities] | worker --api-only | worker --probe URL\n\n"+
 			"Runs a Kortyx worker (polls the task queue; serves the HTTP API when KORTYX_HTTP_ADDR is set, or in dev mode).\n\nflags:\n")
 		flag.PrintDefaults()
 	}
@@ -172,11 +172,11 @@ func run(apiOnly bool, wo worker.Options) error {
 		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
 			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace,
-			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec()})
+			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec(), NoWebPage: !cfg.WebPage})
 		if err != nil {
 			return err
 		}
-		app.LogAPI(logger, addr)
+		app.LogAPI(logger, addr, cfg.WebPage)
 	} else if cfg.HealthAddr != "" {
 		addr, err := app.ServeHealth(ctx, cfg.HealthAddr, t.Client, broker, state, logger)
 		if err != nil {
