@@ -358,11 +358,11 @@ func cmdCancel(ctx context.Context, args []string) error {
 	defer c.Close()
 	// A closed run is not cancelled again: an already cancelled one says so (exit 0, the
 	// asked-for state holds), one that ended otherwise is an error (exit 1) naming its status.
-	desc, err := c.DescribeWorkflowExecution(ctx, pos[0], "")
+	desc, err := c.DescribeWorkflow(ctx, pos[0], "")
 	if err != nil {
 		return err
 	}
-	switch st := desc.GetWorkflowExecutionInfo().GetStatus(); st {
+	switch st := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); st {
 	case enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
 	case enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
 		fmt.Printf("run %s is already cancelled\n", pos[0])
