@@ -115,7 +115,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	}
 	defer t.Close()
 	if t.Dev != nil {
-		logger.Info("kortyx worker: Temporal dev server ready", "address", t.Dev.Address(), "ui", uiURL(t), "data", ".kortyx/")
+		logger.Info("kortyx worker: Temporal dev server ready", "address", t.Dev.Address(), "ui", uiURL(t), "data", ".kortyx/", "pid", t.Dev.PID())
 	} else {
 		logger.Info("kortyx worker: connected to Temporal", "address", cfg.Address(), "namespace", cfg.Namespace)
 	}
@@ -189,11 +189,20 @@ func run(apiOnly bool, wo worker.Options) error {
 	}
 	state.Started()
 	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo))
+	var devExited <-chan struct{} // nil (never ready) without a dev server
+	if t.Dev != nil {
+		devExited = t.Dev.Done()
+	}
 	select {
 	case <-ctx.Done(): // Ctrl-C or SIGTERM
 		err = nil
 	case err = <-fatal:
 		err = fmt.Errorf("kortyx worker: the worker stopped: %w", err)
+	case <-devExited: // its own last words (exit status, output tail), not a guess
+		err = fmt.Errorf("kortyx worker: the Temporal dev server (pid %d) exited while the worker ran", t.Dev.PID())
+		if serr := t.Dev.Stop(); serr != nil {
+			err = fmt.Errorf("%w: %w", err, serr)
+		}
 	}
 	logger.Info("kortyx worker: stopping")
 	state.Stopped()
