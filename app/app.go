@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,10 +70,39 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 	})
 	if err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("kortyx: starting the Temporal dev server on port %d (set KORTYX_DEV_PORT to use another, or TEMPORAL_ADDRESS to use a running server): %w", cfg.DevPort, err)
+		return nil, devServerError(cfg, err)
 	}
 	go func() { <-srv.Done(); _ = logFile.Close() }()
 	return srv, nil
+}
+
+// devServerError says why the dev server of a dev-mode program did not start, in the
+// program's terms (its variables, not devserver.Options).
+func devServerError(cfg Config, err error) error {
+	var inUse *devserver.DBInUseError
+	switch {
+	case errors.As(err, &inUse):
+		db := inUse.DB
+		if wd, werr := os.Getwd(); werr == nil {
+			if rel, rerr := filepath.Rel(wd, db); rerr == nil && !strings.HasPrefix(rel, "..") {
+				db = rel
+			}
+		}
+		stop := "stop it (Ctrl-C where it runs)"
+		if inUse.PID > 0 {
+			stop = fmt.Sprintf("stop it (Ctrl-C where it runs, or kill %d)", inUse.PID)
+		}
+		return fmt.Errorf("kortyx: another dev worker uses the dev server database %s: %s, "+
+			"or give this one a database of its own and free ports: KORTYX_DEV_DB=second.db KORTYX_DEV_PORT=0 KORTYX_DEV_UI_PORT=0 KORTYX_HTTP_ADDR=127.0.0.1:0 "+
+			"(or set TEMPORAL_ADDRESS to use a running Temporal server): %w", db, stop, devserver.ErrDBInUse)
+	case errors.Is(err, devserver.ErrPortInUse):
+		ports := fmt.Sprintf("port %d (KORTYX_DEV_PORT)", cfg.DevPort)
+		if cfg.DevUIPort >= 0 {
+			ports += fmt.Sprintf(" or %d (KORTYX_DEV_UI_PORT)", cfg.DevUIPort)
+		}
+		return fmt.Errorf("kortyx: starting the Temporal dev server: %s is taken; set another (0: any free port), or TEMPORAL_ADDRESS to use a running server: %w", ports, err)
+	}
+	return fmt.Errorf("kortyx: starting the Temporal dev server (set TEMPORAL_ADDRESS to use a running server instead): %w", err)
 }
 
 func mkdir(parts ...string) string {
@@ -324,6 +354,10 @@ type API struct {
 	// CORSOrigins, when not empty, are the origins whose browser pages may call the chat, stop
 	// and checkpoint routes ([chat.CORS]): pass [Config.CORSOrigins].
 	CORSOrigins []string
+	// NoWebPage leaves out the chat page and its routes ([web.Patterns]: the page, the session
+	// list and views, run timelines), which list every session of the namespace without
+	// authentication. The worker program sets it from [Config.WebPage] (KORTYX_WEB_PAGE).
+	NoWebPage bool
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
@@ -372,9 +406,11 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)
 	}
-	page := web.Handler(wo)
-	for _, p := range web.Patterns {
-		mux.Handle(p, page)
+	if !api.NoWebPage {
+		page := web.Handler(wo)
+		for _, p := range web.Patterns {
+			mux.Handle(p, page)
+		}
 	}
 	if api.Codec != nil {
 		var origins []string

@@ -45,6 +45,10 @@ type Config struct {
 	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
 	// [Config.ListenAddr].
 	HTTPAddr string
+	// WebPage is KORTYX_WEB_PAGE (true or false): whether the worker program's HTTP API serves
+	// the chat page and its routes, which list every session of the namespace without
+	// authentication ([API.NoWebPage]). Default: true in dev mode only.
+	WebPage bool
 	// HealthAddr is KORTYX_HEALTH_ADDR: where a worker that serves no HTTP API serves /healthz
 	// and /readyz alone (a container's healthcheck; "" serves nothing).
 	HealthAddr string
@@ -75,7 +79,9 @@ type Config struct {
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
 	DevPort, DevUIPort int
-	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
+	// DevDB is the embedded server's SQLite file name under .kortyx/ (KORTYX_DEV_DB, default
+	// temporal.db): one dev server at a time uses a file, so a second dev worker of one
+	// checkout needs another.
 	DevDB string
 	// Codec is the payload codec of KORTYX_CODEC_KEYS, KORTYX_CODEC_KEY_ID,
 	// KORTYX_CODEC_COMPRESS and KORTYX_PAYLOAD_STORE ([codec.FromEnv]; nil: none, payloads are
@@ -115,7 +121,7 @@ func ConfigFromEnv() Config {
 		LogFormat:  envOr("KORTYX_LOG_FORMAT", "text"),
 		DevPort:    envInt("KORTYX_DEV_PORT", 7233),
 		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
-		DevDB:      "temporal.db",
+		DevDB:      envOr("KORTYX_DEV_DB", "temporal.db"),
 		Root:       os.Getenv("KORTYX_ROOT"),
 	}
 	if v := os.Getenv("KORTYX_STREAM_MAX_RUNS"); v != "" {
@@ -148,6 +154,9 @@ func ConfigFromEnv() Config {
 		}
 		c.StreamRetention = d
 	}
+	if c.DevDB != filepath.Base(c.DevDB) || c.DevDB == "." || c.DevDB == ".." {
+		c.fail(fmt.Errorf("kortyx: KORTYX_DEV_DB=%q: use a file name (it is kept in .kortyx/), such as second.db", c.DevDB))
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))
 	}
@@ -155,6 +164,14 @@ func ConfigFromEnv() Config {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {
 			c.fail(fmt.Errorf("kortyx: KORTYX_LOG_LEVEL=%q: use debug, info, warn or error", v))
 		}
+	}
+	c.WebPage = c.DevMode()
+	if v := os.Getenv("KORTYX_WEB_PAGE"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_WEB_PAGE=%q: use true or false", v))
+		}
+		c.WebPage = on
 	}
 	if c.Root == "" {
 		c.Root = projectRoot()

@@ -27,7 +27,8 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
-		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL"} {
+		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -46,6 +47,8 @@ func TestConfigDevModeWithoutAnAddress(t *testing.T) {
 	require.True(t, cfg.ServesHTTP(), "dev mode serves the HTTP API")
 	require.Equal(t, "127.0.0.1:8080", cfg.ListenAddr())
 	require.Equal(t, "http://127.0.0.1:8080", cfg.StreamURL())
+	require.True(t, cfg.WebPage, "dev mode serves the chat page")
+	require.Equal(t, "temporal.db", cfg.DevDB)
 	o, err := cfg.ClientOptions()
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:7233", o.HostPort)
@@ -64,6 +67,14 @@ func TestConfigRoles(t *testing.T) {
 	cfg = app.ConfigFromEnv()
 	require.True(t, cfg.ServesHTTP())
 	require.Equal(t, ":9090", cfg.ListenAddr())
+	require.False(t, cfg.WebPage, "with a Temporal address the chat page is served only when asked for")
+	t.Setenv("KORTYX_WEB_PAGE", "true")
+	require.True(t, app.ConfigFromEnv().WebPage)
+	t.Setenv("TEMPORAL_ADDRESS", "")
+	t.Setenv("KORTYX_WEB_PAGE", "false")
+	require.False(t, app.ConfigFromEnv().WebPage, "dev mode too can leave it out")
+	t.Setenv("KORTYX_WEB_PAGE", "maybe")
+	require.EqualError(t, app.ConfigFromEnv().Err(), `kortyx: KORTYX_WEB_PAGE="maybe": use true or false`)
 }
 
 // TEMPORAL_* variables become the client options: address, namespace, API key (which turns TLS
