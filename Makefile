@@ -69,7 +69,7 @@ compose:
 # Integration tests start a real Temporal dev server (the CLI devserver.Find finds:
 # TEMPORAL_CLI_PATH, .tools/bin/temporal, PATH); they fail, never skip, when it is missing.
 test: $(TEMPORAL)
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 
 demo:
 	go run ./starter demo

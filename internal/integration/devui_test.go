@@ -44,9 +44,13 @@ func TestDevModeChatPageLinksTheDevServerUI(t *testing.T) {
 			require.NoError(t, err)
 			defer resp.Body.Close()
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			var got map[string]string
+			var got struct {
+				TemporalUIURL string `json:"temporalUiUrl"`
+				Namespace     string `json:"namespace"`
+			}
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
-			require.Equal(t, map[string]string{"temporalUiUrl": c.want, "namespace": "default"}, got)
+			require.Equal(t, c.want, got.TemporalUIURL)
+			require.Equal(t, "default", got.Namespace)
 		})
 	}
 }
