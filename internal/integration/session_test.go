@@ -204,11 +204,16 @@ func TestSessionContinuesAsNewAndPrunes(t *testing.T) {
 	resp, _ := nextResponse(t, e.follow, ts.RunID, 0)
 	ask, _ := interruptOf(t, resp)
 	eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
-	b, _ := json.Marshal("m2")
+	b, _ := json.Marshal("m4")
 	again, err := kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: "t4", Input: b}, kortyx.SessionOptions{TaskQueue: e.tq})
 	require.NoError(t, err)
 	require.True(t, again.Reattached)
 	require.True(t, again.Ended)
+	// The turn's content digest is carried across continue-as-new too: the same clientTurnId
+	// with another message is a conflict, not a retry.
+	other, _ := json.Marshal("m2")
+	_, err = kortyx.StartTurn(ctx, e.c, session, contracts.TurnRequest{ClientTurnID: "t4", Input: other}, kortyx.SessionOptions{TaskQueue: e.tq})
+	require.Equal(t, contracts.CodeClientTurnConflict, contracts.CodeOf(err), "%v", err)
 	_, err = kortyx.ResumeTurn(ctx, e.c, session, contracts.ResumeTurnRequest{Token: ask.ResumeToken, RequestID: ask.RequestID})
 	require.NoError(t, err)
 
