@@ -14,7 +14,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/telemetry"
+	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
@@ -78,6 +78,11 @@ type Config struct {
 	// directory .kortyx/payloads; nil (every message inline) with a Temporal address and no
 	// store, or with KORTYX_MESSAGE_REFS=false.
 	Messages *codec.Codec
+	// FakeModels is KORTYX_FAKE_MODELS (true/1): outside dev mode, the model providers whose
+	// variables are unset answer from the scripted fake servers ([BackendOptions.FakeServers])
+	// instead of the program refusing to start without a configured provider. For tests and
+	// demos only: the worker logs it at WARN.
+	FakeModels bool
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -118,6 +123,13 @@ func ConfigFromEnv() Config {
 			c.fail(fmt.Errorf("kortyx: KORTYX_STREAM_RETENTION=%q is not a duration such as 24h or 90m", v))
 		}
 		c.StreamRetention = d
+	}
+	if v := os.Getenv("KORTYX_FAKE_MODELS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_FAKE_MODELS=%q: use 1 (the scripted fake model servers) or 0", v))
+		}
+		c.FakeModels = on
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))
