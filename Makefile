@@ -66,10 +66,10 @@ errcheck: $(ERRCHECK)
 compose:
 	docker-compose --env-file .env.example config -q
 
-# Integration tests start a real Temporal dev server (.tools/bin/temporal); they fail, never
-# skip, when it is missing.
+# Integration tests start a real Temporal dev server (the CLI devserver.Find finds:
+# TEMPORAL_CLI_PATH, .tools/bin/temporal, PATH); they fail, never skip, when it is missing.
 test: $(TEMPORAL)
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 30m ./...
 
 demo:
 	go run ./starter demo

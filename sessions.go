@@ -2,6 +2,9 @@ package kortyx
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -39,7 +42,8 @@ func checkSession(sessionID string) error {
 // StartTurn starts a prompt turn of a session, creating the session workflow on its first turn
 // (update-with-start). The turn runs as a new run from the session's head state; a turn already
 // active fails with SESSION_BUSY — unless it has the same ClientTurnID, in which case its run is
-// returned (Reattached) rather than started twice.
+// returned (Reattached) rather than started twice. A ClientTurnID the session remembers, sent
+// with another input, fails with CLIENT_TURN_CONFLICT (StartTurn sets req.Digest).
 func StartTurn(ctx context.Context, c client.Client, sessionID string, req contracts.TurnRequest, opts SessionOptions) (contracts.TurnStarted, error) {
 	var out contracts.TurnStarted
 	if err := checkSession(sessionID); err != nil {
@@ -47,6 +51,10 @@ func StartTurn(ctx context.Context, c client.Client, sessionID string, req contr
 	}
 	if err := contracts.CheckPayload("the turn request", req, inputFix); err != nil {
 		return out, err
+	}
+	req.Digest = ""
+	if req.ClientTurnID != "" {
+		req.Digest = promptDigest(req)
 	}
 	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       contracts.SessionWorkflowID(sessionID),
@@ -65,6 +73,19 @@ func StartTurn(ctx context.Context, c client.Client, sessionID string, req contr
 		return out, err
 	}
 	return out, h.Get(ctx, &out)
+}
+
+// promptDigest identifies a prompt turn by its input (canonical JSON: key order and spacing do
+// not count). The workflow, context and prior messages do not count: a retry may name the
+// workflow the first attempt defaulted to.
+func promptDigest(req contracts.TurnRequest) string {
+	var input any
+	if len(req.Input) > 0 && json.Unmarshal(req.Input, &input) != nil {
+		input = string(req.Input)
+	}
+	b, _ := json.Marshal([]any{"prompt", input})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // sessionUpdate sends an update to an existing session.
@@ -202,7 +223,8 @@ func GetCheckpoint(ctx context.Context, c client.Client, sessionID, checkpointID
 type AnswerOptions struct {
 	// ClientTurnID and Reconnect are those of [contracts.ResumeTurnRequest]. With a
 	// ClientTurnID the answer is delivered with the update id "turn-<ClientTurnID>"
-	// ([RespondAndWait]), so that a second delivery of the same answer runs once.
+	// ([RespondAndWait]), so that a second delivery of the same answer runs once; another
+	// answer under a ClientTurnID the session remembers fails with CLIENT_TURN_CONFLICT.
 	ClientTurnID string
 	Reconnect    bool
 	// Claimed, if set, runs once the turn is claimed or reattached, before the answer is
@@ -223,8 +245,13 @@ type AnswerOptions struct {
 // update id runs once; errors of that delivery are not returned). The releasing and stopping
 // calls run even when ctx is cancelled.
 func AnswerTurn(ctx context.Context, c client.Client, sessionID string, answer contracts.Response, opts AnswerOptions) (contracts.TurnStarted, error) {
-	ts, err := ResumeTurn(ctx, c, sessionID, contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID,
-		ClientTurnID: opts.ClientTurnID, Reconnect: opts.Reconnect})
+	req := contracts.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: opts.ClientTurnID, Reconnect: opts.Reconnect}
+	if opts.ClientTurnID != "" {
+		// Another answer under the same ClientTurnID is refused (CLIENT_TURN_CONFLICT), not
+		// taken for a retry of this one.
+		req.Digest = answerDigest(answer)
+	}
+	ts, err := ResumeTurn(ctx, c, sessionID, req)
 	if err != nil {
 		return ts, err
 	}

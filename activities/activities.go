@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kortyx-go/kortyx/codec"
@@ -187,6 +188,8 @@ type passProgress struct {
 	Used bool `json:"used,omitempty"`
 	// Fields: structured fields were published and not invalidated yet.
 	Fields bool `json:"fields,omitempty"`
+	// Failures counts the provider errors of the earlier attempts (failures.go).
+	Failures int `json:"failures,omitempty"`
 }
 
 // progress is the passProgress of the running attempt, shared with its keep-alive heartbeats.
@@ -312,7 +315,17 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		if ctx.Err() != nil {
 			return contracts.ModelResponse{}, ctx.Err()
 		}
-		return contracts.ModelResponse{}, providerError(err)
+		what := "model " + ref.Provider
+		if ref.Model != "" {
+			what += ":" + ref.Model
+		}
+		fc := failureCap{max: in.MaxFailures, prior: prog.v.Failures, what: what,
+			runID: in.RunID, key: "r:" + in.OpID + ":" + in.SegmentID, chunk: contracts.Chunk{Node: in.Node, ID: in.HookID, OpID: in.OpID},
+			record: func(n int) {
+				prog.set(func(p *passProgress) { p.Failures = n })
+				activity.RecordHeartbeat(ctx, prog.get())
+			}}
+		return contracts.ModelResponse{}, fc.apply(ctx, a, providerError(err))
 	}
 	if fields != nil {
 		if err := fields.close(ctx); err != nil {
@@ -400,16 +413,38 @@ func (p *textPublisher) end(ctx context.Context) error {
 	return p.publish(ctx, p.seg, "end", contracts.Chunk{Type: contracts.ChunkTextEnd})
 }
 
-// KeepAliveInterval is how often the model and tool activities heartbeat while they run.
-const KeepAliveInterval = time.Second
+// KeepAliveInterval is how often the model and tool activities heartbeat while they run. The
+// SDK sends at most one heartbeat per throttle interval ([HeartbeatThrottle] on a worker set up
+// with [WorkerOptions]) and keeps the latest details of the calls in between.
+const KeepAliveInterval = 200 * time.Millisecond
 
-// keepAlive heartbeats every KeepAliveInterval until the returned stop is called, whatever the
-// provider or the tool is doing: the activity learns of a cancellation (and Temporal of a dead
-// worker) within its heartbeat timeout. Outside an activity it does nothing.
-func keepAlive(ctx context.Context) (stop func()) { return keepAliveWith(ctx, nil) }
+// HeartbeatThrottle is the longest pause between two heartbeats that a worker set up with
+// [WorkerOptions] sends for a running activity. The SDK delivers a cancellation to an activity
+// only in the answer to a heartbeat, and by default sends one per 80% of the heartbeat timeout
+// (8 s for a model pass or a tool call): a stopped or cancelled run's model request would keep
+// running (and billing) that long.
+const HeartbeatThrottle = 500 * time.Millisecond
 
-// keepAliveWith is keepAlive whose heartbeats carry details() (a heartbeat replaces the
-// details of the previous one).
+// WorkerOptions sets what the activities need of the worker that runs them: when
+// o.MaxHeartbeatThrottleInterval is unset, [HeartbeatThrottle], so that a model pass or a tool
+// call of a stopped or cancelled run is cancelled (its provider request aborted) within about
+// half a second. Cost: at most two heartbeat calls a second per running model pass or tool call.
+// app.NewWorker and the worker program call it; call it on the options of a worker of your own:
+//
+//	wo := worker.Options{}
+//	activities.WorkerOptions(&wo)
+//	w := worker.New(c, contracts.DefaultTaskQueue, wo)
+func WorkerOptions(o *worker.Options) {
+	if o.MaxHeartbeatThrottleInterval == 0 {
+		o.MaxHeartbeatThrottleInterval = HeartbeatThrottle
+	}
+}
+
+// keepAliveWith heartbeats every KeepAliveInterval until the returned stop is called, whatever
+// the provider or the tool is doing: the activity learns of a cancellation within the worker's
+// heartbeat throttle ([WorkerOptions]), and Temporal of a dead worker within the heartbeat
+// timeout. Its heartbeats carry details() (a heartbeat replaces the details of the previous
+// one; nil: none). Outside an activity it does nothing.
 func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
@@ -466,16 +501,46 @@ const toolRetryType = "TOOL_RETRY"
 func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res contracts.ToolResult, err error) {
 	ctx, span := a.startTool(ctx, in)
 	defer func() { a.endTool(ctx, span, in, res, err) }()
-	defer keepAlive(ctx)()
+	var fails atomic.Int64
+	fails.Store(int64(priorToolFailures(ctx)))
+	prior := int(fails.Load())
+	defer keepAliveWith(ctx, func() any { return callProgress{Failures: int(fails.Load())} })()
 	res, err = a.tool(ctx, in)
 	if err != nil {
-		return res, localTimeout(ctx, err)
+		err = localTimeout(ctx, err)
+		if in.MaxFailures <= 0 {
+			return res, err
+		}
+		runID := in.Stream
+		if runID == "" {
+			runID = in.RunID
+		}
+		fc := failureCap{max: in.MaxFailures, prior: prior, what: in.Tool,
+			runID: runID, key: "r:" + in.IdempotencyKey, chunk: contracts.Chunk{Node: in.Node, Tool: in.Tool, ToolCallID: in.ToolCallID},
+			record: func(n int) {
+				fails.Store(int64(n))
+				activity.RecordHeartbeat(ctx, callProgress{Failures: n})
+			}}
+		return res, fc.apply(ctx, a, toolFailure(ctx, err))
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
 	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {
 		return contracts.ToolResult{}, contracts.ToTemporal(err)
 	}
 	return res, nil
+}
+
+// toolFailure is err as an ApplicationError when it is a plain error (an MCP server that cannot
+// be reached), as Temporal would report it, so that it counts as one of the call's failures:
+// retryable, of type [toolRetryType] (its text may hold anything). Cancellations, timeouts and
+// ApplicationErrors come back unchanged.
+func toolFailure(ctx context.Context, err error) error {
+	var ae *temporal.ApplicationError
+	var te *temporal.TimeoutError
+	if ctx.Err() != nil || errors.As(err, &ae) || errors.As(err, &te) || temporal.IsCanceledError(err) {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), toolRetryType, temporal.ApplicationErrorOptions{Cause: err})
 }
 
 func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {

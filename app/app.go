@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -69,10 +70,39 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 	})
 	if err != nil {
 		_ = logFile.Close()
-		return nil, fmt.Errorf("kortyx: starting the Temporal dev server on port %d (set KORTYX_DEV_PORT to use another, or TEMPORAL_ADDRESS to use a running server): %w", cfg.DevPort, err)
+		return nil, devServerError(cfg, err)
 	}
 	go func() { <-srv.Done(); _ = logFile.Close() }()
 	return srv, nil
+}
+
+// devServerError says why the dev server of a dev-mode program did not start, in the
+// program's terms (its variables, not devserver.Options).
+func devServerError(cfg Config, err error) error {
+	var inUse *devserver.DBInUseError
+	switch {
+	case errors.As(err, &inUse):
+		db := inUse.DB
+		if wd, werr := os.Getwd(); werr == nil {
+			if rel, rerr := filepath.Rel(wd, db); rerr == nil && !strings.HasPrefix(rel, "..") {
+				db = rel
+			}
+		}
+		stop := "stop it (Ctrl-C where it runs)"
+		if inUse.PID > 0 {
+			stop = fmt.Sprintf("stop it (Ctrl-C where it runs, or kill %d)", inUse.PID)
+		}
+		return fmt.Errorf("kortyx: another dev worker uses the dev server database %s: %s, "+
+			"or give this one a database of its own and free ports: KORTYX_DEV_DB=second.db KORTYX_DEV_PORT=0 KORTYX_DEV_UI_PORT=0 KORTYX_HTTP_ADDR=127.0.0.1:0 "+
+			"(or set TEMPORAL_ADDRESS to use a running Temporal server): %w", db, stop, devserver.ErrDBInUse)
+	case errors.Is(err, devserver.ErrPortInUse):
+		ports := fmt.Sprintf("port %d (KORTYX_DEV_PORT)", cfg.DevPort)
+		if cfg.DevUIPort >= 0 {
+			ports += fmt.Sprintf(" or %d (KORTYX_DEV_UI_PORT)", cfg.DevUIPort)
+		}
+		return fmt.Errorf("kortyx: starting the Temporal dev server: %s is taken; set another (0: any free port), or TEMPORAL_ADDRESS to use a running server: %w", ports, err)
+	}
+	return fmt.Errorf("kortyx: starting the Temporal dev server (set TEMPORAL_ADDRESS to use a running server instead): %w", err)
 }
 
 func mkdir(parts ...string) string {
@@ -97,7 +127,8 @@ func (t *Temporal) Close() {
 }
 
 // Connect reaches Temporal for a program that hosts workers: in dev mode ([Config.DevMode]) it starts
-// the dev server (progress to out; cfg.TemporalAddress is set to its address), otherwise it
+// the dev server (progress to out; cfg.TemporalAddress is set to its address, and
+// cfg.StickyCacheSize to [DefaultDevStickyCacheSize] when it is 0), otherwise it
 // registers the search attributes the namespace lacks.
 func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
 	if err := cfg.Err(); err != nil {
@@ -111,6 +142,9 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 		}
 		t.Dev = srv
 		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
+		if cfg.StickyCacheSize == 0 {
+			cfg.StickyCacheSize = DefaultDevStickyCacheSize // still dev mode's, with the address set
+		}
 		// The dev server is plain gRPC: an API key or TLS settings without an address are not
 		// for it.
 		cfg.Temporal = envconfig.ClientConfigProfile{}
@@ -164,11 +198,40 @@ func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflo
 	return reg, nil
 }
 
+// DefaultDevStickyCacheSize is the sticky workflow cache of a dev-mode process (see
+// [Config.StickyCacheSize]). A cached idle chat session costs from about 40 KB of heap (a short
+// hello session) to 400 KB (one with a 100 KB prompt; docs/performance.md), which the SDK's
+// default of 10,000 does not bound in practice.
+const DefaultDevStickyCacheSize = 200
+
+// SDKStickyCacheSize is the Temporal SDK's default sticky workflow cache size.
+const SDKStickyCacheSize = 10_000
+
+// StickyCache returns the sticky workflow cache size the process's workers use: c's
+// [Config.StickyCacheSize], else [DefaultDevStickyCacheSize] in dev mode, else 0 (the SDK's
+// default, [SDKStickyCacheSize]). [NewWorker] sets it; a program that creates its workers with
+// worker.New calls worker.SetStickyWorkflowCacheSize with it first.
+func (c Config) StickyCache() int {
+	if c.StickyCacheSize > 0 {
+		return c.StickyCacheSize
+	}
+	if c.DevMode() {
+		return DefaultDevStickyCacheSize
+	}
+	return 0
+}
+
 // NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
-// and acts registered; register more before calling Start.
+// and acts registered; register more before calling Start. It first sets the process's sticky
+// workflow cache size from cfg ([Config.StickyCacheSize]); the size applies when no other
+// worker of the process is running.
 func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
+	if n := cfg.StickyCache(); n > 0 {
+		worker.SetStickyWorkflowCacheSize(n)
+	}
 	o := worker.Options{}
 	cfg.Telemetry.WorkerOptions(&o)
+	activities.WorkerOptions(&o) // cancellations reach running model passes within 0.5 s
 	w := worker.New(c, cfg.TaskQueue, o)
 	workflows.NewRunner(reg).Register(w)
 	acts.Register(w)
@@ -229,7 +292,7 @@ func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions
 	state := &WorkerState{}
 	state.Started()
 	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
-		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry})
+		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry, Registry: o.Registry, CORSOrigins: cfg.CORSOrigins})
 	if err != nil {
 		w.Stop()
 		_ = closeBroker()
@@ -247,7 +310,8 @@ func (s *Stack) Stop() {
 }
 
 // OpenBroker opens the stream broker of cfg: the Redis broker at cfg.RedisURL (KORTYX_REDIS_URL)
-// with cfg.StreamRetention, else a new in-memory broker. Call the returned function to close it.
+// with cfg.StreamRetention, else a new in-memory broker with that retention and
+// cfg.StreamMaxRuns. Call the returned function to close it.
 func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
 	if cfg.RedisURL != "" {
 		b, err := redisstream.New(ctx, redisstream.Options{URL: cfg.RedisURL, Retention: cfg.StreamRetention})
@@ -256,7 +320,7 @@ func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, e
 		}
 		return b, b.Close, nil
 	}
-	return stream.NewMemory(), func() error { return nil }, nil
+	return stream.NewMemory(stream.WithRetention(cfg.StreamRetention), stream.WithMaxRuns(cfg.StreamMaxRuns)), func() error { return nil }, nil
 }
 
 // API is what the development HTTP API serves.
@@ -285,10 +349,20 @@ type API struct {
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
 	Telemetry *telemetry.Telemetry
+	// Registry, when set, is the worker's registry: the chat page suggests its workflows.
+	Registry *workflows.Registry
+	// CORSOrigins, when not empty, are the origins whose browser pages may call the chat, stop
+	// and checkpoint routes ([chat.CORS]): pass [Config.CORSOrigins].
+	CORSOrigins []string
+	// NoWebPage leaves out the chat page and its routes ([web.Patterns]: the page, the session
+	// list and views, run timelines), which list every session of the namespace without
+	// authentication. The worker program sets it from [Config.WebPage] (KORTYX_WEB_PAGE).
+	NoWebPage bool
 }
 
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
-// /api/chat/stop), the checkpoint route at /api/checkpoints, run streams at
+// /api/chat/stop), the checkpoint route at /api/checkpoints and /api/chat/checkpoints (the
+// checkpointEndpoint of Kortyx's example app), run streams at
 // /v1/runs/{runID}/stream, liveness at /healthz ({"status":"ok"}) and readiness at /readyz
 // ([Readiness]: Temporal answers, the broker answers when it has a Ping, the worker polls).
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
@@ -304,15 +378,19 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
+	var cors *chat.CORS
+	if len(api.CORSOrigins) > 0 {
+		cors = &chat.CORS{AllowedOrigins: api.CORSOrigins}
+	}
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
 	}
-	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger})
+	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -321,14 +399,18 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat", chatRoute)
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
-	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c)})
-	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger}
+	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
+	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c), Logger: logger})
+	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
+		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow}
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)
 	}
-	page := web.Handler(wo)
-	for _, p := range web.Patterns {
-		mux.Handle(p, page)
+	if !api.NoWebPage {
+		page := web.Handler(wo)
+		for _, p := range web.Patterns {
+			mux.Handle(p, page)
+		}
 	}
 	if api.Codec != nil {
 		var origins []string

@@ -24,6 +24,33 @@ func TestOpenBrokerInMemory(t *testing.T) {
 	require.False(t, isPinger, "the in-memory broker has no store to check")
 }
 
+// The in-memory broker drops a finished run's stream once Config.StreamRetention has passed
+// after its final done (polled with a deadline).
+func TestOpenBrokerInMemoryRetention(t *testing.T) {
+	ctx := context.Background()
+	b, closeBroker, err := app.OpenBroker(ctx, app.Config{StreamRetention: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeBroker()) }()
+	require.NoError(t, b.Publish(ctx, "run", stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkDone}}))
+	require.Eventually(t, func() bool { last, err := b.Last(ctx, "run"); return err == nil && last == 0 }, 10*time.Second, 5*time.Millisecond)
+}
+
+// Config.StreamMaxRuns bounds the runs the in-memory broker keeps.
+func TestOpenBrokerInMemoryMaxRuns(t *testing.T) {
+	ctx := context.Background()
+	b, closeBroker, err := app.OpenBroker(ctx, app.Config{StreamMaxRuns: 2})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeBroker()) }()
+	for _, run := range []string{"a", "b", "c"} {
+		require.NoError(t, b.Publish(ctx, run, stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkStatus}}))
+	}
+	for run, want := range map[string]int64{"a": 0, "b": 1, "c": 1} {
+		last, err := b.Last(ctx, run)
+		require.NoError(t, err)
+		require.Equal(t, want, last, run)
+	}
+}
+
 // With KORTYX_REDIS_URL it is the Redis broker: two brokers opened from the same URL (two
 // processes) read each other's chunks; a Redis nobody listens on fails the start with
 // STREAM_UNAVAILABLE.

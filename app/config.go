@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,14 +45,27 @@ type Config struct {
 	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
 	// [Config.ListenAddr].
 	HTTPAddr string
+	// WebPage is KORTYX_WEB_PAGE (true or false): whether the worker program's HTTP API serves
+	// the chat page and its routes, which list every session of the namespace without
+	// authentication ([API.NoWebPage]). Default: true in dev mode only.
+	WebPage bool
 	// HealthAddr is KORTYX_HEALTH_ADDR: where a worker that serves no HTTP API serves /healthz
 	// and /readyz alone (a container's healthcheck; "" serves nothing).
 	HealthAddr string
 	// RedisURL is KORTYX_REDIS_URL: the Redis stream broker ("" keeps the in-memory broker).
 	RedisURL string
 	// StreamRetention is KORTYX_STREAM_RETENTION (a Go duration, e.g. 24h; 0: the broker's
-	// default): how long a finished run's stream stays readable in Redis.
+	// default, 24h in Redis and stream.DefaultMemoryRetention in memory; < 0: never): how long
+	// a finished run's stream stays readable after its final done.
 	StreamRetention time.Duration
+	// StreamMaxRuns is KORTYX_STREAM_MAX_RUNS: how many runs' streams the in-memory broker keeps
+	// (0: stream.DefaultMaxRuns); beyond it the least recently published run is dropped.
+	StreamMaxRuns int
+	// StickyCacheSize is KORTYX_STICKY_CACHE: how many workflow executions the process's
+	// workers keep in memory between workflow tasks (worker.SetStickyWorkflowCacheSize; an
+	// evicted one is replayed from its history at its next task). 0: [DefaultDevStickyCacheSize]
+	// in dev mode, the SDK's default (10,000) otherwise.
+	StickyCacheSize int
 	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".
 	LogFormat string
 	// LogLevel is KORTYX_LOG_LEVEL: debug, info (default), warn or error.
@@ -65,7 +79,9 @@ type Config struct {
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
 	DevPort, DevUIPort int
-	// DevDB is the embedded server's SQLite file name under .kortyx/ (default temporal.db).
+	// DevDB is the embedded server's SQLite file name under .kortyx/ (KORTYX_DEV_DB, default
+	// temporal.db): one dev server at a time uses a file, so a second dev worker of one
+	// checkout needs another.
 	DevDB string
 	// Codec is the payload codec of KORTYX_CODEC_KEYS, KORTYX_CODEC_KEY_ID,
 	// KORTYX_CODEC_COMPRESS and KORTYX_PAYLOAD_STORE ([codec.FromEnv]; nil: none, payloads are
@@ -83,6 +99,11 @@ type Config struct {
 	// instead of the program refusing to start without a configured provider. For tests and
 	// demos only: the worker logs it at WARN.
 	FakeModels bool
+	// CORSOrigins are the origins whose browser pages may call the HTTP API's chat, stop and
+	// checkpoint routes ([chat.CORS] AllowedOrigins): in dev mode the loopback origins
+	// [DevCORSOrigins], then the comma-separated list KORTYX_CORS_ORIGINS
+	// ("https://app.example.com,http://10.0.0.5:*"; "*" allows any origin), in any mode.
+	CORSOrigins []string
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -105,8 +126,22 @@ func ConfigFromEnv() Config {
 		LogFormat:  envOr("KORTYX_LOG_FORMAT", "text"),
 		DevPort:    envInt("KORTYX_DEV_PORT", 7233),
 		DevUIPort:  envInt("KORTYX_DEV_UI_PORT", 8233),
-		DevDB:      "temporal.db",
+		DevDB:      envOr("KORTYX_DEV_DB", "temporal.db"),
 		Root:       os.Getenv("KORTYX_ROOT"),
+	}
+	if v := os.Getenv("KORTYX_STREAM_MAX_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			c.fail(fmt.Errorf("kortyx: KORTYX_STREAM_MAX_RUNS=%q is not a positive number of runs, such as 256", v))
+		}
+		c.StreamMaxRuns = n
+	}
+	if v := os.Getenv("KORTYX_STICKY_CACHE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			c.fail(fmt.Errorf("kortyx: KORTYX_STICKY_CACHE=%q is not a positive number of workflow executions, such as 1000", v))
+		}
+		c.StickyCacheSize = n
 	}
 	prof, err := envconfig.LoadClientConfigProfile(envconfig.LoadClientConfigProfileOptions{})
 	if err != nil {
@@ -124,6 +159,9 @@ func ConfigFromEnv() Config {
 		}
 		c.StreamRetention = d
 	}
+	if c.DevDB != filepath.Base(c.DevDB) || c.DevDB == "." || c.DevDB == ".." {
+		c.fail(fmt.Errorf("kortyx: KORTYX_DEV_DB=%q: use a file name (it is kept in .kortyx/), such as second.db", c.DevDB))
+	}
 	if v := os.Getenv("KORTYX_FAKE_MODELS"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
@@ -139,9 +177,25 @@ func ConfigFromEnv() Config {
 			c.fail(fmt.Errorf("kortyx: KORTYX_LOG_LEVEL=%q: use debug, info, warn or error", v))
 		}
 	}
+	c.WebPage = c.DevMode()
+	if v := os.Getenv("KORTYX_WEB_PAGE"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_WEB_PAGE=%q: use true or false", v))
+		}
+		c.WebPage = on
+	}
 	if c.Root == "" {
 		c.Root = projectRoot()
 	}
+	if c.DevMode() {
+		c.CORSOrigins = DevCORSOrigins()
+	}
+	origins, err := parseOrigins(os.Getenv("KORTYX_CORS_ORIGINS"))
+	if err != nil {
+		c.fail(err)
+	}
+	c.CORSOrigins = append(c.CORSOrigins, origins...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Redis store's first ping
 	cd, err := codec.FromEnv(ctx, filepath.Join(c.Root, ".kortyx", "payloads"))
 	cancel()
@@ -153,6 +207,33 @@ func ConfigFromEnv() Config {
 		c.fail(err)
 	}
 	return c
+}
+
+// DevCORSOrigins are the origins a dev-mode HTTP API allows by CORS: pages served from
+// loopback on any port (http://localhost:*, http://127.0.0.1:*, http://[::1]:*).
+func DevCORSOrigins() []string {
+	return []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}
+}
+
+// parseOrigins reads KORTYX_CORS_ORIGINS: origins separated by commas, each "*" or
+// scheme://host with an optional port (or ":*": any port), no path.
+func parseOrigins(v string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if o != "*" {
+			u, err := url.Parse(strings.Replace(o, ":*", "", 1))
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil ||
+				strings.Count(o, "*") > 1 || (strings.Contains(o, "*") && !strings.HasSuffix(o, ":*")) {
+				return nil, fmt.Errorf("kortyx: KORTYX_CORS_ORIGINS: %q is not an origin: give origins such as https://app.example.com or http://localhost:* (any port), separated by commas, or *", o)
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // messageStore sets c.Messages (see [Config.Messages]).

@@ -27,7 +27,8 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH",
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
-		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL", "KORTYX_FAKE_MODELS"} {
+		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -46,6 +47,8 @@ func TestConfigDevModeWithoutAnAddress(t *testing.T) {
 	require.True(t, cfg.ServesHTTP(), "dev mode serves the HTTP API")
 	require.Equal(t, "127.0.0.1:8080", cfg.ListenAddr())
 	require.Equal(t, "http://127.0.0.1:8080", cfg.StreamURL())
+	require.True(t, cfg.WebPage, "dev mode serves the chat page")
+	require.Equal(t, "temporal.db", cfg.DevDB)
 	o, err := cfg.ClientOptions()
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:7233", o.HostPort)
@@ -64,6 +67,14 @@ func TestConfigRoles(t *testing.T) {
 	cfg = app.ConfigFromEnv()
 	require.True(t, cfg.ServesHTTP())
 	require.Equal(t, ":9090", cfg.ListenAddr())
+	require.False(t, cfg.WebPage, "with a Temporal address the chat page is served only when asked for")
+	t.Setenv("KORTYX_WEB_PAGE", "true")
+	require.True(t, app.ConfigFromEnv().WebPage)
+	t.Setenv("TEMPORAL_ADDRESS", "")
+	t.Setenv("KORTYX_WEB_PAGE", "false")
+	require.False(t, app.ConfigFromEnv().WebPage, "dev mode too can leave it out")
+	t.Setenv("KORTYX_WEB_PAGE", "maybe")
+	require.EqualError(t, app.ConfigFromEnv().Err(), `kortyx: KORTYX_WEB_PAGE="maybe": use true or false`)
 }
 
 // TEMPORAL_* variables become the client options: address, namespace, API key (which turns TLS
@@ -162,12 +173,14 @@ func TestConfigKortyxVariables(t *testing.T) {
 	isolate(t)
 	t.Setenv("KORTYX_REDIS_URL", "redis://redis:6379/0")
 	t.Setenv("KORTYX_STREAM_RETENTION", "36h")
+	t.Setenv("KORTYX_STREAM_MAX_RUNS", "12")
 	t.Setenv("KORTYX_LOG_FORMAT", "json")
 	t.Setenv("KORTYX_LOG_LEVEL", "debug")
 	cfg := app.ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, "redis://redis:6379/0", cfg.RedisURL)
 	require.Equal(t, 36*time.Hour, cfg.StreamRetention)
+	require.Equal(t, 12, cfg.StreamMaxRuns)
 	require.Equal(t, "json", cfg.LogFormat)
 	require.Equal(t, slog.LevelDebug, cfg.LogLevel)
 	require.False(t, cfg.FakeModels)
@@ -177,6 +190,9 @@ func TestConfigKortyxVariables(t *testing.T) {
 	for _, tc := range []struct{ key, value, want string }{
 		{"KORTYX_STREAM_RETENTION", "1 day", `KORTYX_STREAM_RETENTION="1 day" is not a duration`},
 		{"KORTYX_STREAM_RETENTION", "-1h", `KORTYX_STREAM_RETENTION="-1h" is not a duration`},
+		{"KORTYX_STREAM_MAX_RUNS", "-3", `KORTYX_STREAM_MAX_RUNS="-3" is not a positive number of runs`},
+		{"KORTYX_STICKY_CACHE", "0", `KORTYX_STICKY_CACHE="0" is not a positive number of workflow executions`},
+		{"KORTYX_STICKY_CACHE", "lots", `KORTYX_STICKY_CACHE="lots" is not a positive number of workflow executions`},
 		{"KORTYX_LOG_FORMAT", "xml", `KORTYX_LOG_FORMAT="xml": use text or json`},
 		{"KORTYX_LOG_LEVEL", "verbose", `KORTYX_LOG_LEVEL="verbose": use debug, info, warn or error`},
 		{"KORTYX_LOG_LEVEL", "info+2", `KORTYX_LOG_LEVEL="info+2": use debug, info, warn or error`},
@@ -244,4 +260,26 @@ func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
 	certPEM, keyPEM := c.issue(t, "kortyx-worker", false)
 	return writeFile(t, dir, "ca.pem", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.der})),
 		writeFile(t, dir, "client.pem", certPEM), writeFile(t, dir, "client.key", keyPEM)
+}
+
+// The sticky workflow cache: KORTYX_STICKY_CACHE when set; else DefaultDevStickyCacheSize in dev
+// mode and the SDK's default (left alone: 0) with a Temporal address.
+func TestConfigStickyCache(t *testing.T) {
+	isolate(t)
+	cfg := app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Zero(t, cfg.StickyCacheSize)
+	require.Equal(t, app.DefaultDevStickyCacheSize, cfg.StickyCache())
+	require.Equal(t, 200, app.DefaultDevStickyCacheSize)
+
+	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
+	cfg = app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Zero(t, cfg.StickyCache(), "outside dev mode the SDK's default stays")
+
+	t.Setenv("KORTYX_STICKY_CACHE", "64")
+	cfg = app.ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Equal(t, 64, cfg.StickyCacheSize)
+	require.Equal(t, 64, cfg.StickyCache())
 }

@@ -54,6 +54,8 @@ type Readiness struct {
 	Checks  map[string]string  `json:"checks"`
 	Error   string             `json:"error,omitempty"`
 	Failure *contracts.Failure `json:"failure,omitempty"`
+
+	cause error // the first failing check's error, for the log
 }
 
 // readyTimeout bounds the readiness checks of one probe.
@@ -95,8 +97,9 @@ func checkReady(ctx context.Context, c client.Client, broker any, w *WorkerState
 	}
 	r.Status = "unavailable"
 	if failed != nil {
-		f := contracts.FailureOf(failed)
+		f := httpapi.Public(failed) // the cause (Redis's address, Temporal's error) is logged
 		r.Error, r.Failure = f.Message, &f
+		r.cause = failed
 	} else {
 		r.Error = "The worker of this process is " + r.Checks["worker"] + "."
 	}
@@ -108,7 +111,14 @@ func readyHandler(c client.Client, broker any, w *WorkerState, logger *slog.Logg
 	return func(rw http.ResponseWriter, r *http.Request) {
 		body, status := checkReady(r.Context(), c, broker, w)
 		if status != http.StatusOK && logger != nil && !errors.Is(r.Context().Err(), context.Canceled) {
-			logger.Warn("kortyx: not ready", "checks", body.Checks)
+			attrs := []any{"checks", body.Checks}
+			if body.cause != nil {
+				attrs = append(attrs, "error", body.cause.Error())
+				if u := errors.Unwrap(body.cause); u != nil {
+					attrs = append(attrs, "cause", u.Error())
+				}
+			}
+			logger.Warn("kortyx: not ready", attrs...)
 		}
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Header().Set("Cache-Control", "no-store")

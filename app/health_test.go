@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,16 +16,18 @@ import (
 	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
-// devServer starts a Temporal dev server of the test's own (the project's .tools/bin/temporal)
-// and a client of it.
+// devServer starts a Temporal dev server of the test's own, with the CLI the programs find
+// (devserver.Find: TEMPORAL_CLI_PATH, the project's .tools/bin, PATH), and a client of it.
 func devServer(t *testing.T) (*devserver.Server, app.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	root := app.ConfigFromEnv().Root
-	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: filepath.Join(root, ".tools", "bin", "temporal"), UIPort: -1})
+	bin, err := devserver.Find(app.ConfigFromEnv().Root)
+	require.NoError(t, err, "the Temporal CLI (make tools, or TEMPORAL_CLI_PATH)")
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Kill() })
 	return srv, app.Config{TemporalAddress: srv.Address(), Namespace: "default", TaskQueue: "health"}
@@ -174,4 +175,33 @@ func TestReadinessRedis(t *testing.T) {
 		status, _, _ := get(t, "http://"+addr+"/readyz")
 		return status == 200
 	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// The chat page and its routes are left out with NoWebPage (the worker program's
+// KORTYX_WEB_PAGE=false, its default outside dev mode): JSON 404s; the API routes stay.
+func TestServeHTTPWithoutTheWebPage(t *testing.T) {
+	c, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"}) // no route below reaches it
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	serve := func(noPage bool) string {
+		_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: stream.NewMemory(), TaskQueue: "page", NoWebPage: noPage})
+		require.NoError(t, err)
+		return "http://" + addr
+	}
+	with, without := serve(false), serve(true)
+	resp, err := http.Get(with + "/")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	for _, path := range []string{"/", "/static/app.js", "/api/config", "/api/sessions", "/api/sessions/s-1", "/api/runs/r-1/timeline"} {
+		status, body, _ := get(t, without+path)
+		require.Equal(t, 404, status, path)
+		require.Equal(t, "NOT_FOUND", body["failure"].(map[string]any)["code"], path)
+	}
+	status, body, _ := get(t, without+"/healthz")
+	require.Equal(t, 200, status)
+	require.Equal(t, map[string]any{"status": "ok"}, body)
 }

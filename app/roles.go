@@ -63,21 +63,26 @@ func ServeAPIOnly(ctx context.Context, cfg Config, logger *slog.Logger, defaultW
 		return err
 	}
 	_, addr, err := ServeHTTP(ctx, cfg.ListenAddr(), API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.PayloadCodec()})
+		DefaultWorkflow: defaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.PayloadCodec(),
+		CORSOrigins: cfg.CORSOrigins, NoWebPage: !cfg.WebPage})
 	if err != nil {
 		return err
 	}
 	logger.Info("kortyx worker: API only, polling nothing", "address", cfg.Address(), "namespace", cfg.Namespace, "task_queue", cfg.TaskQueue)
-	LogAPI(logger, addr)
+	LogAPI(logger, addr, cfg.WebPage)
 	<-ctx.Done()
 	logger.Info("kortyx worker: stopping")
 	return nil
 }
 
 // LogAPI logs the line that says where the HTTP API listens; its addr attribute is the base URL
-// (programs and tests read it).
-func LogAPI(logger *slog.Logger, addr string) {
+// (programs and tests read it). With page (the API serves the chat page), a second line gives
+// the page's URL.
+func LogAPI(logger *slog.Logger, addr string, page bool) {
 	logger.Info("kortyx worker: HTTP API", "addr", "http://"+addr,
-		"routes", "chat /api/chat, checkpoints /api/checkpoints, streams /v1/runs/{runID}/stream, /healthz, /readyz",
+		"routes", "chat /api/chat, checkpoints /api/checkpoints (and /api/chat/checkpoints), streams /v1/runs/{runID}/stream, /healthz, /readyz",
 		"auth", "none: development API")
+	if page {
+		logger.Info("kortyx worker: chat page", "url", "http://"+addr+"/", "auth", "none: lists every session (KORTYX_WEB_PAGE=false leaves it out)")
+	}
 }

@@ -44,6 +44,9 @@
 //   - BenchmarkWorkerRSS (-benchtime 1x): VmRSS of a worker process (bench/cmd/waitworker) per
 //     waiting run, with the default sticky cache and with a cache of 10; "RSS {json}" lines.
 //   - BenchmarkWaitingRunMemory (-benchtime 1x): heap and goroutines per waiting run in process.
+//   - BenchmarkFinishedSessions (-benchtime 1x, run alone): heap and VmRSS of a dev-mode stack
+//     after N finished hello sessions through the chat route, with the memory bounds (sticky
+//     cache, stream retention) and without; "Sessions {json}" lines.
 //
 // Metrics: ms/node (or ms/roundtrip) of wall time, events/run and wft/run (workflow tasks) from
 // the history of one run, outside the timed region. See docs/performance.md for results.

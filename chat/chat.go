@@ -229,18 +229,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, h.o.Logger, err)
 		return
 	}
-	if h.o.Authorize != nil {
-		if err := h.o.Authorize(r, req); err != nil {
-			fail(w, r, h.o.Logger, authError(err))
-			return
-		}
-	}
 	last := req.Last()
 	resume := req.ResumeOf()
 	if h.hasCallbacks() {
-		if req.SessionID == "" || req.ClientTurnID == "" || last.Role != "user" {
-			fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest,
-				"Lifecycle callbacks need a non-empty sessionId and clientTurnId, and the last message must be from the user."))
+		// Checked before Authorize: a request without the ids is malformed whoever sends it.
+		if err := callbackFields(req); err != nil {
+			fail(w, r, h.o.Logger, err)
+			return
+		}
+	}
+	if h.o.Authorize != nil {
+		if err := h.o.Authorize(r, req); err != nil {
+			fail(w, r, h.o.Logger, authError(err))
 			return
 		}
 	}
@@ -326,6 +326,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	release()
 	h.respond(w, r, req, t, from)
+}
+
+// callbackFields checks what the lifecycle callbacks need of a request (seed 001: "Both hooks
+// require a nonempty sessionId and clientTurnId"): INVALID_REQUEST with one issue per missing
+// field, or nil.
+func callbackFields(req *Request) error {
+	var issues []contracts.Issue
+	for _, f := range []struct{ name, v string }{{"sessionId", req.SessionID}, {"clientTurnId", req.ClientTurnID}} {
+		if f.v == "" {
+			issues = append(issues, contracts.Issue{Path: []any{f.name}, Code: "required", Message: f.name + " is required: the lifecycle callbacks need it"})
+		}
+	}
+	if req.Last().Role != "user" {
+		issues = append(issues, contracts.Issue{Path: []any{"messages"}, Code: "invalid_value", Message: "the last message must be from the user"})
+	}
+	if len(issues) == 0 {
+		return nil
+	}
+	return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: issues}
 }
 
 // brokerPingTimeout bounds the broker check before a turn.
@@ -518,13 +537,14 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	if err == nil {
 		h.turns.responseOver(t)
 	} else {
-		f := contracts.FailureOf(err)
+		var fail contracts.Chunk
 		if isGone(err) {
 			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
+			f := httpapi.Public(err)
+			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		} else {
-			h.o.Logger.Error("kortyx chat: reading the run's stream failed", "run", t.ts.RunID, "error", err)
+			fail = httpapi.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
 		}
-		fail := contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sse != nil {
 			_ = sse.Event(0, fail)
@@ -588,7 +608,7 @@ func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask)
 			}
 		}
 		if err != nil && ctx.Err() == nil {
-			f := contracts.FailureOf(err)
+			f := httpapi.Public(httpapi.StreamFailure(err))
 			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
 		}
 		msg, status := stream.Finalize(req.ClientTurnID, chunks)

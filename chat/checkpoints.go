@@ -14,6 +14,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/client"
 )
 
@@ -22,9 +23,9 @@ import (
 // fork {sessionId?, checkpointId, newSessionId?}.
 //
 // Kortyx's client sends get, rollback and fork without sessionId: the route then finds the
-// checkpoint's session (CheckpointOptions.Index, then CheckpointOptions.ResolveSession), sets
-// SessionID and SessionResolved, authorizes the request like any other and answers in Kortyx's
-// result shapes (see [CheckpointHandler]).
+// checkpoint's session (from the checkpoint id, which carries it; for ids made before they did,
+// CheckpointOptions.Index, then CheckpointOptions.ResolveSession), sets SessionID and
+// SessionResolved and authorizes the request like any other (see [CheckpointHandler]).
 type CheckpointRequest struct {
 	Action       string `json:"action"`
 	SessionID    string `json:"sessionId"`
@@ -66,8 +67,9 @@ type CheckpointOptions struct {
 	OnLifecycleError     func(ev LifecycleError)
 	MaxBodyBytes         int64
 	Logger               *slog.Logger
-	// Index is where the sessions of checkpoints are looked up for requests without sessionId
-	// (nil: [DefaultSessionIndex], which the chat handlers of the process fill).
+	// Index is where the sessions of checkpoints whose ids do not carry their session (ids
+	// made before they did) are looked up for requests without sessionId (nil:
+	// [DefaultSessionIndex], which the chat handlers of the process fill).
 	Index *SessionIndex
 	// ResolveSession, when set, finds the session of a checkpoint the index does not know (an
 	// application that keeps checkpoint ids in its transcript knows it); return "" or a
@@ -155,7 +157,10 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 	if req.SessionID != "" {
 		return nil
 	}
-	session, ok := h.index.Session(req.CheckpointID)
+	session, ok := protocol.CheckpointSession(req.CheckpointID) // cp-<uuid>@<sessionId>
+	if !ok {
+		session, ok = h.index.Session(req.CheckpointID) // an older cp-<uuid> this process saw
+	}
 	if !ok && h.o.ResolveSession != nil {
 		s, err := h.o.ResolveSession(r.Context(), r, req.CheckpointID)
 		switch {
@@ -179,12 +184,12 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 
 // ServeHTTP serves one checkpoint request.
 //
-// A request that names its session is answered in this port's shapes: list a list of
-// [contracts.CheckpointSummary], get a [contracts.Checkpoint] (or null), rollback a
-// [contracts.RollbackResult], fork a [contracts.ForkResult], times as RFC 3339 strings. A
-// request without sessionId (Kortyx's get, rollback and fork) is answered in Kortyx's shapes:
-// every createdAt is in milliseconds since the epoch, and rollback's head is the head
-// checkpoint's id (a string; the summary is in headCheckpoint). The other fields are the same.
+// Every answer has Kortyx's shapes, whether or not the request named its session: list a list
+// of [contracts.CheckpointSummary] ([] for a session that does not exist, as Kortyx's store
+// answers), get a [contracts.Checkpoint] (or null), rollback a [contracts.RollbackResult], fork
+// a [contracts.ForkResult], except that every createdAt is a number (milliseconds since the
+// epoch) and rollback's head is the head checkpoint's id (a string; its summary is in
+// headCheckpoint).
 func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.o.CORS.serve(w, r) {
 		return
@@ -223,9 +228,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		callback()
 	}
 	h.learn(req, out)
-	if req.SessionResolved {
-		out = kortyxResult(out)
-	}
+	out = kortyxResult(out)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }
@@ -295,7 +298,10 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	switch req.Action {
 	case "list":
 		v, err := kortyx.Session(ctx, h.o.Client, req.SessionID)
-		if err != nil {
+		switch {
+		case contracts.CodeOf(err) == contracts.CodeInvalidSession: // no such session (its id was checked)
+			return []contracts.CheckpointSummary{}, nil, nil
+		case err != nil:
 			return nil, nil, err
 		}
 		return v.Checkpoints, nil, nil
@@ -304,6 +310,8 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 		switch {
 		case contracts.CodeOf(err) == contracts.CodeNotFound:
 			return nil, nil, nil
+		case contracts.CodeOf(err) == contracts.CodeInvalidSession && req.SessionResolved:
+			return nil, nil, nil // the session its id names does not exist
 		case err != nil:
 			return nil, nil, err
 		}
@@ -311,7 +319,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	case "rollback":
 		res, err := kortyx.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, h.unknown(req, err)
 		}
 		if h.o.OnRolledBack == nil {
 			return res, nil, nil
@@ -325,7 +333,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	case "fork":
 		res, err := kortyx.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, h.unknown(req, err)
 		}
 		if h.o.OnForked == nil {
 			return res, nil, nil
@@ -338,6 +346,16 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 		}, nil
 	}
 	return nil, nil, nil
+}
+
+// unknown turns the INVALID_SESSION of a session that the checkpoint id named (the client
+// did not) into the checkpoint's NOT_FOUND.
+func (h *CheckpointHandler) unknown(req *CheckpointRequest, err error) error {
+	if req.SessionResolved && contracts.CodeOf(err) == contracts.CodeInvalidSession {
+		return &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found.", req.CheckpointID),
+			Details: map[string]any{"checkpointId": req.CheckpointID}}
+	}
+	return err
 }
 
 // callback runs a lifecycle callback; its failure reaches OnLifecycleError and never the response.

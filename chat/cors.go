@@ -22,7 +22,8 @@ import (
 // answer to a request with an Origin header carries Vary: Origin.
 type CORS struct {
 	// AllowedOrigins are the origins allowed, exactly as browsers send them
-	// ("https://app.example.com"); "*" allows any origin.
+	// ("https://app.example.com"); "*" allows any origin, and an origin whose port is "*"
+	// ("http://localhost:*") allows that scheme and host on any port (and on none).
 	AllowedOrigins []string
 	// AllowCredentials lets the page send cookies and HTTP authentication.
 	AllowCredentials bool
@@ -37,7 +38,31 @@ type CORS struct {
 var DefaultCORSHeaders = []string{"Content-Type", "Authorization", "Last-Event-ID", ResumableHeader}
 
 func (c *CORS) allows(origin string) bool {
-	return slices.Contains(c.AllowedOrigins, "*") || slices.Contains(c.AllowedOrigins, origin)
+	return slices.ContainsFunc(c.AllowedOrigins, func(allowed string) bool { return originMatches(allowed, origin) })
+}
+
+// originMatches reports whether origin is allowed by the entry allowed of AllowedOrigins.
+func originMatches(allowed, origin string) bool {
+	if allowed == "*" || allowed == origin {
+		return true
+	}
+	base, ok := strings.CutSuffix(allowed, ":*")
+	if !ok {
+		return false
+	}
+	if origin == base {
+		return true
+	}
+	port, ok := strings.CutPrefix(origin, base+":")
+	if !ok || port == "" || len(port) > 5 {
+		return false
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // serve adds the CORS headers of r to w and answers a preflight request; it reports whether the

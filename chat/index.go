@@ -8,7 +8,8 @@ import (
 
 // SessionIndex remembers which session each checkpoint belongs to, so that the checkpoint route
 // can serve Kortyx's requests, which name only a checkpoint (get, rollback and fork without
-// sessionId). Checkpoint ids (cp-<uuid>) do not carry their session. The index learns from the
+// sessionId) when their ids do not carry their session (cp-<uuid>: made before ids were
+// cp-<uuid>@<sessionId>, or of a session id over 216 characters). The index learns from the
 // checkpoint chunks of the responses the chat route streams or finalizes, and from the
 // checkpoint route's own answers (list, get, rollback, fork); it keeps the newest max entries.
 // It lives in the memory of one process: a checkpoint learned by another process, or before a
@@ -21,8 +22,9 @@ type SessionIndex struct {
 	order []string
 }
 
-// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps.
-const DefaultSessionIndexSize = 100_000
+// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps: about
+// 320 bytes each (a cp-<uuid> id and a uuid session id), so at most about 3.2 MB.
+const DefaultSessionIndexSize = 10_000
 
 // DefaultSessionIndex is the index of the handlers whose options name none.
 var DefaultSessionIndex = NewSessionIndex(DefaultSessionIndexSize)

@@ -23,8 +23,9 @@ const ResumableHeader = stream.ResumableHeader
 
 // CodeCancelled is the failure code of the error chunk that tells a Kortyx-framed client the run
 // was cancelled (Kortyx has no cancelled chunk; see [KortyxChunks]). It is not
-// EXECUTION_CANCELLED: Kortyx's reader treats a failure with that code as a control-flow signal
-// and rejects the stream as malformed.
+// EXECUTION_CANCELLED: Kortyx's newer stream reader (the one with typed MALFORMED_STREAM
+// failures) treats a failure with that code as a control-flow signal and fails the stream as
+// malformed; v0.14's reader hands such a chunk on.
 const CodeCancelled contracts.Code = "CANCELLED"
 
 // CodeLimitReached replaces EXECUTION_LIMIT_REACHED in the error chunks of Kortyx framing, for

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -139,6 +140,24 @@ func TestSessionIndex(t *testing.T) {
 	s, _ = x.Session("cp-2")
 	require.Equal(t, "s2", s)
 	require.Equal(t, DefaultSessionIndex, (*SessionIndex)(nil).orDefault())
+}
+
+// The default index is bounded: beyond DefaultSessionIndexSize checkpoints (10,000) the oldest
+// is evicted.
+func TestSessionIndexDefaultCap(t *testing.T) {
+	require.Equal(t, 10_000, DefaultSessionIndexSize)
+	x := NewSessionIndex(DefaultSessionIndexSize)
+	for i := range DefaultSessionIndexSize + 1 {
+		x.Put(fmt.Sprintf("cp-%d", i), "s")
+	}
+	_, ok := x.Session("cp-0")
+	require.False(t, ok, "the oldest is evicted")
+	for _, id := range []string{"cp-1", fmt.Sprintf("cp-%d", DefaultSessionIndexSize)} {
+		_, ok = x.Session(id)
+		require.True(t, ok, id)
+	}
+	require.Len(t, x.m, DefaultSessionIndexSize)
+	require.Equal(t, DefaultSessionIndexSize, DefaultSessionIndex.max)
 }
 
 func TestKortyxCheckpointRequests(t *testing.T) {

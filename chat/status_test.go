@@ -22,6 +22,7 @@ func TestHTTPStatus(t *testing.T) {
 		{contracts.CodeNotFound, http.StatusNotFound},
 		{contracts.CodeUnknownWorkflow, http.StatusNotFound},
 		{contracts.CodeSessionBusy, http.StatusConflict},
+		{contracts.CodeClientTurnConflict, http.StatusConflict},
 		{contracts.CodeUnauthorized, http.StatusUnauthorized},
 		{contracts.CodeForbidden, http.StatusForbidden},
 		{contracts.CodeProviderHTTPError, http.StatusBadGateway},

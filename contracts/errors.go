@@ -126,7 +126,7 @@ var declared = map[Code]bool{
 	CodePayloadTooLarge: true, CodeReasonMaxSteps: true, CodeUnknownTool: true,
 	CodeInvalidToolCall: true, CodeReasonMaxEmissions: true, CodeReasonMaxRequests: true,
 	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
-	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true,
+	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true, CodeClientTurnConflict: true,
 	CodeStreamUnavailable: true, CodeStreamGone: true, CodePayloadMissing: true, CodePayloadCodec: true,
 }
 
@@ -172,7 +172,7 @@ func (c Code) Category() Category {
 		CodePayloadMissing:
 		return CategoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
-		CodeUnauthorized, CodeForbidden,
+		CodeUnauthorized, CodeForbidden, CodeClientTurnConflict,
 		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
 		CodeUnknownWorkflow, CodeStreamGone:
 		return CategoryRequest

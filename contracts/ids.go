@@ -12,7 +12,7 @@ const MaxIDLength = 256
 // id) against the one rule for ids: 1 to [MaxIDLength] characters, each a visible ASCII
 // character (letters, digits and the punctuation !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~); no spaces,
 // control characters or non-ASCII letters. Ids the system makes (session-<uuid>, run-<uuid>,
-// cp-<uuid>, child runs <run>/<node>#<n>/<call>) follow it. Temporal carries ids in gRPC
+// cp-<uuid>@<sessionId>, child runs <run>/<node>#<n>/<call>) follow it. Temporal carries ids in gRPC
 // headers, which take only ASCII.
 //
 // field names the id in the error: an INVALID_REQUEST [*Error] with one [Issue] at path

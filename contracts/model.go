@@ -221,6 +221,10 @@ type ModelPassInput struct {
 	// [CodePayloadMissing] (or [CodePersistenceError], [CodePayloadCodec]); the workflow then
 	// sends every message inline.
 	Prefix *MessagePrefix `json:"prefix,omitempty"`
+	// MaxFailures caps the provider errors of the pass (counted apart from attempts lost to
+	// dead workers or timeouts): the failure that reaches it is final, with the provider's
+	// code; each earlier one publishes a status chunk before the retry. 0: no cap.
+	MaxFailures int `json:"maxFailures,omitempty"`
 }
 
 // StructuredStream describes the structured-data stream of a generation pass.
@@ -263,6 +267,14 @@ type ToolCallInput struct {
 	IdempotencyKey string `json:"idempotencyKey"`
 	// MCP is the server of an MCP tool; nil for worker tools.
 	MCP *MCPServer `json:"mcp,omitempty"`
+	// Node is the node whose Reason call made the tool call, and Stream the stream its status
+	// chunks go to (a child run's is its root's; empty: RunID).
+	Node   string `json:"node,omitempty"`
+	Stream string `json:"stream,omitempty"`
+	// MaxFailures caps the retryable errors of the call (counted apart from attempts lost to
+	// dead workers or timeouts): the error that reaches it is final, with the tool's code;
+	// each earlier one publishes a status chunk before the retry. 0: no cap.
+	MaxFailures int `json:"maxFailures,omitempty"`
 }
 
 // ReasonStep is one model pass of a hooks.Reason call, with the tool calls it requested and

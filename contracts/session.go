@@ -13,6 +13,9 @@ const (
 	CodeUnauthorized Code = "UNAUTHORIZED"
 	// CodeForbidden: the caller may not act on this session (HTTP 403).
 	CodeForbidden Code = "FORBIDDEN"
+	// CodeClientTurnConflict: a clientTurnId the session remembers came again with other
+	// content (another answer, another message): it is not a retry (HTTP 409).
+	CodeClientTurnConflict Code = "CLIENT_TURN_CONFLICT"
 )
 
 // DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
@@ -82,6 +85,9 @@ type TurnRequest struct {
 	// it the session's owner; a later turn with another owner is refused with FORBIDDEN. Empty
 	// means no owner (development): such a session refuses turns that name one.
 	Owner string `json:"owner,omitempty"`
+	// Digest identifies the turn's content (its input); kortyx.StartTurn sets it. The same
+	// ClientTurnID with another digest is refused with CLIENT_TURN_CONFLICT.
+	Digest string `json:"digest,omitempty"`
 }
 
 // ResumeTurnRequest claims a turn that answers a pending question of the session.
@@ -91,6 +97,9 @@ type ResumeTurnRequest struct {
 	ClientTurnID string `json:"clientTurnId,omitempty"`
 	// Reconnect: see [TurnRequest].
 	Reconnect bool `json:"reconnect,omitempty"`
+	// Digest identifies the answer's content; kortyx.AnswerTurn sets it. The same
+	// ClientTurnID with another digest is refused with CLIENT_TURN_CONFLICT.
+	Digest string `json:"digest,omitempty"`
 }
 
 // TurnStarted says which run carries a turn.
@@ -154,6 +163,9 @@ type ActiveTurn struct {
 	Token string `json:"token,omitempty"`
 	// Committed is set when the turn ended with a checkpoint (completed or interrupted).
 	Committed bool `json:"committed,omitempty"`
+	// Digest is the request's digest ([TurnRequest].Digest, [ResumeTurnRequest].Digest; ""
+	// for turns whose request had none).
+	Digest string `json:"digest,omitempty"`
 }
 
 // SessionView is the session query's answer.

@@ -21,6 +21,9 @@ func TestSecondServerOnOneDatabaseIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, ErrDBInUse)
 	require.Equal(t, "kortyx: the dev server database "+db+" is in use by another dev server, started by process "+strconv.Itoa(os.Getpid())+
 		": stop that one (one server per database), or give this one another Options.DBFile, or \"\" for an in-memory database: dev server database in use", err.Error())
+	var inUse *DBInUseError
+	require.ErrorAs(t, err, &inUse)
+	require.Equal(t, DBInUseError{DB: db, PID: os.Getpid()}, *inUse)
 	select {
 	case <-first.Done():
 		t.Fatal("the refused start stopped the first server")

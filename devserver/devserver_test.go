@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,9 +139,32 @@ func TestStartFailsFastOnEarlyExit(t *testing.T) {
 	begin := time.Now()
 	srv, err := Start(t.Context(), Options{BinaryPath: temporalBinary(t), UIPort: -1, ExtraArgs: []string{"--no-such-flag"}})
 	require.Nil(t, srv)
-	require.ErrorContains(t, err, "exited during startup")
-	require.ErrorContains(t, err, "no-such-flag") // from the server's own output
+	// The server's own last line first, then the tail of its output; no guess at the cause.
+	require.True(t, strings.HasPrefix(err.Error(), "kortyx: temporal dev server exited during startup (exit status 1): unknown flag: --no-such-flag\n--- temporal dev server output (tail) ---\n"), err.Error())
+	require.NotContains(t, err.Error(), "DBFile")
+	require.NotErrorIs(t, err, ErrPortInUse)
 	require.Less(t, time.Since(begin), 5*time.Second)
+}
+
+// The program's OpenTelemetry variables are its own: a server started under
+// OTEL_TRACES_EXPORTER=console (which the server does not support and would exit on) starts.
+func TestStartWithoutTheProgramsOTELVariables(t *testing.T) {
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	t.Setenv("OTEL_METRICS_EXPORTER", "console")
+	srv := startServer(t, Options{UIPort: -1})
+	require.NoError(t, srv.Stop())
+
+	require.Equal(t, []string{"PATH=/bin", "KORTYX_OTEL=1", "otel_x=1"},
+		childEnv([]string{"OTEL_TRACES_EXPORTER=console", "PATH=/bin", "OTEL_SERVICE_NAME=w", "KORTYX_OTEL=1", "otel_x=1"}))
+}
+
+// A server that prints nothing before it exits says so.
+func TestStartReportsASilentExit(t *testing.T) {
+	t.Parallel()
+	fake := filepath.Join(t.TempDir(), "temporal")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\nexit 3\n"), 0o755))
+	_, err := Start(t.Context(), Options{BinaryPath: fake, UIPort: -1})
+	require.EqualError(t, err, "kortyx: temporal dev server exited during startup (exit status 3) without printing anything")
 }
 
 func TestStartTimesOut(t *testing.T) {
@@ -206,19 +230,36 @@ func TestWithDefaults(t *testing.T) {
 	require.ErrorContains(t, err, "invalid dev server ports")
 }
 
+// Find's order, on a project of the test's own (the checkout's .tools/bin may not exist: with
+// TEMPORAL_CLI_PATH set, make installs nothing there): $TEMPORAL_CLI_PATH, <root>/.tools/bin,
+// then $PATH.
 func TestFind(t *testing.T) {
-	root := moduleRoot(t)
-	want := filepath.Join(root, ".tools", "bin", exeName("temporal"))
+	exe := func(dir string) string {
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		p := filepath.Join(dir, exeName("temporal"))
+		require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
+		return p
+	}
+	root := t.TempDir()
+	local := exe(filepath.Join(root, ".tools", "bin"))
+	onPath := t.TempDir()
+	pathBin := exe(onPath)
+	explicit := exe(t.TempDir())
+	t.Setenv("PATH", onPath)
 
 	t.Setenv(EnvCLIPath, "")
 	got, err := Find(root)
 	require.NoError(t, err)
-	require.Equal(t, want, got)
+	require.Equal(t, local, got, ".tools/bin before PATH")
 
-	t.Setenv(EnvCLIPath, want)
 	got, err = Find(t.TempDir())
 	require.NoError(t, err)
-	require.Equal(t, want, got)
+	require.Equal(t, pathBin, got, "PATH when the project has no .tools/bin")
+
+	t.Setenv(EnvCLIPath, explicit)
+	got, err = Find(root)
+	require.NoError(t, err)
+	require.Equal(t, explicit, got, "TEMPORAL_CLI_PATH before everything")
 
 	t.Setenv(EnvCLIPath, filepath.Join(t.TempDir(), "missing"))
 	_, err = Find(root)

@@ -117,7 +117,10 @@ type Server struct {
 // the server; call [Server.Stop]. If the server exits early, does not become
 // ready within [Options.ReadyTimeout], or ctx ends first, the process is
 // killed and the error includes the tail of its output. When no port is set
-// explicitly, a start that loses a port race is retried with new ports.
+// explicitly, a start that loses a port race is retried with new ports. The server runs with
+// the program's environment minus its OpenTelemetry variables (OTEL_*), which are the
+// program's own settings: the server would apply them to itself, and exits on a value it does
+// not support, such as OTEL_TRACES_EXPORTER=console.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -161,15 +164,30 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // ErrDBInUse is returned (wrapped) by [Start] when another dev server, of this process or
-// another, uses the same [Options.DBFile].
+// another, uses the same [Options.DBFile]; the error is a [*DBInUseError].
 var ErrDBInUse = errors.New("dev server database in use")
 
-func dbInUse(db, holder string) error {
+// DBInUseError is [Start]'s error when another dev server uses [Options.DBFile]; errors.Is
+// matches it with [ErrDBInUse]. Programs use its fields to say it in their own terms.
+type DBInUseError struct {
+	DB  string // the database file
+	PID int    // the process that started the server holding it (0: unknown)
+}
+
+func (e *DBInUseError) Error() string {
 	by := "another process"
-	if holder != "" {
-		by = "process " + holder
+	if e.PID > 0 {
+		by = "process " + strconv.Itoa(e.PID)
 	}
-	return fmt.Errorf("kortyx: the dev server database %s is in use by another dev server, started by %s: stop that one (one server per database), or give this one another Options.DBFile, or \"\" for an in-memory database: %w", db, by, ErrDBInUse)
+	return fmt.Sprintf("kortyx: the dev server database %s is in use by another dev server, started by %s: stop that one (one server per database), or give this one another Options.DBFile, or \"\" for an in-memory database: %v", e.DB, by, ErrDBInUse)
+}
+
+// Is reports whether target is [ErrDBInUse].
+func (e *DBInUseError) Is(target error) bool { return target == ErrDBInUse }
+
+func dbInUse(db, holder string) error {
+	pid, _ := strconv.Atoi(holder)
+	return &DBInUseError{DB: db, PID: pid}
 }
 
 // withDefaults validates o, fills in defaults and creates the DB directory.
@@ -248,6 +266,7 @@ func start(ctx context.Context, o Options) (s *Server, portInUse bool, err error
 		s.uiAddr = net.JoinHostPort(dialHost(o.Host), strconv.Itoa(o.UIPort))
 	}
 	s.cmd = exec.Command(o.BinaryPath, args(o)...)
+	s.cmd.Env = childEnv(os.Environ())
 	s.cmd.SysProcAttr = sysProcAttr()
 	// One comparable writer for both streams: exec then copies them through
 	// a single pipe and goroutine, so Log sees no concurrent writes.
@@ -277,7 +296,7 @@ func start(ctx context.Context, o Options) (s *Server, portInUse bool, err error
 	case <-s.done:
 		out := s.out.String()
 		portInUse = w.portInUse.Load() || strings.Contains(out, portInUseText)
-		err = fmt.Errorf("kortyx: temporal dev server exited during startup (%v); check the server output below and Options (ports, DBFile, ExtraArgs)%s", s.waitErr, formatTail(out))
+		err = exitError(s.waitErr, out, portInUse)
 	default:
 		_ = s.Kill()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -287,6 +306,42 @@ func start(ctx context.Context, o Options) (s *Server, portInUse bool, err error
 		}
 	}
 	return nil, portInUse, err
+}
+
+// ErrPortInUse is returned (wrapped) by [Start] when the server exited because a port it was
+// to bind is taken (after the retries on other ports, when the ports were picked automatically).
+var ErrPortInUse = errors.New("dev server port in use")
+
+// exitError is the error of a server that exited during startup: its exit status and its own
+// last words (the last line it printed, then the tail of its output), not a guess at the cause.
+func exitError(waitErr error, out string, portInUse bool) error {
+	last := lastLine(out)
+	if portInUse {
+		return fmt.Errorf("kortyx: temporal dev server exited during startup (%v): a port it was to bind is taken (%w): %s%s", waitErr, ErrPortInUse, last, formatTail(out))
+	}
+	if last == "" {
+		return fmt.Errorf("kortyx: temporal dev server exited during startup (%v) without printing anything", waitErr)
+	}
+	return fmt.Errorf("kortyx: temporal dev server exited during startup (%v): %s%s", waitErr, last, formatTail(out))
+}
+
+// lastLine is the last non-blank line of out, trimmed.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// childEnv is the server's environment: the program's, without its OpenTelemetry variables
+// (OTEL_*). Those configure the program's own telemetry; the Temporal server reads them too
+// and, for a value it does not support (OTEL_TRACES_EXPORTER=console), refuses to start.
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "OTEL_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // errNoBanner is the readiness error until the CLI prints its banner.

@@ -17,6 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -63,7 +64,7 @@ func cmdRun(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 2 {
-		return usagef("run needs <workflow> <input>")
+		return usagef(fs, "run needs <workflow> <input>")
 	}
 	cfg := config()
 	c, err := app.Dial(cfg)
@@ -74,7 +75,7 @@ func cmdRun(ctx context.Context, args []string) error {
 	in := contracts.RunInput{Workflow: pos[0], Input: inputJSON(pos[1]), SessionID: *session}
 	if *ctxJSON != "" {
 		if !json.Valid([]byte(*ctxJSON)) {
-			return usagef("--context must be a JSON object")
+			return usagef(fs, "--context must be a JSON object")
 		}
 		in.Context = json.RawMessage(*ctxJSON)
 	}
@@ -203,8 +204,12 @@ func result(ctx context.Context, c client.Client, runID string, p *printer) erro
 	case contracts.CodeExecutionCancelled:
 		p.note("run %s cancelled", runID)
 		return nil
+	case contracts.CodeExecutionFailed:
+		return err
 	}
-	return err
+	// A Kortyx failure in its own words, not the SDK's "workflow execution error (type: …)".
+	f := contracts.FailureOf(err)
+	return &contracts.Error{Code: f.Code, Message: fmt.Sprintf("run %s failed: %s", runID, f.Message)}
 }
 
 func cmdRespond(ctx context.Context, args []string) error {
@@ -221,7 +226,7 @@ func cmdRespond(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("respond needs <runID>")
+		return usagef(fs, "respond needs <runID>")
 	}
 	resp := contracts.Response{Token: *token, RequestID: *requestID, Text: *text, Cancel: *cancel}
 	if *sel != "" {
@@ -229,7 +234,7 @@ func cmdRespond(ctx context.Context, args []string) error {
 	}
 	if *value != "" {
 		if !json.Valid([]byte(*value)) {
-			return usagef("--value must be JSON")
+			return usagef(fs, "--value must be JSON")
 		}
 		resp.Value = json.RawMessage(*value)
 	}
@@ -319,7 +324,7 @@ func cmdStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("status needs <runID>")
+		return usagef(fs, "status needs <runID>")
 	}
 	cfg := config()
 	c, err := app.Dial(cfg)
@@ -343,7 +348,7 @@ func cmdCancel(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("cancel needs <runID>")
+		return usagef(fs, "cancel needs <runID>")
 	}
 	cfg := config()
 	c, err := app.Dial(cfg)
@@ -351,9 +356,34 @@ func cmdCancel(ctx context.Context, args []string) error {
 		return err
 	}
 	defer c.Close()
+	// A closed run is not cancelled again: an already cancelled one says so (exit 0, the
+	// asked-for state holds), one that ended otherwise is an error (exit 1) naming its status.
+	desc, err := c.DescribeWorkflow(ctx, pos[0], "")
+	if err != nil {
+		return err
+	}
+	switch st := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); st {
+	case enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case enums.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		fmt.Printf("run %s is already cancelled\n", pos[0])
+		return nil
+	default:
+		return contracts.Errorf(contracts.CodeInvalidRequest, "run %s has already ended (%s): there is nothing to cancel", pos[0], statusWord(st))
+	}
 	if err := c.CancelWorkflow(ctx, pos[0], ""); err != nil {
 		return err
 	}
 	fmt.Printf("cancellation of run %s requested\n", pos[0])
 	return nil
+}
+
+// statusWord is a closed run's Temporal status in words ("completed", "timed out").
+func statusWord(st enums.WorkflowExecutionStatus) string {
+	switch st {
+	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	case enums.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		return "continued as new"
+	}
+	return strings.ToLower(st.String())
 }

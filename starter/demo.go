@@ -40,10 +40,20 @@ func cmdDemo(ctx context.Context, args []string) error {
 	}
 	message, ok := demoMessages[*wf]
 	if !ok {
-		return usagef("demo --workflow must be support, triage or research, not %q", *wf)
+		return usagef(fs, "demo --workflow must be support, triage or research, not %q", *wf)
 	}
 	if len(pos) > 0 {
 		message = strings.Join(pos, " ")
+	}
+	// The model is checked before anything starts (a server, a worker).
+	if *model != "" {
+		if err := app.CheckModel(*model); err != nil {
+			return usagef(fs, "demo --model: %s", contracts.FailureOf(err).Message)
+		}
+	} else if m := os.Getenv("KORTYX_MODEL"); m != "" {
+		if err := app.CheckModel(m); err != nil {
+			return fmt.Errorf("KORTYX_MODEL: %w", err)
+		}
 	}
 	if provider, ok := needsAllProviders(*model); ok {
 		return demoElsewhere(newPrinter(os.Stdout, false), provider, args)
@@ -99,7 +109,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p.note("model: %s", backend.Model)
+	p.note("model: %s", modelNote(backend))
 	st, err := app.StartStack(ctx, c, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0",
 		DefaultWorkflow: chosen.DefaultWorkflow()})
 	if err != nil {
@@ -151,6 +161,16 @@ func startDemoServer(ctx context.Context, cfg app.Config) (*devserver.Server, er
 		return nil, fmt.Errorf("kortyx: starting the demo's Temporal dev server (or set TEMPORAL_ADDRESS to use a running one): %w", err)
 	}
 	return srv, nil
+}
+
+// modelNote names the default model, then says what answers it: "openai:gpt-4.1-mini at
+// https://…", or "openai:gpt-4.1-mini, answered by the scripted fake model …".
+func modelNote(b *app.Backend) string {
+	ref := contracts.ModelRef{Provider: b.DefaultProvider, Model: b.DefaultModel}.String()
+	if where, ok := strings.CutPrefix(b.Model, b.DefaultModel+" at "); ok {
+		return ref + " at " + where
+	}
+	return ref + ", answered by " + b.Model
 }
 
 func asList(v any) []any {

@@ -147,7 +147,11 @@ type usageError struct {
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+// usagef is a usage error of the command of fs (nil: of the program), whose usage is printed
+// below it.
+func usagef(fs *flag.FlagSet, format string, args ...any) error {
+	return usageError{msg: fmt.Sprintf(format, args...), fs: fs}
+}
 
 // helpRequest is --help or -h on a command: its usage goes to stdout and the program exits 0.
 type helpRequest struct{ fs *flag.FlagSet }

@@ -30,8 +30,14 @@ func TestMain(m *testing.M) {
 // runMain runs main with args and returns its stdout, stderr and exit code.
 func runMain(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runMainEnv(t, nil, args...)
+}
+
+// runMainEnv is runMain with env added to the environment.
+func runMainEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "STARTER_MAIN=1")
+	cmd.Env = append(append(os.Environ(), "STARTER_MAIN=1"), env...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -90,6 +96,39 @@ func TestUnknownFlagPrintsTheCommandsUsage(t *testing.T) {
 	require.Empty(t, out)
 	require.True(t, strings.HasPrefix(errOut, "starter: run: flag provided but not defined: -bogus\n\nusage: starter run <workflow> <input> [flags]\n"), errOut)
 	require.Contains(t, errOut, "  -detach\n")
+}
+
+// A command without its arguments prints its own usage, not the program's.
+func TestMissingArgumentsPrintTheCommandsUsage(t *testing.T) {
+	for cmd, msg := range map[string]string{
+		"run":     "run needs <workflow> <input>",
+		"respond": "respond needs <runID>",
+		"status":  "status needs <runID>",
+		"cancel":  "cancel needs <runID>",
+	} {
+		out, errOut, code := runMain(t, cmd)
+		require.Equal(t, 2, code, cmd)
+		require.Empty(t, out, cmd)
+		require.True(t, strings.HasPrefix(errOut, "starter: "+msg+"\n\nusage: starter "+cmd+" "), "%s:\n%s", cmd, errOut)
+		require.NotContains(t, errOut, "commands:", "%s: not the program's usage", cmd)
+	}
+}
+
+// demo --model (and KORTYX_MODEL) are checked before anything starts, and the error lists the
+// providers.
+func TestDemoChecksTheModelFirst(t *testing.T) {
+	env := []string{"TEMPORAL_ADDRESS=", "KORTYX_MODEL=", "TEMPORAL_CLI_PATH=" + filepath.Join(t.TempDir(), "no-temporal")}
+	out, errOut, code := runMainEnv(t, env, "demo", "--model", "bogus:x")
+	require.Equal(t, 2, code, errOut)
+	require.Empty(t, out, "no server started")
+	require.True(t, strings.HasPrefix(errOut, `starter: demo --model: model "bogus:x": there is no provider "bogus"; the providers are openai, google, anthropic, fake (e.g. anthropic:claude-sonnet-4-5)`+"\n\nusage: starter demo "), errOut)
+	_, errOut, code = runMainEnv(t, env, "demo", "--model", "anthropic:")
+	require.Equal(t, 2, code, errOut)
+	require.True(t, strings.HasPrefix(errOut, `starter: demo --model: model "anthropic:" names no model; write provider:model (e.g. anthropic:claude-sonnet-4-5)`+"\n\n"), errOut)
+	out, errOut, code = runMainEnv(t, append(env, "KORTYX_MODEL=bogus:y"), "demo")
+	require.Equal(t, 1, code, errOut)
+	require.Empty(t, out)
+	require.Equal(t, `starter: KORTYX_MODEL: model "bogus:y": there is no provider "bogus"; the providers are openai, google, anthropic, fake (e.g. anthropic:claude-sonnet-4-5) [PROVIDER_CONFIGURATION]`+"\n", errOut)
 }
 
 func TestPromptEndsWhenContextIsCancelled(t *testing.T) {
@@ -169,6 +208,19 @@ func TestInvalidatedTextIsMentionedOnlyWhenShown(t *testing.T) {
 	require.Equal(t, "chat: Hello bra\n"+
 		"(the model pass failed midway and is retried: discard the text above)\n"+
 		"chat: Hello brave world\n", b.String())
+}
+
+// A status chunk (a failed call is retried) is printed on a line of its own.
+func TestStatusIsPrinted(t *testing.T) {
+	var b bytes.Buffer
+	p := newPrinter(&b, false)
+	for _, c := range []contracts.Chunk{
+		{Type: contracts.ChunkToolCallStart, Tool: "db_query", Input: []byte(`{}`)},
+		{Type: contracts.ChunkStatus, Node: "agent", Tool: "db_query", Message: "db_query failed (attempt 1 of 3), retrying in 1 s"},
+	} {
+		p.chunk(c)
+	}
+	require.Equal(t, "→ db_query {}\n… db_query failed (attempt 1 of 3), retrying in 1 s\n", b.String())
 }
 
 func TestReplayNeedsOneSource(t *testing.T) {

@@ -22,7 +22,7 @@ func cmdPayloads(ctx context.Context, args []string) error {
 			fmt.Print(payloadsUsage)
 			return nil
 		}
-		return usagef("payloads needs a subcommand: gc")
+		return usagef(nil, "payloads needs a subcommand: gc")
 	}
 	fs := flag.NewFlagSet("payloads gc", flag.ContinueOnError)
 	grace := fs.Duration("grace", codec.DefaultGrace, "keep unreferenced objects stored less than this long ago")

@@ -75,6 +75,9 @@ func (p *printer) chunk(c contracts.Chunk) {
 		delete(p.shown, key)
 		p.endLine()
 		fmt.Fprintf(p.w, "(the model pass failed midway and is retried: discard the text above)\n")
+	case contracts.ChunkStatus: // a failed call is retried: say why the run waits
+		p.endLine()
+		fmt.Fprintf(p.w, "… %s\n", c.Message)
 	case contracts.ChunkToolCallStart:
 		p.endLine()
 		fmt.Fprintf(p.w, "→ %s %s\n", c.Tool, c.Input)

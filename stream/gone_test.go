@@ -177,3 +177,92 @@ func TestGonePublishedWhileAsked(t *testing.T) {
 	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, got)
 	require.Equal(t, 1, calls)
 }
+
+// clock is a test clock that moves only when told.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
+
+// A finished run's stream is dropped once the retention after its final done has passed: a
+// reader of the closed run then gets STREAM_GONE. A response that ends with an interrupt does
+// not start the retention; a later publish starts it again.
+func TestGoneAfterRetention(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory(stream.WithRetention(time.Minute))
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	stream.SetClock(m, clk.Now)
+	require.NoError(t, m.Publish(ctx, "asks", delta("w:1", "q"), kc("w:2", contracts.ChunkInterrupt), kc("w:3", contracts.ChunkDone)))
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	clk.Add(59 * time.Second)
+	require.NoError(t, m.Publish(ctx, "run-b", delta("w:1", "b"), kc("w:2", contracts.ChunkDone)))
+	first, last, err := m.Bounds(ctx, "run-a")
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{1, 2}, [2]int64{first, last}, "kept within the retention")
+
+	clk.Add(time.Second)
+	first, last, err = m.Bounds(ctx, "run-a")
+	require.NoError(t, err)
+	require.Equal(t, [2]int64{0, 0}, [2]int64{first, last}, "dropped once it has passed")
+	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
+	chunks, raw := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
+
+	// run-b's final done was 1 s ago; a publish after it starts its retention again.
+	clk.Add(30 * time.Second)
+	require.NoError(t, m.Publish(ctx, "run-b", kc("w:3", contracts.ChunkStatus)))
+	clk.Add(59 * time.Second)
+	es, err := m.Read(ctx, "run-b", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, es, 3)
+	clk.Add(time.Second)
+	es, err = m.Read(ctx, "run-b", 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, es)
+
+	// A run whose only response ended with an interrupt waits for its answer: kept.
+	es, err = m.Read(ctx, "asks", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, es, 3)
+	last, err = m.Last(ctx, "run-a")
+	require.NoError(t, err)
+	require.Zero(t, last, "a later publish would start again at offset 1")
+}
+
+// With the retention off (< 0), a finished run stays; the default retention is
+// DefaultMemoryRetention.
+func TestRetentionOff(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory(stream.WithRetention(-1))
+	clk := &clock{now: time.Unix(1_000_000, 0)}
+	stream.SetClock(m, clk.Now)
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	clk.Add(1000 * time.Hour)
+	es, err := m.Read(ctx, "run-a", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, es, 2)
+
+	d := stream.NewMemory()
+	stream.SetClock(d, clk.Now)
+	require.NoError(t, d.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	clk.Add(stream.DefaultMemoryRetention - time.Second)
+	last, err := d.Last(ctx, "run-a")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), last)
+	clk.Add(time.Second)
+	last, err = d.Last(ctx, "run-a")
+	require.NoError(t, err)
+	require.Zero(t, last)
+}
+
+// An idle broker drops expired runs by itself (no call needed): polled with a deadline.
+func TestRetentionIdleSweep(t *testing.T) {
+	ctx := testCtx(t)
+	m := stream.NewMemory(stream.WithRetention(20 * time.Millisecond))
+	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
+	require.Eventually(t, func() bool { return stream.Runs(m) == 0 }, 10*time.Second, 5*time.Millisecond)
+}

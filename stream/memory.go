@@ -4,15 +4,18 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
 // Default bounds of a [Memory] broker: at most about 256 × 20,000 entries (a few hundred
-// bytes each plus their content) stay in memory.
+// bytes each plus their content) stay in memory, and a finished run's stream is dropped
+// DefaultMemoryRetention after its final done.
 const (
 	DefaultMaxRuns          = 256
 	DefaultMaxEntriesPerRun = 20_000
+	DefaultMemoryRetention  = 10 * time.Minute
 )
 
 // MemoryOption configures [NewMemory].
@@ -25,6 +28,19 @@ func WithMaxRuns(n int) MemoryOption {
 	return func(m *Memory) {
 		if n > 0 {
 			m.maxRuns = n
+		}
+	}
+}
+
+// WithRetention sets how long a run's stream stays after its final done — a done that ends a
+// response without interrupt, as the Redis broker counts it — before the broker drops it as by
+// [Memory.Forget] (default [DefaultMemoryRetention]; d < 0: never; 0 keeps the default). A
+// later publish to the run starts the period again. A reader of a dropped run whose workflow
+// has closed gets STREAM_GONE (see [FollowRun]).
+func WithRetention(d time.Duration) MemoryOption {
+	return func(m *Memory) {
+		if d != 0 {
+			m.retention = d
 		}
 	}
 }
@@ -47,15 +63,20 @@ func WithMaxEntriesPerRun(n int) MemoryOption {
 // polling. Create it with [NewMemory]; it is safe for concurrent use.
 //
 // Each retained entry costs about 700 bytes plus its payload and key, so the worst case of the
-// defaults (1000 runs of 100 000 entries) is far above what most processes can hold: size the
-// bounds for the expected load. Evicted and forgotten runs are lost, keys and offsets included.
+// defaults (256 runs of 20,000 entries) is far above what most processes can hold: size the
+// bounds for the expected load. A finished run is dropped after the retention ([WithRetention]).
+// Evicted, expired and forgotten runs are lost, keys and offsets included.
 type Memory struct {
 	maxRuns    int
 	maxEntries int
+	retention  time.Duration    // < 0: never drop a finished run
+	now        func() time.Time // the clock of retention (tests replace it)
 
-	mu   sync.Mutex
-	runs map[string]*memRun
-	lru  *list.List // runIDs of published runs, most recently published first
+	mu    sync.Mutex
+	runs  map[string]*memRun
+	lru   *list.List  // runIDs of published runs, most recently published first
+	exp   *list.List  // runIDs of finished runs, the one that expires first at the front
+	sweep *time.Timer // drops the runs of exp when the first one expires
 }
 
 // memRun is one run's log. A run that is only waited on (never published) has elem == nil and
@@ -69,6 +90,11 @@ type memRun struct {
 	notify  chan struct{}    // closed (and replaced) on append, eviction and Forget
 	waiters int
 	elem    *list.Element
+
+	interrupted bool          // the last response so far ended with an interrupt
+	ended       bool          // a done ended a response without interrupt: the run is finished
+	expires     time.Time     // when ended: the end of its retention
+	expElem     *list.Element // in Memory.exp, when ended and retention applies
 }
 
 var _ Broker = (*Memory)(nil)
@@ -78,8 +104,11 @@ func NewMemory(opts ...MemoryOption) *Memory {
 	m := &Memory{
 		maxRuns:    DefaultMaxRuns,
 		maxEntries: DefaultMaxEntriesPerRun,
+		retention:  DefaultMemoryRetention,
+		now:        time.Now,
 		runs:       make(map[string]*memRun),
 		lru:        list.New(),
+		exp:        list.New(),
 	}
 	for _, o := range opts {
 		o(m)
@@ -104,6 +133,7 @@ func (m *Memory) Publish(ctx context.Context, runID string, chunks ...Keyed) err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.expireLocked()
 	r := m.runs[runID]
 	if r == nil {
 		r = &memRun{notify: make(chan struct{})}
@@ -133,9 +163,25 @@ func (m *Memory) Publish(ctx context.Context, runID string, chunks ...Keyed) err
 		}
 		r.push(Entry{Offset: r.last, Key: k.Key, Chunk: k.Chunk}, m.maxEntries)
 		appended = true
+		switch k.Chunk.Type {
+		case contracts.ChunkInterrupt:
+			r.interrupted = true
+		case contracts.ChunkDone:
+			r.ended = r.ended || !r.interrupted
+			r.interrupted = false
+		}
 	}
 	if !appended {
 		return nil
+	}
+	if r.ended && m.retention > 0 {
+		r.expires = m.now().Add(m.retention)
+		if r.expElem == nil {
+			r.expElem = m.exp.PushBack(runID)
+		} else {
+			m.exp.MoveToBack(r.expElem) // the latest expiry
+		}
+		m.scheduleLocked()
 	}
 	close(r.notify)
 	r.notify = make(chan struct{})
@@ -150,6 +196,7 @@ func (m *Memory) Read(ctx context.Context, runID string, after int64, limit int)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.expireLocked()
 	r := m.runs[runID]
 	if r == nil || r.n == 0 || after >= r.last {
 		return nil, nil
@@ -178,7 +225,7 @@ func (r *memRun) at(i int) *Entry {
 // push appends e, dropping the oldest entry (and its key) when limit entries are retained.
 func (r *memRun) push(e Entry, limit int) {
 	if r.n == len(r.ring) && r.n < limit { // grow, unwrapping the ring
-		size := min(max(2*len(r.ring), 64), limit)
+		size := min(max(2*len(r.ring), 8), limit) // an entry is ~700 bytes: start small
 		ring := make([]Entry, size)
 		c := copy(ring, r.ring[r.head:])
 		copy(ring[c:], r.ring[:r.head])
@@ -202,6 +249,7 @@ func (r *memRun) push(e Entry, limit int) {
 func (m *Memory) Wait(ctx context.Context, runID string, after int64) error {
 	for {
 		m.mu.Lock()
+		m.expireLocked()
 		r := m.runs[runID]
 		if r != nil && r.last > after {
 			m.mu.Unlock()
@@ -240,6 +288,7 @@ func (m *Memory) Last(ctx context.Context, runID string) (int64, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.expireLocked()
 	if r := m.runs[runID]; r != nil {
 		return r.last, nil
 	}
@@ -253,6 +302,7 @@ func (m *Memory) Bounds(ctx context.Context, runID string) (first, last int64, e
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.expireLocked()
 	if r := m.runs[runID]; r != nil && r.n > 0 {
 		return r.at(0).Offset, r.last, nil
 	}
@@ -277,6 +327,43 @@ func (m *Memory) forgetLocked(runID string) {
 		m.lru.Remove(r.elem)
 		r.elem = nil
 	}
+	if r.expElem != nil {
+		m.exp.Remove(r.expElem)
+		r.expElem = nil
+	}
 	close(r.notify)
 	r.notify = make(chan struct{})
+}
+
+// expireLocked drops the finished runs whose retention has passed.
+func (m *Memory) expireLocked() {
+	if m.exp.Len() == 0 {
+		return
+	}
+	now := m.now()
+	for e := m.exp.Front(); e != nil; e = m.exp.Front() {
+		id := e.Value.(string)
+		if r := m.runs[id]; r != nil && r.expires.After(now) {
+			return
+		}
+		m.forgetLocked(id)
+		m.exp.Remove(e) // a no-op when forgetLocked removed it
+	}
+}
+
+// scheduleLocked arranges for expireLocked to run when the first finished run expires, so that
+// an idle broker gives its memory back too.
+func (m *Memory) scheduleLocked() {
+	e := m.exp.Front()
+	if e == nil || m.sweep != nil {
+		return
+	}
+	d := m.runs[e.Value.(string)].expires.Sub(m.now())
+	m.sweep = time.AfterFunc(max(d, time.Millisecond), func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.sweep = nil
+		m.expireLocked()
+		m.scheduleLocked()
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -40,6 +41,9 @@ type Server struct {
 	// chunk instead of waiting forever. Without it only an offset past the stream's end is
 	// detected.
 	Run RunFunc
+	// Logger logs the errors that end a stream (nil: slog.Default()); the client's error chunk
+	// carries only their safe message and code.
+	Logger *slog.Logger
 }
 
 // Handler returns an [http.Handler] serving GET /v1/runs/{runID}/stream from b (see
@@ -118,11 +122,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 //	id: <offset>
 //	data: <the chunk as JSON>
 //
-// followed, once until holds, by "data: [DONE]". If reading the broker fails, it writes an
-// error chunk without id, data: {"type":"error","message":...,"failure":{...}} (the message is
-// that of [contracts.FailureOf], which hides the details of errors that are not
-// *contracts.Error), then data: [DONE], and returns the broker's error. If ctx ends or writing
-// fails, it stops without [DONE] and returns that error.
+// followed, once until holds, by "data: [DONE]". If reading the broker fails, it logs the
+// error and writes an error chunk without id, data: {"type":"error","message":...,"failure":{...}}
+// with a safe message and code only (no cause, no store address: STREAM_UNAVAILABLE says "The
+// stream store (Redis) did not answer; try again shortly."), then data: [DONE], and returns the
+// broker's error. If ctx ends or writing fails, it stops without [DONE] and returns that error.
 func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID string, after int64, until Until) error {
 	sw, err := NewSSEWriter(w, SSEOptions{KeepAlive: s.KeepAlive, Run: s.Run})
 	if err != nil {
@@ -137,8 +141,7 @@ func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID stri
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	f := contracts.FailureOf(err)
-	if werr := sw.Event(0, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}); werr != nil {
+	if werr := sw.Event(0, httpapi.ErrorChunk(s.Logger, runID, err)); werr != nil {
 		return werr
 	}
 	if werr := sw.Done(); werr != nil {

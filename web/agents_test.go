@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,7 +18,11 @@ const (
 	formWorkflow   = "web-form"   // a custom question from a JSON Schema
 	tickerWorkflow = "web-ticker" // streams words slowly, then says it is done
 	echoWorkflow   = "web-echo"   // counts the session's turns
+	failWorkflow   = "web-fail"   // fails its run
 )
+
+// echoDescription is the echo agent's description, which the page suggests with its id.
+const echoDescription = "Counts the session's turns"
 
 // tickerWords are streamed one text-delta each, tickerPause apart.
 var tickerWords = strings.Fields("one two three four five six seven eight")
@@ -80,5 +85,10 @@ func registerAgents(reg *workflows.Registry) error {
 		}
 		return workflows.NodeResult{UI: &workflows.UI{Message: fmt.Sprintf("Turn %d: %s", n.Get(), in.Text())}}, nil
 	}
-	return reg.Add(one(formWorkflow, form), one(tickerWorkflow, ticker), one(echoWorkflow, echo))
+	fail := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		return workflows.NodeResult{}, errors.New("the test agent fails")
+	}
+	echoDef := one(echoWorkflow, echo)
+	echoDef.Description = echoDescription
+	return reg.Add(one(formWorkflow, form), one(tickerWorkflow, ticker), echoDef, one(failWorkflow, fail))
 }

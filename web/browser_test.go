@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
+	"github.com/kortyx-go/kortyx/web"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,12 +81,13 @@ func (p *page) text(sel string) string {
 	return s
 }
 
-// eval evaluates the expression into out (a pointer to its JSON form).
+// eval evaluates the expression (awaiting it when it is a promise) into out (a pointer to its
+// JSON form).
 func (p *page) eval(js string, out any) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[json.RawMessage](js, chromedp.EvalAwaitPromise))
 	if err == nil {
 		err = json.Unmarshal(v, out)
 	}
@@ -196,6 +203,10 @@ func TestPage(t *testing.T) {
 		require.Equal(t, "← "+`{"orderId":"A-1001","item":"espresso machine","total":249,"status":"delivered"}`,
 			p.text(`.tool[data-tool="lookup_order"] .tool-result`))
 		require.Equal(t, "Approve refund?", p.text(`.turn:last-child form.question p strong`))
+		// The approval names the call it approves: the tool and its arguments.
+		require.Equal(t, "refund", p.text(`.turn:last-child form.question .approval-tool`))
+		require.Equal(t, refundArgs("A-1001", "delivered"), p.text(`.turn:last-child form.question .approval-args`))
+		require.Equal(t, "Waiting for your answer.", p.text("#status"))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question input[value="approve"]`)),
 			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
 		p.lastTurnEnded()
@@ -203,10 +214,28 @@ func TestPage(t *testing.T) {
 		require.Equal(t, "Done: order A-1001 is refunded (R-5001, full amount).", p.text(`.turn:last-child .text`))
 		require.Equal(t, "← "+`{"refundId":"R-5001","orderId":"A-1001","amount":249}`, p.text(`.turn:last-child .tool[data-tool="refund"] .tool-result`))
 		require.Equal(t, []string{"Answered."}, p.allTexts(`.turn:first-child form.question .meta`))
+		require.Empty(t, p.text("#status"), "the status says nothing after a completed turn")
 		supportRun = p.text(`.turn:last-child .run code`)
 		var href string
 		p.eval(`document.querySelector(".turn:last-child a.temporal-link").getAttribute("href")`, &href)
 		require.Equal(t, "http://temporal-ui.invalid/namespaces/default/workflows/"+supportRun, href)
+	})
+
+	t.Run("support denies a refund", func(t *testing.T) {
+		p := open(t)
+		p.send("support", "Please refund order A-1003, it arrived broken.")
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		require.Equal(t, refundArgs("A-1003", "damaged"), p.text(`.turn:last-child form.question .approval-args`))
+		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question input[value="deny"]`)),
+			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
+		p.lastTurnEnded()
+		// The denied call is drawn as denied, not as a result.
+		require.Equal(t, []string{"tool denied"}, p.allAttrs(`.turn:last-child .tool[data-tool="refund"]`, "class"))
+		require.Equal(t, "✗ Denied: not run. The model was told: Tool call denied by user.", p.text(`.turn:last-child .tool[data-tool="refund"] .tool-denied`))
+		require.Empty(t, p.allTexts(`.turn:last-child .tool[data-tool="refund"] .tool-result`))
+		require.Equal(t, "I have not refunded order A-1003: Tool call denied by user.", p.text(`.turn:last-child .text`))
+		require.Equal(t, []string{"Answered."}, p.allTexts(`.turn:first-child form.question .meta`))
 	})
 
 	t.Run("triage card and questions", func(t *testing.T) {
@@ -278,7 +307,8 @@ func TestPage(t *testing.T) {
 		p.lastTurnEnded()
 		require.Equal(t, "Cancel", p.text(`.turn:last-child .user`))
 		require.Equal(t, "Run cancelled.", p.text(`.turn:last-child .cancelled`))
-		require.Equal(t, []string{"Answered."}, p.allTexts(`.turn:first-child form.question .meta`))
+		require.Equal(t, []string{"Cancelled."}, p.allTexts(`.turn:first-child form.question .meta`))
+		require.Equal(t, "Cancelled.", p.text("#status"))
 	})
 
 	t.Run("errors show their code and message", func(t *testing.T) {
@@ -287,6 +317,12 @@ func TestPage(t *testing.T) {
 		p.lastTurnEnded()
 		require.Equal(t, []string{"UNKNOWN_WORKFLOW"}, p.allAttrs(`.turn:last-child .error`, "data-code"))
 		require.Regexp(t, `^UNKNOWN_WORKFLOW: .*no-such-agent`, p.text(`.turn:last-child .error`))
+		require.Equal(t, "Failed: UNKNOWN_WORKFLOW", p.text("#status"))
+		// A run that fails: its response is error, done.
+		p.send(failWorkflow, "fail")
+		p.lastTurnEnded()
+		require.Equal(t, []string{failCode}, p.allAttrs(`.turn:last-child .error`, "data-code"))
+		require.Equal(t, "Failed: "+failCode, p.text("#status"))
 	})
 
 	t.Run("reload mid-stream loses and repeats nothing", func(t *testing.T) {
@@ -322,6 +358,7 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.Click(chromedp.CSS("#stop")))
 		p.lastTurnEnded()
 		require.Equal(t, "Run cancelled.", p.text(`.turn:last-child .cancelled`))
+		p.waitJS(`document.getElementById("status").textContent === "Cancelled."`)
 		require.Empty(t, p.allTexts(`.turn:last-child .message`))
 		got := p.text(`.turn:last-child dd[data-field="text"]`)
 		require.NotEqual(t, strings.Join(tickerWords, " "), got, "the run stopped before its end")
@@ -369,7 +406,7 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.SendKeys(chromedp.CSS("#inspect-run"), supportRun), chromedp.Click(chromedp.CSS(`#inspect-form button`)))
 		p.run(chromedp.WaitVisible(chromedp.CSS(`#timeline .totals`)))
 		// Durations and checkpoint ids differ from run to run.
-		ms, cp := regexp.MustCompile(`\d+ ms`), regexp.MustCompile(`cp-[0-9a-f-]{36}`)
+		ms, cp := regexp.MustCompile(`\d+ ms`), regexp.MustCompile(`cp-[0-9a-f-]{36}(@\S+)?`)
 		var got []string
 		for _, s := range p.allTexts("#timeline li") {
 			got = append(got, cp.ReplaceAllString(ms.ReplaceAllString(s, "N ms"), "cp-ID"))
@@ -396,4 +433,178 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.Click(chromedp.CSS(`#timeline li[data-kind="checkpoint"] button.fork`)))
 		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q && document.getElementById("session-id").textContent !== "(new)"`, source))
 	})
+
+	t.Run("fork from an open question", func(t *testing.T) {
+		p := open(t)
+		p.send(formWorkflow, "ship it")
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		cp := p.attr(`.turn:first-child .checkpoint`, "data-checkpoint")
+		source := p.text("#session-id")
+		p.waitJS(`document.querySelectorAll("#checkpoints li").length === 2`)
+		p.run(chromedp.Click(chromedp.CSS(`#checkpoints li[data-checkpoint="` + cp + `"] button.fork`)))
+		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q`, source))
+		fork := p.text("#session-id")
+		// The copied question carries the fork's token and request id, not the source's.
+		view, err := kortyx.Session(ctx, tc, fork)
+		require.NoError(t, err)
+		require.Len(t, view.Pending, 1)
+		var asked []string
+		p.eval(`(() => { const t = JSON.parse(sessionStorage.getItem("kortyx.turns." + sessionStorage.getItem("kortyx.session"))); const c = t[0].chunks.map(x => x.chunk).find(c => c.type === "interrupt"); return [c.resumeToken, c.requestId]; })()`, &asked)
+		require.Equal(t, []string{view.Pending[0].Token, view.Pending[0].RequestID}, asked)
+		// Answered in the fork, the question goes on to the next one.
+		p.run(chromedp.SetValue(chromedp.CSS(`.turn:last-child input[name="quantity"]`), "2"),
+			chromedp.SetValue(chromedp.CSS(`.turn:last-child select[name="speed"]`), `"standard"`),
+			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
+		p.lastTurnEnded()
+		require.Empty(t, p.allTexts(`.turn:last-child .error`))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)))
+		require.Equal(t, fork, p.text("#session-id"))
+	})
+
+	t.Run("sessions from the server", func(t *testing.T) {
+		// A session this browser never saw, waiting for an answer, and one whose turn completed.
+		// The completed ones' ids have a quote and a backslash, which a visibility query cannot
+		// hold; the first starts with one.
+		waiting, done := fmt.Sprintf("elsewhere-%d", time.Now().UnixNano()), fmt.Sprintf(`elsewhere-o'done\-%d`, time.Now().UnixNano())
+		quoted := fmt.Sprintf(`'quoted-%d`, time.Now().UnixNano())
+		_, err := kortyx.StartTurn(ctx, tc, quoted, contracts.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)},
+			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		require.NoError(t, err)
+		ts, err := kortyx.StartTurn(ctx, tc, waiting, contracts.TurnRequest{ClientTurnID: "t1", Workflow: formWorkflow, Input: json.RawMessage(`"ship it"`)},
+			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		require.NoError(t, err)
+		tsDone, err := kortyx.StartTurn(ctx, tc, done, contracts.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)},
+			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		require.NoError(t, err)
+		// Visibility is eventually consistent: ask until both runs have their final status.
+		var items map[string]web.SessionItem
+		var raw map[string]map[string]any
+		require.Eventually(t, func() bool {
+			items, raw = sessionsList(t, base)
+			return items[waiting].Status == "waiting" && items[done].Status == "completed" && items[quoted].Status == "completed"
+		}, 20*time.Second, 100*time.Millisecond, "the sessions list: %v", items)
+		w := items[waiting]
+		require.Equal(t, formWorkflow, w.Agent)
+		require.Equal(t, ts.RunID, w.RunID)
+		require.False(t, w.LastActivityAt.Before(w.StartedAt))
+		require.Equal(t, echoWorkflow, items[done].Agent)
+		require.Equal(t, tsDone.RunID, items[done].RunID)
+		require.Equal(t, []string{"agent", "lastActivityAt", "runId", "sessionId", "startedAt", "status"}, slices.Sorted(maps.Keys(raw[waiting])))
+
+		p := open(t)
+		btn := fmt.Sprintf(`#sessions button[data-session=%q]`, waiting)
+		p.run(chromedp.WaitVisible(chromedp.CSS(btn)))
+		require.Equal(t, formWorkflow, p.text(btn+" .session-agent"))
+		require.Equal(t, "waiting", p.text(btn+" .session-status"))
+		require.Equal(t, raw[waiting]["lastActivityAt"], p.attr(btn+" time", "datetime"))
+		require.Equal(t, "completed", p.text(fmt.Sprintf(`#sessions button[data-session=%q] .session-status`, done)))
+		// Opened here, it shows its open question, which can be answered.
+		p.run(chromedp.Click(chromedp.CSS(btn)), chromedp.WaitVisible(chromedp.CSS(`.remote form.question[data-kind="custom"]`)))
+		require.Equal(t, waiting, p.text("#session-id"))
+		require.Equal(t, "Earlier turns of this session were made elsewhere and are not shown here (2 checkpoints).", p.text(".remote > p"))
+		require.Equal(t, "How should we ship it?", p.text(`.remote form.question p strong`))
+		p.run(chromedp.SetValue(chromedp.CSS(`.remote input[name="quantity"]`), "1"),
+			chromedp.SetValue(chromedp.CSS(`.remote select[name="speed"]`), `"express"`),
+			chromedp.Click(chromedp.CSS(`.remote form.question button[type="submit"]`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 1`)
+		p.lastTurnEnded()
+		require.Empty(t, p.allTexts(`.turn:last-child .error`))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)))
+		require.Equal(t, []string{"Answered."}, p.allTexts(`.remote form.question .meta`))
+	})
+
+	t.Run("agent suggestions from the registry", func(t *testing.T) {
+		p := open(t)
+		var want []string
+		for _, d := range reg.Workflows() {
+			want = append(want, d.ID)
+		}
+		require.Contains(t, want, echoWorkflow)
+		require.Equal(t, want, p.allAttrs("#workflow-names option", "value"))
+		require.Equal(t, echoWorkflow+" — "+echoDescription, p.attr(fmt.Sprintf(`#workflow-names option[value=%q]`, echoWorkflow), "label"))
+		require.Equal(t, "default: support", p.attr("#workflow", "placeholder"))
+	})
+
+	t.Run("favicon", func(t *testing.T) {
+		p := open(t)
+		var href string
+		p.eval(`document.querySelector('link[rel="icon"]').href`, &href)
+		require.Equal(t, base+"favicon.ico", href)
+		var got string
+		p.eval(`fetch("/favicon.ico").then(r => r.status + " " + r.headers.get("Content-Type"))`, &got)
+		require.Equal(t, "200 image/svg+xml", got)
+		var width int
+		p.eval(`new Promise((ok, fail) => { const i = new Image(); i.onload = () => ok(i.naturalWidth); i.onerror = () => fail(new Error("the icon does not load")); i.src = "/favicon.ico"; })`, &width)
+		require.Positive(t, width)
+		// Nothing the page loaded failed.
+		var bad []string
+		p.eval(`performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource")).filter(e => e.responseStatus >= 400).map(e => e.responseStatus + " " + e.name)`, &bad)
+		require.Empty(t, bad)
+	})
+
+	t.Run("narrow screen", func(t *testing.T) {
+		p := open(t)
+		p.run(chromedp.EmulateViewport(360, 740), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
+		p.send("support", "Please refund order A-1003, it arrived broken.") // denied above, so refundable
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.waitJS(`document.querySelectorAll("#sessions button.session").length > 0`)
+		var width int
+		p.eval(`document.documentElement.clientWidth`, &width)
+		require.Equal(t, 360, width)
+		var problems []string
+		p.eval(narrowCheck, &problems)
+		require.Empty(t, problems)
+		// One column: the chat first, then the sessions, then the inspector.
+		var tops []float64
+		p.eval(`["main", "nav", "aside"].map(s => document.querySelector(s).getBoundingClientRect().top)`, &tops)
+		require.Len(t, tops, 3)
+		require.Less(t, tops[0], tops[1])
+		require.Less(t, tops[1], tops[2])
+	})
+}
+
+// refundArgs are the support example's refund arguments as the page shows them.
+func refundArgs(order, status string) string {
+	return fmt.Sprintf("{\n  \"orderId\": %q,\n  \"reason\": \"customer request: %s\"\n}", order, status)
+}
+
+// failCode is the code of the failWorkflow's run.
+const failCode = "EXECUTION_FAILED"
+
+// narrowCheck lists what does not fit the window: a page wider than the window, or a key element
+// that is missing, not drawn, or reaching out of the window.
+const narrowCheck = `(() => {
+  const w = document.documentElement.clientWidth, out = [];
+  if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide in a " + w + " px window");
+  for (const sel of ["header h1", "#status", "#session-id", "#transcript", ".turn:last-child form.question", ".turn:last-child .approval-args",
+    ".turn:last-child .run", "#workflow", "#message", "#send", "#stop", "#new-session", "#sessions button.session", "#checkpoints", "#inspect-run"]) {
+    const e = document.querySelector(sel);
+    if (!e) { out.push(sel + ": missing"); continue; }
+    const r = e.getBoundingClientRect();
+    if (sel !== "#status" && (r.width === 0 || r.height === 0)) out.push(sel + ": not drawn");
+    if (r.left < 0 || r.right > w + 0.5) out.push(sel + ": from " + r.left + " to " + r.right + " px");
+    if (e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === "visible") out.push(sel + ": its content overflows");
+  }
+  return out;
+})()`
+
+// sessionsList is GET /api/sessions by session id, decoded and raw.
+func sessionsList(t *testing.T, base string) (map[string]web.SessionItem, map[string]map[string]any) {
+	t.Helper()
+	res, err := http.Get(base + "api/sessions")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var items []web.SessionItem
+	require.NoError(t, json.Unmarshal(body, &items))
+	var raw []map[string]any
+	require.NoError(t, json.Unmarshal(body, &raw))
+	byID, rawByID := map[string]web.SessionItem{}, map[string]map[string]any{}
+	for i, it := range items {
+		byID[it.SessionID], rawByID[it.SessionID] = it, raw[i]
+	}
+	return byID, rawByID
 }

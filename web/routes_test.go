@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/web"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,12 +33,20 @@ func TestRoutesErrors(t *testing.T) {
 
 	code, body = get(t, h, "/api/config")
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default"}, body)
+	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default", "defaultWorkflow": "", "agents": []any{}}, body)
+
+	reg := workflows.NewRegistry()
+	require.NoError(t, registerAgents(reg))
+	code, body = get(t, web.Handler(web.Options{Client: tc, Registry: reg, DefaultWorkflow: echoWorkflow}), "/api/config")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, map[string]any{"temporalUiUrl": "", "namespace": "default", "defaultWorkflow": echoWorkflow, "agents": []any{
+		map[string]any{"id": echoWorkflow, "description": echoDescription}, map[string]any{"id": failWorkflow},
+		map[string]any{"id": formWorkflow}, map[string]any{"id": tickerWorkflow}}}, body)
 }
 
 func TestPageIsEmbedded(t *testing.T) {
 	h := web.Handler(web.Options{Client: tc})
-	for path, ctype := range map[string]string{"/": "text/html; charset=utf-8", "/static/app.js": "text/javascript; charset=utf-8", "/static/app.css": "text/css; charset=utf-8"} {
+	for path, ctype := range map[string]string{"/": "text/html; charset=utf-8", "/static/app.js": "text/javascript; charset=utf-8", "/static/app.css": "text/css; charset=utf-8", "/favicon.ico": "image/svg+xml"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		require.Equal(t, http.StatusOK, rec.Code, path)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,9 @@ import (
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/workflows"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -25,7 +29,7 @@ var static embed.FS
 // Patterns are the routes [Handler] serves, to mount it on a mux that has other routes:
 //
 //	for _, p := range web.Patterns { mux.Handle(p, h) }
-var Patterns = []string{"GET /{$}", "GET /static/", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline"}
+var Patterns = []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline"}
 
 // Options configure [Handler].
 type Options struct {
@@ -42,12 +46,33 @@ type Options struct {
 	// DataConverter decodes the payloads of run histories for the timeline: the one Client was
 	// dialed with when it has a payload codec (nil: Temporal's default).
 	DataConverter converter.DataConverter
+	// Registry, when set, is the worker's registry: /api/config lists its workflows, which the
+	// page suggests in its Agent field (nil: no suggestions).
+	Registry *workflows.Registry
+	// DefaultWorkflow is the workflow the chat route runs when a first turn names none ("":
+	// none), shown in the Agent field.
+	DefaultWorkflow string
 }
 
-// Handler serves the page at GET / (and its files under /static/) and the JSON routes it needs:
+// Config is the answer of GET /api/config.
+type Config struct {
+	TemporalUIURL   string  `json:"temporalUiUrl"`
+	Namespace       string  `json:"namespace"`
+	DefaultWorkflow string  `json:"defaultWorkflow"`
+	Agents          []Agent `json:"agents"`
+}
+
+// Agent is a registered workflow, as the page suggests it.
+type Agent struct {
+	ID          string `json:"id"`
+	Description string `json:"description,omitempty"`
+}
+
+// Handler serves the page at GET / (its files under /static/, its icon at /favicon.ico) and the
+// JSON routes it needs:
 //
-//	GET /api/config                  {temporalUiUrl, namespace}
-//	GET /api/sessions                the sessions, newest first: [{sessionId, startedAt, status}]
+//	GET /api/config                  [Config]: the Temporal UI link, the agents
+//	GET /api/sessions                the namespace's sessions, latest activity first ([SessionItem])
 //	GET /api/sessions/{id}           the session's view (contracts.SessionView)
 //	GET /api/runs/{id}/timeline      the run's [Timeline]
 //
@@ -69,8 +94,20 @@ func Handler(o Options) http.Handler {
 		_, _ = w.Write(page)
 	})
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(files)))
+	icon, _ := fs.ReadFile(files, "favicon.svg")
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		_, _ = w.Write(icon)
+	})
 	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]string{"temporalUiUrl": strings.TrimRight(o.TemporalUIURL, "/"), "namespace": o.Namespace})
+		cfg := Config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []Agent{}}
+		if o.Registry != nil {
+			for _, d := range o.Registry.Workflows() {
+				cfg.Agents = append(cfg.Agents, Agent{ID: d.ID, Description: d.Description})
+			}
+		}
+		writeJSON(w, cfg)
 	})
 	mux.HandleFunc("GET /api/sessions", o.serve(o.sessions))
 	mux.HandleFunc("GET /api/sessions/{id}", o.serve(func(r *http.Request) (any, error) {
@@ -107,32 +144,161 @@ func (o Options) serve(f func(*http.Request) (any, error)) http.HandlerFunc {
 type SessionItem struct {
 	SessionID string    `json:"sessionId"`
 	StartedAt time.Time `json:"startedAt"`
-	Status    string    `json:"status"`
+	// LastActivityAt is when the session's latest run started or ended (StartedAt when it has
+	// no run).
+	LastActivityAt time.Time `json:"lastActivityAt"`
+	// Agent is the workflow of the session's latest run (its KortyxWorkflow search attribute;
+	// "" when it has no run).
+	Agent string `json:"agent"`
+	// Status is the KortyxStatus of the session's latest run: running, waiting (for an
+	// answer), completed, failed or cancelled; "new" when it has no run.
+	Status string `json:"status"`
+	// RunID is the session's latest run ("" when it has none).
+	RunID string `json:"runId,omitempty"`
 }
 
 const sessionPrefix = "kortyx-session:"
 
+// maxSessions is how many session executions the list asks visibility for, and maxRuns how many
+// runs of those sessions.
+const (
+	maxSessions = 50
+	maxRuns     = 1000
+)
+
+// sessions lists the namespace's session workflows (kortyx-session:<id>) and, from the
+// search attributes of their runs (KortyxSession, KortyxWorkflow, KortyxStatus), each one's
+// agent, status and last activity.
 func (o Options) sessions(r *http.Request) (any, error) {
 	resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
-		Namespace: o.Namespace, PageSize: 50,
+		Namespace: o.Namespace, PageSize: maxSessions,
 		Query: "WorkflowType = '" + contracts.SessionWorkflowName + "'",
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := []SessionItem{}
-	seen := map[string]bool{}
+	index := map[string]int{}
 	for _, e := range resp.Executions {
 		id, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), sessionPrefix)
-		if !ok || seen[id] { // continue-as-new leaves one closed execution per generation
+		if !ok {
 			continue
 		}
-		seen[id] = true
-		out = append(out, SessionItem{SessionID: id, StartedAt: e.GetStartTime().AsTime(),
-			Status: strings.ToLower(strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))})
+		start := e.GetStartTime().AsTime()
+		if i, seen := index[id]; seen { // continue-as-new leaves one closed execution per generation
+			if start.Before(out[i].StartedAt) {
+				out[i].StartedAt = start
+			}
+			continue
+		}
+		index[id] = len(out)
+		out = append(out, SessionItem{SessionID: id, StartedAt: start, Status: "new"})
 	}
-	slices.SortStableFunc(out, func(a, b SessionItem) int { return b.StartedAt.Compare(a.StartedAt) })
+	for i := range out {
+		out[i].LastActivityAt = out[i].StartedAt
+	}
+	if len(out) > 0 {
+		if err := o.latestRuns(r.Context(), out, index); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(out, func(a, b SessionItem) int { return b.LastActivityAt.Compare(a.LastActivityAt) })
 	return out, nil
+}
+
+// latestRuns fills in each session's agent, status and last activity from its runs: the runs
+// the session started (children of its workflow) and runs started with its session id.
+func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[string]int) error {
+	resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: o.Namespace, PageSize: maxRuns,
+		Query: "WorkflowType = '" + contracts.RunWorkflowName + "' AND (" + sessionsFilter(items) + ")",
+	})
+	if err != nil {
+		return err
+	}
+	latest := map[string]time.Time{} // session → start of its latest run
+	for _, e := range resp.Executions {
+		if p := e.GetParentExecution().GetWorkflowId(); p != "" && !strings.HasPrefix(p, sessionPrefix) {
+			continue // a child run of a run
+		}
+		sa := e.GetSearchAttributes().GetIndexedFields()
+		var session, agent, status string
+		if err := decodeKeyword(sa[contracts.SearchAttributeSession], &session); err != nil {
+			continue
+		}
+		i, ok := index[session]
+		if !ok {
+			continue
+		}
+		_ = decodeKeyword(sa[contracts.SearchAttributeWorkflow], &agent) // absent: ""
+		_ = decodeKeyword(sa[contracts.SearchAttributeStatus], &status)
+		start, end := e.GetStartTime().AsTime(), e.GetCloseTime().AsTime()
+		s := &items[i]
+		for _, t := range []time.Time{start, end} {
+			if t.After(s.LastActivityAt) {
+				s.LastActivityAt = t
+			}
+		}
+		if prev, seen := latest[session]; seen && !start.After(prev) {
+			continue
+		}
+		latest[session] = start
+		s.Agent, s.RunID, s.Status = agent, e.GetExecution().GetWorkflowId(), runStatus(status, e.GetStatus())
+	}
+	return nil
+}
+
+// sessionsFilter is the visibility condition on KortyxSession that matches the runs of the
+// sessions: IN (…) for plain ids. A string literal with an escaped quote or backslash matches
+// nothing on the dev server's visibility store (measured), so an id with ', " or \ is matched
+// by the part before that character (STARTS_WITH); the caller keeps only exact matches.
+func sessionsFilter(items []SessionItem) string {
+	var plain, conds []string
+	prefixes := map[string]bool{}
+	for _, s := range items {
+		if i := strings.IndexAny(s.SessionID, `'"\`); i >= 0 {
+			if p := s.SessionID[:i]; !prefixes[p] {
+				prefixes[p] = true
+				conds = append(conds, contracts.SearchAttributeSession+" STARTS_WITH '"+p+"'")
+			}
+			continue
+		}
+		plain = append(plain, "'"+s.SessionID+"'")
+	}
+	if len(plain) > 0 {
+		conds = append(conds, contracts.SearchAttributeSession+" IN ("+strings.Join(plain, ", ")+")")
+	}
+	return strings.Join(conds, " OR ")
+}
+
+// decodeKeyword decodes a Keyword search attribute.
+func decodeKeyword(p *commonpb.Payload, out *string) error {
+	if p == nil {
+		return errors.New("no value")
+	}
+	return converter.GetDefaultDataConverter().FromPayload(p, out)
+}
+
+// runStatus is a run's status: its KortyxStatus, or for a run that closed without setting a
+// final one (terminated, timed out), what Temporal says.
+func runStatus(kortyxStatus string, temporal enumspb.WorkflowExecutionStatus) string {
+	switch contracts.RunStatus(kortyxStatus) {
+	case contracts.StatusCompleted, contracts.StatusFailed, contracts.StatusCancelled:
+		return kortyxStatus
+	}
+	switch temporal {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		if kortyxStatus == "" {
+			return string(contracts.StatusRunning)
+		}
+		return kortyxStatus
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return string(contracts.StatusCompleted)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return string(contracts.StatusCancelled)
+	default: // failed, terminated, timed out
+		return string(contracts.StatusFailed)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples"
@@ -46,7 +47,7 @@ func main() {
 	probe := flag.String("probe", "", "GET `URL` and exit with 0 if it answers 200, else 1 (a container healthcheck without curl)")
 	poll := flag.String("poll", envOr("KORTYX_WORKER_POLL", "all"), "what the worker polls: `all` (workflow and activity tasks), workflows (workflow tasks and the local publish activity) or activities (model, tool and MCP list activities); env KORTYX_WORKER_POLL")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--api-only] | worker --probe URL\n\n"+
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: worker [--poll all|workflows|activities] | worker --api-only | worker --probe URL\n\n"+
 			"Runs a Kortyx worker (polls the task queue; serves the HTTP API when KORTYX_HTTP_ADDR is set, or in dev mode).\n\nflags:\n")
 		flag.PrintDefaults()
 	}
@@ -117,7 +118,7 @@ func run(apiOnly bool, wo worker.Options) error {
 	}
 	defer t.Close()
 	if t.Dev != nil {
-		logger.Info("kortyx worker: Temporal dev server ready", "address", t.Dev.Address(), "ui", uiURL(t), "data", ".kortyx/")
+		logger.Info("kortyx worker: Temporal dev server ready", "address", t.Dev.Address(), "ui", uiURL(t), "data", ".kortyx/", "pid", t.Dev.PID())
 	} else {
 		logger.Info("kortyx worker: connected to Temporal", "address", cfg.Address(), "namespace", cfg.Namespace)
 	}
@@ -171,7 +172,16 @@ func run(apiOnly bool, wo worker.Options) error {
 		state.Stopped()
 		fatal <- err
 	}
-	tel.WorkerOptions(&wo) // tracing of workflows and activities
+	tel.WorkerOptions(&wo)        // tracing of workflows and activities
+	activities.WorkerOptions(&wo) // cancellations reach running model passes within 0.5 s
+
+	// The sticky workflow cache: KORTYX_STICKY_CACHE; in dev mode app.DefaultDevStickyCacheSize.
+	sticky := cfg.StickyCache()
+	if sticky > 0 {
+		worker.SetStickyWorkflowCacheSize(sticky)
+	} else {
+		sticky = app.SDKStickyCacheSize
+	}
 	w := worker.New(t.Client, cfg.TaskQueue, wo)
 	if !wo.DisableWorkflowWorker { // --poll activities: the SDK refuses workflows on a worker that polls none
 		workflows.NewRunner(reg).Register(w) // kortyx.Run, kortyx.Session
@@ -183,11 +193,11 @@ func run(apiOnly bool, wo worker.Options) error {
 		}
 		_, addr, err := app.ServeHTTP(ctx, cfg.ListenAddr(), app.API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue,
 			DefaultWorkflow: chosen.DefaultWorkflow(), Worker: state, Logger: logger, Telemetry: tel, Namespace: cfg.Namespace,
-			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec()})
+			TemporalUIURL: devUILink(t), Codec: cfg.PayloadCodec(), Registry: reg, CORSOrigins: cfg.CORSOrigins, NoWebPage: !cfg.WebPage})
 		if err != nil {
 			return err
 		}
-		app.LogAPI(logger, addr)
+		app.LogAPI(logger, addr, cfg.WebPage)
 	} else if cfg.HealthAddr != "" {
 		addr, err := app.ServeHealth(ctx, cfg.HealthAddr, t.Client, broker, state, logger)
 		if err != nil {
@@ -199,12 +209,21 @@ func run(apiOnly bool, wo worker.Options) error {
 		return fmt.Errorf("kortyx worker: starting the worker: %w", err)
 	}
 	state.Started()
-	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo))
+	logger.Info("kortyx worker: polling task queue", "task_queue", cfg.TaskQueue, "namespace", cfg.Namespace, "poll", app.Polls(wo), "sticky_cache", sticky)
+	var devExited <-chan struct{} // nil (never ready) without a dev server
+	if t.Dev != nil {
+		devExited = t.Dev.Done()
+	}
 	select {
 	case <-ctx.Done(): // Ctrl-C or SIGTERM
 		err = nil
 	case err = <-fatal:
 		err = fmt.Errorf("kortyx worker: the worker stopped: %w", err)
+	case <-devExited: // its own last words (exit status, output tail), not a guess
+		err = fmt.Errorf("kortyx worker: the Temporal dev server (pid %d) exited while the worker ran", t.Dev.PID())
+		if serr := t.Dev.Stop(); serr != nil {
+			err = fmt.Errorf("%w: %w", err, serr)
+		}
 	}
 	logger.Info("kortyx worker: stopping")
 	state.Stopped()

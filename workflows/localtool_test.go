@@ -219,7 +219,8 @@ func TestLocalToolRetries(t *testing.T) {
 				}
 				return nil
 			},
-			want: outcome{Types: []string{"tool-call-start", "tool-call-result", "text-start", "text-delta", "text-end", "done"}}},
+			// Two failures of the default cap of 3, each announced by a status chunk.
+			want: outcome{Types: []string{"tool-call-start", "status", "status", "tool-call-result", "text-start", "text-delta", "text-end", "done"}}},
 		{name: "panic then success", runs: 2,
 			fail: func(n int) error {
 				if n == 1 {

@@ -323,10 +323,11 @@ func TestReasonRetriedStreamInvalidatesItsText(t *testing.T) {
 	h.run("agent", "x")
 	_, err := h.result()
 	require.NoError(t, err)
-	require.Equal(t, []string{"text-start", "text-delta", "text-delta", "text-invalidated", "text-start", "text-delta", "text-delta", "text-delta", "text-end", "done"}, h.types())
+	require.Equal(t, []string{"text-start", "text-delta", "text-delta", "status", "text-invalidated", "text-start", "text-delta", "text-delta", "text-delta", "text-end", "done"}, h.types())
 	c := h.chunks()
-	require.Equal(t, "step-0", c[3].SegmentID, "the failed attempt's segment is void")
-	require.Equal(t, "step-0~2", c[4].SegmentID)
+	require.Equal(t, "model fake failed (attempt 1 of 5), retrying in 1 s", c[3].Message, "the retry is announced")
+	require.Equal(t, "step-0", c[4].SegmentID, "the failed attempt's segment is void")
+	require.Equal(t, "step-0~2", c[5].SegmentID)
 	require.Equal(t, 2, model.Calls())
 }
 

@@ -36,6 +36,8 @@ import (
 //	      outputSchema: {type: object, ...}
 //	      schemaCorrections: 1
 //	      missingReturnCorrections: 0
+//	      maxFailures: 5                  # retryable provider errors per model pass (-1: no cap)
+//	      maxToolFailures: 3              # retryable errors per tool call (-1: no cap)
 //
 // Params are validated, and their schemas compiled, when the workflow is added to the registry;
 // tools are checked against the worker's tools when the registry knows them
@@ -62,6 +64,8 @@ type reasonParams struct {
 	Temperature     *float64              `json:"temperature"`
 	MaxOutputTokens int                   `json:"maxOutputTokens"`
 	Output          string                `json:"output"`
+	MaxFailures     int                   `json:"maxFailures"`
+	MaxToolFailures int                   `json:"maxToolFailures"`
 
 	Outputs *struct {
 		Emit         map[string]outputParams `json:"emit"`
@@ -132,7 +136,9 @@ var reasonParamsSchema = contracts.MustCompileSchema(`{
       "maxRequests": {"type": "integer", "minimum": 1}}},
     "outputSchema": {"type": "object"},
     "schemaCorrections": {"type": "integer", "minimum": 0, "maximum": 10},
-    "missingReturnCorrections": {"type": "integer", "minimum": 0}
+    "missingReturnCorrections": {"type": "integer", "minimum": 0},
+    "maxFailures": {"type": "integer", "minimum": -1},
+    "maxToolFailures": {"type": "integer", "minimum": -1}
   },
   "$defs": {
     "switch": {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]},
@@ -186,7 +192,9 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 		MCP:      p.MCP,
 		ToolExecution: hooks.ToolExecution{
 			MaxSteps: p.MaxSteps, Emit: emitTools, Approval: approval, MissingReturnCorrections: p.MissingReturnCorrections,
+			MaxFailures: p.MaxToolFailures,
 		},
+		MaxFailures:       p.MaxFailures,
 		SchemaCorrections: p.SchemaCorrections,
 	}
 	var issues []contracts.Issue

@@ -245,3 +245,47 @@ edges:
 		})
 	}
 }
+
+// The caps of a call's own failures are params of kortyx.reason: maxFailures for a model pass,
+// maxToolFailures for a tool call (-1: no cap; below -1 is refused at load).
+func TestDeclarativeFailureCaps(t *testing.T) {
+	def, err := workflows.Load([]byte(`
+id: capped
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      maxFailures: 2
+      maxToolFailures: -1
+edges:
+  - [__start__, agent]
+`))
+	require.NoError(t, err)
+	overloaded := fake.Fail(contracts.CodeProviderHTTPError, true, "overloaded")
+	model := fake.New(overloaded, overloaded, overloaded)
+	h := newHarness(t, def)
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	h.run("capped", "hi")
+	_, err = h.result()
+	require.Equal(t, contracts.CodeProviderHTTPError, contracts.CodeOf(err))
+	require.Equal(t, 2, model.Calls(), "the second failure is final")
+	require.Equal(t, []string{"status", "error", "done"}, h.types())
+	require.Equal(t, "model fake failed (attempt 1 of 2), retrying in 1 s", h.chunks()[0].Message)
+
+	bad, err := workflows.Load([]byte(`
+id: bad
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      maxToolFailures: -2
+edges:
+  - [__start__, agent]
+`))
+	require.NoError(t, err)
+	err = workflows.NewRegistry().Add(bad)
+	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err), "err: %v", err)
+	require.Contains(t, err.Error(), "maxToolFailures")
+}

@@ -444,12 +444,15 @@ func (r *Registry) Workflow(id string) (*Definition, error) {
 			return d, nil
 		}
 	}
-	msg := fmt.Sprintf("Workflow %q not found (fallback %q missing too).", id, r.fallback)
-	if r.fallback == "" {
-		msg = fmt.Sprintf("Workflow %q not found.", id)
+	// Not Kortyx's "(fallback ... missing too)": the fallback is the worker's concern; the
+	// sender needs the ids it can use.
+	known := sortedMapKeys(r.defs)
+	msg := fmt.Sprintf("Workflow %q not found; the workflows registered on this worker are: %s.", id, strings.Join(known, ", "))
+	if len(known) == 0 {
+		msg = fmt.Sprintf("Workflow %q not found: no workflow is registered on this worker.", id)
 	}
 	return nil, &contracts.Error{Code: contracts.CodeUnknownWorkflow, Message: msg,
-		Details: map[string]any{"workflow": id, "fallback": r.fallback}}
+		Details: map[string]any{"workflow": id, "fallback": r.fallback, "known": known}}
 }
 
 // Workflows returns the registered definitions sorted by id.

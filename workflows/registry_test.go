@@ -163,7 +163,7 @@ func TestRegistryWorkflow(t *testing.T) {
 	}{
 		{name: "registered", id: "support", want: "support"},
 		{name: "unknown without fallback registered", id: "nope", wantCode: contracts.CodeUnknownWorkflow,
-			wantMsg: `Workflow "nope" not found (fallback "general-chat" missing too).`},
+			wantMsg: `Workflow "nope" not found; the workflows registered on this worker are: billing, support.`},
 		{name: "blank id", id: " ", wantCode: contracts.CodeUnknownWorkflow,
 			wantMsg: "No workflow was selected: pass the id of a registered workflow."},
 		{name: "default fallback", setup: func() { require.NoError(t, r.Add(mk(DefaultFallback))) },
@@ -171,9 +171,9 @@ func TestRegistryWorkflow(t *testing.T) {
 		{name: "custom fallback", setup: func() { r.SetFallback("billing") }, id: "nope", want: "billing"},
 		{name: "registered wins over fallback", id: "support", want: "support"},
 		{name: "missing custom fallback", setup: func() { r.SetFallback("gone") }, id: "nope",
-			wantCode: contracts.CodeUnknownWorkflow, wantMsg: `Workflow "nope" not found (fallback "gone" missing too).`},
+			wantCode: contracts.CodeUnknownWorkflow, wantMsg: `Workflow "nope" not found; the workflows registered on this worker are: billing, general-chat, support.`},
 		{name: "fallback disabled", setup: func() { r.SetFallback("") }, id: "nope",
-			wantCode: contracts.CodeUnknownWorkflow, wantMsg: `Workflow "nope" not found.`},
+			wantCode: contracts.CodeUnknownWorkflow, wantMsg: `Workflow "nope" not found; the workflows registered on this worker are: billing, general-chat, support.`},
 		{name: "blank id ignores fallback", setup: func() { r.SetFallback("billing") }, id: "",
 			wantCode: contracts.CodeUnknownWorkflow, wantMsg: "No workflow was selected: pass the id of a registered workflow."},
 	}
@@ -199,6 +199,15 @@ func TestRegistryWorkflow(t *testing.T) {
 		ids = append(ids, d.ID)
 	}
 	require.Equal(t, []string{"billing", DefaultFallback, "support"}, ids)
+
+	// The ids are in the error's details too; an empty registry says it has none.
+	r.SetFallback("")
+	_, err := r.Workflow("nope")
+	var ke *contracts.Error
+	require.ErrorAs(t, err, &ke)
+	require.Equal(t, map[string]any{"workflow": "nope", "fallback": "", "known": []string{"billing", DefaultFallback, "support"}}, ke.Details)
+	_, err = NewRegistry().Workflow("nope")
+	require.EqualError(t, err, `Workflow "nope" not found: no workflow is registered on this worker.`)
 }
 
 func TestRegistryConcurrentReads(t *testing.T) {

@@ -92,6 +92,12 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	} else {
 		run.Snap.State.CurrentWorkflow = strings.TrimSpace(in.Workflow)
 	}
+	if in.Snapshot != nil && in.SessionID != "" && run.Snap.State.Config.SessionID != in.SessionID &&
+		workflow.GetVersion(ctx, versionSnapshotSession, workflow.DefaultVersion, 1) >= 1 {
+		// A run restored from another session's snapshot (a fork, or a child it restores)
+		// belongs to the session it was started in.
+		run.Snap.State.Config.SessionID = in.SessionID
+	}
 	run.InitSearchAttributes(ctx)
 	if err == nil {
 		err = limitsErr
@@ -123,6 +129,11 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	}
 	return r.complete(ctx, run, def)
 }
+
+// versionSnapshotSession is the workflow.GetVersion change id behind which a run started from
+// a snapshot of another session (a fork) takes its own session id into its state
+// (config.sessionId); runs started before it keep the snapshot's. Persisted in histories.
+const versionSnapshotSession = "kortyx.snapshot-session"
 
 // resolve finds a workflow a node calls as a child (spec F3.13): registered under exactly that
 // id (no fallback).

@@ -151,7 +151,7 @@ func TestRetriedPassInvalidatesOnlyPublishedText(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 2, model.Calls())
 		require.Equal(t, []string{"text-start step-0", "text-delta step-0", "text-delta step-0", "text-delta step-0", "text-end step-0"}, segments(h))
-		require.Equal(t, []string{"text-start", "text-delta", "text-delta", "text-delta", "text-end", "done"}, h.types())
+		require.Equal(t, []string{"status", "text-start", "text-delta", "text-delta", "text-delta", "text-end", "done"}, h.types())
 	})
 	t.Run("text, then a failure before any text", func(t *testing.T) {
 		model := fake.New(

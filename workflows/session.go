@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -259,7 +260,7 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 		}
 	}
 	if s.m.Head() == nil {
-		s.m.StartSession(execution.NewID(ctx, "cp-"), workflow.Now(ctx), req.Workflow)
+		s.m.StartSession(execution.NewCheckpointID(ctx, s.m.In.SessionID), workflow.Now(ctx), req.Workflow)
 	}
 	// A new prompt supersedes the questions still open: their runs stop waiting.
 	for _, run := range s.m.PendingRuns() {
@@ -392,7 +393,7 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	if ids.Session == "" {
 		ids.Session = execution.NewID(ctx, "session-")
 	}
-	ids.Checkpoint = execution.NewID(ctx, "cp-")
+	ids.Checkpoint = execution.NewCheckpointID(ctx, ids.Session)
 	for range src.ActivePendingRequests {
 		token, requestID := execution.NewRequestIDs(ctx)
 		ids.Requests = append(ids.Requests, contracts.ReissuedRequest{Token: token, RequestID: requestID})
@@ -416,8 +417,15 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	}
 	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, fin)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
-		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession,
-			Message: fmt.Sprintf("session %q cannot be created (it may exist already): %v", ids.Session, err), Err: err})
+		// The client gets a message of its own; Temporal's text stays in the worker's log.
+		workflow.GetLogger(ctx).Warn("kortyx session: the fork's session was not created", "session", ids.Session, "error", err)
+		msg := fmt.Sprintf("Session %q could not be created; try the fork again.", ids.Session)
+		var exists *temporal.ChildWorkflowExecutionAlreadyStartedError
+		if errors.As(err, &exists) {
+			msg = fmt.Sprintf("Session %q already exists: fork into another newSessionId, or send none.", ids.Session)
+		}
+		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession, Message: msg,
+			Details: map[string]any{"newSessionId": ids.Session}})
 	}
 	s.changed = true
 	return contracts.ForkResult{SessionID: ids.Session, ParentSessionID: s.m.In.SessionID, ForkedFrom: src.ID, Checkpoint: fin.Initial.Public(), RunID: ids.Run,

@@ -48,3 +48,14 @@ func TestFromEnvWithoutVariables(t *testing.T) {
 		require.Equal(t, "claude-sonnet-4-5 at http://127.0.0.1:1", b.Model)
 	})
 }
+
+// app.ProviderIDs writes the ids of this package's providers out (app must not link their
+// SDKs); they are the ids these providers register under.
+func TestProviderIDsNameEveryProvider(t *testing.T) {
+	ids := app.ProviderIDs()
+	for _, p := range allproviders.FromEnv() {
+		require.Contains(t, ids, p.ID)
+	}
+	require.NoError(t, app.CheckModel("anthropic:claude-sonnet-4-5"))
+	require.NoError(t, app.CheckModel("google:gemini-2.5-flash"))
+}

@@ -194,8 +194,9 @@ func New(o Options) (*Server, error) {
 		if user == "" {
 			return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."}
 		}
-		if session == "" {
-			return &contracts.Error{Code: contracts.CodeForbidden, Message: "This session is not yours."}
+		if session == "" { // a malformed request, whoever sends it
+			return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "sessionId is required.",
+				Issues: []contracts.Issue{{Path: []any{"sessionId"}, Code: "required", Message: "sessionId is required"}}}
 		}
 		owner, err := kortyx.SessionOwner(r.Context(), o.Client, session)
 		if err != nil {

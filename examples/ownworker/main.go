@@ -62,7 +62,9 @@ func main() {
 	}
 
 	broker := stream.NewMemory()
-	w := worker.New(c, contracts.DefaultTaskQueue, worker.Options{})
+	wo := worker.Options{}
+	activities.WorkerOptions(&wo) // a stopped run's model request is aborted within 0.5 s
+	w := worker.New(c, contracts.DefaultTaskQueue, wo)
 	workflows.NewRunner(reg).Register(w) // workflows "kortyx.Run" and "kortyx.Session"
 	acts, err := activities.New(activities.Config{
 		Stream:          broker,                                         // local activity "kortyx.Publish"

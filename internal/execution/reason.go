@@ -42,6 +42,9 @@ type reasonSpec struct {
 	MaxResultChars int
 	ModelOptions   workflow.ActivityOptions
 	ToolOptions    workflow.ActivityOptions
+	// ModelFailures and ToolFailures cap the own retryable failures of one model pass and of
+	// one tool call (0: no cap), sent in the activity inputs.
+	ModelFailures, ToolFailures int
 
 	// Output contracts (F3.7): emitted values and the terminal return.
 	EmitContracts   map[string]*contracts.OutputContract
@@ -740,6 +743,7 @@ func (l *loop) passInput() contracts.ModelPassInput {
 		RunID: l.s.run.stream, Node: l.s.node, HookID: l.spec.ID, OpID: l.res.OpID,
 		Model: l.spec.Model, Messages: l.msgs, Tools: l.spec.Tools, Options: l.spec.Options,
 		Stream: l.spec.Stream, Emit: l.spec.Emit && l.spec.OutputSchema == nil, MCP: l.spec.MCP,
+		MaxFailures: l.spec.ModelFailures,
 	}
 	for _, t := range l.spec.mcpTools {
 		in.MCPTools = append(in.MCPTools, t.Name)
@@ -1029,7 +1033,8 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		s.run.Flush(ctx)
 	}
 	in := contracts.ToolCallInput{RunID: s.run.ID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
-		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name)}
+		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name),
+		Node: s.node, Stream: s.run.stream, MaxFailures: spec.ToolFailures}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
 	if in.MCP == nil && s.run.localTool(ctx, call.Name) {

@@ -30,3 +30,24 @@ func TestReasonActivityOptions(t *testing.T) {
 	require.Equal(t, 10*time.Minute, spec.ToolOptions.ScheduleToCloseTimeout, "at least 10 minutes")
 	require.Zero(t, spec.ToolOptions.RetryPolicy.MaximumAttempts)
 }
+
+// TestReasonFailureCaps: a call's own failures are capped at 3 per tool call and 5 per model
+// pass by default; -1 removes a cap; a caller's retry policy has none unless it is set; a cap
+// below -1 is refused.
+func TestReasonFailureCaps(t *testing.T) {
+	spec, err := ReasonOptions{Input: "hi"}.spec()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{5, 3}, [2]int{spec.ModelFailures, spec.ToolFailures})
+
+	spec, err = ReasonOptions{Input: "hi", MaxFailures: -1, ToolExecution: ToolExecution{MaxFailures: 7}}.spec()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 7}, [2]int{spec.ModelFailures, spec.ToolFailures})
+
+	mine := &temporal.RetryPolicy{MaximumAttempts: 4}
+	spec, err = ReasonOptions{Input: "hi", Retry: mine, ToolExecution: ToolExecution{Retry: mine, MaxFailures: 2}}.spec()
+	require.NoError(t, err)
+	require.Equal(t, [2]int{0, 2}, [2]int{spec.ModelFailures, spec.ToolFailures})
+
+	_, err = ReasonOptions{Input: "hi", ToolExecution: ToolExecution{MaxFailures: -2}}.spec()
+	require.EqualError(t, err, "hooks.Reason: ToolExecution.MaxFailures must be -1 (no cap), 0 (the default) or a count of failures, not -2")
+}

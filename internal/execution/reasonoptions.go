@@ -1,6 +1,7 @@
 package execution
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -61,6 +62,11 @@ type ReasonOptions struct {
 	// its MaximumAttempts also counts attempts lost to dead workers.
 	Timeout time.Duration
 	Retry   *temporal.RetryPolicy
+	// MaxFailures caps the retryable provider errors of one model pass (5xx, 429, a broken
+	// stream…), counted apart from attempts lost to dead workers or timeouts, which only the
+	// time bound limits: the failure that reaches the cap fails the pass with the provider's
+	// code. 0: 5 with the default Retry, no cap with your own; -1: no cap.
+	MaxFailures int
 }
 
 // Outputs are the output contracts of a Reason call, by name (names match
@@ -103,6 +109,11 @@ type ToolExecution struct {
 	// used as it is: its MaximumAttempts also counts attempts lost to dead workers.
 	Timeout time.Duration
 	Retry   *temporal.RetryPolicy
+	// MaxFailures caps the retryable errors of one tool call (a worker tool's Retryable error,
+	// an MCP server that cannot be reached), counted apart from attempts lost to dead workers
+	// or timeouts, which only the time bound limits: the error that reaches the cap fails the
+	// call with the tool's code. 0: 3 with the default Retry, no cap with your own; -1: no cap.
+	MaxFailures int
 }
 
 // Switch is "a bool, or per tool": On applies to every tool except those listed in Tools.
@@ -121,6 +132,29 @@ func (s Switch) For(tool string) bool {
 
 // heartbeatTimeout is the heartbeat timeout of model and tool activities.
 const heartbeatTimeout = 10 * time.Second
+
+// Default caps of a call's own retryable failures (ReasonOptions.MaxFailures,
+// ToolExecution.MaxFailures).
+const (
+	defaultModelFailures = 5
+	defaultToolFailures  = 3
+)
+
+// failureCap is the cap of a call's own failures: n when set (-1: none), else def with the
+// default retry policy and none with the caller's.
+func failureCap(n, def int, retry *temporal.RetryPolicy) (int, error) {
+	switch {
+	case n < -1:
+		return 0, fmt.Errorf("must be -1 (no cap), 0 (the default) or a count of failures, not %d", n)
+	case n == -1:
+		return 0, nil
+	case n > 0:
+		return n, nil
+	case retry == nil:
+		return def, nil
+	}
+	return 0, nil
+}
 
 // minRetryWindow is the shortest time a model pass or a tool call is retried for by default.
 const minRetryWindow = 10 * time.Minute
@@ -194,10 +228,19 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 	if toolTimeout <= 0 {
 		toolTimeout = 2 * time.Minute
 	}
-	// The activities heartbeat every second (activities.KeepAliveInterval): a cancellation
-	// reaches a running model pass or tool within about 8 s (80% of the heartbeat timeout).
+	// The activities heartbeat every 200 ms (activities.KeepAliveInterval); a worker sends one
+	// per half second (activities.WorkerOptions; the SDK's default is 80% of the heartbeat
+	// timeout, 8 s), so a cancellation reaches a running model pass or tool within about that.
 	mo := activityOptions(timeout, opts.Retry, time.Minute)
 	to := activityOptions(toolTimeout, te.Retry, 30*time.Second)
+	modelFailures, err := failureCap(opts.MaxFailures, defaultModelFailures, opts.Retry)
+	if err != nil {
+		return bad("MaxFailures %v", err)
+	}
+	toolFailures, err := failureCap(te.MaxFailures, defaultToolFailures, te.Retry)
+	if err != nil {
+		return bad("ToolExecution.MaxFailures %v", err)
+	}
 	corrections := 1
 	if opts.SchemaCorrections != nil {
 		corrections = *opts.SchemaCorrections
@@ -212,8 +255,9 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 		ID: opts.ID, Model: opts.Model, Messages: msgs, Options: opts.Options,
 		Stream: stream, Emit: !opts.Silent, Tools: opts.Tools, MCP: opts.MCP, MaxSteps: te.MaxSteps,
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
-		ModelOptions:      mo,
-		ToolOptions:       to,
+		ModelOptions:  mo,
+		ToolOptions:   to,
+		ModelFailures: modelFailures, ToolFailures: toolFailures,
 		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
 		OutputSchema: opts.OutputSchema, InterruptMode: ModeOptional,
 	}

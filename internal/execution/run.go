@@ -535,6 +535,15 @@ func NewID(ctx workflow.Context, prefix string) string {
 	return id
 }
 
+// NewCheckpointID returns a new checkpoint id of session sessionID ([protocol.CheckpointID]:
+// it carries the session), recorded once in history (one side effect). A history recorded
+// before checkpoint ids carried their session replays with the id it recorded.
+func NewCheckpointID(ctx workflow.Context, sessionID string) string {
+	var id string
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return protocol.CheckpointID(uuid.NewString(), sessionID) }).Get(&id)
+	return id
+}
+
 // CheckpointFix is what to do about a checkpoint (or a child's question with its state) over
 // the payload limit.
 const CheckpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
@@ -591,7 +600,7 @@ func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	if r.session == nil || r.completed {
 		return "", nil
 	}
-	id := NewID(ctx, "cp-")
+	id := NewCheckpointID(ctx, r.session.Binding().SessionID)
 	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, final)
 	if err != nil {
 		return "", err

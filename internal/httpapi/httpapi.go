@@ -19,28 +19,64 @@ type Body struct {
 	Failure contracts.Failure `json:"failure"`
 }
 
-// WriteError writes err as {error, failure} with the failure's HTTP status (status > 0
-// overrides it). The body carries only the failure's safe message (see
-// [contracts.FailureOf]); a 5xx is logged on logger (nil: slog.Default()) with the full error,
-// the request's method and path (r may be nil).
-func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, err error) {
+// Public is the failure descriptor a client is shown for err: [contracts.FailureOf] without
+// its cause chain. Causes are the server's own (a store's address, an upstream's raw text):
+// they go to the log, never to a client.
+func Public(err error) contracts.Failure {
 	f := contracts.FailureOf(err)
+	f.Cause = nil
+	return f
+}
+
+// StreamFailure is the error a client is shown when reading a run's stream failed with err:
+// STREAM_UNAVAILABLE from the broker (whose message names its store's address) becomes one
+// with a message of its own and err as its cause; other errors are returned as they are.
+func StreamFailure(err error) error {
+	if contracts.CodeOf(err) != contracts.CodeStreamUnavailable {
+		return err
+	}
+	return &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: err,
+		Message: "The stream store (Redis) did not answer; try again shortly."}
+}
+
+// ErrorChunk is the error chunk a route writes itself when err ends a stream it serves: the
+// [Public] descriptor of [StreamFailure](err). The full error is logged on logger (nil:
+// slog.Default()) with the run's id.
+func ErrorChunk(logger *slog.Logger, runID string, err error) contracts.Chunk {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Error("kortyx http: reading the run's stream failed", "run", runID, "error", errorText(err), "cause", causeText(err))
+	f := Public(StreamFailure(err))
+	return contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
+}
+
+// WriteError writes err as {error, failure} with the failure's HTTP status (status > 0
+// overrides it). The body carries only the [Public] descriptor (its safe message, code and
+// fields, never its cause); a 5xx is logged on logger (nil: slog.Default()) with the full
+// error, its cause, the request's method and path (r may be nil), and so is the cause of a
+// 4xx that has one.
+func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, err error) {
+	f := Public(err)
 	if status == 0 {
 		status = Status(f)
 	}
-	if status >= 500 {
+	if cause := causeText(err); status >= 500 || cause != "" {
 		if logger == nil {
 			logger = slog.Default()
 		}
 		attrs := []any{"status", status, "code", f.Code, "error", errorText(err)}
-		var ke *contracts.Error
-		if errors.As(err, &ke) && ke.Err != nil {
-			attrs = append(attrs, "cause", errorText(ke.Err))
+		if cause != "" {
+			attrs = append(attrs, "cause", cause)
 		}
 		if r != nil {
 			attrs = append(attrs, "method", r.Method, "path", r.URL.Path)
 		}
-		logger.Error("kortyx http: request failed", attrs...)
+		if status >= 500 {
+			logger.Error("kortyx http: request failed", attrs...)
+		} else {
+			logger.Info("kortyx http: request refused", attrs...)
+		}
 	}
 	b, _ := json.Marshal(Body{Error: f.Message, Failure: f})
 	h := w.Header()
@@ -89,6 +125,15 @@ func errorText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// causeText is the text of the cause of a *contracts.Error err ("" when it has none).
+func causeText(err error) string {
+	var ke *contracts.Error
+	if errors.As(err, &ke) && ke.Err != nil {
+		return errorText(ke.Err)
+	}
+	return ""
 }
 
 func orList(allow string) string {
@@ -150,7 +195,7 @@ func Status(f contracts.Failure) int {
 			return http.StatusNotFound
 		}
 		switch f.Code {
-		case contracts.CodeSessionBusy:
+		case contracts.CodeSessionBusy, contracts.CodeClientTurnConflict:
 			return http.StatusConflict
 		case contracts.CodeUnauthorized:
 			return http.StatusUnauthorized

@@ -93,3 +93,48 @@ func TestJSONErrors(t *testing.T) {
 		require.Equal(t, tc.code, body.Failure.Code, "%s %s", tc.method, tc.path)
 	}
 }
+
+// A cause never reaches the client: the body has the safe message and code, the log the cause
+// (a store's address, an upstream's text), also for a 4xx.
+func TestWriteErrorKeepsCausesInTheLog(t *testing.T) {
+	redis := &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Source: "redis",
+		Message: "stream: Redis at 127.0.0.1:6390 did not answer (ping); check that it runs"}
+	for name, tc := range map[string]struct {
+		err    error
+		status int
+		level  string
+	}{
+		"5xx": {&contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Message: "The stream store (Redis) does not answer.", Err: redis}, 503, "level=ERROR"},
+		"4xx": {&contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Fix the body.", Err: contracts.Errorf(contracts.CodeNotFound, "row 12 of table t")}, 400, "level=INFO"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var logs bytes.Buffer
+			w := httptest.NewRecorder()
+			httpapi.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), slog.New(slog.NewTextHandler(&logs, nil)), 0, tc.err)
+			require.Equal(t, tc.status, w.Code)
+			var body map[string]any
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			f := body["failure"].(map[string]any)
+			require.NotContains(t, f, "cause", w.Body.String())
+			require.NotContains(t, w.Body.String(), "127.0.0.1")
+			require.NotContains(t, w.Body.String(), "row 12")
+			require.Contains(t, logs.String(), tc.level)
+			require.Contains(t, logs.String(), "cause=")
+		})
+	}
+}
+
+// The error chunk of a stream the broker cannot read: the broker's message (naming its
+// store's address) is replaced, the chunk has no cause.
+func TestErrorChunkIsSafe(t *testing.T) {
+	var logs bytes.Buffer
+	err := &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Source: "redis",
+		Message: "stream: Redis at 127.0.0.1:6390 did not answer (read); check that it runs"}
+	c := httpapi.ErrorChunk(slog.New(slog.NewTextHandler(&logs, nil)), "run-1", err)
+	b, jerr := json.Marshal(c)
+	require.NoError(t, jerr)
+	require.JSONEq(t, `{"type":"error","message":"The stream store (Redis) did not answer; try again shortly.",
+		"failure":{"version":1,"code":"STREAM_UNAVAILABLE","category":"persistence","message":"The stream store (Redis) did not answer; try again shortly.","retryable":true}}`, string(b))
+	require.Contains(t, logs.String(), "127.0.0.1:6390")
+	require.Contains(t, logs.String(), "run=run-1")
+}

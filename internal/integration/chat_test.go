@@ -168,7 +168,7 @@ func (c *chatEnv) checkpoints(t *testing.T, body any, out any, headers ...string
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	if out != nil {
-		require.NoError(t, json.Unmarshal(b, out), "body: %s", b)
+		require.NoError(t, json.Unmarshal(fromKortyx(b), out), "body: %s", b)
 	}
 	return resp.StatusCode
 }

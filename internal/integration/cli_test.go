@@ -39,7 +39,7 @@ func TestDemoOnEmbeddedServer(t *testing.T) {
 	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=", "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "TEMPORAL_CLI_PATH=" + tcliPath, "KORTYX_ROOT=" + dir}, "", "demo", "--auto")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "Temporal dev server ready at")
-	require.Contains(t, out, "· model: the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set)")
+	require.Contains(t, out, "· model: openai:gpt-4.1-mini, answered by the scripted fake model (no OPENAI_API_KEY or OPENAI_BASE_URL set) at http://127.0.0.1:")
 	require.Contains(t, out, `→ lookup_order {"orderId":"A-1001"}`)
 	require.Contains(t, out, "? Approve refund?")
 	require.Contains(t, out, "> approve (auto)")
@@ -152,7 +152,7 @@ func TestDemoWithOpenAICompatibleEndpoint(t *testing.T) {
 	out, errOut, err := starter(t, []string{"TEMPORAL_ADDRESS=" + srv.Address(), "OPENAI_BASE_URL=" + model.URL(), "KORTYX_MODEL=test-model"},
 		"2\n", "demo", "Refund A-1003 please")
 	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	require.Contains(t, out, "· model: test-model at "+model.URL())
+	require.Contains(t, out, "· model: openai:test-model at "+model.URL()+"\n")
 	require.Contains(t, out, "agent: I have not refunded order A-1003: Tool call denied by user.")
 	require.Contains(t, out, "· demo finished: 0 refund(s) made")
 	reqs := model.Requests()
@@ -222,8 +222,27 @@ func TestStarterCommands(t *testing.T) {
 	})
 	out, errOut, err = starter(t, env, "", "cancel", m[1])
 	require.NoError(t, err, errOut)
+	require.Equal(t, "cancellation of run "+m[1]+" requested\n", out)
 	err = tc.GetWorkflow(context.Background(), m[1], "").Get(context.Background(), nil)
 	require.Equal(t, contracts.CodeExecutionCancelled, contracts.CodeOf(err))
+	// Again: it says so, and the asked-for state holds (exit 0).
+	out, errOut, err = starter(t, env, "", "cancel", m[1])
+	require.NoError(t, err, errOut)
+	require.Equal(t, "run "+m[1]+" is already cancelled\n", out)
+	// A completed run has nothing to cancel: exit 1, with its status.
+	out, errOut, err = starter(t, env, "", "cancel", runID)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, out)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Empty(t, out)
+	require.Equal(t, "starter: run "+runID+" has already ended (completed): there is nothing to cancel [INVALID_REQUEST]\n", errOut)
+
+	// An unknown workflow: the error lists the ones the worker has.
+	out, errOut, err = starter(t, env, "", "run", "nope", "hi")
+	require.ErrorAs(t, err, &exit, out)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Regexp(t, `^starter: run run-[0-9a-f-]+ failed: Workflow "nope" not found; the workflows registered on this worker are: [a-z0-9., -]*\btriage\b[a-z0-9., -]*\. \[UNKNOWN_WORKFLOW\]\n$`, errOut)
+	require.NotContains(t, errOut, "missing too")
 }
 
 // TestDemoOnEachProvidersFakeServer runs the support demo with --model naming each native
@@ -245,7 +264,7 @@ func TestDemoOnEachProvidersFakeServer(t *testing.T) {
 			provider := strings.SplitN(tc.model, ":", 2)[0]
 			note := "· " + provider + " models need the starter built with every provider (this one links the OpenAI wire alone, for a short first build): building it with -tags kortyx_allproviders\n"
 			require.Equal(t, provider != "openai", strings.HasPrefix(out, note), out)
-			require.Contains(t, out, "· model: the scripted fake model (no "+tc.vars+" set) at http://127.0.0.1:")
+			require.Contains(t, out, "· model: "+tc.model+", answered by the scripted fake model (no "+tc.vars+" set) at http://127.0.0.1:")
 			require.Contains(t, out, `→ lookup_order {"orderId":"A-1001"}`)
 			require.Contains(t, out, "> approve (auto)")
 			require.Contains(t, out, "agent: Done: order A-1001 is refunded (R-5001, full amount).")

@@ -115,11 +115,11 @@ func TestHTTPInvalidIDsAre400(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Body, &buffered))
 	require.Regexp(t, `^session-[0-9a-f-]{36}$`, buffered.Chunks[0].SessionID)
 	cp := chunkOf(t, buffered.Chunks, contracts.ChunkCheckpoint)
-	require.Regexp(t, `^cp-[0-9a-f-]{36}$`, cp.ID)
+	require.Regexp(t, `^cp-[0-9a-f-]{36}@session-[0-9a-f-]{36}$`, cp.ID)
 	var got contracts.Checkpoint
 	a := call(t, client, http.MethodPost, base+"/api/checkpoints", map[string]any{"action": "get", "sessionId": buffered.Chunks[0].SessionID, "checkpointId": cp.ID})
 	require.Equal(t, http.StatusOK, a.Status, "%s", a.Body)
-	require.NoError(t, json.Unmarshal(a.Body, &got))
+	require.NoError(t, json.Unmarshal(fromKortyx(a.Body), &got))
 	require.Regexp(t, `^run-[0-9a-f-]{36}$`, got.RunID)
 	s := call(t, client, http.MethodGet, base+"/v1/runs/"+got.RunID+"/stream?until=response", nil)
 	require.Equal(t, http.StatusOK, s.Status, "%s", s.Body)

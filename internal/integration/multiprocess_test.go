@@ -162,7 +162,7 @@ func mpChat(g require.TestingT, base string, body any, headers ...string) sseRes
 func mpCheckpoints(g require.TestingT, base string, body, out any) {
 	r := mpPost(g, base+"/api/checkpoints", body)
 	require.Equal(g, http.StatusOK, r.Status, r.Body)
-	require.NoError(g, json.Unmarshal([]byte(r.Body), out), r.Body)
+	require.NoError(g, json.Unmarshal(fromKortyx([]byte(r.Body)), out), r.Body)
 }
 
 // exactly checks a chat response read to its end: 200, the session chunk (no id), then chunks

@@ -137,12 +137,25 @@ func TestProcessRoles(t *testing.T) {
 	require.Equal(t, map[string]any{"status": "ready", "checks": map[string]any{"temporal": "ok"}}, body, "no worker check")
 	code, out = probe(t, "http://"+addr+"/readyz")
 	require.Equal(t, 0, code, out)
+	// With a Temporal address the unauthenticated chat page (every session) is not served
+	// unless KORTYX_WEB_PAGE=true asks for it.
+	for _, path := range []string{"/", "/api/sessions"} {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, path)
+	}
 
 	// One chat through a worker that also has the API (dev mode's shape; with Redis the API
-	// process above would serve it).
-	wa := startProgram(t, taskQueue(t), nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_EXAMPLES=hello")
+	// process above would serve it), and the page asked for.
+	wa := startProgram(t, taskQueue(t), nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_EXAMPLES=hello", "KORTYX_WEB_PAGE=true")
 	own := strings.TrimPrefix(logAttr(wa.until(t, `msg="kortyx worker: HTTP API"`), "addr"), "http://")
+	require.Equal(t, "http://"+own+"/", logAttr(wa.until(t, `msg="kortyx worker: chat page"`), "url"))
 	wa.until(t, `msg="kortyx worker: polling task queue"`)
+	resp, err = http.Get("http://" + own + "/")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "KORTYX_WEB_PAGE=true serves the page")
 	require.NotContains(t, wa.log.String(), "in-memory stream broker", "a worker with the API reads its own chunks")
 	status, body = readyz(t, "http://"+own)
 	require.Equal(t, http.StatusOK, status)
@@ -171,7 +184,7 @@ func TestAPIOnlyNeedsATemporalServer(t *testing.T) {
 
 	out, err = exec.CommandContext(ctx, binary(t, "worker"), "--help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	for _, want := range []string{"usage: worker [--api-only] | worker --probe URL", "-api-only", "-probe URL"} {
+	for _, want := range []string{"usage: worker [--poll all|workflows|activities] | worker --api-only | worker --probe URL\n", "-api-only", "-probe URL", "-poll all"} {
 		require.Contains(t, string(out), want)
 	}
 }

@@ -22,7 +22,7 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	require.NoError(t, err)
 	cmd := exec.Command(binary(t, "worker"))
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+srv.Address(), "KORTYX_TASK_QUEUE="+tq, "KORTYX_HTTP_ADDR=127.0.0.1:0",
-		"KORTYX_WORKFLOWS="+dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+		"KORTYX_WORKFLOWS="+dir, "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "KORTYX_STICKY_CACHE=")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -38,6 +38,7 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Order A-1002 (coffee grinder) is shipped.", res.State.Data["reply"])
 	require.NotNil(t, res.State.Runtime.TokenUsage)
+	require.Contains(t, banner, "sticky_cache=10000\n", "with a Temporal address the SDK's default stays")
 	require.Contains(t, banner, `msg="kortyx worker: models" models="the scripted fake model`)
 	require.Contains(t, banner, `msg="kortyx worker: provider" provider=openai reaches=http://127.0.0.1:`)
 	require.Contains(t, banner, `env="" fake=true`)

@@ -1,19 +1,24 @@
 // Package kortyxwire is a test client that reads the chat route the way Kortyx's own
 // TypeScript client (v0.14) does, so that tests prove a Kortyx app works against this port
-// unchanged. It is written from the rules of Kortyx's client source, not from its code:
+// unchanged. It is written from the rules of Kortyx's client source, not from its code. Where
+// Kortyx's newer reader (the one that raises typed MALFORMED_STREAM and TRUNCATED_STREAM
+// failures) is stricter than v0.14, it applies the newer reader's checks too, so that what it
+// accepts both readers accept:
 //
-//   - stream reader (readStream): the body is decoded as UTF-8 into a buffer in which every
-//     CRLF is replaced by LF; the buffer is split on blank lines ("\n\n"), the last piece kept
-//     for the next read. A piece that does not start with "data: " is dropped whole (so an
-//     event with an "id:" line before its data is lost). The rest after "data: " is the
-//     payload: "[DONE]" (trimmed) ends the stream; otherwise it must parse as JSON into an
-//     object with a string "type", else the stream fails MALFORMED_STREAM. An "error" chunk
-//     must have a string message and, if it has a failure, a valid failure descriptor (version
-//     1, string code, a known category, string message, retryable true, false or null), which
-//     is then sanitized (serializeFailure: unknown keys dropped; a failure whose code is
-//     EXECUTION_CANCELLED or EXECUTION_LIMIT_REACHED is a control-flow signal that makes the
-//     stream fail MALFORMED_STREAM). A "done" chunk ends the stream after it is handed on. A body
-//     that ends before that fails TRUNCATED_STREAM when it had data or leftover text.
+//   - stream reader (readStream): the body is decoded as UTF-8 into a buffer that is split on
+//     blank lines ("\n\n"), the last piece kept for the next read. CRLF is not turned into LF
+//     (v0.14 does not; the newer reader does): an event ended by "\r\n\r\n" is not split from
+//     what follows. A piece that does not start with "data: " is dropped whole (so an event
+//     with an "id:" line before its data is lost). The rest after "data: " is the payload:
+//     "[DONE]" (trimmed) ends the stream; otherwise it must parse as JSON into an object with a
+//     string "type", else the stream fails MALFORMED_STREAM. An "error" chunk must have a string
+//     message and, if it has a failure, a valid failure descriptor (version 1, string code, a
+//     known category, string message, retryable true, false or null), which is then sanitized
+//     (serializeFailure: unknown keys dropped). A failure whose code is EXECUTION_CANCELLED or
+//     EXECUTION_LIMIT_REACHED makes the stream fail MALFORMED_STREAM: the newer reader's
+//     serializeFailure throws for these control-flow codes (v0.14 hands such a chunk on). A
+//     "done" chunk ends the stream after it is handed on. A body that ends before that fails
+//     TRUNCATED_STREAM when it had data or leftover text.
 //   - route call (streamFromRoute): POST with content-type application/json; a response that is
 //     not 2xx becomes the chunks error (message: the body's "error" string, else
 //     "Request failed (<status>)") and done.
@@ -92,7 +97,8 @@ var failureKeys = map[string]bool{"version": true, "code": true, "category": tru
 	"source": true, "operation": true, "domainCode": true, "status": true, "retryAfterMs": true, "details": true,
 	"context": true, "usage": true, "finishReason": true, "issues": true, "cause": true, "results": true, "truncated": true}
 
-// sanitize is serializeFailure for a descriptor: ok is false for a control-flow code.
+// sanitize is the newer reader's serializeFailure for a descriptor: ok is false for a
+// control-flow code.
 func sanitize(f map[string]any) (map[string]any, bool) {
 	switch f["code"] {
 	case "EXECUTION_CANCELLED", "EXECUTION_LIMIT_REACHED":
@@ -160,7 +166,7 @@ func Read(body io.Reader, readSize int) ([]Chunk, error) {
 				cut = st
 			}
 			pending = append([]byte(nil), b[cut:]...)
-			buffer = strings.ReplaceAll(buffer+string(b[:cut]), "\r\n", "\n")
+			buffer += string(b[:cut]) // CRLF stays: v0.14 splits on "\n\n" only
 			parts := strings.Split(buffer, "\n\n")
 			buffer = parts[len(parts)-1]
 			for _, part := range parts[:len(parts)-1] {

@@ -11,7 +11,7 @@ func TestReadFollowsKortyxRule(t *testing.T) {
 	body := ": keep-alive\n\n" +
 		"data: {\"type\":\"session\",\"sessionId\":\"s\"}\n\n" +
 		"id: 1\ndata: {\"type\":\"text-delta\",\"delta\":\"lost\"}\n\n" + // an id line first: dropped whole
-		"data: {\"type\":\"text-delta\",\"delta\":\"h\u00e9\"}\r\n\r\n" + // CRLF is turned into LF
+		"data: {\"type\":\"text-delta\",\"delta\":\"h\u00e9\"}\n\n" +
 		"event: x\n\n" +
 		"data: {\"type\":\"resume-rejected\",\"requestId\":\"q\"}\n\n" + // a type outside the schema is handed on
 
@@ -29,6 +29,32 @@ func TestReadFollowsKortyxRule(t *testing.T) {
 	got, err = Read(strings.NewReader(""), 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// Kortyx's reader (v0.14) splits on "\n\n" only and does not turn CRLF into LF: an event ended
+// by CRLF is not split from the next one, whose text then follows its JSON.
+func TestReadKeepsCRLF(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body string
+		code string
+		got  []Chunk
+	}{
+		"CRLF event, then LF events": {"data: {\"type\":\"session\",\"sessionId\":\"s\"}\r\n\r\n" +
+			"data: {\"type\":\"status\",\"message\":\"m\"}\n\ndata: {\"type\":\"done\"}\n\n", "MALFORMED_STREAM", nil},
+		"LF event, then CRLF events": {"data: {\"type\":\"session\",\"sessionId\":\"s\"}\n\n" +
+			"data: {\"type\":\"done\"}\r\n\r\ndata: [DONE]\r\n\r\n", "TRUNCATED_STREAM", []Chunk{{"type": "session", "sessionId": "s"}}},
+		"only CRLF": {"data: {\"type\":\"done\"}\r\n\r\n", "TRUNCATED_STREAM", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, size := range []int{1, 5, 4096} {
+				got, err := Read(strings.NewReader(tc.body), size)
+				var e *Error
+				require.ErrorAs(t, err, &e, "read size %d", size)
+				require.Equal(t, tc.code, e.Code, "read size %d", size)
+				require.Equal(t, tc.got, got, "read size %d", size)
+			}
+		})
+	}
 }
 
 func TestReadFailures(t *testing.T) {

@@ -85,3 +85,57 @@ type PendingTurn struct {
 	RunID        string                   `json:"runId"`
 	CheckpointID string                   `json:"checkpointId"`
 }
+
+// Checkpoint ids. A checkpoint id is "cp-<uuid>@<sessionId>": the checkpoint route finds the
+// session of a request that names only a checkpoint (Kortyx's rollback, get and fork) from the
+// id itself, in any API process and after a restart. A session id too long for the id rule
+// ([contracts.MaxIDLength]) gives "cp-<uuid>", as every checkpoint had before; such ids are
+// found by the API process's memory or sent with their sessionId.
+const (
+	checkpointPrefix = "cp-"
+	checkpointSep    = '@'
+	uuidLength       = 36
+)
+
+// MaxCheckpointSessionLength is the longest session id a checkpoint id carries.
+const MaxCheckpointSessionLength = contracts.MaxIDLength - len(checkpointPrefix) - uuidLength - 1
+
+// CheckpointID is the id of a new checkpoint of session sessionID; uuid is a new random UUID
+// (36 characters).
+func CheckpointID(uuid, sessionID string) string {
+	if sessionID == "" || len(sessionID) > MaxCheckpointSessionLength || len(uuid) != uuidLength {
+		return checkpointPrefix + uuid
+	}
+	return checkpointPrefix + uuid + string(checkpointSep) + sessionID
+}
+
+// CheckpointSession returns the session id that checkpoint id id carries (false for an id
+// without one, such as the "cp-<uuid>" ids of older checkpoints).
+func CheckpointSession(id string) (string, bool) {
+	n := len(checkpointPrefix) + uuidLength
+	if len(id) <= n+1 || id[:len(checkpointPrefix)] != checkpointPrefix || id[n] != checkpointSep || !isUUID(id[len(checkpointPrefix):n]) {
+		return "", false
+	}
+	return id[n+1:], true
+}
+
+// isUUID reports whether s is a UUID in its 36-character text form.
+func isUUID(s string) bool {
+	if len(s) != uuidLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

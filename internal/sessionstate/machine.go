@@ -126,23 +126,46 @@ func (m *Machine) busy() error {
 
 // again returns the turn a request with this clientTurnId and kind already made: the active
 // one, or one that ended (nil: none) — one that failed or was stopped only for a reconnecting
-// reader. token, for answers, must match too.
-func (m *Machine) again(clientTurnID, kind, token string, reconnect bool) (*contracts.ActiveTurn, bool) {
+// reader. token, for answers, must match too. A turn whose digest differs from the request's
+// (both set) is not the same turn: the request is refused with CLIENT_TURN_CONFLICT.
+func (m *Machine) again(clientTurnID, kind, token, digest string, reconnect bool) (*contracts.ActiveTurn, bool, error) {
 	if clientTurnID == "" {
-		return nil, false
+		return nil, false, nil
 	}
 	if a := m.State.Active; a != nil && a.ClientTurnID == clientTurnID && a.Kind == kind && a.Token == token {
-		return a, false
+		if err := m.conflict(a, digest); err != nil {
+			return nil, false, err
+		}
+		return a, false, nil
 	}
 	for i := len(m.State.Recent) - 1; i >= 0; i-- {
 		if t := m.State.Recent[i]; t.ClientTurnID == clientTurnID && t.Kind == kind && t.Token == token {
-			if !t.Committed && !reconnect {
-				return nil, false
+			if err := m.conflict(&t, digest); err != nil {
+				return nil, false, err
 			}
-			return &m.State.Recent[i], true
+			if !t.Committed && !reconnect {
+				return nil, false, nil
+			}
+			return &m.State.Recent[i], true, nil
 		}
 	}
-	return nil, false
+	return nil, false, nil
+}
+
+// conflict refuses a request of digest for turn t made with another content (turns and
+// requests without a digest, from before digests, match any).
+func (m *Machine) conflict(t *contracts.ActiveTurn, digest string) error {
+	if t.Digest == "" || digest == "" || t.Digest == digest {
+		return nil
+	}
+	what := "message"
+	if t.Kind == KindAnswer {
+		what = "answer"
+	}
+	return &contracts.Error{Code: contracts.CodeClientTurnConflict,
+		Message: fmt.Sprintf("clientTurnId %q was already used in session %q with another %s: a retry must repeat the same request; send a new %s with a new clientTurnId.",
+			t.ClientTurnID, m.In.SessionID, what, what),
+		Details: map[string]any{"clientTurnId": t.ClientTurnID, "turnIndex": t.TurnIndex}}
 }
 
 func (m *Machine) reattached(t *contracts.ActiveTurn, ended bool) contracts.TurnStarted {
@@ -175,7 +198,11 @@ func (m *Machine) CheckStart(req contracts.TurnRequest) (*contracts.TurnStarted,
 	if err := m.CheckOwner(req.Owner); err != nil {
 		return nil, err
 	}
-	if t, ended := m.again(req.ClientTurnID, KindPrompt, "", req.Reconnect); t != nil {
+	t, ended, err := m.again(req.ClientTurnID, KindPrompt, "", req.Digest, req.Reconnect)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
 		ts := m.reattached(t, ended)
 		return &ts, nil
 	}
@@ -245,7 +272,7 @@ func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowI
 	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits},
 		Prior:   head.Snapshot,
 		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
-	m.State.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now}
+	m.State.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now, Digest: req.Digest}
 	return wf, in, contracts.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
 }
 
@@ -255,7 +282,11 @@ func (m *Machine) PromptNotStarted() { m.State.Active = nil }
 // CheckResume finds the open question an answer turn claims; it returns the turn to re-attach
 // to when the same clientTurnId answered the same question already.
 func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (protocol.PendingTurn, *contracts.TurnStarted, error) {
-	if t, ended := m.again(req.ClientTurnID, KindAnswer, req.Token, req.Reconnect); t != nil {
+	t, ended, err := m.again(req.ClientTurnID, KindAnswer, req.Token, req.Digest, req.Reconnect)
+	if err != nil {
+		return protocol.PendingTurn{}, nil, err
+	}
+	if t != nil {
 		ts := m.reattached(t, ended)
 		return protocol.PendingTurn{}, &ts, nil
 	}
@@ -286,7 +317,7 @@ func (m *Machine) Resume(req contracts.ResumeTurnRequest, p protocol.PendingTurn
 		turn = head.TurnIndex + 1
 	}
 	m.State.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindAnswer,
-		Since: now, Token: req.Token}
+		Since: now, Token: req.Token, Digest: req.Digest}
 	return contracts.TurnStarted{SessionID: m.In.SessionID, RunID: p.RunID, TurnIndex: turn}
 }
 

@@ -7,7 +7,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { config: { temporalUiUrl: "", namespace: "default" }, sessionId: "", turns: [], reading: new Set() };
+const state = { config: { temporalUiUrl: "", namespace: "default", agents: [] }, sessionId: "", turns: [], reading: new Set(), remote: null };
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -23,6 +23,19 @@ function el(tag, attrs, ...kids) {
 const json = (v) => JSON.stringify(v, null, 2);
 const randomId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(16).slice(2) + Date.now().toString(16));
 function setStatus(text) { $("status").textContent = text; }
+// endStatus says how the last turn ended, once it has (while it runs, an earlier turn's end
+// changes nothing).
+function endStatus(ended) {
+  const turn = state.turns[state.turns.length - 1];
+  if (!turn || (turn !== ended && !turn.ended && !turn.failed)) return;
+  const chunks = turn.chunks.map((c) => c.chunk);
+  const err = chunks.find((c) => c.type === "error");
+  if (turn.failed) setStatus(`Failed: ${turn.failed.code}`);
+  else if (err) setStatus(`Failed: ${(err.failure && err.failure.code) || "ERROR"}`);
+  else if (chunks.some((c) => c.type === "cancelled")) setStatus("Cancelled.");
+  else if (chunks.some((c) => c.type === "interrupt")) setStatus("Waiting for your answer.");
+  else setStatus("");
+}
 
 // ---- storage ----
 const turnsKey = (s) => "kortyx.turns." + s;
@@ -33,6 +46,17 @@ function save() {
 function load(sessionId) {
   state.sessionId = sessionId;
   state.turns = JSON.parse(sessionStorage.getItem(turnsKey(sessionId)) || "[]");
+  state.remote = null;
+}
+// loadRemote shows a session whose turns this tab has not kept (made in another tab or by another
+// client): the server's view of it, with its open questions to answer.
+async function loadRemote() {
+  const id = state.sessionId;
+  if (!id || state.turns.length) return;
+  try {
+    const view = await api(`/api/sessions/${encodeURIComponent(id)}`);
+    if (state.sessionId === id && !state.turns.length) { state.remote = view; render(); }
+  } catch (e) { setStatus(`${e.code}: ${e.message}`); }
 }
 
 // ---- API ----
@@ -64,6 +88,7 @@ async function send(turn) {
       turn.ended = true;
       save();
       render();
+      endStatus(turn);
       return;
     }
     const reader = res.body.getReader();
@@ -91,7 +116,7 @@ async function send(turn) {
   } finally {
     state.reading.delete(turn.clientTurnId);
   }
-  setStatus("");
+  endStatus(turn);
   afterTurn(turn);
 }
 
@@ -102,7 +127,7 @@ function onEvent(turn, raw) {
     else if (line.startsWith("data:")) data += line.slice(5).trimStart();
   }
   if (!data) return;
-  if (data === "[DONE]") { turn.ended = true; save(); setStatus(""); return; }
+  if (data === "[DONE]") { turn.ended = true; save(); endStatus(turn); return; }
   const chunk = JSON.parse(data);
   if (id !== undefined) {
     if (turn.lastId !== undefined && id <= turn.lastId) return; // already have it
@@ -150,7 +175,8 @@ function answer(question, resume, label) {
 function render() {
   $("session-id").textContent = state.sessionId || "(new)";
   const t = $("transcript");
-  t.replaceChildren(...state.turns.map((turn) => { const d = el("div", { class: "turn", "data-turn": turn.clientTurnId }); fillTurn(d, turn); return d; }));
+  t.replaceChildren(...(state.remote ? [remoteView(state.remote)] : []),
+    ...state.turns.map((turn) => { const d = el("div", { class: "turn", "data-turn": turn.clientTurnId }); fillTurn(d, turn); return d; }));
   for (const b of document.querySelectorAll("#sessions button.session")) b.setAttribute("aria-current", b.dataset.session === state.sessionId ? "true" : "false");
   t.scrollTop = t.scrollHeight;
 }
@@ -162,11 +188,30 @@ function renderTurn(turn) {
   t.scrollTop = t.scrollHeight;
 }
 
+// answeredRequests maps each question the transcript answered (by a turn that did not fail) to
+// the answer sent: {selected}, {value}, {cancel: true} or {} for text.
 function answeredRequests() {
-  const ids = new Set();
+  const ids = new Map();
   for (const t of state.turns) {
     const r = t.body.messages[t.body.messages.length - 1].metadata;
-    if (r && r.resume && !t.failed) ids.add(r.resume.requestId);
+    if (r && r.resume && !t.failed) ids.set(r.resume.requestId, r.resume);
+  }
+  return ids;
+}
+
+// toolApproval is what a tool approval question asks about ({tool, toolCallId, input}), or null.
+function toolApproval(q) {
+  const m = q && q.meta;
+  return m && typeof m === "object" && typeof m.tool === "string" && m.toolCallId ? m : null;
+}
+
+// deniedCalls are the ids of the tool calls whose approval the transcript answered with deny.
+function deniedCalls(answered) {
+  const ids = new Set();
+  for (const t of state.turns) for (const { chunk: c } of t.chunks) {
+    const m = c.type === "interrupt" ? toolApproval(c.input) : null;
+    const a = m && answered.get(c.requestId);
+    if (a && (a.cancel || (a.selected || []).includes("deny"))) ids.add(m.toolCallId);
   }
   return ids;
 }
@@ -180,6 +225,7 @@ function fillTurn(d, turn) {
   const structured = new Map();
   const tools = new Map();
   const answered = answeredRequests();
+  const denied = deniedCalls(answered);
   const newText = () => { textEl = el("div", { class: "text", "aria-live": "polite" }); a.append(textEl); return textEl; };
   for (const { chunk: c } of turn.chunks) {
     switch (c.type) {
@@ -219,8 +265,16 @@ function fillTurn(d, turn) {
         break;
       }
       case "tool-call-result": {
-        const box = tools.get(c.toolCallId) || a.appendChild(el("div", { class: "tool" }, el("strong", {}, c.tool)));
-        box.append(el("div", { class: "tool-result" }, "← ", el("code", {}, c.content)));
+        const box = tools.get(c.toolCallId) || a.appendChild(el("div", { class: "tool", "data-tool": c.tool }, el("strong", {}, c.tool)));
+        if (denied.has(c.toolCallId)) {
+          box.classList.add("denied");
+          box.append(el("div", { class: "tool-denied" }, "✗ Denied: not run. ", el("span", { class: "meta" }, "The model was told: ", el("code", {}, c.content))));
+        } else if (c.isError) {
+          box.classList.add("failed");
+          box.append(el("div", { class: "tool-result tool-error" }, "✗ ", el("code", {}, c.content)));
+        } else {
+          box.append(el("div", { class: "tool-result" }, "← ", el("code", {}, c.content)));
+        }
         break;
       }
       case "tool-call-error": {
@@ -229,7 +283,7 @@ function fillTurn(d, turn) {
         break;
       }
       case "interrupt":
-        a.append(questionForm(c, answered.has(c.requestId) || turn !== state.turns[state.turns.length - 1]));
+        a.append(questionForm(c, answered.has(c.requestId) || turn !== state.turns[state.turns.length - 1] ? answered.get(c.requestId) || {} : null));
         break;
       case "error":
         a.append(el("div", { class: "error", role: "alert", "data-code": (c.failure || {}).code }, errorText(c.failure, c.message)));
@@ -246,6 +300,19 @@ function fillTurn(d, turn) {
   if (turn.runId) a.append(runLinks(turn.runId));
   kids.push(a);
   d.replaceChildren(...kids);
+}
+
+// remoteView is the part of a session this tab did not see: a note and its open questions.
+function remoteView(v) {
+  const answered = answeredRequests();
+  const n = (v.checkpoints || []).length;
+  const box = el("section", { class: "remote", "aria-label": "Earlier turns" },
+    el("p", { class: "meta" }, `Earlier turns of this session were made elsewhere and are not shown here (${n} checkpoint${n === 1 ? "" : "s"}).`));
+  for (const p of v.pending || []) {
+    const c = { type: "interrupt", requestId: p.requestId, resumeToken: p.token, id: p.hookId, workflow: p.workflow, node: p.node, input: p.input };
+    box.append(questionForm(c, answered.has(p.requestId) ? answered.get(p.requestId) : null));
+  }
+  return box;
 }
 
 function errorText(f, message) { return `${(f && f.code) || "ERROR"}: ${(f && f.message) || message}`; }
@@ -289,6 +356,8 @@ function drawStructured(s) {
 
 // ---- questions ----
 let formSeq = 0;
+// questionForm draws a question: a form, or when answered (the answer sent, {} when unknown)
+// what happened to it.
 function questionForm(c, answered) {
   const q = c.input || {};
   const n = ++formSeq;
@@ -296,9 +365,15 @@ function questionForm(c, answered) {
   const request = q.request || {};
   const title = el("p", { id: `q${n}` }, el("strong", {}, q.question || request.question || "Question"));
   form.append(title);
+  const approval = toolApproval(q);
+  if (approval) {
+    form.dataset.tool = approval.tool;
+    form.append(el("div", { class: "approval" }, "Tool ", el("code", { class: "approval-tool" }, approval.tool), " with arguments:",
+      el("pre", { class: "approval-args" }, json(approval.input === undefined ? null : approval.input))));
+  }
   if (request && Object.keys(request).length && q.kind !== "custom") form.append(el("pre", {}, json(request)));
   if (q.kind === "choice" && q.options.length === 0 && request.args) form.append(el("pre", {}, json(request.args)));
-  if (answered) { form.append(el("p", { class: "meta" }, "Answered.")); form.querySelectorAll("*").forEach(() => {}); return form; }
+  if (answered) { form.append(el("p", { class: "meta answer-state" }, answered.cancel ? "Cancelled." : "Answered.")); return form; }
   const errors = el("div", { class: "field-error", role: "alert" });
   let collect;
   if (q.kind === "choice" || q.kind === "multi-choice") {
@@ -401,13 +476,22 @@ async function refreshSessions() {
   let list = [];
   try { list = await api("/api/sessions"); } catch (_) { return; }
   const ul = $("sessions");
-  ul.replaceChildren(...list.map((s) => el("li", {}, el("button", { type: "button", class: "session", "data-session": s.sessionId, "aria-current": s.sessionId === state.sessionId ? "true" : "false",
-    onclick: () => switchSession(s.sessionId) }, s.sessionId))));
+  ul.replaceChildren(...list.map((s) => el("li", {}, el("button", { type: "button", class: "session", "data-session": s.sessionId, "data-status": s.status,
+    "aria-current": s.sessionId === state.sessionId ? "true" : "false", onclick: () => switchSession(s.sessionId) },
+    el("span", { class: "session-id" }, s.sessionId),
+    el("span", { class: "session-meta" }, el("span", { class: "session-agent" }, s.agent || "no run yet"), " · ",
+      el("span", { class: "session-status" }, s.status), " · ", el("time", { datetime: s.lastActivityAt }, when(s.lastActivityAt)))))));
+}
+// when is a time as the sessions list shows it: the time of day today, else the date.
+function when(t) {
+  const d = new Date(t);
+  return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString();
 }
 function switchSession(id) {
   load(id);
   save();
   render();
+  loadRemote();
   refreshCheckpoints();
   refreshSessions();
 }
@@ -435,6 +519,23 @@ function keepUpTo(turns, id, n) {
   if (i < 0) return n === 0 ? [] : turns;
   return turns.slice(0, i + 1);
 }
+// reissue gives the copied questions of a fork the tokens and request ids the fork asks them
+// with: from the result's reissued list, else from its checkpoint's activePendingRequests (the
+// open questions in order, matched by hook id), as Kortyx's client does.
+function reissue(turns, res) {
+  const interrupts = turns.flatMap((t) => t.chunks.map((x) => x.chunk).filter((c) => c.type === "interrupt"));
+  const byToken = new Map((res.reissued || []).map((r) => [r.fromToken, r]));
+  const pending = ((res.checkpoint && res.checkpoint.activePendingRequests) || []).slice();
+  for (const c of interrupts.reverse()) { // the open questions are the latest ones
+    let r = byToken.get(c.resumeToken);
+    if (!r && byToken.size === 0) {
+      const i = pending.findLastIndex((p) => (p.hookId || "") === (c.id || ""));
+      if (i >= 0) r = pending.splice(i, 1)[0];
+    }
+    if (r) { c.resumeToken = r.token; c.requestId = r.requestId; }
+  }
+  return turns;
+}
 async function rollback(id) {
   try {
     const n = await checkpointTurn(id);
@@ -450,7 +551,7 @@ async function fork(id) {
   try {
     const n = await checkpointTurn(id);
     const res = await api("/api/checkpoints", { action: "fork", sessionId: state.sessionId, checkpointId: id });
-    const turns = keepUpTo(state.turns, id, n);
+    const turns = reissue(JSON.parse(JSON.stringify(keepUpTo(state.turns, id, n))), res);
     load(res.sessionId);
     state.turns = turns;
     save();
@@ -509,16 +610,30 @@ $("message").addEventListener("keydown", (ev) => {
 });
 $("stop").addEventListener("click", async () => {
   if (!state.sessionId) return;
-  try { await api("/api/chat/stop", { sessionId: state.sessionId }); setStatus("Stopped."); } catch (e) { setStatus(`${e.code}: ${e.message}`); }
+  setStatus("Stopping…");
+  let res;
+  try { res = await api("/api/chat/stop", { sessionId: state.sessionId }); } catch (e) { setStatus(`${e.code}: ${e.message}`); return; }
+  const last = state.turns[state.turns.length - 1];
+  if (!res || !res.runId) setStatus("Nothing was running.");
+  else if (last && last.ended) endStatus(last); // else the response's end says how it ended
 });
-$("new-session").addEventListener("click", () => { state.sessionId = ""; state.turns = []; sessionStorage.removeItem("kortyx.session"); render(); refreshCheckpoints(); });
+$("new-session").addEventListener("click", () => { state.sessionId = ""; state.turns = []; state.remote = null; sessionStorage.removeItem("kortyx.session"); render(); refreshCheckpoints(); refreshSessions(); });
 $("inspect-form").addEventListener("submit", (ev) => { ev.preventDefault(); const id = $("inspect-run").value.trim(); if (id) inspect(id); });
+
+// showAgents suggests the worker's registered workflows in the Agent field.
+function showAgents() {
+  const c = state.config;
+  $("workflow-names").replaceChildren(...(c.agents || []).map((a) => el("option", { value: a.id, label: a.description ? `${a.id} — ${a.description}` : a.id })));
+  $("workflow").placeholder = c.defaultWorkflow ? `default: ${c.defaultWorkflow}` : "default";
+}
 
 (async function init() {
   try { state.config = await api("/api/config"); } catch (_) { /* defaults */ }
+  showAgents();
   const s = sessionStorage.getItem("kortyx.session");
   if (s) load(s);
   render();
+  loadRemote();
   for (const t of state.turns) if (!t.ended && !t.failed) { setStatus("Reconnecting…"); send(Object.assign(t, { lastId: t.lastId || 0 })); }
   refreshSessions();
   refreshCheckpoints();
