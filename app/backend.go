@@ -5,16 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
+	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/telemetry"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/tools/mcp"
 	"go.opentelemetry.io/otel/metric"
@@ -52,6 +53,18 @@ type BackendOptions struct {
 	FakeModel fake.Responder
 	// Model, when set, replaces KORTYX_MODEL as the default model ("anthropic:claude-sonnet-4-5").
 	Model string
+	// Providers are the providers configured from the environment, in this order (nil:
+	// [OpenAIFromEnv] alone; allproviders.FromEnv() adds Anthropic and Google).
+	Providers []ProviderFromEnv
+	// FakeServers: a provider none of whose variables is set reaches a fake server of its wire
+	// playing FakeModel, so that everything works without a key (dev mode, the demo, tests,
+	// KORTYX_FAKE_MODELS=1: [Config.FakeModels]). Unset, such a provider is not registered,
+	// and NewBackend fails with a [*NoProviderError] naming the variables when none of
+	// Providers is configured, unless NoModels is set.
+	FakeServers bool
+	// NoModels: the program runs no model activity (a worker that polls workflow tasks only),
+	// so no configured provider is not an error.
+	NoModels bool
 }
 
 // unconfigured is the fake model of a program that has no script of its own.
@@ -60,10 +73,12 @@ func unconfigured(providers.Request) fake.Turn {
 }
 
 // NewBackend returns the programs' providers and tools. Each provider of the environment
-// (OpenAI: OPENAI_API_KEY / OPENAI_BASE_URL) is registered when one of its variables is set,
-// reaching what they name (OpenAI, Ollama, vLLM, OpenRouter, Groq, …); without them a provider
-// that has a fake server of its wire (OpenAI) reaches one started here, playing o.FakeModel, so
-// that everything works without a key. Backend.ProviderInfo says which is which. o.Model, else
+// (o.Providers; OpenAI: OPENAI_API_KEY / OPENAI_BASE_URL) is registered when one of its
+// variables is set, reaching what they name (OpenAI, Ollama, vLLM, OpenRouter, Groq, …); without
+// them, when o.FakeServers is set, a provider that has a fake server of its wire reaches one
+// started here, playing o.FakeModel, so that everything works without a key; else it is not
+// registered, and with none configured NewBackend fails ([NoProviderError]) unless o.NoModels.
+// Backend.ProviderInfo says which is which. o.Model, else
 // KORTYX_MODEL, names the default model (default gpt-4.1-mini, of the openai provider);
 // "provider:model" picks the default provider too. The in-process scripted "fake" provider (o.FakeModel too) is
 // registered as well. Tools: o.Tools.
@@ -88,22 +103,36 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 			return nil, fmt.Errorf("kortyx: KORTYX_MCP_HEADERS must be a JSON object {url: {header: value}}: %w", err)
 		}
 	}
-	ps, infos, stop, err := fromEnv(envProviders, script)
+	list := o.Providers
+	if list == nil {
+		list = []ProviderFromEnv{OpenAIFromEnv()}
+	}
+	ps, infos, stop, err := fromEnv(list, script, o.FakeServers)
 	if err != nil {
 		return nil, err
 	}
+	if len(ps) == 0 && !o.FakeServers && !o.NoModels {
+		return nil, &NoProviderError{Providers: list}
+	}
 	b.close = stop
 	ps = append(ps, fake.NewResponder(script))
-	infos = append(infos, ProviderInfo{ID: fake.ID, Where: "the in-process scripted model"})
+	infos = append(infos, ProviderInfo{ID: fake.ID, Where: "the in-process scripted model", Fake: true})
 	b.Providers, b.ProviderInfo = providers.NewSet(ps...), infos
 	b.Model = "the default provider " + def.Provider + " is not registered"
+	if o.NoModels && !slices.ContainsFunc(infos, func(i ProviderInfo) bool { return i.ID == def.Provider }) {
+		// No model activity runs here: no default to check.
+		b.DefaultProvider, b.DefaultModel, b.Model = "", "", "none (this program runs no model activity)"
+	}
 	for _, i := range infos {
 		if i.ID != def.Provider {
 			continue
 		}
-		if i.Fake {
-			b.Model = "the scripted fake model (no " + strings.Join(envOf(def.Provider), " or ") + " set) at " + i.Where
-		} else {
+		switch {
+		case i.ID == fake.ID:
+			b.Model = "the in-process scripted model (" + fake.ID + ":" + def.Model + ")"
+		case i.Fake:
+			b.Model = "the scripted fake model (no " + strings.Join(envOf(list, def.Provider), " or ") + " set) at " + i.Where
+		default:
 			b.Model = fmt.Sprintf("%s at %s", def.Model, i.Where)
 		}
 	}
@@ -133,9 +162,9 @@ func NewBackend(ctx context.Context, o BackendOptions) (*Backend, error) {
 	return b, nil
 }
 
-// envOf is the variables of the environment provider id.
-func envOf(id string) []string {
-	for _, e := range envProviders {
+// envOf is the variables of the environment provider id of list.
+func envOf(list []ProviderFromEnv, id string) []string {
+	for _, e := range list {
 		if e.ID == id {
 			return e.Env
 		}

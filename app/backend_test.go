@@ -28,7 +28,7 @@ func TestBackendAddsToolsOfConfiguredMCPServers(t *testing.T) {
 	t.Setenv("KORTYX_MCP_SERVERS", `[{"url":"`+ts.URL+`","include":["search_*"],"prefix":"kb"}]`)
 	shop, err := support.Tools(support.NewStore())
 	require.NoError(t, err)
-	opts := BackendOptions{Tools: shop}
+	opts := BackendOptions{Tools: shop, FakeServers: true}
 	b, err := NewBackend(context.Background(), opts)
 	require.NoError(t, err)
 	defer b.Close()

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/telemetry"
+	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
@@ -94,6 +94,11 @@ type Config struct {
 	// directory .kortyx/payloads; nil (every message inline) with a Temporal address and no
 	// store, or with KORTYX_MESSAGE_REFS=false.
 	Messages *codec.Codec
+	// FakeModels is KORTYX_FAKE_MODELS (true/1): outside dev mode, the model providers whose
+	// variables are unset answer from the scripted fake servers ([BackendOptions.FakeServers])
+	// instead of the program refusing to start without a configured provider. For tests and
+	// demos only: the worker logs it at WARN.
+	FakeModels bool
 	// CORSOrigins are the origins whose browser pages may call the HTTP API's chat, stop and
 	// checkpoint routes ([chat.CORS] AllowedOrigins): in dev mode the loopback origins
 	// [DevCORSOrigins], then the comma-separated list KORTYX_CORS_ORIGINS
@@ -156,6 +161,13 @@ func ConfigFromEnv() Config {
 	}
 	if c.DevDB != filepath.Base(c.DevDB) || c.DevDB == "." || c.DevDB == ".." {
 		c.fail(fmt.Errorf("kortyx: KORTYX_DEV_DB=%q: use a file name (it is kept in .kortyx/), such as second.db", c.DevDB))
+	}
+	if v := os.Getenv("KORTYX_FAKE_MODELS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_FAKE_MODELS=%q: use 1 (the scripted fake model servers) or 0", v))
+		}
+		c.FakeModels = on
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))

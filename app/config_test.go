@@ -28,7 +28,7 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
-		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB"} {
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -183,6 +183,9 @@ func TestConfigKortyxVariables(t *testing.T) {
 	require.Equal(t, 12, cfg.StreamMaxRuns)
 	require.Equal(t, "json", cfg.LogFormat)
 	require.Equal(t, slog.LevelDebug, cfg.LogLevel)
+	require.False(t, cfg.FakeModels)
+	t.Setenv("KORTYX_FAKE_MODELS", "1")
+	require.True(t, app.ConfigFromEnv().FakeModels)
 
 	for _, tc := range []struct{ key, value, want string }{
 		{"KORTYX_STREAM_RETENTION", "1 day", `KORTYX_STREAM_RETENTION="1 day" is not a duration`},
@@ -193,6 +196,7 @@ func TestConfigKortyxVariables(t *testing.T) {
 		{"KORTYX_LOG_FORMAT", "xml", `KORTYX_LOG_FORMAT="xml": use text or json`},
 		{"KORTYX_LOG_LEVEL", "verbose", `KORTYX_LOG_LEVEL="verbose": use debug, info, warn or error`},
 		{"KORTYX_LOG_LEVEL", "info+2", `KORTYX_LOG_LEVEL="info+2": use debug, info, warn or error`},
+		{"KORTYX_FAKE_MODELS", "yes", `KORTYX_FAKE_MODELS="yes": use 1 (the scripted fake model servers) or 0`},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
 			isolate(t)

@@ -8,14 +8,14 @@ import (
 	"github.com/kortyx-go/kortyx/providers/openai"
 )
 
-// ProviderIDs are the ids of the model providers [NewBackend] knows, in its order: those of
-// the environment (openai, google, anthropic) and the in-process scripted fake.
+// ProviderIDs are the ids of the model providers the programs know, in the order of their
+// variables in the error of a worker without a provider: openai (this package), google and
+// anthropic (package allproviders, which the worker links and the starter hands its demo to),
+// and the in-process scripted fake.
 func ProviderIDs() []string {
-	ids := make([]string, 0, len(envProviders)+1)
-	for _, e := range envProviders {
-		ids = append(ids, e.ID)
-	}
-	return append(ids, fake.ID)
+	// The ids of google and anthropic are written out: importing their packages would link
+	// their SDKs into every program of this package.
+	return []string{openai.ID, "google", "anthropic", fake.ID}
 }
 
 // CheckModel checks a default model name as [BackendOptions.Model] and KORTYX_MODEL take it

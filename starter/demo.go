@@ -55,6 +55,9 @@ func cmdDemo(ctx context.Context, args []string) error {
 			return fmt.Errorf("KORTYX_MODEL: %w", err)
 		}
 	}
+	if provider, ok := needsAllProviders(*model); ok {
+		return demoElsewhere(newPrinter(os.Stdout, false), provider, args)
+	}
 	cfg := config()
 	// A task queue of this process's own: on a shared server (TEMPORAL_ADDRESS) another demo's
 	// worker, whose stream is in its own memory, must not take this demo's runs.
@@ -95,6 +98,8 @@ func cmdDemo(ctx context.Context, args []string) error {
 		return err
 	}
 	opts.Model = *model
+	opts.Providers = demoProviders()
+	opts.FakeServers = true // the demo works without a key
 	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err

@@ -156,6 +156,7 @@ func TestPage(t *testing.T) {
 	require.NoError(t, err)
 	opts, err := chosen.Backend()
 	require.NoError(t, err)
+	opts.FakeServers = true // no key: the scripted fake server of the OpenAI wire
 	backend, err := app.NewBackend(ctx, opts)
 	require.NoError(t, err)
 	defer backend.Close()

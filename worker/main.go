@@ -35,6 +35,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/telemetry"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -107,7 +108,8 @@ func run(apiOnly bool, wo worker.Options) error {
 
 	// Temporal: the configured server, or a dev server of our own.
 	serveHTTP := cfg.ServesHTTP() // decided before Connect fills in the dev server's address
-	if cfg.DevMode() {
+	devMode := cfg.DevMode()
+	if devMode {
 		logger.Info("kortyx worker: dev mode (no Temporal address configured): starting the Temporal dev server")
 	}
 	t, err := app.Connect(ctx, &cfg, os.Stdout)
@@ -126,6 +128,11 @@ func run(apiOnly bool, wo worker.Options) error {
 	if err != nil {
 		return err
 	}
+	opts.Providers = allproviders.FromEnv()
+	// Without a key, the scripted fake servers answer in dev mode, or when asked for
+	// (KORTYX_FAKE_MODELS=1); otherwise a worker with no provider configured does not start.
+	opts.FakeServers = devMode || cfg.FakeModels
+	opts.NoModels = wo.LocalActivityWorkerOnly // --poll workflows runs no model activity
 	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err
@@ -134,7 +141,11 @@ func run(apiOnly bool, wo worker.Options) error {
 	backend.Telemetry = tel
 	logger.Info("kortyx worker: models", "models", backend.Model)
 	for _, p := range backend.ProviderInfo { // which providers are registered, and from what
-		logger.Info("kortyx worker: provider", "provider", p.ID, "reaches", p.Where, "env", strings.Join(p.Env, ","), "fake", p.Fake)
+		level := slog.LevelInfo
+		if p.Fake && p.ID != "fake" && !devMode {
+			level = slog.LevelWarn // KORTYX_FAKE_MODELS=1 outside dev mode: runs answer from the script
+		}
+		logger.Log(ctx, level, "kortyx worker: provider", "provider", p.ID, "reaches", p.Where, "env", strings.Join(p.Env, ","), "fake", p.Fake)
 	}
 	reg, err := app.Registry(backend, chosen.Register) // the examples, then KORTYX_WORKFLOWS
 	if err != nil {

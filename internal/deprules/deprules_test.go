@@ -92,3 +92,52 @@ func TestRuleCatchesAViolation(t *testing.T) {
 		t.Fatal("chat's imports do not list net/http: the rule would see nothing")
 	}
 }
+
+// starterForbidden may not be among the starter's dependencies: the first command of a fresh
+// clone (go run ./starter demo) compiles everything the starter links, and these are what the
+// demo does not need (the Anthropic and Google SDKs, the OpenTelemetry SDK, its exporters and
+// Prometheus). The demo of an anthropic: or google: model runs the starter built with the tag
+// kortyx_allproviders, the worker links them all.
+var starterForbidden = []string{
+	module + "/app/allproviders",
+	module + "/providers/anthropic",
+	module + "/providers/google",
+	module + "/telemetry",
+	"github.com/anthropics/anthropic-sdk-go",
+	"google.golang.org/genai",
+	"cloud.google.com/go",
+	"github.com/google/s2a-go",
+	"go.opentelemetry.io/otel/sdk",
+	"go.opentelemetry.io/otel/exporters",
+	"go.opentelemetry.io/proto",
+	"github.com/prometheus",
+}
+
+func heavy(deps []string) []string {
+	var found []string
+	for _, dep := range deps {
+		for _, f := range starterForbidden {
+			if dep == f || strings.HasPrefix(dep, f+"/") {
+				found = append(found, dep)
+			}
+		}
+	}
+	return found
+}
+
+// Issue 19 item 15: the starter's default build links none of starterForbidden; the build with
+// every provider does link them (so the rule sees what it should).
+func TestStarterLinksNoHeavyDependency(t *testing.T) {
+	if found := heavy(goList(t, "-deps", module+"/starter")); len(found) > 0 {
+		t.Errorf("the starter depends on %d packages it should not (what imports them?): %v", len(found), found)
+	}
+	all := goList(t, "-deps", "-tags", "kortyx_allproviders", module+"/starter")
+	for _, want := range []string{module + "/providers/anthropic", module + "/providers/google", "google.golang.org/genai"} {
+		if !slices.Contains(all, want) {
+			t.Errorf("the starter built with -tags kortyx_allproviders does not link %s", want)
+		}
+	}
+	if len(heavy(goList(t, "-deps", module+"/worker"))) == 0 {
+		t.Error("the worker links none of starterForbidden: the rule would see nothing")
+	}
+}

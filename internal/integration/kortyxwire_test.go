@@ -43,6 +43,7 @@ func kortyxRegistry(t *testing.T, ctx context.Context) (*workflows.Registry, *ap
 	require.NoError(t, err)
 	opts, err := chosen.Backend()
 	require.NoError(t, err)
+	opts.FakeServers = true // no key: the scripted fake server of the OpenAI wire
 	backend, err := app.NewBackend(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(backend.Close)

@@ -54,6 +54,11 @@ func testMain(m *testing.M) int {
 	}
 	defer env.Close()
 	root, tcliPath, srv, tc = env.Root, env.CLI, env.Server, env.Client
+	// The worker programs these tests start on srv (outside dev mode) have no model key: they
+	// answer from the scripted fake servers, which such a worker only starts when asked.
+	if os.Getenv("KORTYX_FAKE_MODELS") == "" {
+		_ = os.Setenv("KORTYX_FAKE_MODELS", "1")
+	}
 	return m.Run()
 }
 

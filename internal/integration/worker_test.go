@@ -42,7 +42,8 @@ func TestWorkerProgramRunsDeclarativeAgent(t *testing.T) {
 	require.Contains(t, banner, `msg="kortyx worker: models" models="the scripted fake model`)
 	require.Contains(t, banner, `msg="kortyx worker: provider" provider=openai reaches=http://127.0.0.1:`)
 	require.Contains(t, banner, `env="" fake=true`)
-	require.Contains(t, banner, `msg="kortyx worker: provider" provider=fake reaches="the in-process scripted model" env="" fake=false`)
+	require.Contains(t, banner, `level=WARN msg="kortyx worker: provider" provider=openai reaches=http://127.0.0.1:`, "KORTYX_FAKE_MODELS=1 outside dev mode")
+	require.Contains(t, banner, `msg="kortyx worker: provider" provider=fake reaches="the in-process scripted model" env="" fake=true`)
 }
 
 // waitPolling reads the worker program's log (slog text on its stdout) until the worker polls,

@@ -45,6 +45,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	opts.NoModels = true // its own test model replaces the providers below
 	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/examples/chatserver"
 )
@@ -60,6 +61,7 @@ func run() error {
 		_, _ = rand.Read(b)
 		tokens[hex.EncodeToString(b)] = "dev"
 	}
+	devMode := cfg.DevMode() // before Connect fills in the dev server's address
 	t, err := app.Connect(ctx, &cfg, os.Stdout)
 	if err != nil {
 		return err
@@ -74,6 +76,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	opts.Providers = allproviders.FromEnv()
+	opts.FakeServers = devMode || cfg.FakeModels // no key outside dev mode: refuse to start
 	backend, err := app.NewBackend(ctx, opts)
 	if err != nil {
 		return err

@@ -1,17 +1,18 @@
-package app
+package allproviders
 
 import (
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/anthropic"
 	"github.com/kortyx-go/kortyx/providers/anthropic/fakeanthropic"
 	"github.com/kortyx-go/kortyx/providers/fake"
 )
 
-// anthropicFromEnv is the "anthropic" provider: Anthropic's Messages API as ANTHROPIC_API_KEY
-// and ANTHROPIC_BASE_URL configure it, or, when neither is set, a fake Anthropic server playing
-// the program's script, so that "anthropic:<model>" works without a key.
-func anthropicFromEnv() ProviderFromEnv {
-	return ProviderFromEnv{
+// Anthropic is the "anthropic" provider: Anthropic's Messages API as ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL configure it, or, when neither is set and fakes are asked for, a fake
+// Anthropic server playing the program's script, so that "anthropic:<model>" works without a key.
+func Anthropic() app.ProviderFromEnv {
+	return app.ProviderFromEnv{
 		ID:  anthropic.ID,
 		Env: []string{anthropic.EnvAPIKey, anthropic.EnvBaseURL},
 		New: func() (providers.Provider, string, error) {

@@ -1,23 +1,25 @@
-package app
+package allproviders
 
 import (
 	"context"
 	"fmt"
 
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/google"
 	"github.com/kortyx-go/kortyx/providers/google/fakegemini"
 )
 
-// googleFromEnv is the "google" provider: Gemini (or Vertex AI) as the environment configures
-// it (GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL, GOOGLE_GENAI_USE_VERTEXAI and the
-// Vertex variables), or, when none of the first four is set, a fake Gemini server playing the
-// program's script, so that "google:<model>" works without a key.
-func googleFromEnv() ProviderFromEnv {
-	return ProviderFromEnv{
-		ID:  google.ID,
-		Env: []string{google.EnvAPIKey, google.EnvGoogleAPIKey, google.EnvBaseURL, google.EnvUseVertexAI},
+// Google is the "google" provider: Gemini (or Vertex AI) as the environment configures it
+// (GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL, GOOGLE_GENAI_USE_VERTEXAI and the
+// Vertex variables), or, when none of the first four is set and fakes are asked for, a fake
+// Gemini server playing the program's script, so that "google:<model>" works without a key.
+func Google() app.ProviderFromEnv {
+	return app.ProviderFromEnv{
+		ID:   google.ID,
+		Env:  []string{google.EnvAPIKey, google.EnvGoogleAPIKey, google.EnvBaseURL, google.EnvUseVertexAI},
+		Hint: "Vertex AI with " + google.EnvUseVertexAI + "=true and " + google.EnvProject + " and " + google.EnvLocation,
 		New: func() (providers.Provider, string, error) {
 			p, err := google.New(context.Background(), google.FromEnv())
 			if err != nil {

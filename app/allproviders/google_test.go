@@ -1,4 +1,4 @@
-package app
+package allproviders_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/providers/google"
@@ -24,7 +26,8 @@ func TestBackendGoogleWithoutKeyRunsTheSupportAgent(t *testing.T) {
 	store := support.NewStore()
 	shop, err := support.Tools(store)
 	require.NoError(t, err)
-	b, err := NewBackend(context.Background(), BackendOptions{Tools: shop, FakeModel: support.FakeModel()})
+	b, err := app.NewBackend(context.Background(), app.BackendOptions{Tools: shop, FakeModel: support.FakeModel(),
+		Providers: allproviders.FromEnv(), FakeServers: true})
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, []string{"anthropic", "fake", "google", "openai"}, b.Providers.IDs())
@@ -51,7 +54,7 @@ func TestBackendGoogleWithKey(t *testing.T) {
 	t.Setenv(google.EnvBaseURL, "")
 	t.Setenv(google.EnvGoogleAPIKey, "")
 	t.Setenv(google.EnvAPIKey, "a-key")
-	b, err := NewBackend(context.Background(), BackendOptions{})
+	b, err := app.NewBackend(context.Background(), app.BackendOptions{Providers: allproviders.FromEnv()})
 	require.NoError(t, err)
 	defer b.Close()
 	gp, err := b.Providers.Get("google")

@@ -1,4 +1,4 @@
-package app
+package allproviders_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/kortyxtest"
@@ -21,7 +23,7 @@ import (
 // playing the program's script.
 func TestBackendAnthropicModelWithoutKeyUsesTheFakeServer(t *testing.T) {
 	clearProviderEnv(t)
-	b, err := NewBackend(context.Background(), BackendOptions{Model: "anthropic:claude-sonnet-4-5",
+	b, err := app.NewBackend(context.Background(), app.BackendOptions{Model: "anthropic:claude-sonnet-4-5", Providers: allproviders.FromEnv(), FakeServers: true,
 		FakeModel: func(providers.Request) fake.Turn { return fake.Text("from the script") }})
 	require.NoError(t, err)
 	defer b.Close()
@@ -47,13 +49,13 @@ func TestBackendDefaultModelFromEnv(t *testing.T) {
 		"":                           {"openai", "gpt-4.1-mini"},
 	} {
 		t.Setenv("KORTYX_MODEL", env)
-		b, err := NewBackend(context.Background(), BackendOptions{})
+		b, err := app.NewBackend(context.Background(), app.BackendOptions{Providers: allproviders.FromEnv(), FakeServers: true})
 		require.NoError(t, err)
 		b.Close()
 		require.Equal(t, want, [2]string{b.DefaultProvider, b.DefaultModel}, env)
 	}
 	t.Setenv("KORTYX_MODEL", "anthropic:claude-haiku-4-5")
-	b, err := NewBackend(context.Background(), BackendOptions{Model: "google:gemini-2.5-flash"})
+	b, err := app.NewBackend(context.Background(), app.BackendOptions{Model: "google:gemini-2.5-flash", Providers: allproviders.FromEnv(), FakeServers: true})
 	require.NoError(t, err)
 	b.Close()
 	require.Equal(t, [2]string{"google", "gemini-2.5-flash"}, [2]string{b.DefaultProvider, b.DefaultModel})
@@ -89,4 +91,15 @@ func TestSupportAgentOnAnthropicCarriesThinking(t *testing.T) {
 		}
 		require.Equal(t, i+1, assistants)
 	}
+}
+
+func clearProviderEnv(t *testing.T) {
+	t.Helper()
+	for _, e := range allproviders.FromEnv() {
+		for _, v := range e.Env {
+			t.Setenv(v, "")
+		}
+	}
+	t.Setenv("KORTYX_MODEL", "")
+	t.Setenv("KORTYX_MCP_SERVERS", "")
 }
