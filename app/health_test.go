@@ -13,7 +13,6 @@ import (
 
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -145,19 +144,7 @@ func TestProbe(t *testing.T) {
 // /readyz of a process on the Redis broker: "redis":"ok" while Redis answers, 503
 // STREAM_UNAVAILABLE once it is gone (killed, its port closed), "ok" again after it restarts.
 func TestReadinessRedis(t *testing.T) {
-	_, cfg := devServer(t)
-	c, err := app.Dial(cfg)
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	redis := redistest.Start(t)
-	cfg.RedisURL = redis.URL()
-	broker, closeBroker, err := app.OpenBroker(context.Background(), cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = closeBroker() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue})
-	require.NoError(t, err)
+	addr, redis := redisAPI(t, nil)
 
 	status, body, _ := get(t, "http://"+addr+"/readyz")
 	require.Equal(t, 200, status)

@@ -34,10 +34,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// Issue 19 item 8: with Redis down, no answer of the HTTP API names Redis's address or carries
-// a cause: /readyz and the chat route answer 503 STREAM_UNAVAILABLE with our message only, the
-// run-stream route ends with an error chunk of that message; the log has the address.
-func TestRedisDownTellsClientsNoAddress(t *testing.T) {
+// redisAPI serves the HTTP API (logging to logger, the default logger when nil) on a fresh dev
+// server and a real redis-server as its broker, until the test ends; it returns the API's
+// address and the Redis server.
+func redisAPI(t *testing.T, logger *slog.Logger) (string, *redistest.Server) {
+	t.Helper()
 	_, cfg := devServer(t)
 	c, err := app.Dial(cfg)
 	require.NoError(t, err)
@@ -49,10 +50,17 @@ func TestRedisDownTellsClientsNoAddress(t *testing.T) {
 	t.Cleanup(func() { _ = closeBroker() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var logs syncBuffer
-	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, Logger: logger})
 	require.NoError(t, err)
+	return addr, redis
+}
+
+// Issue 19 item 8: with Redis down, no answer of the HTTP API names Redis's address or carries
+// a cause: /readyz and the chat route answer 503 STREAM_UNAVAILABLE with our message only, the
+// run-stream route ends with an error chunk of that message; the log has the address.
+func TestRedisDownTellsClientsNoAddress(t *testing.T) {
+	var logs syncBuffer
+	addr, redis := redisAPI(t, slog.New(slog.NewTextHandler(&logs, nil)))
 	base := "http://" + addr
 	redis.Kill()
 
