@@ -125,6 +125,11 @@ type Options struct {
 	// FinalizeTimeout bounds how long a turn is followed after its last reader left (default
 	// 10 min).
 	FinalizeTimeout time.Duration
+	// RememberedTurns bounds how many ended turns the handler keeps in memory by clientTurnId,
+	// oldest forgotten first (default [DefaultRememberedTurns]). A request repeating a
+	// forgotten one is still answered: the session tells a retry from a new turn; what is
+	// lost is only that readers of one turn in this process share one follower.
+	RememberedTurns int
 	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
 	// chunk to send (a long tool call), so that proxies keep the connection; 0 means
 	// [stream.DefaultKeepAlive], a negative value disables them.
@@ -175,7 +180,12 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Handler{o: o, runState: RunState(o.Client), index: o.Index.orDefault()}, nil
+	if o.RememberedTurns <= 0 {
+		o.RememberedTurns = DefaultRememberedTurns
+	}
+	h := &Handler{o: o, runState: RunState(o.Client), index: o.Index.orDefault()}
+	h.turns.max = o.RememberedTurns
+	return h, nil
 }
 
 func (h *Handler) hasCallbacks() bool {

@@ -15,8 +15,9 @@ import (
 // them cancelling it for the others, and what runs the lifecycle callbacks once per run attempt
 // rather than once per request.
 
-// maxRememberedAsks bounds how many ended turns the handler remembers by clientTurnId.
-const maxRememberedAsks = 4096
+// DefaultRememberedTurns is how many ended turns a [Handler] remembers by clientTurnId
+// unless [Options.RememberedTurns] says otherwise.
+const DefaultRememberedTurns = 4096
 
 // ask is what a request with a clientTurnId asks for, matched as the session matches it: the
 // same session, clientTurnId, kind and (answers) token reattach to the same turn.
@@ -66,7 +67,8 @@ type slot struct {
 type turns struct {
 	mu    sync.Mutex
 	asks  map[ask]*slot
-	ended []ask // asks whose last attempt ended, oldest first (evicted beyond maxRememberedAsks)
+	ended []ask // asks whose last attempt ended, oldest first (evicted beyond max)
+	max   int   // how many ended asks are remembered (0: DefaultRememberedTurns)
 }
 
 // slot returns the slot of a, created on first use; give it back with put.
@@ -199,7 +201,11 @@ func (ts *turns) done(t *turn, a *ask) {
 		return
 	}
 	ts.ended = append(ts.ended, *a)
-	for len(ts.ended) > maxRememberedAsks {
+	limit := ts.max
+	if limit <= 0 {
+		limit = DefaultRememberedTurns
+	}
+	for len(ts.ended) > limit {
 		old := ts.ended[0]
 		ts.ended = ts.ended[1:]
 		// Forget the ask unless a newer attempt of it is live (or remembered later in the list).

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"github.com/kortyx-go/kortyx/stream"
 	"strconv"
 	"testing"
 	"time"
@@ -98,7 +99,7 @@ func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
 	sl := ts.slot(a)
 	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	ts.done(tr, &a)
-	for i := 0; i < maxRememberedAsks; i++ { // later turns push a out of the remembered ones
+	for i := 0; i < DefaultRememberedTurns; i++ { // later turns push a out of the remembered ones
 		b := ask{session: "s", clientTurn: "other", kind: "prompt", token: strconv.Itoa(i)}
 		bs := ts.slot(b)
 		btr, _ := ts.attach(bs, contracts.TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
@@ -108,5 +109,32 @@ func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
 	require.Contains(t, ts.asks, a, "still held by its request")
 	ts.put(a, sl)
 	require.NotContains(t, ts.asks, a)
-	require.Len(t, ts.asks, maxRememberedAsks, "the remembered ones stay")
+	require.Len(t, ts.asks, DefaultRememberedTurns, "the remembered ones stay")
+}
+
+// Options.RememberedTurns bounds the ended turns a handler remembers: beyond it the oldest
+// are forgotten.
+func TestTurnsRememberAtMostMax(t *testing.T) {
+	ts := turns{max: 3}
+	for i := 0; i < 10; i++ {
+		a := ask{session: "s", clientTurn: "t" + strconv.Itoa(i), kind: "prompt"}
+		sl := ts.slot(a)
+		tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-" + strconv.Itoa(i), TurnIndex: i + 1}, 0)
+		ts.put(a, sl)
+		ts.done(tr, &a)
+	}
+	require.Len(t, ts.asks, 3)
+	require.Len(t, ts.ended, 3)
+	for i := 7; i < 10; i++ {
+		require.Contains(t, ts.asks, ask{session: "s", clientTurn: "t" + strconv.Itoa(i), kind: "prompt"}, "the newest stay")
+	}
+}
+
+func TestRememberedTurnsOption(t *testing.T) {
+	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(), AllowUnauthenticated: true})
+	require.NoError(t, err)
+	require.Equal(t, DefaultRememberedTurns, h.turns.max)
+	h, err = NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(), AllowUnauthenticated: true, RememberedTurns: 10})
+	require.NoError(t, err)
+	require.Equal(t, 10, h.turns.max)
 }
