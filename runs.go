@@ -175,7 +175,7 @@ func notFound(runID string, err error) error {
 	return err
 }
 
-// MissingSearchAttributes returns the Kortyx search attributes ([contracts.SearchAttributes])
+// MissingSearchAttributes returns the Kortyx search attributes ([contracts.SearchAttributeNames])
 // that the namespace lacks, in that order.
 func MissingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
@@ -183,7 +183,7 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 		return nil, fmt.Errorf("kortyx: listing the search attributes of namespace %q: %w", namespace, err)
 	}
 	var missing []string
-	for _, name := range contracts.SearchAttributes {
+	for _, name := range contracts.SearchAttributeNames() {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing = append(missing, name)
 		}
@@ -227,7 +227,7 @@ func missingError(namespace string, missing []string, cause error) error {
 	return fmt.Errorf("%s (or kortyx.RegisterSearchAttributes): %w", msg, cause)
 }
 
-// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributes],
+// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributeNames],
 // all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
 // server registers them at start; call this for any other server (it needs operator rights:
 // AddSearchAttributes on the namespace), or create them with the command that

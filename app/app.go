@@ -65,7 +65,7 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 		UIPort:           cfg.DevUIPort,
 		DBFile:           filepath.Join(cfg.Root, ".kortyx", cfg.DevDB),
 		Namespace:        cfg.Namespace,
-		SearchAttributes: contracts.SearchAttributes,
+		SearchAttributes: contracts.SearchAttributeNames(),
 		Log:              logFile,
 	})
 	if err != nil {
@@ -408,7 +408,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	}
 	if !api.NoWebPage {
 		page := web.Handler(wo)
-		for _, p := range web.Patterns {
+		for _, p := range web.Patterns() {
 			mux.Handle(p, page)
 		}
 	}

@@ -59,7 +59,7 @@ func BenchmarkFinishedSessions(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func start() (*env, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		BinaryPath:       bin,
 		UIPort:           -1,
-		SearchAttributes: contracts.SearchAttributes,
+		SearchAttributes: contracts.SearchAttributeNames(),
 	})
 	if err != nil {
 		return nil, err

@@ -138,7 +138,7 @@ type Options struct {
 	Logger *slog.Logger
 	// Index learns, from the checkpoint chunks of the responses this handler streams, which
 	// session each checkpoint belongs to, for the checkpoint route's requests that name only a
-	// checkpoint (Kortyx's shapes); nil means the process-wide [DefaultSessionIndex].
+	// checkpoint (Kortyx's shapes); nil means the process-wide index (of [DefaultSessionIndexSize] checkpoints).
 	Index *SessionIndex
 	// CORS, when set, answers preflight requests and adds the CORS headers for the origins it
 	// allows (off by default); see [CORS].

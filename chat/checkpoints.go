@@ -69,7 +69,7 @@ type CheckpointOptions struct {
 	Logger               *slog.Logger
 	// Index is where the sessions of checkpoints whose ids do not carry their session (ids
 	// made before they did) are looked up for requests without sessionId (nil:
-	// [DefaultSessionIndex], which the chat handlers of the process fill).
+	// the process-wide index, which the chat handlers of the process fill).
 	Index *SessionIndex
 	// ResolveSession, when set, finds the session of a checkpoint the index does not know (an
 	// application that keeps checkpoint ids in its transcript knows it); return "" or a

@@ -34,8 +34,10 @@ type CORS struct {
 	MaxAge time.Duration
 }
 
-// DefaultCORSHeaders are the request headers [CORS] allows when AllowedHeaders is empty.
-var DefaultCORSHeaders = []string{"Content-Type", "Authorization", "Last-Event-ID", ResumableHeader}
+// DefaultCORSHeaders returns the request headers [CORS] allows when AllowedHeaders is empty.
+func DefaultCORSHeaders() []string {
+	return []string{"Content-Type", "Authorization", "Last-Event-ID", ResumableHeader}
+}
 
 func (c *CORS) allows(origin string) bool {
 	return slices.ContainsFunc(c.AllowedOrigins, func(allowed string) bool { return originMatches(allowed, origin) })
@@ -93,7 +95,7 @@ func (c *CORS) serve(w http.ResponseWriter, r *http.Request) bool {
 	}
 	headers := c.AllowedHeaders
 	if len(headers) == 0 {
-		headers = DefaultCORSHeaders
+		headers = DefaultCORSHeaders()
 	}
 	maxAge := c.MaxAge
 	if maxAge <= 0 {

@@ -22,12 +22,14 @@ type SessionIndex struct {
 	order []string
 }
 
-// DefaultSessionIndexSize is the number of checkpoints [DefaultSessionIndex] keeps: about
+// DefaultSessionIndexSize is the number of checkpoints the process-wide index keeps: about
 // 320 bytes each (a cp-<uuid> id and a uuid session id), so at most about 3.2 MB.
 const DefaultSessionIndexSize = 10_000
 
-// DefaultSessionIndex is the index of the handlers whose options name none.
-var DefaultSessionIndex = NewSessionIndex(DefaultSessionIndexSize)
+// processIndex is the index of the handlers whose options name none, shared by the chat and
+// checkpoint handlers of the process (only checkpoint ids that do not carry their session need
+// it).
+var processIndex = NewSessionIndex(DefaultSessionIndexSize)
 
 // NewSessionIndex returns an index of at most max checkpoints (at least 1).
 func NewSessionIndex(max int) *SessionIndex {
@@ -39,7 +41,7 @@ func NewSessionIndex(max int) *SessionIndex {
 
 func (x *SessionIndex) orDefault() *SessionIndex {
 	if x == nil {
-		return DefaultSessionIndex
+		return processIndex
 	}
 	return x
 }

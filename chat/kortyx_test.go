@@ -139,7 +139,7 @@ func TestSessionIndex(t *testing.T) {
 	require.False(t, ok)
 	s, _ = x.Session("cp-2")
 	require.Equal(t, "s2", s)
-	require.Equal(t, DefaultSessionIndex, (*SessionIndex)(nil).orDefault())
+	require.Equal(t, processIndex, (*SessionIndex)(nil).orDefault())
 }
 
 // The default index is bounded: beyond DefaultSessionIndexSize checkpoints (10,000) the oldest
@@ -157,7 +157,7 @@ func TestSessionIndexDefaultCap(t *testing.T) {
 		require.True(t, ok, id)
 	}
 	require.Len(t, x.m, DefaultSessionIndexSize)
-	require.Equal(t, DefaultSessionIndexSize, DefaultSessionIndex.max)
+	require.Equal(t, DefaultSessionIndexSize, processIndex.max)
 }
 
 func TestKortyxCheckpointRequests(t *testing.T) {

@@ -83,5 +83,8 @@ var (
 	StatusKey   = temporal.NewSearchAttributeKeyKeyword(SearchAttributeStatus)
 )
 
-// SearchAttributes lists every search attribute a namespace needs, all of type Keyword.
-var SearchAttributes = []string{SearchAttributeSession, SearchAttributeWorkflow, SearchAttributeStatus}
+// SearchAttributeNames returns every search attribute a namespace needs, all of type Keyword
+// (a new slice each call).
+func SearchAttributeNames() []string {
+	return []string{SearchAttributeSession, SearchAttributeWorkflow, SearchAttributeStatus}
+}

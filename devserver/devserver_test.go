@@ -198,7 +198,7 @@ func TestArgs(t *testing.T) {
 	want := []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", "7233", "--log-level", "error", "--headless",
 		"--db-filename", "/tmp/x.db",
 		"--search-attribute", "KortyxAgent=Keyword", "--search-attribute", "Score=Int"}
-	for _, kv := range TunedDynamicConfig {
+	for _, kv := range TunedDynamicConfig() {
 		want = append(want, "--dynamic-config-value", kv)
 	}
 	want = append(want, "--http-port", "7243")

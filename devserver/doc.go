@@ -36,7 +36,7 @@
 //	srv, err := devserver.Start(ctx, devserver.Options{
 //		BinaryPath:       bin,
 //		DBFile:           ".kortyx/temporal.db", // "" keeps everything in memory
-//		SearchAttributes: contracts.SearchAttributes,
+//		SearchAttributes: contracts.SearchAttributeNames(),
 //		Log:              os.Stderr,
 //	})
 //	if err != nil {

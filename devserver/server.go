@@ -22,18 +22,20 @@ import (
 	"go.temporal.io/sdk/log"
 )
 
-// TunedDynamicConfig holds the dynamic config values (KEY=VALUE, VALUE in
-// JSON) that [Start] passes unless [Options.Untuned] is set. On the project's
+// TunedDynamicConfig returns the dynamic config values (KEY=VALUE, VALUE in
+// JSON) that [Start] passes unless [Options.Untuned] is set (a new slice each call). On the project's
 // machines they cut per-step workflow latency from ~100 ms to ~12 ms: task
 // transfer is polled without rate limiting, each task queue has a single
 // partition (so polls and adds always meet), and activities may run eagerly
 // on the worker that scheduled them.
-var TunedDynamicConfig = []string{
-	"history.transferProcessorMaxPollRPS=10000",
-	"history.transferProcessorMaxPollHostRPS=10000",
-	"matching.numTaskqueueReadPartitions=1",
-	"matching.numTaskqueueWritePartitions=1",
-	"system.enableActivityEagerExecution=true",
+func TunedDynamicConfig() []string {
+	return []string{
+		"history.transferProcessorMaxPollRPS=10000",
+		"history.transferProcessorMaxPollHostRPS=10000",
+		"matching.numTaskqueueReadPartitions=1",
+		"matching.numTaskqueueWritePartitions=1",
+		"system.enableActivityEagerExecution=true",
+	}
 }
 
 const (
@@ -245,7 +247,7 @@ func args(o Options) []string {
 		a = append(a, "--search-attribute", sa)
 	}
 	if !o.Untuned {
-		for _, kv := range TunedDynamicConfig {
+		for _, kv := range TunedDynamicConfig() {
 			a = append(a, "--dynamic-config-value", kv)
 		}
 	}

@@ -155,7 +155,7 @@ func startDemoServer(ctx context.Context, cfg app.Config) (*devserver.Server, er
 	srv, err := devserver.Start(ctx, devserver.Options{
 		BinaryPath:       bin,
 		Namespace:        cfg.Namespace,
-		SearchAttributes: contracts.SearchAttributes,
+		SearchAttributes: contracts.SearchAttributeNames(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kortyx: starting the demo's Temporal dev server (or set TEMPORAL_ADDRESS to use a running one): %w", err)

@@ -160,13 +160,14 @@ func (helpRequest) Error() string { return "help requested" }
 
 // synopses are the commands' argument lines, printed above their flags by --help.
 var synopses = map[string]string{
-	"demo":    "demo [flags] [message]\n  run an example agent end to end on an embedded Temporal dev server (or TEMPORAL_ADDRESS)",
-	"run":     "run <workflow> <input> [flags]\n  start a run and stream it; answer its questions at the prompt",
-	"respond": "respond <runID> (--text T | --select id[,id] | --value JSON | --cancel) [flags]\n  answer the run's pending question",
-	"waiting": "waiting [flags]\n  runs waiting for a human",
-	"status":  "status <runID>\n  the run's status, state and pending question",
-	"cancel":  "cancel <runID>\n  cancel a run",
-	"replay":  "replay (--workflow W | --history file.json) [flags]\n  replay recent histories against this build's workflows (KORTYX_EXAMPLES, KORTYX_WORKFLOWS); exit 1 on a mismatch",
+	"payloads gc": "payloads gc [flags]\n  delete the payload store's objects that no workflow Temporal keeps references (stored longer ago than --grace)",
+	"demo":        "demo [flags] [message]\n  run an example agent end to end on an embedded Temporal dev server (or TEMPORAL_ADDRESS)",
+	"run":         "run <workflow> <input> [flags]\n  start a run and stream it; answer its questions at the prompt",
+	"respond":     "respond <runID> (--text T | --select id[,id] | --value JSON | --cancel) [flags]\n  answer the run's pending question",
+	"waiting":     "waiting [flags]\n  runs waiting for a human",
+	"status":      "status <runID>\n  the run's status, state and pending question",
+	"cancel":      "cancel <runID>\n  cancel a run",
+	"replay":      "replay (--workflow W | --history file.json) [flags]\n  replay recent histories against this build's workflows (KORTYX_EXAMPLES, KORTYX_WORKFLOWS); exit 1 on a mismatch",
 }
 
 // commandUsage is a command's help: its synopsis and every flag with its default.

@@ -98,7 +98,3 @@ Deletes the objects of the payload store (KORTYX_PAYLOAD_STORE; in dev mode .kor
 that no workflow Temporal still keeps references (open runs and sessions, closed ones within
 the namespace's retention), and that were stored longer ago than --grace.
 `
-
-func init() {
-	synopses["payloads gc"] = "payloads gc [flags]\n  delete the payload store's objects that no workflow Temporal keeps references (stored longer ago than --grace)"
-}

@@ -28,8 +28,10 @@ var static embed.FS
 
 // Patterns are the routes [Handler] serves, to mount it on a mux that has other routes:
 //
-//	for _, p := range web.Patterns { mux.Handle(p, h) }
-var Patterns = []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline"}
+//	for _, p := range web.Patterns() { mux.Handle(p, h) }
+func Patterns() []string {
+	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline"}
+}
 
 // Options configure [Handler].
 type Options struct {

@@ -21,7 +21,7 @@ import (
 func TestContinueAsNewWhenTemporalSuggestsIt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributes,
+	s, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames(),
 		ExtraArgs: []string{"--dynamic-config-value", "limit.historyCount.suggestContinueAsNew=40"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Kill() })

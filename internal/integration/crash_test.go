@@ -116,7 +116,7 @@ func TestDevServerRestartedOnSameDatabase(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		s, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, Port: port, UIPort: -1, DBFile: db,
-			SearchAttributes: contracts.SearchAttributes})
+			SearchAttributes: contracts.SearchAttributeNames()})
 		require.NoError(t, err)
 		return s
 	}

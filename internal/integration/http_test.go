@@ -169,7 +169,7 @@ func TestHTTPMuxErrorsAreJSON(t *testing.T) {
 func TestHTTPTemporalUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	own, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	own, err := devserver.Start(ctx, devserver.Options{BinaryPath: tcliPath, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = own.Kill() })
 	c, err := dial(own.Address())

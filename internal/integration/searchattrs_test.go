@@ -81,7 +81,7 @@ func TestRegisterSearchAttributesOnANewNamespace(t *testing.T) {
 		missing, err = kortyx.MissingSearchAttributes(ctx, tc, ns)
 		return err == nil
 	}, 30*time.Second, 200*time.Millisecond)
-	require.Equal(t, contracts.SearchAttributes, missing)
+	require.Equal(t, contracts.SearchAttributeNames(), missing)
 	require.ErrorContains(t, kortyx.CheckSearchAttributes(ctx, tc, ns),
 		fmt.Sprintf("namespace %q lacks the search attributes KortyxSession, KortyxWorkflow, KortyxStatus", ns))
 	require.NoError(t, kortyx.RegisterSearchAttributes(ctx, tc, ns))

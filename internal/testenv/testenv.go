@@ -40,7 +40,7 @@ func Start(pkg string) (*Env, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: cli, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: cli, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames()})
 	if err != nil {
 		return nil, fmt.Errorf("%s: starting the dev server: %w", pkg, err)
 	}

@@ -67,7 +67,7 @@ func run() (bool, error) {
 		return false, fmt.Errorf("the sweep needs the Temporal CLI (make tools): %w", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	srv, err := devserver.Start(sctx, devserver.Options{BinaryPath: tcli, UIPort: -1, SearchAttributes: contracts.SearchAttributes})
+	srv, err := devserver.Start(sctx, devserver.Options{BinaryPath: tcli, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames()})
 	cancel()
 	if err != nil {
 		return false, err
