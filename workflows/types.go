@@ -72,8 +72,15 @@ type UI struct {
 	Structured map[string]any `json:"structured,omitempty"`
 }
 
+// Start and End are the graph's entry and exit ([contracts.StartNode], [contracts.EndNode]):
+// the edge from Start names the first node, an edge to End ends the run.
+const (
+	Start = contracts.StartNode
+	End   = contracts.EndNode
+)
+
 // Edge connects two nodes; When makes it conditional (taken when the node that just ran returned
-// that condition or intent). From may be [contracts.StartNode], To may be [contracts.EndNode].
+// that condition or intent). From may be [Start], To may be [End].
 type Edge struct {
 	From string `json:"from"`
 	To   string `json:"to"`

@@ -3,7 +3,6 @@
 package hello
 
 import (
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/workflow"
@@ -23,6 +22,6 @@ func Register(reg *workflows.Registry) error {
 	return reg.Add(&workflows.Definition{
 		ID: "hello", Version: "1",
 		Nodes: map[string]workflows.Node{"greet": {Run: greet}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "greet"}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "greet"}},
 	})
 }
