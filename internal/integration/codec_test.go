@@ -32,6 +32,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -271,6 +272,12 @@ func TestCodecSwitchedOnInFlight(t *testing.T) {
 	require.Equal(t, []string{"interrupt", "done"}, types(chunks))
 	ask, _ := interruptOf(t, chunks)
 	plain.Stop()
+	// The answer's workflow task goes to the task queue, not to the stopped worker's sticky
+	// queue, where it would wait for the sticky timeout first (once, in a clean-clone run, it
+	// had not reached the new worker 30 s later).
+	_, err = tc.WorkflowService().ResetStickyTaskQueue(context.Background(), &workflowservice.ResetStickyTaskQueueRequest{
+		Namespace: "default", Execution: &commonpb.WorkflowExecution{WorkflowId: run.GetID()}})
+	require.NoError(t, err)
 
 	encrypting := newWorker(c)
 	defer encrypting.Stop()
