@@ -4,6 +4,7 @@
 #                every test (integration tests included); first installs the Debian packages
 #                docker-compose, redis-server and chromium when absent (make deps)
 #   make demo    the triage agent end to end on the embedded dev server
+#   make surface the exported identifiers of every public package, and their total
 #   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once;
 #                with TEMPORAL_CLI_PATH set, that temporal binary is used and none is installed)
 
@@ -16,13 +17,18 @@ STATICCHECK   := $(TOOLS)/staticcheck
 ERRCHECK      := $(TOOLS)/errcheck
 GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
 
-.PHONY: check deps tools fmt vet workflowcheck staticcheck errcheck compose test demo bench record-histories
+.PHONY: check deps tools npm fmt vet workflowcheck staticcheck errcheck compose test demo surface bench record-histories
 
-check: deps tools fmt vet workflowcheck staticcheck errcheck compose test
+check: deps tools npm fmt vet workflowcheck staticcheck errcheck compose test
 
 # The Debian packages the tests use, installed when absent (root or sudo needed only then).
 deps:
 	@scripts/install-deps docker-compose=docker-compose redis-server=redis-server chromium=chromium
+
+# The official npm clients the protocol tests drive (test/npmclients, test dependencies only).
+# The tests run the same `npm ci` themselves when the installed lock differs (test/nodeclient).
+npm:
+	go test -count=1 -run TestScriptTalksJSONLines ./test/nodeclient
 
 tools: $(TEMPORAL) $(WORKFLOWCHECK) $(STATICCHECK) $(ERRCHECK)
 
@@ -74,10 +80,14 @@ test: $(TEMPORAL)
 demo:
 	go run ./starter demo
 
+# The public surface's count (test/deprules/surface_test.go says what is counted).
+surface:
+	go test -count=1 -run TestPublicSurface -v ./test/deprules | grep -E '^ +[0-9]+  '
+
 # Every benchmark and the LangGraph peer in one run; results in bench/results (docs/performance.md).
 bench: $(TEMPORAL)
 	bench/run.sh
 
-# Re-record the histories replayed by internal/integration (after an intended workflow change).
+# Re-record the histories replayed by test/integration (after an intended workflow change).
 record-histories: $(TEMPORAL)
-	KORTYX_RECORD_HISTORIES=1 go test -count=1 ./internal/integration/ -run 'Answered|Cancel|Triage|Killed|AfterTool|Approval|DuringSchemaCorrections|SessionTurns|ChatResponseFinalized|ParallelJoinSurvivesWorkerKill|TestKitReplays'
+	KORTYX_RECORD_HISTORIES=1 go test -count=1 ./test/integration/ -run 'FastPathRun|FastPathLongPass|Answered|Cancel|Triage|Killed|AfterTool|Approval|DuringSchemaCorrections|SessionTurns|ChatResponseFinalized|ParallelJoinSurvivesWorkerKill|TestKitReplays'

@@ -1,7 +1,7 @@
-// Package kortyx is the client side of Kortyx runs and sessions: the calls a starter, an HTTP
-// server or any program with a Temporal [client.Client] makes to start runs, answer their
-// questions, read their state, find waiting runs, and drive sessions (turns, stop, rollback,
-// fork, checkpoints). Everything here takes a [context.Context]; the workflow side —
+// Package kortyx is the client side of Kortyx runs: the calls a starter, an HTTP server or any
+// program with a Temporal [client.Client] makes to start runs, answer their questions, read
+// their state and find waiting runs. Sessions (turns, stop, rollback, fork, checkpoints) are
+// the session service, package sessions. Everything here takes a [context.Context]; the workflow side —
 // definitions, the registry, the run and session workflows — is package workflows, and node
 // code uses package hooks.
 //
@@ -27,6 +27,5 @@
 //	}
 //
 // Answers by update ([RespondAndWait]) are validated by the run and refused with a typed error;
-// by signal ([Respond]) they are fire and forget. Session calls ([StartTurn], [ResumeTurn],
-// [Rollback], [Fork], …) are what the chat route of package chat is built on.
+// by signal ([Respond]) they are fire and forget.
 package kortyx

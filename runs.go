@@ -2,17 +2,17 @@ package kortyx
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/digest"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -30,6 +30,9 @@ type StartOptions struct {
 	RunID string
 	// TaskQueue defaults to [contracts.DefaultTaskQueue].
 	TaskQueue string
+	// WorkflowTaskTimeout is the run's workflow task timeout (0: the server's default, 10 s).
+	// Start the runs of a fast-path agent with workflows.FastPathTaskTimeout.
+	WorkflowTaskTimeout time.Duration
 }
 
 // StartRun starts a run with the search attributes that make it discoverable (session,
@@ -38,7 +41,7 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 	if strings.TrimSpace(in.Workflow) == "" {
 		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "kortyx: StartRun needs RunInput.Workflow, the id of a registered workflow")
 	}
-	if err := contracts.CheckPayload("the run input", in, inputFix); err != nil {
+	if err := protocol.CheckPayload("the run input", in, inputFix); err != nil {
 		return nil, err
 	}
 	if opts.RunID == "" {
@@ -48,15 +51,16 @@ func StartRun(ctx context.Context, c client.Client, in contracts.RunInput, opts 
 		opts.TaskQueue = contracts.DefaultTaskQueue
 	}
 	sa := []temporal.SearchAttributeUpdate{
-		contracts.WorkflowKey.ValueSet(in.Workflow),
-		contracts.StatusKey.ValueSet(string(contracts.StatusRunning)),
+		protocol.WorkflowKey.ValueSet(in.Workflow),
+		protocol.StatusKey.ValueSet(string(contracts.StatusRunning)),
 	}
 	if in.SessionID != "" {
-		sa = append(sa, contracts.SessionKey.ValueSet(in.SessionID))
+		sa = append(sa, protocol.SessionKey.ValueSet(in.SessionID))
 	}
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                    opts.RunID,
 		TaskQueue:             opts.TaskQueue,
+		WorkflowTaskTimeout:   opts.WorkflowTaskTimeout,
 		TypedSearchAttributes: temporal.NewSearchAttributes(sa...),
 	}, contracts.RunWorkflowName, in)
 }
@@ -78,7 +82,7 @@ func Query(ctx context.Context, c client.Client, runID string) (contracts.RunVie
 // as rejected (see [contracts.RunView].Rejections and the resume-rejected chunk) and the run
 // keeps waiting.
 func Respond(ctx context.Context, c client.Client, runID string, resp contracts.Response) error {
-	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+	if err := protocol.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
 		return err
 	}
 	return notFound(runID, c.SignalWorkflow(ctx, runID, "", contracts.RespondName, resp))
@@ -93,7 +97,7 @@ func Respond(ctx context.Context, c client.Client, runID string, resp contracts.
 // (INVALID_RESUME "already answered"; NOT_FOUND once the run has ended).
 func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string, resp contracts.Response) (contracts.RespondResult, error) {
 	var out contracts.RespondResult
-	if err := contracts.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
+	if err := protocol.CheckPayload("the answer", resp, "give a shorter answer"); err != nil {
 		return out, err
 	}
 	if updateID == "" {
@@ -101,7 +105,7 @@ func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string
 	}
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID:   runID,
-		UpdateID:     updateID + "/" + answerDigest(resp),
+		UpdateID:     updateID + "/" + digest.Answer(resp),
 		UpdateName:   contracts.RespondName,
 		Args:         []any{resp},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -110,18 +114,6 @@ func RespondAndWait(ctx context.Context, c client.Client, runID, updateID string
 		return out, notFound(runID, err)
 	}
 	return out, h.Get(ctx, &out)
-}
-
-// answerDigest identifies an answer by its content: token, request id, selection, text,
-// value (canonical JSON: key order and spacing do not count) and cancel.
-func answerDigest(resp contracts.Response) string {
-	var value any
-	if len(resp.Value) > 0 && json.Unmarshal(resp.Value, &value) != nil {
-		value = string(resp.Value) // not JSON: the run refuses it, but by its own id
-	}
-	b, _ := json.Marshal([]any{resp.Token, resp.RequestID, resp.Selected, resp.Text, value, resp.Cancel})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 // WaitingRun is a run waiting for a human, as found through search attributes.
@@ -175,15 +167,15 @@ func notFound(runID string, err error) error {
 	return err
 }
 
-// MissingSearchAttributes returns the Kortyx search attributes ([contracts.SearchAttributeNames])
+// missingSearchAttributes returns the Kortyx search attributes ([protocol.SearchAttributeNames])
 // that the namespace lacks, in that order.
-func MissingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
+func missingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]string, error) {
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
 		return nil, fmt.Errorf("kortyx: listing the search attributes of namespace %q: %w", namespace, err)
 	}
 	var missing []string
-	for _, name := range contracts.SearchAttributeNames() {
+	for _, name := range protocol.SearchAttributeNames() {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing = append(missing, name)
 		}
@@ -196,7 +188,7 @@ func MissingSearchAttributes(ctx context.Context, c client.Client, namespace str
 // attributes, and on a namespace without them each of its workflow tasks fails and is retried
 // without end.
 func CheckSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	missing, err := MissingSearchAttributes(ctx, c, namespace)
+	missing, err := missingSearchAttributes(ctx, c, namespace)
 	if err != nil || len(missing) == 0 {
 		return err
 	}
@@ -227,7 +219,7 @@ func missingError(namespace string, missing []string, cause error) error {
 	return fmt.Errorf("%s (or kortyx.RegisterSearchAttributes): %w", msg, cause)
 }
 
-// RegisterSearchAttributes registers the Kortyx search attributes ([contracts.SearchAttributeNames],
+// RegisterSearchAttributes registers the Kortyx search attributes ([protocol.SearchAttributeNames],
 // all Keyword) on a namespace that lacks them; it is a no-op when they exist. The embedded dev
 // server registers them at start; call this for any other server (it needs operator rights:
 // AddSearchAttributes on the namespace), or create them with the command that
@@ -235,7 +227,7 @@ func missingError(namespace string, missing []string, cause error) error {
 // unauthenticated, unimplemented — Temporal Cloud lets no SDK client add them), the error names
 // the missing attributes, the permission, and the Cloud UI and tcld step that adds them.
 func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
-	missing, err := MissingSearchAttributes(ctx, c, namespace)
+	missing, err := missingSearchAttributes(ctx, c, namespace)
 	if err != nil || len(missing) == 0 {
 		return err
 	}

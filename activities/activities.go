@@ -71,7 +71,7 @@ type Config = Activities
 func New(cfg Config) (*Activities, error) {
 	switch {
 	case cfg.Stream == nil:
-		return nil, errors.New("kortyx activities: Config.Stream is required: the stream broker the runs publish to (stream.NewMemory())")
+		return nil, errors.New("kortyx activities: Config.Stream is required: the stream broker the runs publish to (stream.NewMemory(stream.MemoryOptions{}))")
 	case cfg.Providers == nil || len(cfg.Providers.IDs()) == 0:
 		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
 			"kortyx activities: Config.Providers is required: the model providers of hooks.Reason (providers.NewSet(openai.New(...)))")
@@ -79,7 +79,7 @@ func New(cfg Config) (*Activities, error) {
 		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
 			"kortyx activities: Config.DefaultModel %q needs a Config.DefaultProvider (one of: %s)", cfg.DefaultModel, strings.Join(cfg.Providers.IDs(), ", "))
 	case cfg.MCP == nil && len(cfg.MCPHeaders) > 0:
-		return nil, errors.New("kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (mcp.NewPool())")
+		return nil, errors.New("kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (&mcp.Pool{})")
 	case cfg.Messages != nil && !cfg.Messages.HasStore():
 		return nil, contracts.Errorf(contracts.CodeProviderConfiguration,
 			"kortyx activities: Config.Messages is a codec without a payload store; give it one (codec.Options.Store, KORTYX_PAYLOAD_STORE) or leave Messages nil")
@@ -96,17 +96,17 @@ func New(cfg Config) (*Activities, error) {
 
 // Register registers the activities under their wire names.
 func (a *Activities) Register(w worker.ActivityRegistry) {
-	w.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: contracts.PublishActivityName})
-	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: contracts.ModelActivityName})
-	w.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: contracts.ToolActivityName})
-	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: contracts.ListToolsActivityName})
+	w.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: protocol.PublishActivityName})
+	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: protocol.ModelActivityName})
+	w.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: protocol.ToolActivityName})
+	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: protocol.ListToolsActivityName})
 }
 
-func (a *Activities) server(s contracts.MCPServer) mcp.Server {
+func (a *Activities) server(s protocol.MCPServer) mcp.Server {
 	return mcp.Server{URL: s.URL, Include: s.Include, Exclude: s.Exclude, Prefix: s.Prefix, Headers: a.MCPHeaders[s.URL]}
 }
 
-func (a *Activities) servers(in []contracts.MCPServer) []mcp.Server {
+func (a *Activities) servers(in []protocol.MCPServer) []mcp.Server {
 	out := make([]mcp.Server, len(in))
 	for i, s := range in {
 		out[i] = a.server(s)
@@ -124,7 +124,7 @@ func (a *Activities) mcpPool() (*mcp.Pool, error) {
 
 // ListTools lists the tools of MCP servers; the run records the list so that every pass,
 // replay and retry of a Reason call sees the same tools.
-func (a *Activities) ListTools(ctx context.Context, in contracts.ListToolsInput) ([]contracts.OfferedTool, error) {
+func (a *Activities) ListTools(ctx context.Context, in protocol.ListToolsInput) ([]protocol.OfferedTool, error) {
 	pool, err := a.mcpPool()
 	if err != nil {
 		return nil, err
@@ -133,9 +133,9 @@ func (a *Activities) ListTools(ctx context.Context, in contracts.ListToolsInput)
 	if err != nil {
 		return nil, mcpError(ctx, err)
 	}
-	out := make([]contracts.OfferedTool, len(defs))
+	out := make([]protocol.OfferedTool, len(defs))
 	for i, d := range defs {
-		out[i] = contracts.OfferedTool{Name: d.Name, Server: index[d.Name]}
+		out[i] = protocol.OfferedTool{Name: d.Name, Server: index[d.Name]}
 	}
 	return out, nil
 }
@@ -155,7 +155,7 @@ func mcpError(ctx context.Context, err error) error {
 // retried or replayed publish never duplicates a chunk.
 func (a *Activities) Publish(ctx context.Context, in protocol.PublishInput) error {
 	if a.Stream == nil {
-		return errors.New("kortyx: Activities.Stream is nil; give the activities a stream broker (stream.NewMemory())")
+		return errors.New("kortyx: Activities.Stream is nil; give the activities a stream broker (stream.NewMemory(stream.MemoryOptions{}))")
 	}
 	chunks := make([]stream.Keyed, len(in.Chunks))
 	for i, c := range in.Chunks {
@@ -216,20 +216,51 @@ func (p *progress) get() any {
 // publishes text-invalidated for that segment, so no client shows the text twice, and streams
 // under [SegmentID]; a retry after attempts that published nothing (a 429 before the first
 // token) publishes no invalidation and keeps the segment.
-func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (resp contracts.ModelResponse, err error) {
+func (a *Activities) Model(ctx context.Context, in protocol.ModelPassInput) (resp protocol.ModelPassResult, err error) {
+	if len(in.Chunks) > 0 {
+		// The run's chunks queued before the pass, first (their keys make a retry a no-op).
+		if err := a.Publish(ctx, protocol.PublishInput{RunID: in.RunID, Chunks: in.Chunks}); err != nil {
+			return protocol.ModelPassResult{}, err
+		}
+	}
 	prog := &progress{}
 	attempt := activity.GetInfo(ctx).Attempt
-	if attempt > 1 && activity.HasHeartbeatDetails(ctx) {
-		if err := activity.GetHeartbeatDetails(ctx, &prog.v); err != nil {
-			// Details of an older worker (a count of deltas): assume the previous attempt
-			// published under its segment (and fields), as that worker would have.
-			prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true, Fields: in.Structured != nil}
+	var earlier []string // text segments of earlier attempts to invalidate
+	if activity.IsActivity(ctx) && activity.GetInfo(ctx).IsLocalActivity {
+		// A fast-path pass: no heartbeat details. What earlier executions published (retries
+		// in this worker, and a run of a worker that died before its workflow task completed)
+		// is read from the stream; see localProgress.
+		if attempt, prog.v, err = a.localProgress(ctx, in); err != nil {
+			return protocol.ModelPassResult{}, err
+		}
+	} else if attempt > 1 {
+		if activity.HasHeartbeatDetails(ctx) {
+			if err := activity.GetHeartbeatDetails(ctx, &prog.v); err != nil {
+				// Details of an older worker (a count of deltas): assume the previous attempt
+				// published under its segment (and fields), as that worker would have.
+				prog.v = passProgress{Segment: SegmentID(in.SegmentID, attempt-1), Used: true, Fields: in.Structured != nil}
+			}
+		}
+		// Heartbeats are throttled: the details may predate an earlier attempt's first text.
+		// The stream has it: the segments it started are invalidated (again: the broker keeps
+		// one invalidation per segment) and this attempt streams under a name of its own.
+		if in.Emit {
+			keys, err := a.passKeys(ctx, in)
+			if err != nil {
+				return protocol.ModelPassResult{}, err
+			}
+			for g := int32(1); g < attempt; g++ {
+				if seg := SegmentID(in.SegmentID, g); keys[textStartKey(in, seg)] && !keys[textInvalidKey(in, seg)] {
+					earlier = append(earlier, seg)
+					prog.v.Used = true
+				}
+			}
 		}
 	}
 	defer keepAliveWith(ctx, prog.get)()
 	msgs, depth, err := a.resolveMessages(ctx, in)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return protocol.ModelPassResult{}, err
 	}
 	ref := in.Model
 	if ref.Provider == "" {
@@ -242,22 +273,22 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	defer func() { pass.end(ctx, resp, err) }()
 	p, err := a.Providers.Get(ref.Provider)
 	if err != nil {
-		return contracts.ModelResponse{}, contracts.ToTemporal(err)
+		return protocol.ModelPassResult{}, contracts.ToTemporal(err)
 	}
-	var defs []contracts.ToolDefinition
+	var defs []providers.ToolDefinition
 	if len(in.Tools) > 0 {
 		if defs, err = a.Tools.Definitions(in.Tools); err != nil {
-			return contracts.ModelResponse{}, contracts.ToTemporal(err)
+			return protocol.ModelPassResult{}, contracts.ToTemporal(err)
 		}
 	}
 	if len(in.MCPTools) > 0 {
 		pool, err := a.mcpPool()
 		if err != nil {
-			return contracts.ModelResponse{}, err
+			return protocol.ModelPassResult{}, err
 		}
 		all, _, err := pool.Definitions(ctx, a.servers(in.MCP))
 		if err != nil {
-			return contracts.ModelResponse{}, mcpError(ctx, err)
+			return protocol.ModelPassResult{}, mcpError(ctx, err)
 		}
 		for _, d := range all { // only the tools recorded when the call started
 			for _, name := range in.MCPTools {
@@ -274,9 +305,17 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	}
 	pub := &textPublisher{a: a, in: in, seg: seg, prog: prog}
 	if prev := prog.v.Segment; prev != "" {
-		if err := pub.invalidate(ctx, prev); err != nil {
-			return contracts.ModelResponse{}, err
+		earlier = append([]string{prev}, earlier...)
+	}
+	for i, prev := range earlier {
+		if i > 0 && prev == earlier[0] {
+			continue
 		}
+		if err := pub.invalidate(ctx, prev); err != nil {
+			return protocol.ModelPassResult{}, err
+		}
+	}
+	if len(earlier) > 0 {
 		prog.set(func(p *passProgress) { p.Segment = "" })
 		activity.RecordHeartbeat(ctx, prog.get())
 	}
@@ -284,7 +323,7 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 	var fields *fieldPublisher
 	if in.Structured != nil && in.Stream {
 		if fields, err = newFieldPublisher(ctx, a, in, attempt, prog); err != nil {
-			return contracts.ModelResponse{}, err
+			return protocol.ModelPassResult{}, err
 		}
 		onDelta = func(d string) error {
 			if err := fields.write(ctx, d); err != nil {
@@ -300,9 +339,9 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 					return err
 				}
 			}
-			// After publishing: an attempt's first heartbeat is a blocking round trip to the
-			// server, which must not delay the first token.
-			activity.RecordHeartbeat(ctx, prog.get())
+			// No heartbeat per delta: the keep-alive heartbeats carry cancellation and the
+			// progress (a retry also reads the segments earlier attempts started from the
+			// stream, which heartbeat throttling cannot delay).
 			return nil
 		}
 	}
@@ -310,10 +349,10 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 		deliver := onDelta
 		onDelta = func(d string) error { pass.delta(); return deliver(d) }
 	}
-	resp, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: msgs, Tools: defs, Options: in.Options}, onDelta)
+	resp.Response, err = p.Generate(ctx, providers.Request{Model: ref.Model, ModelOptions: ref.Options, Messages: msgs, Tools: defs, Options: in.Options}, onDelta)
 	if err != nil {
 		if ctx.Err() != nil {
-			return contracts.ModelResponse{}, ctx.Err()
+			return protocol.ModelPassResult{}, ctx.Err()
 		}
 		what := "model " + ref.Provider
 		if ref.Model != "" {
@@ -325,33 +364,33 @@ func (a *Activities) Model(ctx context.Context, in contracts.ModelPassInput) (re
 				prog.set(func(p *passProgress) { p.Failures = n })
 				activity.RecordHeartbeat(ctx, prog.get())
 			}}
-		return contracts.ModelResponse{}, fc.apply(ctx, a, providerError(err))
+		return protocol.ModelPassResult{}, fc.apply(ctx, a, providerError(err))
 	}
 	if fields != nil {
 		if err := fields.close(ctx); err != nil {
-			return contracts.ModelResponse{}, err
+			return protocol.ModelPassResult{}, err
 		}
 		resp.FieldsPublished = prog.get().(passProgress).Fields
 	}
 	if in.Emit {
 		if !in.Stream && resp.Text != "" {
 			if err := pub.delta(ctx, resp.Text); err != nil {
-				return contracts.ModelResponse{}, err
+				return protocol.ModelPassResult{}, err
 			}
 		}
 		if err := pub.end(ctx); err != nil {
-			return contracts.ModelResponse{}, err
+			return protocol.ModelPassResult{}, err
 		}
 	}
 	if resp.Usage.Total == 0 {
 		resp.Usage.Total = resp.Usage.Input + resp.Usage.Output
 	}
 	if resp.StoredPrefix, err = a.storePrefix(ctx, in, msgs, depth); err != nil {
-		return contracts.ModelResponse{}, err
+		return protocol.ModelPassResult{}, err
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
-	if err := contracts.CheckPayload("the model's answer", resp, "ask the model for a shorter answer (a lower max tokens option, a narrower instruction) or split the work over several calls"); err != nil {
-		return contracts.ModelResponse{}, contracts.ToTemporal(err)
+	if err := protocol.CheckPayload("the model's answer", resp, "ask the model for a shorter answer (a lower max tokens option, a narrower instruction) or split the work over several calls"); err != nil {
+		return protocol.ModelPassResult{}, contracts.ToTemporal(err)
 	}
 	return resp, nil
 }
@@ -365,7 +404,7 @@ func providerError(err error) error {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeProviderRequestFailed,
 			Message: "The model provider request failed.", Retryable: true, Err: err})
 	}
-	opts := temporal.ApplicationErrorOptions{NonRetryable: !ke.Retryable, Cause: ke.Err, Details: []any{ke.Failure()}}
+	opts := temporal.ApplicationErrorOptions{NonRetryable: !ke.Retryable, Cause: ke.Err, Details: []any{contracts.FailureOf(ke)}}
 	if ms, ok := ke.Details["retryAfterMs"].(int); ok && ms > 0 && ke.Retryable {
 		opts.NextRetryDelay = time.Duration(ms) * time.Millisecond
 	}
@@ -375,7 +414,7 @@ func providerError(err error) error {
 // textPublisher publishes the text chunks of one model pass.
 type textPublisher struct {
 	a       *Activities
-	in      contracts.ModelPassInput
+	in      protocol.ModelPassInput
 	seg     string
 	prog    *progress
 	n       int
@@ -429,7 +468,7 @@ const HeartbeatThrottle = 500 * time.Millisecond
 // o.MaxHeartbeatThrottleInterval is unset, [HeartbeatThrottle], so that a model pass or a tool
 // call of a stopped or cancelled run is cancelled (its provider request aborted) within about
 // half a second. Cost: at most two heartbeat calls a second per running model pass or tool call.
-// app.NewWorker and the worker program call it; call it on the options of a worker of your own:
+// app.Run (every program on it) calls it; call it on the options of a worker of your own:
 //
 //	wo := worker.Options{}
 //	activities.WorkerOptions(&wo)
@@ -440,13 +479,88 @@ func WorkerOptions(o *worker.Options) {
 	}
 }
 
+// localProgress is what a fast-path pass (a local activity, which has no heartbeat details)
+// knows of the executions of the same pass before it: the ones that published text (or
+// structured fields, for a streamed contract pass) left their start chunk in the run's stream.
+// Generation g publishes under [SegmentID](segment, g) (fields under attempt g); the first
+// generation with nothing in the stream is this one's, and the one before it (if it published)
+// is invalidated. That covers the retries in this worker and a run of a worker that died
+// before its workflow task completed (its local activity starts at attempt 1 again). The
+// failure cap counts the earlier attempts of this worker (attempt - 1): a local attempt fails
+// only by an error or a timeout. A pass that publishes nothing reads nothing.
+func (a *Activities) localProgress(ctx context.Context, in protocol.ModelPassInput) (int32, passProgress, error) {
+	attempt := activity.GetInfo(ctx).Attempt
+	prog := passProgress{Failures: int(attempt) - 1}
+	fields := in.Structured != nil && in.Stream
+	if !in.Emit && !fields {
+		return attempt, prog, nil
+	}
+	keys, err := a.passKeys(ctx, in)
+	if err != nil {
+		return 0, prog, err
+	}
+	var field string
+	if fields {
+		field = "s:" + in.Structured.StreamID + ":"
+	}
+	gen := int32(1)
+	for {
+		t := keys[textStartKey(in, SegmentID(in.SegmentID, gen))]
+		f := field != "" && keys[fmt.Sprintf("%s%d:1", field, gen)]
+		if !t && !f {
+			break
+		}
+		prog.Used, prog.Fields, prog.Segment = true, f, ""
+		if t {
+			prog.Segment = SegmentID(in.SegmentID, gen)
+		}
+		gen++
+	}
+	return gen, prog, nil
+}
+
+// passKeys are the keys in the run's stream of the text segments of the pass's operation and of
+// its structured stream: what earlier executions of the pass published.
+func (a *Activities) passKeys(ctx context.Context, in protocol.ModelPassInput) (map[string]bool, error) {
+	entries, err := a.Stream.Read(ctx, in.RunID, 0, 0)
+	if err != nil {
+		var ke *contracts.Error
+		if errors.As(err, &ke) {
+			return nil, contracts.ToTemporal(err)
+		}
+		return nil, err
+	}
+	keys := make(map[string]bool)
+	text := "m:" + in.OpID + ":" + in.SegmentID
+	var field string
+	if in.Structured != nil {
+		field = "s:" + in.Structured.StreamID + ":"
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Key, text) || (field != "" && strings.HasPrefix(e.Key, field)) {
+			keys[e.Key] = true
+		}
+	}
+	return keys, nil
+}
+
+// textStartKey and textInvalidKey are the stream keys of a text segment's start and
+// invalidation (textPublisher).
+func textStartKey(in protocol.ModelPassInput, seg string) string {
+	return "m:" + in.OpID + ":" + seg + ":start"
+}
+
+func textInvalidKey(in protocol.ModelPassInput, seg string) string {
+	return "m:" + in.OpID + ":" + seg + ":inv"
+}
+
 // keepAliveWith heartbeats every KeepAliveInterval until the returned stop is called, whatever
 // the provider or the tool is doing: the activity learns of a cancellation within the worker's
 // heartbeat throttle ([WorkerOptions]), and Temporal of a dead worker within the heartbeat
 // timeout. Its heartbeats carry details() (a heartbeat replaces the details of the previous
 // one; nil: none). Outside an activity it does nothing.
 func keepAliveWith(ctx context.Context, details func() any) (stop func()) {
-	if !activity.IsActivity(ctx) {
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity { // a local activity has no heartbeats
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -498,7 +612,7 @@ const toolRetryType = "TOOL_RETRY"
 
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
-func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res contracts.ToolResult, err error) {
+func (a *Activities) Tool(ctx context.Context, in protocol.ToolCallInput) (res providers.ToolResult, err error) {
 	ctx, span := a.startTool(ctx, in)
 	defer func() { a.endTool(ctx, span, in, res, err) }()
 	var fails atomic.Int64
@@ -524,8 +638,8 @@ func (a *Activities) Tool(ctx context.Context, in contracts.ToolCallInput) (res 
 		return res, fc.apply(ctx, a, toolFailure(ctx, err))
 	}
 	// A result over the payload limit could not be recorded: refused here, with its code.
-	if err := contracts.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {
-		return contracts.ToolResult{}, contracts.ToTemporal(err)
+	if err := protocol.CheckPayload(fmt.Sprintf("the result of tool %q", in.Tool), res, "return less from the tool: a summary, a page of the data, or a reference to where the full result is kept"); err != nil {
+		return providers.ToolResult{}, contracts.ToTemporal(err)
 	}
 	return res, nil
 }
@@ -543,11 +657,11 @@ func toolFailure(ctx context.Context, err error) error {
 	return temporal.NewApplicationErrorWithOptions(err.Error(), toolRetryType, temporal.ApplicationErrorOptions{Cause: err})
 }
 
-func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+func (a *Activities) tool(ctx context.Context, in protocol.ToolCallInput) (providers.ToolResult, error) {
 	if in.MCP != nil {
 		pool, err := a.mcpPool()
 		if err != nil {
-			return contracts.ToolResult{}, err
+			return providers.ToolResult{}, err
 		}
 		res, err := pool.Call(ctx, a.server(*in.MCP), in)
 		if err != nil {
@@ -556,7 +670,7 @@ func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (cont
 		return res, nil
 	}
 	if a.Tools == nil {
-		return contracts.ToolResult{}, contracts.ToTemporal(contracts.Errorf(contracts.CodeUnknownTool,
+		return providers.ToolResult{}, contracts.ToTemporal(contracts.Errorf(contracts.CodeUnknownTool,
 			"tool %q is not registered: this worker has no tools (Activities.Tools is nil)", in.Tool))
 	}
 	res, err := a.Tools.Run(ctx, in)
@@ -579,7 +693,7 @@ func (a *Activities) tool(ctx context.Context, in contracts.ToolCallInput) (cont
 // fields as the model writes them (set, append, text-delta), extracted incrementally.
 type fieldPublisher struct {
 	a      *Activities
-	in     contracts.ModelPassInput
+	in     protocol.ModelPassInput
 	ex     *jsonstream.Extractor
 	prog   *progress
 	prefix string
@@ -587,7 +701,7 @@ type fieldPublisher struct {
 	broken bool // the output stopped being JSON: stop extracting (the run validates the value)
 }
 
-func newFieldPublisher(ctx context.Context, a *Activities, in contracts.ModelPassInput, attempt int32, prog *progress) (*fieldPublisher, error) {
+func newFieldPublisher(ctx context.Context, a *Activities, in protocol.ModelPassInput, attempt int32, prog *progress) (*fieldPublisher, error) {
 	modes := make(map[string]jsonstream.Mode, len(in.Structured.Fields))
 	for path, mode := range in.Structured.Fields {
 		modes[path] = jsonstream.Mode(mode)
@@ -637,7 +751,7 @@ func (p *fieldPublisher) events(ctx context.Context, evs []jsonstream.Event) err
 		case jsonstream.Set:
 			c.Value = ev.Value
 		case jsonstream.Append:
-			c.Items = contracts.RawJSON(ev.Items)
+			c.Items = protocol.RawJSON(ev.Items)
 		case jsonstream.TextDelta:
 			c.Delta = ev.Delta
 		}

@@ -6,7 +6,7 @@
 // [New] checks the configuration at start (a missing broker or provider fails there, not in
 // the middle of a run), and a worker registers the activities next to the run workflow:
 //
-//	broker := stream.NewMemory()
+//	broker := stream.NewMemory(stream.MemoryOptions{})
 //	acts, err := activities.New(activities.Config{
 //		Stream:          broker,
 //		Providers:       providers.NewSet(openai.New(openai.Options{})),

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
@@ -30,7 +32,7 @@ func failingToolCall(t *testing.T, details any) ([]contracts.Chunk, error) {
 	require.NoError(t, err)
 	set, err := tools.NewSet(failing)
 	require.NoError(t, err)
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	a, err := activities.New(activities.Config{Stream: broker, Tools: set, Providers: providers.NewSet(fake.New())})
 	require.NoError(t, err)
 	var s testsuite.WorkflowTestSuite
@@ -39,7 +41,7 @@ func failingToolCall(t *testing.T, details any) ([]contracts.Chunk, error) {
 	if details != nil {
 		env.SetHeartbeatDetails(details)
 	}
-	_, err = env.ExecuteActivity(contracts.ToolActivityName, contracts.ToolCallInput{RunID: "run-1", Tool: "db_query",
+	_, err = env.ExecuteActivity(protocol.ToolActivityName, protocol.ToolCallInput{RunID: "run-1", Tool: "db_query",
 		ToolCallID: "call-1", Input: json.RawMessage(`{}`), IdempotencyKey: "run-1:op:call-1", Node: "agent", MaxFailures: 3})
 	entries, rerr := broker.Read(context.Background(), "run-1", 0, 0)
 	require.NoError(t, rerr)

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
 	"go.temporal.io/sdk/activity"
 )
 
@@ -14,9 +15,9 @@ import (
 // added since the node Prev ("" for the first node), and Count, the number of messages of the
 // conversation up to the end of this node.
 type prefixNode struct {
-	Prev     string                   `json:"prev"`
-	Count    int                      `json:"count"`
-	Messages []contracts.ModelMessage `json:"messages"`
+	Prev     string              `json:"prev"`
+	Count    int                 `json:"count"`
+	Messages []providers.Message `json:"messages"`
 }
 
 // resolveMessages returns the pass's full message list: the prefix sent by reference is read
@@ -24,7 +25,7 @@ type prefixNode struct {
 // messages. It also returns the number of nodes read. A prefix the store does not have fails
 // the pass for good with PAYLOAD_MISSING naming the hash (the run then sends the pass again
 // with every message inline).
-func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPassInput) ([]contracts.ModelMessage, int, error) {
+func (a *Activities) resolveMessages(ctx context.Context, in protocol.ModelPassInput) ([]providers.Message, int, error) {
 	if in.Prefix == nil {
 		return in.Messages, 0, nil
 	}
@@ -32,20 +33,14 @@ func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPass
 		return nil, 0, contracts.ToTemporal(contracts.Errorf(contracts.CodeInvalidRequest,
 			"the model pass names a message prefix without messages (count %d, hash %q)", in.Prefix.Count, in.Prefix.Hash))
 	}
-	var parts [][]contracts.ModelMessage
+	var parts [][]providers.Message
 	hash, count := in.Prefix.Hash, in.Prefix.Count
 	for hash != "" {
-		if len(parts) >= contracts.MaxPrefixNodes {
+		if len(parts) >= protocol.MaxPrefixNodes {
 			return nil, 0, contracts.ToTemporal(contracts.Errorf(contracts.CodePayloadCodec,
-				"kortyx: the message prefix %s is a chain of more than %d nodes; the pass is sent again inline", in.Prefix.Hash, contracts.MaxPrefixNodes))
+				"kortyx: the message prefix %s is a chain of more than %d nodes; the pass is sent again inline", in.Prefix.Hash, protocol.MaxPrefixNodes))
 		}
-		var b []byte
-		var err error
-		if a.Messages == nil {
-			err = codec.MissingError(hash) // a worker without the message store (Activities.Messages)
-		} else {
-			b, err = a.Messages.LoadBytes(ctx, hash)
-		}
+		b, err := a.Messages.LoadBytes(ctx, hash) // PAYLOAD_MISSING without the message store (Activities.Messages nil)
 		var n prefixNode
 		if err == nil && (json.Unmarshal(b, &n) != nil || n.Count != count || len(n.Messages) > count || (n.Prev == "") != (len(n.Messages) == count)) {
 			err = contracts.Errorf(contracts.CodePayloadMissing, "kortyx: the message store holds no message prefix node of %d messages under %s", count, hash)
@@ -59,7 +54,7 @@ func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPass
 		count -= len(n.Messages)
 		hash = n.Prev
 	}
-	msgs := make([]contracts.ModelMessage, 0, in.Prefix.Count+len(in.Messages))
+	msgs := make([]providers.Message, 0, in.Prefix.Count+len(in.Messages))
 	for i := len(parts) - 1; i >= 0; i-- {
 		msgs = append(msgs, parts[i]...)
 	}
@@ -69,14 +64,14 @@ func (a *Activities) resolveMessages(ctx context.Context, in contracts.ModelPass
 // storePrefix keeps the pass's conversation (msgs, the full list) in the message store as one
 // more node of the prefix chain: the messages the pass received inline, linked to the prefix
 // it received (a first node with every message when it received none, or when the chain
-// would grow beyond contracts.MaxPrefixNodes). It returns the prefix now stored (nil without
+// would grow beyond protocol.MaxPrefixNodes). It returns the prefix now stored (nil without
 // a store, or when the store fails: the pass's answer is still returned).
-func (a *Activities) storePrefix(ctx context.Context, in contracts.ModelPassInput, msgs []contracts.ModelMessage, depth int) (*contracts.MessagePrefix, error) {
+func (a *Activities) storePrefix(ctx context.Context, in protocol.ModelPassInput, msgs []providers.Message, depth int) (*protocol.MessagePrefix, error) {
 	if a.Messages == nil || len(msgs) == 0 {
 		return nil, nil
 	}
 	n := prefixNode{Count: len(msgs), Messages: msgs}
-	if in.Prefix != nil && depth < contracts.MaxPrefixNodes {
+	if in.Prefix != nil && depth < protocol.MaxPrefixNodes {
 		if len(in.Messages) == 0 {
 			p := *in.Prefix
 			return &p, nil // nothing new: the same prefix
@@ -94,5 +89,5 @@ func (a *Activities) storePrefix(ctx context.Context, in contracts.ModelPassInpu
 		activity.GetLogger(ctx).Warn("kortyx: the message store failed; messages stay inline", "error", err)
 		return nil, nil
 	}
-	return &contracts.MessagePrefix{Count: len(msgs), Hash: hash}, nil
+	return &protocol.MessagePrefix{Count: len(msgs), Hash: hash}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -28,21 +30,21 @@ func TestModelMessagesByReference(t *testing.T) {
 	require.NoError(t, err)
 	msgs, err := codec.New(codec.Options{Compress: true, Store: store})
 	require.NoError(t, err)
-	var seen [][]contracts.ModelMessage
+	var seen [][]providers.Message
 	model := fake.NewResponder(func(req providers.Request) fake.Turn {
 		seen = append(seen, req.Messages)
 		return fake.Text("ok")
 	})
-	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
 	require.NoError(t, err)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a.Register(env)
-	pass := func(in contracts.ModelPassInput) contracts.ModelResponse {
+	pass := func(in protocol.ModelPassInput) protocol.ModelPassResult {
 		t.Helper()
-		v, err := env.ExecuteActivity(contracts.ModelActivityName, in)
+		v, err := env.ExecuteActivity(protocol.ModelActivityName, in)
 		require.NoError(t, err)
-		var resp contracts.ModelResponse
+		var resp protocol.ModelPassResult
 		require.NoError(t, v.Get(&resp))
 		return resp
 	}
@@ -55,11 +57,11 @@ func TestModelMessagesByReference(t *testing.T) {
 		return n
 	}
 
-	big := contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "c1", Name: "t", Content: strings.Repeat("x", 2000)}
-	small := contracts.ModelMessage{Role: contracts.RoleUser, Content: "hi"}
-	more := contracts.ModelMessage{Role: contracts.RoleUser, Content: "more"}
-	last := contracts.ModelMessage{Role: contracts.RoleAssistant, Content: "last"}
-	in := contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0", Messages: []contracts.ModelMessage{small, big}}
+	big := providers.Message{Role: providers.RoleTool, ToolCallID: "c1", Name: "t", Content: strings.Repeat("x", 2000)}
+	small := providers.Message{Role: providers.RoleUser, Content: "hi"}
+	more := providers.Message{Role: providers.RoleUser, Content: "more"}
+	last := providers.Message{Role: providers.RoleAssistant, Content: "last"}
+	in := protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0", Messages: []providers.Message{small, big}}
 	resp := pass(in)
 	require.NotNil(t, resp.StoredPrefix)
 	require.Equal(t, 2, resp.StoredPrefix.Count)
@@ -72,8 +74,8 @@ func TestModelMessagesByReference(t *testing.T) {
 
 	// The next pass sends the prefix and one message inline: the provider sees all three; the
 	// new node holds only that message and links to the first.
-	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1", Prefix: &first, Messages: []contracts.ModelMessage{more}})
-	require.Equal(t, []contracts.ModelMessage{small, big, more}, seen[1])
+	resp = pass(protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1", Prefix: &first, Messages: []providers.Message{more}})
+	require.Equal(t, []providers.Message{small, big, more}, seen[1])
 	require.NotNil(t, resp.StoredPrefix)
 	second := *resp.StoredPrefix
 	require.Equal(t, 3, second.Count)
@@ -84,44 +86,44 @@ func TestModelMessagesByReference(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"role": "user", "content": "more"}}, n["messages"])
 
 	// A chain of three nodes resolves in order; a pass with nothing new reports the same prefix.
-	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-2", Prefix: &second, Messages: []contracts.ModelMessage{last}})
-	require.Equal(t, []contracts.ModelMessage{small, big, more, last}, seen[2])
+	resp = pass(protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-2", Prefix: &second, Messages: []providers.Message{last}})
+	require.Equal(t, []providers.Message{small, big, more, last}, seen[2])
 	third := *resp.StoredPrefix
 	require.Equal(t, 4, third.Count)
-	resp = pass(contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-3", Prefix: &third, Messages: []contracts.ModelMessage{}})
-	require.Equal(t, []contracts.ModelMessage{small, big, more, last}, seen[3])
+	resp = pass(protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-3", Prefix: &third, Messages: []providers.Message{}})
+	require.Equal(t, []providers.Message{small, big, more, last}, seen[3])
 	require.Equal(t, &third, resp.StoredPrefix)
 	require.Len(t, storeList(t, store), 3, "one node per pass that added messages")
 
 	// The same conversation inline again: the same first node (content-addressed, stored once).
-	resp = pass(contracts.ModelPassInput{RunID: "r2", OpID: "op", SegmentID: "step-0", Messages: []contracts.ModelMessage{small, big}})
+	resp = pass(protocol.ModelPassInput{RunID: "r2", OpID: "op", SegmentID: "step-0", Messages: []providers.Message{small, big}})
 	require.Equal(t, &first, resp.StoredPrefix)
 	require.Len(t, storeList(t, store), 3)
 
 	// A prefix whose count does not match its chain, and one the store does not have:
 	// PAYLOAD_MISSING naming the hash, not retryable, the provider not called.
 	var ae *temporal.ApplicationError
-	for _, p := range []contracts.MessagePrefix{{Count: 3, Hash: first.Hash}, {Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}} {
-		_, err = env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &p})
+	for _, p := range []protocol.MessagePrefix{{Count: 3, Hash: first.Hash}, {Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}} {
+		_, err = env.ExecuteActivity(protocol.ModelActivityName, protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &p})
 		require.ErrorAs(t, err, &ae)
 		require.Equal(t, string(contracts.CodePayloadMissing), ae.Type())
 		require.True(t, ae.NonRetryable())
 		require.Contains(t, ae.Error(), p.Hash)
 	}
 	require.Len(t, seen, 5)
-	in = contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &contracts.MessagePrefix{Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}}
+	in = protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-9", Prefix: &protocol.MessagePrefix{Count: 1, Hash: "sha256:" + strings.Repeat("0", 64)}}
 
 	// Without a message store a reference cannot be read either; a codec without a store is refused.
-	plain, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID})
+	plain, err := activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), DefaultProvider: fake.ID})
 	require.NoError(t, err)
 	env2 := s.NewTestActivityEnvironment()
 	plain.Register(env2)
-	_, err = env2.ExecuteActivity(contracts.ModelActivityName, in)
+	_, err = env2.ExecuteActivity(protocol.ModelActivityName, in)
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, string(contracts.CodePayloadMissing), ae.Type())
 	noStore, err := codec.New(codec.Options{Compress: true})
 	require.NoError(t, err)
-	_, err = activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), Messages: noStore})
+	_, err = activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), Messages: noStore})
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 }
 
@@ -132,7 +134,7 @@ func storeList(t *testing.T, s codec.Store) []codec.Object {
 	return out
 }
 
-// A prefix chain of contracts.MaxPrefixNodes nodes resolves, and the pass stores the whole
+// A prefix chain of protocol.MaxPrefixNodes nodes resolves, and the pass stores the whole
 // conversation as a new first node instead of a longer chain; one node more fails the pass for
 // good with PAYLOAD_CODEC_FAILED before the provider is called.
 func TestModelPrefixChainBound(t *testing.T) {
@@ -147,7 +149,7 @@ func TestModelPrefixChainBound(t *testing.T) {
 		last = len(req.Messages)
 		return fake.Text("ok")
 	})
-	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
 	require.NoError(t, err)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -155,33 +157,33 @@ func TestModelPrefixChainBound(t *testing.T) {
 	ctx := context.Background()
 	prev := ""
 	var heads []string
-	for i := range contracts.MaxPrefixNodes + 1 {
-		b, err := json.Marshal(map[string]any{"prev": prev, "count": i + 1, "messages": []contracts.ModelMessage{{Role: contracts.RoleUser, Content: fmt.Sprint(i)}}})
+	for i := range protocol.MaxPrefixNodes + 1 {
+		b, err := json.Marshal(map[string]any{"prev": prev, "count": i + 1, "messages": []providers.Message{{Role: providers.RoleUser, Content: fmt.Sprint(i)}}})
 		require.NoError(t, err)
 		prev, err = msgs.StoreBytes(ctx, b)
 		require.NoError(t, err)
 		heads = append(heads, prev)
 	}
-	n := contracts.MaxPrefixNodes
-	v, err := env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
-		Prefix: &contracts.MessagePrefix{Count: n, Hash: heads[n-1]}, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "new"}}})
+	n := protocol.MaxPrefixNodes
+	v, err := env.ExecuteActivity(protocol.ModelActivityName, protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
+		Prefix: &protocol.MessagePrefix{Count: n, Hash: heads[n-1]}, Messages: []providers.Message{{Role: providers.RoleUser, Content: "new"}}})
 	require.NoError(t, err)
-	var resp contracts.ModelResponse
+	var resp protocol.ModelPassResult
 	require.NoError(t, v.Get(&resp))
 	require.Equal(t, n+1, last)
 	require.Equal(t, n+1, resp.StoredPrefix.Count)
 	b, err := msgs.LoadBytes(ctx, resp.StoredPrefix.Hash)
 	require.NoError(t, err)
 	var node struct {
-		Prev     string                   `json:"prev"`
-		Messages []contracts.ModelMessage `json:"messages"`
+		Prev     string              `json:"prev"`
+		Messages []providers.Message `json:"messages"`
 	}
 	require.NoError(t, json.Unmarshal(b, &node))
 	require.Equal(t, "", node.Prev, "a new first node")
 	require.Len(t, node.Messages, n+1)
 
-	_, err = env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1",
-		Prefix: &contracts.MessagePrefix{Count: n + 1, Hash: heads[n]}})
+	_, err = env.ExecuteActivity(protocol.ModelActivityName, protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-1",
+		Prefix: &protocol.MessagePrefix{Count: n + 1, Hash: heads[n]}})
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, string(contracts.CodePayloadCodec), ae.Type())
@@ -205,15 +207,15 @@ func TestModelStoreFailureKeepsTheAnswer(t *testing.T) {
 	require.NoError(t, err)
 	calls := 0
 	model := fake.NewResponder(func(providers.Request) fake.Turn { calls++; return fake.Text("ok") })
-	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), DefaultProvider: fake.ID, Messages: msgs})
 	require.NoError(t, err)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a.Register(env)
-	v, err := env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}})
+	v, err := env.ExecuteActivity(protocol.ModelActivityName, protocol.ModelPassInput{RunID: "r", OpID: "op", SegmentID: "step-0",
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}})
 	require.NoError(t, err)
-	var resp contracts.ModelResponse
+	var resp protocol.ModelPassResult
 	require.NoError(t, v.Get(&resp))
 	require.Equal(t, "ok", resp.Text)
 	require.Nil(t, resp.StoredPrefix)

@@ -15,7 +15,7 @@ import (
 // New refuses, at start, a configuration that would fail in the middle of a run, naming what
 // to fix.
 func TestNewChecksTheConfiguration(t *testing.T) {
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	models := providers.NewSet(fake.NewResponder(func(providers.Request) fake.Turn { return fake.Text("hi") }))
 	for _, c := range []struct {
 		name string
@@ -24,7 +24,7 @@ func TestNewChecksTheConfiguration(t *testing.T) {
 		want string
 	}{
 		{"no broker", activities.Config{Providers: models}, "",
-			"kortyx activities: Config.Stream is required: the stream broker the runs publish to (stream.NewMemory())"},
+			"kortyx activities: Config.Stream is required: the stream broker the runs publish to (stream.NewMemory(stream.MemoryOptions{}))"},
 		{"no providers", activities.Config{Stream: broker}, contracts.CodeProviderConfiguration,
 			"kortyx activities: Config.Providers is required: the model providers of hooks.Reason (providers.NewSet(openai.New(...)))"},
 		{"empty providers", activities.Config{Stream: broker, Providers: providers.NewSet()}, contracts.CodeProviderConfiguration,
@@ -35,7 +35,7 @@ func TestNewChecksTheConfiguration(t *testing.T) {
 			`kortyx activities: Config.DefaultModel "gpt-4.1-mini" needs a Config.DefaultProvider (one of: fake)`},
 		{"MCP headers without a pool", activities.Config{Stream: broker, Providers: models,
 			MCPHeaders: map[string]map[string]string{"http://kb/mcp": {"Authorization": "Bearer x"}}}, "",
-			"kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (mcp.NewPool())"},
+			"kortyx activities: Config.MCPHeaders are set but Config.MCP is nil: give the activities an MCP pool (&mcp.Pool{})"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, err := activities.New(c.cfg)
@@ -47,7 +47,7 @@ func TestNewChecksTheConfiguration(t *testing.T) {
 		})
 	}
 
-	pool := mcp.NewPool()
+	pool := &mcp.Pool{}
 	t.Cleanup(func() { require.NoError(t, pool.Close()) })
 	cfg := activities.Config{Stream: broker, Providers: models, DefaultProvider: fake.ID, DefaultModel: "test", MCP: pool,
 		MCPHeaders: map[string]map[string]string{"http://kb/mcp": {"Authorization": "Bearer x"}}}

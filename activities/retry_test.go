@@ -5,10 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -17,21 +20,21 @@ import (
 )
 
 // onePass is a workflow that runs one model pass with retries, as the Reason loop schedules it.
-func onePass(ctx workflow.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+func onePass(ctx workflow.Context, in protocol.ModelPassInput) (protocol.ModelPassResult, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute, HeartbeatTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Millisecond, MaximumAttempts: 5},
 	})
-	var resp contracts.ModelResponse
-	err := workflow.ExecuteActivity(ctx, contracts.ModelActivityName, in).Get(ctx, &resp)
+	var resp protocol.ModelPassResult
+	err := workflow.ExecuteActivity(ctx, protocol.ModelActivityName, in).Get(ctx, &resp)
 	return resp, err
 }
 
 // runPass runs onePass over a model playing turns and returns its response and the chunks of
 // the run's stream.
-func runPass(t *testing.T, turns ...fake.Turn) (contracts.ModelResponse, []contracts.Chunk, *fake.Model) {
+func runPass(t *testing.T, turns ...fake.Turn) (protocol.ModelPassResult, []contracts.Chunk, *fake.Model) {
 	t.Helper()
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	model := fake.New(turns...)
 	a, err := activities.New(activities.Config{Stream: broker, Providers: providers.NewSet(model), DefaultProvider: fake.ID})
 	require.NoError(t, err)
@@ -39,11 +42,11 @@ func runPass(t *testing.T, turns ...fake.Turn) (contracts.ModelResponse, []contr
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(onePass)
 	a.Register(env)
-	env.ExecuteWorkflow(onePass, contracts.ModelPassInput{RunID: "run-1", Node: "chat", OpID: "op-1", SegmentID: "step-0",
-		Stream: true, Emit: true, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}})
+	env.ExecuteWorkflow(onePass, protocol.ModelPassInput{RunID: "run-1", Node: "chat", OpID: "op-1", SegmentID: "step-0",
+		Stream: true, Emit: true, Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var resp contracts.ModelResponse
+	var resp protocol.ModelPassResult
 	require.NoError(t, env.GetWorkflowResult(&resp))
 	es, err := broker.Read(context.Background(), "run-1", 0, 0)
 	require.NoError(t, err)
@@ -90,11 +93,11 @@ func TestRetriedPassInvalidatesItsTextAndTheMessageHasNoDuplicate(t *testing.T) 
 		{contracts.ChunkTextEnd, "step-0~2", ""},
 		{contracts.ChunkDone, "", ""},
 	}, seenOf(chunks))
-	msg, status := stream.Finalize("turn-1", chunks)
-	require.Equal(t, stream.StatusCompleted, status)
+	msg, status := sessions.Finalize("turn-1", chunks)
+	require.Equal(t, sessions.Status("completed"), status)
 	require.Equal(t, "Hello brave world", msg.Content)
 	require.Len(t, msg.ContentPieces, 1)
-	require.Equal(t, "Hello brave world", stream.Buffer(chunks).Text)
+	require.Equal(t, "Hello brave world", sessions.Buffer(chunks).Text)
 }
 
 // A retry after an attempt that streamed nothing (a 429 before the first token, a stream cut

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -21,21 +24,21 @@ const scopeName = "github.com/kortyx-go/kortyx"
 // The metrics of the activities. The gen_ai.* ones follow the OpenTelemetry GenAI semantic
 // conventions; kortyx.* are ours.
 const (
-	// MetricOperationDuration is the duration of a model pass (histogram, s).
-	MetricOperationDuration = "gen_ai.client.operation.duration"
-	// MetricTokenUsage is the tokens of a model pass by gen_ai.token.type (histogram, {token}).
-	MetricTokenUsage = "gen_ai.client.token.usage"
-	// MetricTimeToFirstChunk is the time from the request to the first streamed delta
+	// metricOperationDuration is the duration of a model pass (histogram, s).
+	metricOperationDuration = "gen_ai.client.operation.duration"
+	// metricTokenUsage is the tokens of a model pass by gen_ai.token.type (histogram, {token}).
+	metricTokenUsage = "gen_ai.client.token.usage"
+	// metricTimeToFirstChunk is the time from the request to the first streamed delta
 	// (histogram, s; streamed passes only).
-	MetricTimeToFirstChunk = "gen_ai.client.operation.time_to_first_chunk"
-	// MetricToolCalls counts tool calls by gen_ai.tool.name ({call}).
-	MetricToolCalls = "kortyx.tool.calls"
-	// MetricToolErrors counts tool calls that failed or returned isError, by gen_ai.tool.name
+	metricTimeToFirstChunk = "gen_ai.client.operation.time_to_first_chunk"
+	// metricToolCalls counts tool calls by gen_ai.tool.name ({call}).
+	metricToolCalls = "kortyx.tool.calls"
+	// metricToolErrors counts tool calls that failed or returned isError, by gen_ai.tool.name
 	// and error.type ({call}).
-	MetricToolErrors = "kortyx.tool.errors"
-	// MetricPublishLag is the time from the publish activity's scheduling (when the workflow
+	metricToolErrors = "kortyx.tool.errors"
+	// metricPublishLag is the time from the publish activity's scheduling (when the workflow
 	// flushed its chunks) to their append to the stream (histogram, s).
-	MetricPublishLag = "kortyx.stream.publish.lag"
+	metricPublishLag = "kortyx.stream.publish.lag"
 )
 
 // tokenBuckets are the boundaries the conventions give for gen_ai.client.token.usage.
@@ -92,7 +95,7 @@ type modelPass struct {
 	first time.Duration // time to the first delta; 0 before it
 }
 
-func (a *Activities) startModelPass(ctx context.Context, ref contracts.ModelRef) (context.Context, *modelPass) {
+func (a *Activities) startModelPass(ctx context.Context, ref providers.ModelRef) (context.Context, *modelPass) {
 	attrs := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
 		attribute.String("gen_ai.provider.name", ref.Provider),
@@ -109,9 +112,9 @@ func (p *modelPass) delta() {
 	}
 }
 
-func (p *modelPass) end(ctx context.Context, resp contracts.ModelResponse, err error) {
+func (p *modelPass) end(ctx context.Context, resp protocol.ModelPassResult, err error) {
 	m := p.a.meter()
-	dur, _ := m.Float64Histogram(MetricOperationDuration, metric.WithUnit("s"),
+	dur, _ := m.Float64Histogram(metricOperationDuration, metric.WithUnit("s"),
 		metric.WithDescription("Duration of a model pass."), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	attrs := p.attrs
 	if err != nil {
@@ -126,7 +129,7 @@ func (p *modelPass) end(ctx context.Context, resp contracts.ModelResponse, err e
 		attribute.Int("gen_ai.usage.input_tokens", resp.Usage.Input),
 		attribute.Int("gen_ai.usage.output_tokens", resp.Usage.Output),
 		attribute.StringSlice("gen_ai.response.finish_reasons", []string{resp.FinishReason.Unified}))
-	ttft, _ := m.Float64Histogram(MetricTimeToFirstChunk, metric.WithUnit("s"),
+	ttft, _ := m.Float64Histogram(metricTimeToFirstChunk, metric.WithUnit("s"),
 		metric.WithDescription("Time from a model request to its first streamed chunk."), metric.WithExplicitBucketBoundaries(durationBuckets...))
 	if p.first > 0 {
 		p.span.SetAttributes(attribute.Float64("gen_ai.response.time_to_first_chunk", p.first.Seconds()))
@@ -134,14 +137,14 @@ func (p *modelPass) end(ctx context.Context, resp contracts.ModelResponse, err e
 	}
 	p.span.End()
 	dur.Record(ctx, time.Since(p.start).Seconds(), metric.WithAttributes(attrs...))
-	tokens, _ := m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
+	tokens, _ := m.Int64Histogram(metricTokenUsage, metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens of a model pass, by gen_ai.token.type."), metric.WithExplicitBucketBoundaries(tokenBuckets...))
 	tokens.Record(ctx, int64(resp.Usage.Input), metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "input"))...))
 	tokens.Record(ctx, int64(resp.Usage.Output), metric.WithAttributes(append(attrs, attribute.String("gen_ai.token.type", "output"))...))
 }
 
 // startTool starts the span of one tool call.
-func (a *Activities) startTool(ctx context.Context, in contracts.ToolCallInput) (context.Context, trace.Span) {
+func (a *Activities) startTool(ctx context.Context, in protocol.ToolCallInput) (context.Context, trace.Span) {
 	return a.tracer().Start(ctx, "execute_tool "+in.Tool, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "execute_tool"),
 		attribute.String("gen_ai.tool.name", in.Tool),
@@ -149,10 +152,10 @@ func (a *Activities) startTool(ctx context.Context, in contracts.ToolCallInput) 
 		attribute.String("kortyx.tool.idempotency_key", in.IdempotencyKey)))
 }
 
-func (a *Activities) endTool(ctx context.Context, span trace.Span, in contracts.ToolCallInput, res contracts.ToolResult, err error) {
+func (a *Activities) endTool(ctx context.Context, span trace.Span, in protocol.ToolCallInput, res providers.ToolResult, err error) {
 	m := a.meter()
-	calls, _ := m.Int64Counter(MetricToolCalls, metric.WithUnit("{call}"), metric.WithDescription("Tool calls, by tool."))
-	errs, _ := m.Int64Counter(MetricToolErrors, metric.WithUnit("{call}"), metric.WithDescription("Tool calls that failed or returned an error result, by tool."))
+	calls, _ := m.Int64Counter(metricToolCalls, metric.WithUnit("{call}"), metric.WithDescription("Tool calls, by tool."))
+	errs, _ := m.Int64Counter(metricToolErrors, metric.WithUnit("{call}"), metric.WithDescription("Tool calls that failed or returned an error result, by tool."))
 	name := attribute.String("gen_ai.tool.name", in.Tool)
 	calls.Add(ctx, 1, metric.WithAttributes(name))
 	span.SetAttributes(attribute.Bool("kortyx.tool.is_error", err != nil || res.IsError))
@@ -183,7 +186,7 @@ func (a *Activities) recordPublishLag(ctx context.Context) {
 	if scheduled.IsZero() {
 		return
 	}
-	lag, _ := a.meter().Float64Histogram(MetricPublishLag, metric.WithUnit("s"),
+	lag, _ := a.meter().Float64Histogram(metricPublishLag, metric.WithUnit("s"),
 		metric.WithDescription("Time from a chunk publication's scheduling by the workflow to its append to the stream."))
 	lag.Record(ctx, time.Since(scheduled).Seconds())
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
@@ -35,7 +37,7 @@ func newRecorded(t *testing.T, model *fake.Model, set *tools.Set) *recorded {
 	t.Helper()
 	spans := tracetest.NewInMemoryExporter()
 	reader := sdkmetric.NewManualReader()
-	a, err := activities.New(activities.Config{Stream: stream.NewMemory(), Providers: providers.NewSet(model), DefaultProvider: fake.ID,
+	a, err := activities.New(activities.Config{Stream: stream.NewMemory(stream.MemoryOptions{}), Providers: providers.NewSet(model), DefaultProvider: fake.ID,
 		Tools: set, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	require.NoError(t, err)
@@ -71,8 +73,8 @@ func attrMap(kvs []attribute.KeyValue) map[string]any {
 // event (the provider's text is not recorded), and its duration carries error.type.
 func TestModelPassFailureSpan(t *testing.T) {
 	r := newRecorded(t, fake.New(fake.Fail(contracts.CodeProviderHTTPError, false, "upstream said "+secret)), nil)
-	_, err := r.env.ExecuteActivity(contracts.ModelActivityName, contracts.ModelPassInput{RunID: "run-1", OpID: "op", SegmentID: "s",
-		Model: contracts.ModelRef{Provider: fake.ID, Model: "m1"}, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}}})
+	_, err := r.env.ExecuteActivity(protocol.ModelActivityName, protocol.ModelPassInput{RunID: "run-1", OpID: "op", SegmentID: "s",
+		Model: providers.ModelRef{Provider: fake.ID, Model: "m1"}, Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}})
 	require.Equal(t, contracts.CodeProviderHTTPError, contracts.CodeOf(err))
 	spans := r.spans.GetSpans()
 	require.Len(t, spans, 1)
@@ -108,13 +110,13 @@ func TestToolErrorSpanAndCounters(t *testing.T) {
 	set, err := tools.NewSet(fails)
 	require.NoError(t, err)
 	r := newRecorded(t, fake.New(), set)
-	v, err := r.env.ExecuteActivity(contracts.ToolActivityName, contracts.ToolCallInput{RunID: "run-1", Tool: "fails", ToolCallID: "c1",
+	v, err := r.env.ExecuteActivity(protocol.ToolActivityName, protocol.ToolCallInput{RunID: "run-1", Tool: "fails", ToolCallID: "c1",
 		Input: json.RawMessage(`{}`), IdempotencyKey: "run-1:op:c1"})
 	require.NoError(t, err)
-	var res contracts.ToolResult
+	var res providers.ToolResult
 	require.NoError(t, v.Get(&res))
 	require.True(t, res.IsError)
-	_, err = r.env.ExecuteActivity(contracts.ToolActivityName, contracts.ToolCallInput{RunID: "run-1", Tool: "fails", ToolCallID: "c2",
+	_, err = r.env.ExecuteActivity(protocol.ToolActivityName, protocol.ToolCallInput{RunID: "run-1", Tool: "fails", ToolCallID: "c2",
 		Input: json.RawMessage(`{"ok":true}`), IdempotencyKey: "run-1:op:c2"})
 	require.NoError(t, err)
 

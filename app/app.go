@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,22 +15,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx"
-	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/a2aserver"
+	"github.com/kortyx-go/kortyx/aisdk"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/codec"
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
+	"github.com/kortyx-go/kortyx/mcpserver"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
+	"github.com/kortyx-go/kortyx/stream/sse"
 	"github.com/kortyx-go/kortyx/web"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/worker"
 )
 
 func projectRoot() string {
@@ -47,15 +52,16 @@ func projectRoot() string {
 	}
 }
 
-// StartDevServer finds (or installs, printing progress to out) the Temporal CLI and starts a
+// startDevServer finds (or installs, printing progress to out) the Temporal CLI and starts a
 // tuned dev server on the configured ports with its SQLite file under .kortyx/, the search
 // attributes registered and the UI enabled.
-func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.Server, error) {
+func startDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.Server, error) {
 	bin, err := devserver.FindOrInstall(ctx, cfg.Root, out)
 	if err != nil {
 		return nil, err
 	}
-	logFile, err := os.OpenFile(filepath.Join(mkdir(cfg.Root, ".kortyx"), strings.TrimSuffix(cfg.DevDB, ".db")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	db := cmp.Or(cfg.DevDB, "temporal.db")
+	logFile, err := os.OpenFile(filepath.Join(mkdir(cfg.Root, ".kortyx"), strings.TrimSuffix(db, ".db")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +69,9 @@ func StartDevServer(ctx context.Context, cfg Config, out io.Writer) (*devserver.
 		BinaryPath:       bin,
 		Port:             cfg.DevPort,
 		UIPort:           cfg.DevUIPort,
-		DBFile:           filepath.Join(cfg.Root, ".kortyx", cfg.DevDB),
+		DBFile:           filepath.Join(cfg.Root, ".kortyx", db),
 		Namespace:        cfg.Namespace,
-		SearchAttributes: contracts.SearchAttributeNames(),
+		SearchAttributes: protocol.SearchAttributeNames(),
 		Log:              logFile,
 	})
 	if err != nil {
@@ -111,39 +117,36 @@ func mkdir(parts ...string) string {
 	return dir
 }
 
-// Temporal is a program's connection to Temporal, with the dev server it started, if any.
-type Temporal struct {
+// temporalConn is a program's connection to Temporal, with the dev server it started, if any.
+type temporalConn struct {
 	Client client.Client
 	Dev    *devserver.Server // nil with TEMPORAL_ADDRESS
 }
 
 // Close closes the client and stops the dev server (its stop error, if any, is the server's
 // own: the program is ending and has nothing to do with it).
-func (t *Temporal) Close() {
+func (t *temporalConn) Close() {
 	t.Client.Close()
 	if t.Dev != nil {
 		_ = t.Dev.Stop() // its exit status after a stop request says nothing more
 	}
 }
 
-// Connect reaches Temporal for a program that hosts workers: in dev mode ([Config.DevMode]) it starts
-// the dev server (progress to out; cfg.TemporalAddress is set to its address, and
-// cfg.StickyCacheSize to [DefaultDevStickyCacheSize] when it is 0), otherwise it
-// registers the search attributes the namespace lacks.
-func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error) {
-	if err := cfg.Err(); err != nil {
-		return nil, err
-	}
-	t := &Temporal{}
-	if cfg.DevMode() {
-		srv, err := StartDevServer(ctx, *cfg, out)
+// connect reaches Temporal for a program that hosts workers: in dev mode ([Config.devMode]) it
+// starts the dev server (progress to out; cfg.TemporalAddress is set to its address, and
+// cfg.StickyCacheSize to [defaultDevStickyCacheSize] when it is 0), otherwise it registers the
+// search attributes the namespace lacks.
+func connect(ctx context.Context, cfg *Config, out io.Writer) (*temporalConn, error) {
+	t := &temporalConn{}
+	if cfg.devMode() {
+		srv, err := startDevServer(ctx, *cfg, out)
 		if err != nil {
 			return nil, err
 		}
 		t.Dev = srv
 		cfg.TemporalAddress = srv.Address() // the actual port, also when KORTYX_DEV_PORT=0
 		if cfg.StickyCacheSize == 0 {
-			cfg.StickyCacheSize = DefaultDevStickyCacheSize // still dev mode's, with the address set
+			cfg.StickyCacheSize = defaultDevStickyCacheSize // still dev mode's, with the address set
 		}
 		// The dev server is plain gRPC: an API key or TLS settings without an address are not
 		// for it.
@@ -166,11 +169,11 @@ func Connect(ctx context.Context, cfg *Config, out io.Writer) (*Temporal, error)
 	return t, nil
 }
 
-// LoadWorkflows adds the workflow files of the directory KORTYX_WORKFLOWS (*.workflow.yaml,
+// loadWorkflows adds the workflow files of the directory KORTYX_WORKFLOWS (*.workflow.yaml,
 // *.workflow.yml, *.workflow.json) to reg when the variable is set. Call
-// [workflows.Registry.SetToolNames] first with the worker's tools ([Backend] Tools.Names()): a
-// kortyx.reason node that names another tool is then refused here, at start.
-func LoadWorkflows(reg *workflows.Registry) error {
+// [workflows.Registry.SetToolNames] first with the worker's tools: a kortyx.reason node that
+// names another tool is then refused here, at start.
+func loadWorkflows(reg *workflows.Registry) error {
 	if dir := os.Getenv("KORTYX_WORKFLOWS"); dir != "" {
 		if err := reg.AddDir(dir); err != nil {
 			return fmt.Errorf("kortyx: loading workflows from KORTYX_WORKFLOWS=%s: %w", dir, err)
@@ -179,140 +182,54 @@ func LoadWorkflows(reg *workflows.Registry) error {
 	return nil
 }
 
-// Registry returns the registry of a worker whose tools are b's: the definitions that each of
-// register adds (e.g. the chosen examples' Register), then the files of KORTYX_WORKFLOWS
-// ([LoadWorkflows]), whose kortyx.reason nodes may only name b's tools. The tools b marks
+// newRegistry returns the registry of a worker whose tools are b's: the definitions that each
+// of register adds (e.g. the chosen examples' Register), then the files of KORTYX_WORKFLOWS
+// ([loadWorkflows]), whose kortyx.reason nodes may only name b's tools. The tools b marks
 // local (tools.Local) run as local activities ([workflows.Registry.SetLocalTools]).
-func Registry(b *Backend, register ...func(*workflows.Registry) error) (*workflows.Registry, error) {
+func newRegistry(b *backend, register ...func(*workflows.Registry) error) (*workflows.Registry, error) {
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(b.Tools.Names()...)
 	reg.SetLocalTools(b.Tools.LocalNames()...)
 	for _, add := range register {
+		if add == nil {
+			continue
+		}
 		if err := add(reg); err != nil {
 			return nil, err
 		}
 	}
-	if err := LoadWorkflows(reg); err != nil {
+	if err := loadWorkflows(reg); err != nil {
 		return nil, err
 	}
 	return reg, nil
 }
 
-// DefaultDevStickyCacheSize is the sticky workflow cache of a dev-mode process (see
+// defaultDevStickyCacheSize is the sticky workflow cache of a dev-mode process (see
 // [Config.StickyCacheSize]). A cached idle chat session costs from about 40 KB of heap (a short
 // hello session) to 400 KB (one with a 100 KB prompt; docs/performance.md), which the SDK's
 // default of 10,000 does not bound in practice.
-const DefaultDevStickyCacheSize = 200
+const defaultDevStickyCacheSize = 200
 
-// SDKStickyCacheSize is the Temporal SDK's default sticky workflow cache size.
-const SDKStickyCacheSize = 10_000
+// sdkStickyCacheSize is the Temporal SDK's default sticky workflow cache size.
+const sdkStickyCacheSize = 10_000
 
-// StickyCache returns the sticky workflow cache size the process's workers use: c's
-// [Config.StickyCacheSize], else [DefaultDevStickyCacheSize] in dev mode, else 0 (the SDK's
-// default, [SDKStickyCacheSize]). [NewWorker] sets it; a program that creates its workers with
-// worker.New calls worker.SetStickyWorkflowCacheSize with it first.
-func (c Config) StickyCache() int {
+// stickyCache returns the sticky workflow cache size the process's workers use: c's
+// [Config.StickyCacheSize], else [defaultDevStickyCacheSize] in dev mode, else 0 (the SDK's
+// default, [sdkStickyCacheSize]).
+func (c Config) stickyCache() int {
 	if c.StickyCacheSize > 0 {
 		return c.StickyCacheSize
 	}
-	if c.DevMode() {
-		return DefaultDevStickyCacheSize
+	if c.devMode() {
+		return defaultDevStickyCacheSize
 	}
 	return 0
 }
 
-// NewWorker returns a worker (not started) for reg on the task queue, with the run workflow
-// and acts registered; register more before calling Start. It first sets the process's sticky
-// workflow cache size from cfg ([Config.StickyCacheSize]); the size applies when no other
-// worker of the process is running.
-func NewWorker(c client.Client, cfg Config, reg *workflows.Registry, acts *activities.Activities) worker.Worker {
-	if n := cfg.StickyCache(); n > 0 {
-		worker.SetStickyWorkflowCacheSize(n)
-	}
-	o := worker.Options{}
-	cfg.Telemetry.WorkerOptions(&o)
-	activities.WorkerOptions(&o) // cancellations reach running model passes within 0.5 s
-	w := worker.New(c, cfg.TaskQueue, o)
-	workflows.NewRunner(reg).Register(w)
-	acts.Register(w)
-	return w
-}
-
-// Stack is a started worker with its broker and the HTTP API that streams its runs.
-type Stack struct {
-	Worker   worker.Worker
-	Broker   stream.Broker
-	HTTPAddr string // where the HTTP API listens
-
-	closeBroker func() error
-}
-
-// StackOptions is what [StartStack] starts.
-type StackOptions struct {
-	Registry *workflows.Registry
-	Backend  *Backend
-	// HTTPAddr is where the HTTP API listens ("127.0.0.1:0": a free port).
-	HTTPAddr string
-	// DefaultWorkflow runs a chat session's first turn when the request names none.
-	DefaultWorkflow string
-	// Register, when not nil, adds more activities to the worker before it starts.
-	Register func(worker.ActivityRegistry)
-	// Logger logs the HTTP API's failures (nil: slog.Default()).
-	Logger *slog.Logger
-}
-
-// StartStack starts a worker for o.Registry on cfg.TaskQueue, with the activities of o.Backend
-// over the broker of cfg ([OpenBroker]: Redis with KORTYX_REDIS_URL, else a new in-memory
-// one), and the HTTP API on o.HTTPAddr; the API stops when ctx ends, the worker and the broker
-// on [Stack.Stop].
-func StartStack(ctx context.Context, c client.Client, cfg Config, o StackOptions) (*Stack, error) {
-	broker, closeBroker, err := OpenBroker(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if o.Backend.Telemetry == nil {
-		o.Backend.Telemetry = cfg.Telemetry
-	}
-	if o.Backend.Messages == nil {
-		o.Backend.Messages = cfg.Messages
-	}
-	acts, err := o.Backend.Activities(broker)
-	if err != nil {
-		_ = closeBroker()
-		return nil, err
-	}
-	w := NewWorker(c, cfg, o.Registry, acts)
-	if o.Register != nil {
-		o.Register(w)
-	}
-	if err := w.Start(); err != nil {
-		_ = closeBroker()
-		return nil, fmt.Errorf("kortyx: starting the worker: %w", err)
-	}
-	state := &WorkerState{}
-	state.Started()
-	_, addr, err := ServeHTTP(ctx, o.HTTPAddr, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Namespace: cfg.Namespace,
-		Worker: state, Codec: cfg.PayloadCodec(), Logger: o.Logger, Telemetry: cfg.Telemetry, Registry: o.Registry, CORSOrigins: cfg.CORSOrigins})
-	if err != nil {
-		w.Stop()
-		_ = closeBroker()
-		return nil, err
-	}
-	return &Stack{Worker: w, Broker: broker, HTTPAddr: addr, closeBroker: closeBroker}, nil
-}
-
-// Stop stops the worker and closes the broker.
-func (s *Stack) Stop() {
-	s.Worker.Stop()
-	if s.closeBroker != nil {
-		_ = s.closeBroker() // the program is ending; a close error changes nothing
-	}
-}
-
-// OpenBroker opens the stream broker of cfg: the Redis broker at cfg.RedisURL (KORTYX_REDIS_URL)
+// openBroker opens the stream broker of cfg: the Redis broker at cfg.RedisURL (KORTYX_REDIS_URL)
 // with cfg.StreamRetention, else a new in-memory broker with that retention and
 // cfg.StreamMaxRuns. Call the returned function to close it.
-func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
+func openBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, error) {
 	if cfg.RedisURL != "" {
 		b, err := redisstream.New(ctx, redisstream.Options{URL: cfg.RedisURL, Retention: cfg.StreamRetention})
 		if err != nil {
@@ -320,7 +237,7 @@ func OpenBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, e
 		}
 		return b, b.Close, nil
 	}
-	return stream.NewMemory(stream.WithRetention(cfg.StreamRetention), stream.WithMaxRuns(cfg.StreamMaxRuns)), func() error { return nil }, nil
+	return stream.NewMemory(stream.MemoryOptions{Retention: cfg.StreamRetention, MaxRuns: cfg.StreamMaxRuns}), func() error { return nil }, nil
 }
 
 // API is what the development HTTP API serves.
@@ -344,7 +261,7 @@ type API struct {
 	// codec server protocol, [codec.Handler]) for the Temporal UI at TemporalUIURL, whose origin
 	// it allows by CORS. Like every route here it has no authentication: whoever reaches it can
 	// decrypt every payload, so in production put it behind your authentication or do not
-	// expose it. Pass [Config.PayloadCodec].
+	// expose it. [Run] passes [Config.Codec] (when set).
 	Codec converter.PayloadCodec
 	// Telemetry, when set, traces each request (otelhttp; the Temporal calls it makes carry the
 	// trace) and serves GET /metrics when it exports to Prometheus.
@@ -352,8 +269,12 @@ type API struct {
 	// Registry, when set, is the worker's registry: the chat page suggests its workflows.
 	Registry *workflows.Registry
 	// CORSOrigins, when not empty, are the origins whose browser pages may call the chat, stop
-	// and checkpoint routes ([chat.CORS]): pass [Config.CORSOrigins].
+	// and checkpoint routes ([chat.CORS]); [Run] passes [Config.CORSOrigins].
 	CORSOrigins []string
+	// Prices price the tokens of the page's run traces ([Config.Prices]); DefaultModel
+	// ("provider:model") is the model of the passes that name none (the worker's default).
+	Prices       map[string]web.Price
+	DefaultModel string
 	// NoWebPage leaves out the chat page and its routes ([web.Patterns]: the page, the session
 	// list and views, run timelines), which list every session of the namespace without
 	// authentication. The worker program sets it from [Config.WebPage] (KORTYX_WEB_PAGE).
@@ -363,7 +284,11 @@ type API struct {
 // ServeHTTP serves the HTTP API on addr until ctx ends: the chat route at /api/chat (and
 // /api/chat/stop), the checkpoint route at /api/checkpoints and /api/chat/checkpoints (the
 // checkpointEndpoint of Kortyx's example app), run streams at
-// /v1/runs/{runID}/stream, liveness at /healthz ({"status":"ok"}) and readiness at /readyz
+// /v1/runs/{runID}/stream, the AI SDK's chat transport at POST /api/ui/chat and
+// GET /api/ui/chat/{id}/stream (package aisdk), with api.Registry each agent's A2A card at
+// /a2a/{agent}/.well-known/agent-card.json and its JSON-RPC endpoint at /a2a/{agent} (package
+// a2aserver) and the MCP server at /mcp, the agents as tools (package mcpserver), liveness at
+// /healthz ({"status":"ok"}) and readiness at /readyz
 // ([Readiness]: Temporal answers, the broker answers when it has a Ping, the worker polls).
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
 // no authentication: this is the development API; put the chat package's handlers behind your
@@ -385,7 +310,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, Disconnect: chat.DisconnectContinue, OnExecution: func(<-chan struct{}) {}, CORS: cors})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -395,14 +320,53 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		_ = ln.Close()
 		return nil, "", err
 	}
+	runs, err := sessions.New(sessions.Options{Client: c, Broker: broker})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", chatRoute)
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
-	mux.Handle(stream.Pattern, &stream.Server{Broker: broker, Run: chat.RunState(c), Logger: logger})
+	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker, Run: runs.RunState, Logger: logger})
+	aiChat, err := aisdk.New(aisdk.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultAgent: api.DefaultWorkflow,
+		AllowUnauthenticated: true, Logger: logger, CORS: cors})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
+	mux.Handle("POST /api/ui/chat", aiChat)
+	mux.Handle("GET /api/ui/chat/{id}/stream", aiChat)
+	if cors != nil {
+		mux.Handle("OPTIONS /api/ui/chat", aiChat)
+		mux.Handle("OPTIONS /api/ui/chat/{id}/stream", aiChat)
+	}
+	if api.Registry != nil { // A2A: a card and a JSON-RPC endpoint per agent (docs/a2a.md)
+		ao := a2aserver.Options{Client: c, Broker: broker, Registry: api.Registry, TaskQueue: api.TaskQueue, AllowUnauthenticated: true, Logger: logger}
+		if api.Codec != nil {
+			ao.DataConverter = codec.DataConverter(api.Codec)
+		}
+		a2a, err := a2aserver.New(ao)
+		if err != nil {
+			_ = ln.Close()
+			return nil, "", err
+		}
+		mux.Handle("/a2a/", a2a)
+	}
+	if api.Registry != nil { // the MCP server: one tool per agent (docs/mcp-server.md)
+		mcpRoute, err := mcpserver.New(mcpserver.Options{Client: c, Broker: broker, Registry: api.Registry, TaskQueue: api.TaskQueue,
+			AllowUnauthenticated: true, Logger: logger})
+		if err != nil {
+			_ = ln.Close()
+			return nil, "", err
+		}
+		mux.Handle("/mcp", mcpRoute)
+	}
 	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
-		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow}
+		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow, Prices: api.Prices, DefaultModel: api.DefaultModel,
+		AllowUnauthenticated: true, Broker: broker}
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)
 	}

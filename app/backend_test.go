@@ -28,17 +28,17 @@ func TestBackendAddsToolsOfConfiguredMCPServers(t *testing.T) {
 	t.Setenv("KORTYX_MCP_SERVERS", `[{"url":"`+ts.URL+`","include":["search_*"],"prefix":"kb"}]`)
 	shop, err := support.Tools(support.NewStore())
 	require.NoError(t, err)
-	opts := BackendOptions{Tools: shop, FakeServers: true}
-	b, err := NewBackend(context.Background(), opts)
+	opts := backendOptions{Tools: shop, Fakes: true}
+	b, err := newBackend(context.Background(), opts)
 	require.NoError(t, err)
-	defer b.Close()
+	defer b.stop()
 	require.Equal(t, []string{"kb_search_code", "kb_search_docs", "lookup_order", "refund"}, b.Tools.Names())
 
 	t.Setenv("KORTYX_MCP_SERVERS", `[{"url":"http://127.0.0.1:1/mcp"}]`)
-	_, err = NewBackend(context.Background(), opts)
+	_, err = newBackend(context.Background(), opts)
 	require.ErrorContains(t, err, "KORTYX_MCP_SERVERS")
 
 	t.Setenv("KORTYX_MCP_SERVERS", `{"url":"x"}`)
-	_, err = NewBackend(context.Background(), opts)
+	_, err = newBackend(context.Background(), opts)
 	require.ErrorContains(t, err, "must be a JSON list")
 }

@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"context"
@@ -6,21 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/stretchr/testify/require"
 )
 
 // Without KORTYX_REDIS_URL the broker is a new in-memory one for the process.
 func TestOpenBrokerInMemory(t *testing.T) {
-	b, closeBroker, err := app.OpenBroker(context.Background(), app.Config{})
+	b, closeBroker, err := openBroker(context.Background(), Config{})
 	require.NoError(t, err)
-	require.IsType(t, &stream.Memory{}, b)
+	require.IsType(t, stream.NewMemory(stream.MemoryOptions{}), b)
 	require.NoError(t, closeBroker())
-	_, isPinger := b.(app.Pinger)
+	_, isPinger := b.(pinger)
 	require.False(t, isPinger, "the in-memory broker has no store to check")
 }
 
@@ -28,7 +27,7 @@ func TestOpenBrokerInMemory(t *testing.T) {
 // after its final done (polled with a deadline).
 func TestOpenBrokerInMemoryRetention(t *testing.T) {
 	ctx := context.Background()
-	b, closeBroker, err := app.OpenBroker(ctx, app.Config{StreamRetention: 20 * time.Millisecond})
+	b, closeBroker, err := openBroker(ctx, Config{StreamRetention: 20 * time.Millisecond})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeBroker()) }()
 	require.NoError(t, b.Publish(ctx, "run", stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkDone}}))
@@ -38,7 +37,7 @@ func TestOpenBrokerInMemoryRetention(t *testing.T) {
 // Config.StreamMaxRuns bounds the runs the in-memory broker keeps.
 func TestOpenBrokerInMemoryMaxRuns(t *testing.T) {
 	ctx := context.Background()
-	b, closeBroker, err := app.OpenBroker(ctx, app.Config{StreamMaxRuns: 2})
+	b, closeBroker, err := openBroker(ctx, Config{StreamMaxRuns: 2})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeBroker()) }()
 	for _, run := range []string{"a", "b", "c"} {
@@ -57,15 +56,15 @@ func TestOpenBrokerInMemoryMaxRuns(t *testing.T) {
 func TestOpenBrokerRedis(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
-	cfg := app.Config{RedisURL: srv.URL(), StreamRetention: time.Hour}
-	a, closeA, err := app.OpenBroker(ctx, cfg)
+	cfg := Config{RedisURL: srv.URL(), StreamRetention: time.Hour}
+	a, closeA, err := openBroker(ctx, cfg)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeA()) }()
-	require.IsType(t, &redisstream.Broker{}, a)
-	b, closeB, err := app.OpenBroker(ctx, cfg)
+	require.Implements(t, (*redisstream.Broker)(nil), a)
+	b, closeB, err := openBroker(ctx, cfg)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeB()) }()
-	require.NoError(t, a.(app.Pinger).Ping(ctx))
+	require.NoError(t, a.(pinger).Ping(ctx))
 
 	require.NoError(t, a.Publish(ctx, "run-open-broker", stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkDone}}))
 	got, err := b.Read(ctx, "run-open-broker", 0, 0)
@@ -78,7 +77,7 @@ func TestOpenBrokerRedis(t *testing.T) {
 	require.NoError(t, err)
 	closed := ln.Addr().String()
 	require.NoError(t, ln.Close())
-	_, _, err = app.OpenBroker(ctx, app.Config{RedisURL: "redis://" + closed + "/0"})
+	_, _, err = openBroker(ctx, Config{RedisURL: "redis://" + closed + "/0"})
 	require.Equal(t, contracts.CodeStreamUnavailable, contracts.CodeOf(err), "%v", err)
 	require.ErrorContains(t, err, "kortyx: the stream broker of KORTYX_REDIS_URL: ")
 }

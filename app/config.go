@@ -16,18 +16,20 @@ import (
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
+	"github.com/kortyx-go/kortyx/web"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 )
 
-// DefaultHTTPAddr is where the HTTP API listens when KORTYX_HTTP_ADDR is not set and the
+// defaultHTTPAddr is where the HTTP API listens when KORTYX_HTTP_ADDR is not set and the
 // process serves it (dev mode, --api-only): loopback only, because its routes are
 // unauthenticated.
-const DefaultHTTPAddr = "127.0.0.1:8080"
+const defaultHTTPAddr = "127.0.0.1:8080"
 
-// Config is read from the environment by [ConfigFromEnv].
+// Config is a program's configuration, read from the environment by [ConfigFromEnv]. The zero
+// value is a dev-mode program on the task queue "kortyx" of the namespace "default".
 type Config struct {
 	// TemporalAddress is the Temporal server's host:port as the standard Temporal client
 	// configuration gives it (TEMPORAL_ADDRESS, else the address of the TEMPORAL_PROFILE profile
@@ -36,14 +38,14 @@ type Config struct {
 	// Namespace is the profile's namespace (TEMPORAL_NAMESPACE; default "default").
 	Namespace string
 	// Temporal is the rest of the standard client configuration (envconfig): API key, TLS client
-	// certificate and key, server CA, server name, gRPC metadata. [Dial] applies it; [Connect]
+	// certificate and key, server CA, server name, gRPC metadata. [Dial] applies it; [Run]
 	// clears it when it starts the dev server.
 	Temporal envconfig.ClientConfigProfile
 	// TaskQueue is KORTYX_TASK_QUEUE (default "kortyx").
 	TaskQueue string
 	// HTTPAddr is KORTYX_HTTP_ADDR as set ("" when unset): where the HTTP API (chat and
-	// checkpoint routes, run streams, health) listens. See [Config.ServesHTTP] and
-	// [Config.ListenAddr].
+	// checkpoint routes, run streams, health) listens: a worker serves it when it is set, or in
+	// dev mode (on 127.0.0.1:8080); --api-only serves it there too.
 	HTTPAddr string
 	// WebPage is KORTYX_WEB_PAGE (true or false): whether the worker program's HTTP API serves
 	// the chat page and its routes, which list every session of the namespace without
@@ -55,26 +57,26 @@ type Config struct {
 	// RedisURL is KORTYX_REDIS_URL: the Redis stream broker ("" keeps the in-memory broker).
 	RedisURL string
 	// StreamRetention is KORTYX_STREAM_RETENTION (a Go duration, e.g. 24h; 0: the broker's
-	// default, 24h in Redis and stream.DefaultMemoryRetention in memory; < 0: never): how long
+	// default, 24h in Redis and 10 min in memory; < 0: never): how long
 	// a finished run's stream stays readable after its final done.
 	StreamRetention time.Duration
 	// StreamMaxRuns is KORTYX_STREAM_MAX_RUNS: how many runs' streams the in-memory broker keeps
-	// (0: stream.DefaultMaxRuns); beyond it the least recently published run is dropped.
+	// (0: 256, the in-memory broker's default); beyond it the least recently published run is dropped.
 	StreamMaxRuns int
 	// StickyCacheSize is KORTYX_STICKY_CACHE: how many workflow executions the process's
 	// workers keep in memory between workflow tasks (worker.SetStickyWorkflowCacheSize; an
-	// evicted one is replayed from its history at its next task). 0: [DefaultDevStickyCacheSize]
-	// in dev mode, the SDK's default (10,000) otherwise.
+	// evicted one is replayed from its history at its next task). 0: 200 in dev mode, the SDK's
+	// default (10,000) otherwise.
 	StickyCacheSize int
 	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".
 	LogFormat string
 	// LogLevel is KORTYX_LOG_LEVEL: debug, info (default), warn or error.
 	LogLevel slog.Level
 	// Logger, when set, is the logger of the Temporal client that [Dial] connects (nil: warnings
-	// and errors only, as text on stderr).
+	// and errors only, as text on stderr). [Run] sets it to the program's logger.
 	Logger *slog.Logger
-	// Telemetry is the program's OpenTelemetry ([telemetry.FromEnv]; nil: none). [Dial]'s
-	// client, [NewWorker]'s worker, [StartStack]'s activities and [ServeHTTP] use it.
+	// Telemetry is the program's OpenTelemetry (nil: [Options.Telemetry]'s, else none).
+	// [Dial]'s client and [Run]'s worker, activities and HTTP API use it.
 	Telemetry *telemetry.Telemetry
 	// DevPort and DevUIPort are the embedded server's ports (KORTYX_DEV_PORT, default 7233;
 	// KORTYX_DEV_UI_PORT, default 8233).
@@ -85,8 +87,8 @@ type Config struct {
 	DevDB string
 	// Codec is the payload codec of KORTYX_CODEC_KEYS, KORTYX_CODEC_KEY_ID,
 	// KORTYX_CODEC_COMPRESS and KORTYX_PAYLOAD_STORE ([codec.FromEnv]; nil: none, payloads are
-	// Temporal's default JSON). [Config.ClientOptions] puts it in the client's data converter,
-	// which the client's workers inherit, and [ServeHTTP] serves it at /codec/ ([API.Codec], [Config.PayloadCodec]).
+	// Temporal's default JSON). [Dial] puts it in the client's data converter, which the
+	// client's workers inherit, and [Run]'s HTTP API serves it at /codec/ ([API.Codec]).
 	Codec *codec.Codec
 	// Messages keeps the large conversation messages of model passes, so that runs send them
 	// by reference ([activities.Activities.Messages]): Codec when it has a payload store
@@ -95,15 +97,18 @@ type Config struct {
 	// store, or with KORTYX_MESSAGE_REFS=false.
 	Messages *codec.Codec
 	// FakeModels is KORTYX_FAKE_MODELS (true/1): outside dev mode, the model providers whose
-	// variables are unset answer from the scripted fake servers ([BackendOptions.FakeServers])
-	// instead of the program refusing to start without a configured provider. For tests and
-	// demos only: the worker logs it at WARN.
+	// variables are unset answer from the in-process scripted fake model (package
+	// providers/fake, playing [Options.FakeModel]) instead of the program refusing to start
+	// without a configured provider. For tests and demos only: [Run] logs it at WARN.
 	FakeModels bool
 	// CORSOrigins are the origins whose browser pages may call the HTTP API's chat, stop and
 	// checkpoint routes ([chat.CORS] AllowedOrigins): in dev mode the loopback origins
-	// [DevCORSOrigins], then the comma-separated list KORTYX_CORS_ORIGINS
+	// http://localhost:*, http://127.0.0.1:* and http://[::1]:*, then the comma-separated list KORTYX_CORS_ORIGINS
 	// ("https://app.example.com,http://10.0.0.5:*"; "*" allows any origin), in any mode.
 	CORSOrigins []string
+	// Prices is the price table of KORTYX_PRICES (a JSON file of web.Price by "provider:model"):
+	// the run traces of the chat page price their tokens with it; nil prices nothing.
+	Prices map[string]web.Price
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -116,7 +121,7 @@ type Config struct {
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_* and
 // TEMPORAL_GRPC_META_* over the profile), then the KORTYX_* variables. A value it cannot use
 // (an unknown profile, a bad duration or log level) is reported by [Config.Err], and by [Dial]
-// and [Connect].
+// and [Run].
 func ConfigFromEnv() Config {
 	c := Config{
 		TaskQueue:  envOr("KORTYX_TASK_QUEUE", contracts.DefaultTaskQueue),
@@ -165,7 +170,7 @@ func ConfigFromEnv() Config {
 	if v := os.Getenv("KORTYX_FAKE_MODELS"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			c.fail(fmt.Errorf("kortyx: KORTYX_FAKE_MODELS=%q: use 1 (the scripted fake model servers) or 0", v))
+			c.fail(fmt.Errorf("kortyx: KORTYX_FAKE_MODELS=%q: use 1 (the in-process scripted fake model) or 0", v))
 		}
 		c.FakeModels = on
 	}
@@ -177,7 +182,7 @@ func ConfigFromEnv() Config {
 			c.fail(fmt.Errorf("kortyx: KORTYX_LOG_LEVEL=%q: use debug, info, warn or error", v))
 		}
 	}
-	c.WebPage = c.DevMode()
+	c.WebPage = c.devMode()
 	if v := os.Getenv("KORTYX_WEB_PAGE"); v != "" {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
@@ -188,14 +193,21 @@ func ConfigFromEnv() Config {
 	if c.Root == "" {
 		c.Root = projectRoot()
 	}
-	if c.DevMode() {
-		c.CORSOrigins = DevCORSOrigins()
+	if c.devMode() {
+		c.CORSOrigins = devCORSOrigins()
 	}
 	origins, err := parseOrigins(os.Getenv("KORTYX_CORS_ORIGINS"))
 	if err != nil {
 		c.fail(err)
 	}
 	c.CORSOrigins = append(c.CORSOrigins, origins...)
+	if path := os.Getenv("KORTYX_PRICES"); path != "" {
+		prices, err := web.LoadPrices(path)
+		if err != nil {
+			c.fail(err)
+		}
+		c.Prices = prices
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a Redis store's first ping
 	cd, err := codec.FromEnv(ctx, filepath.Join(c.Root, ".kortyx", "payloads"))
 	cancel()
@@ -209,9 +221,9 @@ func ConfigFromEnv() Config {
 	return c
 }
 
-// DevCORSOrigins are the origins a dev-mode HTTP API allows by CORS: pages served from
+// devCORSOrigins are the origins a dev-mode HTTP API allows by CORS: pages served from
 // loopback on any port (http://localhost:*, http://127.0.0.1:*, http://[::1]:*).
-func DevCORSOrigins() []string {
+func devCORSOrigins() []string {
 	return []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}
 }
 
@@ -250,7 +262,7 @@ func (c *Config) messageStore() error {
 	switch {
 	case c.Codec.HasStore():
 		c.Messages = c.Codec
-	case c.DevMode():
+	case c.devMode():
 		dir := codec.OpenDirStore(filepath.Join(c.Root, ".kortyx", "payloads")) // created when first written
 		base := c.Codec
 		if base == nil {
@@ -281,44 +293,35 @@ func (c *Config) fail(err error) {
 // Err is the first configuration error [ConfigFromEnv] found, nil when the program can start.
 func (c Config) Err() error { return c.err }
 
-// DevMode reports whether no Temporal address is configured anywhere (neither TEMPORAL_ADDRESS
+// devMode reports whether no Temporal address is configured anywhere (neither TEMPORAL_ADDRESS
 // nor the profile): the worker then starts the embedded dev server.
-func (c Config) DevMode() bool { return c.TemporalAddress == "" }
+func (c Config) devMode() bool { return c.TemporalAddress == "" }
 
-// Address is where clients reach Temporal: the configured address, else the embedded server's
+// address is where clients reach Temporal: the configured address, else the embedded server's
 // port.
-func (c Config) Address() string {
+func (c Config) address() string {
 	if c.TemporalAddress != "" {
 		return c.TemporalAddress
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.DevPort))
 }
 
-// ServesHTTP reports whether a worker (not --api-only) serves the HTTP API: when
-// KORTYX_HTTP_ADDR is set, or in dev mode (on [DefaultHTTPAddr]). A worker of a deployment
+// servesHTTP reports whether a worker (not --api-only) serves the HTTP API: when
+// KORTYX_HTTP_ADDR is set, or in dev mode (on [defaultHTTPAddr]). A worker of a deployment
 // polls only; the API runs in processes of its own (worker --api-only).
-func (c Config) ServesHTTP() bool { return c.HTTPAddr != "" || c.DevMode() }
+func (c Config) servesHTTP() bool { return c.HTTPAddr != "" || c.devMode() }
 
-// ListenAddr is where the HTTP API listens: KORTYX_HTTP_ADDR, else [DefaultHTTPAddr].
-func (c Config) ListenAddr() string {
+// listenAddr is where the HTTP API listens: KORTYX_HTTP_ADDR, else [defaultHTTPAddr].
+func (c Config) listenAddr() string {
 	if c.HTTPAddr != "" {
 		return c.HTTPAddr
 	}
-	return DefaultHTTPAddr
+	return defaultHTTPAddr
 }
 
-// StreamURL is the base URL of the HTTP API (KORTYX_STREAM_URL, else http:// and
-// [Config.ListenAddr]).
-func (c Config) StreamURL() string {
-	if u := os.Getenv("KORTYX_STREAM_URL"); u != "" {
-		return u
-	}
-	return "http://" + c.ListenAddr()
-}
-
-// NewLogger returns the program's logger on w: KORTYX_LOG_FORMAT (text or json) at
-// KORTYX_LOG_LEVEL. Server programs log to stdout; the CLI logs its diagnostics to stderr.
-func (c Config) NewLogger(w io.Writer) *slog.Logger {
+// newLogger returns the program's logger on w: KORTYX_LOG_FORMAT (text or json) at
+// KORTYX_LOG_LEVEL.
+func (c Config) newLogger(w io.Writer) *slog.Logger {
 	o := &slog.HandlerOptions{Level: c.LogLevel}
 	if c.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
@@ -326,15 +329,15 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
-// ClientOptions are the options [Dial] connects with: the standard client configuration
-// ([Config.Temporal]) on [Config.Address] and [Config.Namespace], the Temporal SDK logging
-// through [Config.Logger], payloads through [Config.Codec] when set.
-func (c Config) ClientOptions() (client.Options, error) {
+// clientOptions are the options [Dial] connects with: the standard client configuration
+// ([Config.Temporal]) on the address and [Config.Namespace], the Temporal SDK logging through
+// [Config.Logger], payloads through [Config.Codec] when set.
+func (c Config) clientOptions() (client.Options, error) {
 	if c.err != nil {
 		return client.Options{}, c.err
 	}
 	prof := c.Temporal
-	prof.Address, prof.Namespace = c.Address(), c.Namespace
+	prof.Address, prof.Namespace = c.address(), c.namespace()
 	o, err := prof.ToClientOptions(envconfig.ToClientOptionsRequest{})
 	if err != nil {
 		return client.Options{}, fmt.Errorf("kortyx: the Temporal client configuration (TEMPORAL_TLS_*, TEMPORAL_API_KEY or the profile's tls section): %w", err)
@@ -351,26 +354,45 @@ func (c Config) ClientOptions() (client.Options, error) {
 	return o, nil
 }
 
-// PayloadCodec is [Config.Codec] as a [converter.PayloadCodec] for [API.Codec]: nil (not a nil
+// payloadCodec is [Config.Codec] as a [converter.PayloadCodec] for [API.Codec]: nil (not a nil
 // *codec.Codec in an interface) when no codec is configured.
-func (c Config) PayloadCodec() converter.PayloadCodec {
+func (c Config) payloadCodec() converter.PayloadCodec {
 	if c.Codec == nil {
 		return nil
 	}
 	return c.Codec
 }
 
-// Dial connects a Temporal client with [Config.ClientOptions].
+// Dial connects a Temporal client as cfg says: the standard client configuration
+// ([Config.Temporal]) on [Config.TemporalAddress] (in dev mode the embedded server's port,
+// KORTYX_DEV_PORT) and [Config.Namespace], the Temporal SDK logging through [Config.Logger],
+// payloads through [Config.Codec] when set. It reports the error of [Config.Err].
 func Dial(cfg Config) (client.Client, error) {
-	o, err := cfg.ClientOptions()
+	o, err := cfg.clientOptions()
 	if err != nil {
 		return nil, err
 	}
 	c, err := client.DialContext(context.Background(), o)
 	if err != nil {
-		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s, namespace %q (start the worker in dev mode, or set TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and, for a TLS server, TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH): %w", cfg.Address(), cfg.Namespace, err)
+		return nil, fmt.Errorf("kortyx: cannot reach Temporal at %s, namespace %q (start the worker in dev mode, or set TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and, for a TLS server, TEMPORAL_API_KEY or TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH): %w", cfg.address(), cfg.namespace(), err)
 	}
 	return c, nil
+}
+
+// namespace is [Config.Namespace], "default" when empty.
+func (c Config) namespace() string {
+	if c.Namespace == "" {
+		return "default"
+	}
+	return c.Namespace
+}
+
+// taskQueue is [Config.TaskQueue], contracts.DefaultTaskQueue when empty.
+func (c Config) taskQueue() string {
+	if c.TaskQueue == "" {
+		return contracts.DefaultTaskQueue
+	}
+	return c.TaskQueue
 }
 
 func envOr(k, def string) string {

@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/app"
+	"github.com/kortyx-go/kortyx/web"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +28,7 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
-		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS"} {
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -39,17 +39,16 @@ func isolate(t *testing.T) string {
 
 func TestConfigDevModeWithoutAnAddress(t *testing.T) {
 	isolate(t)
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.True(t, cfg.DevMode())
+	require.True(t, cfg.devMode())
 	require.Equal(t, "default", cfg.Namespace)
-	require.Equal(t, "127.0.0.1:7233", cfg.Address())
-	require.True(t, cfg.ServesHTTP(), "dev mode serves the HTTP API")
-	require.Equal(t, "127.0.0.1:8080", cfg.ListenAddr())
-	require.Equal(t, "http://127.0.0.1:8080", cfg.StreamURL())
+	require.Equal(t, "127.0.0.1:7233", cfg.address())
+	require.True(t, cfg.servesHTTP(), "dev mode serves the HTTP API")
+	require.Equal(t, "127.0.0.1:8080", cfg.listenAddr())
 	require.True(t, cfg.WebPage, "dev mode serves the chat page")
 	require.Equal(t, "temporal.db", cfg.DevDB)
-	o, err := cfg.ClientOptions()
+	o, err := cfg.clientOptions()
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:7233", o.HostPort)
 	require.Nil(t, o.ConnectionOptions.TLS)
@@ -59,22 +58,22 @@ func TestConfigDevModeWithoutAnAddress(t *testing.T) {
 func TestConfigRoles(t *testing.T) {
 	isolate(t)
 	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
-	cfg := app.ConfigFromEnv()
-	require.False(t, cfg.DevMode())
-	require.False(t, cfg.ServesHTTP(), "a deployed worker serves no API unless KORTYX_HTTP_ADDR is set")
-	require.Equal(t, app.DefaultHTTPAddr, cfg.ListenAddr(), "--api-only listens here")
+	cfg := ConfigFromEnv()
+	require.False(t, cfg.devMode())
+	require.False(t, cfg.servesHTTP(), "a deployed worker serves no API unless KORTYX_HTTP_ADDR is set")
+	require.Equal(t, defaultHTTPAddr, cfg.listenAddr(), "--api-only listens here")
 	t.Setenv("KORTYX_HTTP_ADDR", ":9090")
-	cfg = app.ConfigFromEnv()
-	require.True(t, cfg.ServesHTTP())
-	require.Equal(t, ":9090", cfg.ListenAddr())
+	cfg = ConfigFromEnv()
+	require.True(t, cfg.servesHTTP())
+	require.Equal(t, ":9090", cfg.listenAddr())
 	require.False(t, cfg.WebPage, "with a Temporal address the chat page is served only when asked for")
 	t.Setenv("KORTYX_WEB_PAGE", "true")
-	require.True(t, app.ConfigFromEnv().WebPage)
+	require.True(t, ConfigFromEnv().WebPage)
 	t.Setenv("TEMPORAL_ADDRESS", "")
 	t.Setenv("KORTYX_WEB_PAGE", "false")
-	require.False(t, app.ConfigFromEnv().WebPage, "dev mode too can leave it out")
+	require.False(t, ConfigFromEnv().WebPage, "dev mode too can leave it out")
 	t.Setenv("KORTYX_WEB_PAGE", "maybe")
-	require.EqualError(t, app.ConfigFromEnv().Err(), `kortyx: KORTYX_WEB_PAGE="maybe": use true or false`)
+	require.EqualError(t, ConfigFromEnv().Err(), `kortyx: KORTYX_WEB_PAGE="maybe": use true or false`)
 }
 
 // TEMPORAL_* variables become the client options: address, namespace, API key (which turns TLS
@@ -88,10 +87,10 @@ func TestConfigTemporalFromEnvironment(t *testing.T) {
 	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", key)
 	t.Setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", ca)
 	t.Setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.internal")
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.False(t, cfg.DevMode())
-	o, err := cfg.ClientOptions()
+	require.False(t, cfg.devMode())
+	o, err := cfg.clientOptions()
 	require.NoError(t, err)
 	require.Equal(t, "ns.acct.tmprl.cloud:7233", o.HostPort)
 	require.Equal(t, "ns.acct", o.Namespace)
@@ -110,7 +109,7 @@ func TestConfigTemporalFromEnvironment(t *testing.T) {
 
 	// A key that is not there: the error names the variables to fix.
 	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", filepath.Join(dir, "missing.key"))
-	_, err = app.ConfigFromEnv().ClientOptions()
+	_, err = ConfigFromEnv().clientOptions()
 	require.ErrorContains(t, err, "TEMPORAL_TLS_*")
 	require.ErrorContains(t, err, "missing.key")
 }
@@ -120,14 +119,14 @@ func TestConfigAPIKeyTurnsOnTLS(t *testing.T) {
 	t.Setenv("TEMPORAL_ADDRESS", "ns.acct.tmprl.cloud:7233")
 	t.Setenv("TEMPORAL_NAMESPACE", "ns.acct")
 	t.Setenv("TEMPORAL_API_KEY", "secret-key")
-	o, err := app.ConfigFromEnv().ClientOptions()
+	o, err := ConfigFromEnv().clientOptions()
 	require.NoError(t, err)
 	require.NotNil(t, o.ConnectionOptions.TLS, "an API key implies TLS")
 	require.NotNil(t, o.Credentials)
 
 	// TEMPORAL_TLS=false turns it off explicitly (a local proxy).
 	t.Setenv("TEMPORAL_TLS", "false")
-	o, err = app.ConfigFromEnv().ClientOptions()
+	o, err = ConfigFromEnv().clientOptions()
 	require.NoError(t, err)
 	require.True(t, o.ConnectionOptions.TLSDisabled)
 }
@@ -147,25 +146,25 @@ namespace = "agents"
 api_key = "from-file"
 `), 0o600))
 	t.Setenv("TEMPORAL_CONFIG_FILE", file)
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, "localhost:7233", cfg.TemporalAddress)
-	require.False(t, cfg.DevMode())
+	require.False(t, cfg.devMode())
 
 	t.Setenv("TEMPORAL_PROFILE", "prod")
-	cfg = app.ConfigFromEnv()
-	require.Equal(t, "prod.example:7233", cfg.Address())
+	cfg = ConfigFromEnv()
+	require.Equal(t, "prod.example:7233", cfg.address())
 	require.Equal(t, "agents", cfg.Namespace)
 	require.Equal(t, "from-file", cfg.Temporal.APIKey)
 	t.Setenv("TEMPORAL_NAMESPACE", "override")
-	require.Equal(t, "override", app.ConfigFromEnv().Namespace)
+	require.Equal(t, "override", ConfigFromEnv().Namespace)
 
 	t.Setenv("TEMPORAL_PROFILE", "staging")
-	cfg = app.ConfigFromEnv()
+	cfg = ConfigFromEnv()
 	require.ErrorContains(t, cfg.Err(), "unable to find profile staging")
-	_, err := cfg.ClientOptions()
+	_, err := cfg.clientOptions()
 	require.Equal(t, cfg.Err(), err)
-	_, err = app.Connect(context.Background(), &cfg, os.Stdout)
+	_, err = connect(context.Background(), &cfg, os.Stdout)
 	require.Equal(t, cfg.Err(), err, "Connect refuses it before starting anything")
 }
 
@@ -176,7 +175,7 @@ func TestConfigKortyxVariables(t *testing.T) {
 	t.Setenv("KORTYX_STREAM_MAX_RUNS", "12")
 	t.Setenv("KORTYX_LOG_FORMAT", "json")
 	t.Setenv("KORTYX_LOG_LEVEL", "debug")
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, "redis://redis:6379/0", cfg.RedisURL)
 	require.Equal(t, 36*time.Hour, cfg.StreamRetention)
@@ -185,7 +184,7 @@ func TestConfigKortyxVariables(t *testing.T) {
 	require.Equal(t, slog.LevelDebug, cfg.LogLevel)
 	require.False(t, cfg.FakeModels)
 	t.Setenv("KORTYX_FAKE_MODELS", "1")
-	require.True(t, app.ConfigFromEnv().FakeModels)
+	require.True(t, ConfigFromEnv().FakeModels)
 
 	for _, tc := range []struct{ key, value, want string }{
 		{"KORTYX_STREAM_RETENTION", "1 day", `KORTYX_STREAM_RETENTION="1 day" is not a duration`},
@@ -196,12 +195,12 @@ func TestConfigKortyxVariables(t *testing.T) {
 		{"KORTYX_LOG_FORMAT", "xml", `KORTYX_LOG_FORMAT="xml": use text or json`},
 		{"KORTYX_LOG_LEVEL", "verbose", `KORTYX_LOG_LEVEL="verbose": use debug, info, warn or error`},
 		{"KORTYX_LOG_LEVEL", "info+2", `KORTYX_LOG_LEVEL="info+2": use debug, info, warn or error`},
-		{"KORTYX_FAKE_MODELS", "yes", `KORTYX_FAKE_MODELS="yes": use 1 (the scripted fake model servers) or 0`},
+		{"KORTYX_FAKE_MODELS", "yes", `KORTYX_FAKE_MODELS="yes": use 1 (the in-process scripted fake model) or 0`},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
 			isolate(t)
 			t.Setenv(tc.key, tc.value)
-			require.ErrorContains(t, app.ConfigFromEnv().Err(), tc.want)
+			require.ErrorContains(t, ConfigFromEnv().Err(), tc.want)
 		})
 	}
 }
@@ -262,24 +261,36 @@ func writeCerts(t *testing.T, dir string) (ca, cert, key string) {
 		writeFile(t, dir, "client.pem", certPEM), writeFile(t, dir, "client.key", keyPEM)
 }
 
-// The sticky workflow cache: KORTYX_STICKY_CACHE when set; else DefaultDevStickyCacheSize in dev
+// The sticky workflow cache: KORTYX_STICKY_CACHE when set; else defaultDevStickyCacheSize in dev
 // mode and the SDK's default (left alone: 0) with a Temporal address.
 func TestConfigStickyCache(t *testing.T) {
 	isolate(t)
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Zero(t, cfg.StickyCacheSize)
-	require.Equal(t, app.DefaultDevStickyCacheSize, cfg.StickyCache())
-	require.Equal(t, 200, app.DefaultDevStickyCacheSize)
+	require.Equal(t, defaultDevStickyCacheSize, cfg.stickyCache())
+	require.Equal(t, 200, defaultDevStickyCacheSize)
 
 	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
-	cfg = app.ConfigFromEnv()
+	cfg = ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.Zero(t, cfg.StickyCache(), "outside dev mode the SDK's default stays")
+	require.Zero(t, cfg.stickyCache(), "outside dev mode the SDK's default stays")
 
 	t.Setenv("KORTYX_STICKY_CACHE", "64")
-	cfg = app.ConfigFromEnv()
+	cfg = ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, 64, cfg.StickyCacheSize)
-	require.Equal(t, 64, cfg.StickyCache())
+	require.Equal(t, 64, cfg.stickyCache())
+}
+
+func TestConfigPrices(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prices.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"openai:gpt-4.1-mini": {"input": 0.4, "output": 1.6}}`), 0o644))
+	t.Setenv("KORTYX_PRICES", path)
+	c := ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, map[string]web.Price{"openai:gpt-4.1-mini": {Input: 0.4, Output: 1.6}}, c.Prices)
+	t.Setenv("KORTYX_PRICES", filepath.Join(dir, "none.json"))
+	require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: the price table (KORTYX_PRICES): open ")
 }

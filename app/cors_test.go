@@ -1,9 +1,8 @@
-package app_test
+package app
 
 import (
 	"testing"
 
-	"github.com/kortyx-go/kortyx/app"
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,26 +11,26 @@ import (
 func TestConfigCORSOrigins(t *testing.T) {
 	isolate(t)
 	t.Setenv("KORTYX_CORS_ORIGINS", "")
-	cfg := app.ConfigFromEnv()
+	cfg := ConfigFromEnv()
 	require.NoError(t, cfg.Err())
 	require.Equal(t, []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"}, cfg.CORSOrigins)
 
-	t.Setenv("KORTYX_CORS_ORIGINS", " https://app.example.com, http://10.0.0.5:* ,")
-	cfg = app.ConfigFromEnv()
+	t.Setenv("KORTYX_CORS_ORIGINS", " https://example.com, http://10.0.0.5:* ,")
+	cfg = ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.Equal(t, []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://app.example.com", "http://10.0.0.5:*"}, cfg.CORSOrigins)
+	require.Equal(t, []string{"http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://example.com", "http://10.0.0.5:*"}, cfg.CORSOrigins)
 
 	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
-	cfg = app.ConfigFromEnv()
+	cfg = ConfigFromEnv()
 	require.NoError(t, cfg.Err())
-	require.Equal(t, []string{"https://app.example.com", "http://10.0.0.5:*"}, cfg.CORSOrigins, "outside dev mode only the listed ones")
+	require.Equal(t, []string{"https://example.com", "http://10.0.0.5:*"}, cfg.CORSOrigins, "outside dev mode only the listed ones")
 	t.Setenv("KORTYX_CORS_ORIGINS", "")
-	require.Empty(t, app.ConfigFromEnv().CORSOrigins, "outside dev mode none by default")
+	require.Empty(t, ConfigFromEnv().CORSOrigins, "outside dev mode none by default")
 
-	for _, bad := range []string{"app.example.com", "https://app.example.com/chat", "ftp://x", "http://*.example.com", "https://a:*:*"} {
+	for _, bad := range []string{"example.com", "https://example.com/chat", "ftp://x", "http://*.example.com", "https://a:*:*"} {
 		t.Setenv("KORTYX_CORS_ORIGINS", bad)
-		require.ErrorContains(t, app.ConfigFromEnv().Err(), "KORTYX_CORS_ORIGINS: \""+bad+"\" is not an origin", bad)
+		require.ErrorContains(t, ConfigFromEnv().Err(), "KORTYX_CORS_ORIGINS: \""+bad+"\" is not an origin", bad)
 	}
 	t.Setenv("KORTYX_CORS_ORIGINS", "*")
-	require.Equal(t, []string{"*"}, app.ConfigFromEnv().CORSOrigins)
+	require.Equal(t, []string{"*"}, ConfigFromEnv().CORSOrigins)
 }

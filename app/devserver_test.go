@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/stretchr/testify/require"
 )
@@ -19,19 +18,19 @@ import (
 // checkout is told who holds .kortyx/temporal.db and which variables give it a database and
 // ports of its own (and those do start it); a taken port names KORTYX_DEV_PORT.
 func TestDevServerErrorsInTheProgramsTerms(t *testing.T) {
-	bin, err := devserver.Find(app.ConfigFromEnv().Root)
+	bin, err := devserver.Find(ConfigFromEnv().Root)
 	require.NoError(t, err, "the Temporal CLI (make tools, or TEMPORAL_CLI_PATH)")
-	t.Setenv(devserver.EnvCLIPath, bin) // the checkout below has no .tools
+	t.Setenv("TEMPORAL_CLI_PATH", bin) // the checkout below has no .tools
 	root := t.TempDir()
 	t.Chdir(root)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := app.Config{Root: root, Namespace: "default", DevDB: "temporal.db", DevUIPort: -1}
-	first, err := app.StartDevServer(ctx, cfg, io.Discard)
+	cfg := Config{Root: root, Namespace: "default", DevDB: "temporal.db", DevUIPort: -1}
+	first, err := startDevServer(ctx, cfg, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = first.Kill() })
 
-	_, err = app.StartDevServer(ctx, cfg, io.Discard)
+	_, err = startDevServer(ctx, cfg, io.Discard)
 	require.ErrorIs(t, err, devserver.ErrDBInUse)
 	require.EqualError(t, err, "kortyx: another dev worker uses the dev server database "+filepath.Join(".kortyx", "temporal.db")+
 		": stop it (Ctrl-C where it runs, or kill "+strconv.Itoa(os.Getpid())+"), or give this one a database of its own and free ports: "+
@@ -43,10 +42,10 @@ func TestDevServerErrorsInTheProgramsTerms(t *testing.T) {
 		"TEMPORAL_ADDRESS": "", "TEMPORAL_CONFIG_FILE": filepath.Join(root, "none.toml")} {
 		t.Setenv(k, v)
 	}
-	second := app.ConfigFromEnv()
+	second := ConfigFromEnv()
 	require.NoError(t, second.Err())
-	require.True(t, second.DevMode())
-	srv, err := app.StartDevServer(ctx, second, io.Discard)
+	require.True(t, second.devMode())
+	srv, err := startDevServer(ctx, second, io.Discard)
 	require.NoError(t, err)
 	require.NoError(t, srv.Stop())
 	_, err = os.Stat(filepath.Join(root, ".kortyx", "second.db"))
@@ -57,10 +56,10 @@ func TestDevServerErrorsInTheProgramsTerms(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	cfg.DevDB, cfg.DevPort = "third.db", ln.Addr().(*net.TCPAddr).Port
-	_, err = app.StartDevServer(ctx, cfg, io.Discard)
+	_, err = startDevServer(ctx, cfg, io.Discard)
 	require.ErrorIs(t, err, devserver.ErrPortInUse)
 	require.ErrorContains(t, err, "kortyx: starting the Temporal dev server: port "+strconv.Itoa(cfg.DevPort)+" (KORTYX_DEV_PORT) is taken; set another (0: any free port), or TEMPORAL_ADDRESS to use a running server: ")
 
 	t.Setenv("KORTYX_DEV_DB", "../elsewhere.db")
-	require.EqualError(t, app.ConfigFromEnv().Err(), `kortyx: KORTYX_DEV_DB="../elsewhere.db": use a file name (it is kept in .kortyx/), such as second.db`)
+	require.EqualError(t, ConfigFromEnv().Err(), `kortyx: KORTYX_DEV_DB="../elsewhere.db": use a file name (it is kept in .kortyx/), such as second.db`)
 }

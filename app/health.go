@@ -15,19 +15,20 @@ import (
 
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 
-	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/temporalhealth"
 	"go.temporal.io/sdk/client"
 )
 
-// Pinger is a broker that can tell whether its store answers (the Redis broker); the in-memory
+// pinger is a broker that can tell whether its store answers (the Redis broker); the in-memory
 // broker has nothing to check.
-type Pinger interface {
+type pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// WorkerState is what the readiness check reports about a process's worker: starting until
-// [WorkerState.Started], ok until [WorkerState.Stopped]. The zero value is starting.
+// WorkerState is what the readiness check of [ServeHTTP] (/readyz, [API.Worker]) reports about
+// a process's worker: starting until [WorkerState.Started], ok until [WorkerState.Stopped].
+// The zero value is starting.
 type WorkerState struct{ v atomic.Int32 }
 
 // Started marks the worker as polling.
@@ -46,10 +47,10 @@ func (s *WorkerState) check() string {
 	return "starting"
 }
 
-// Readiness is the JSON body of /readyz: status "ready" (HTTP 200) or "unavailable" (HTTP 503);
+// readiness is the JSON body of /readyz: status "ready" (HTTP 200) or "unavailable" (HTTP 503);
 // each check is "ok" or what failed (the code of a failing Temporal or stream check; the worker's
 // "starting" or "stopped"). Error and Failure describe the first failing check that has a code.
-type Readiness struct {
+type readiness struct {
 	Status  string             `json:"status"`
 	Checks  map[string]string  `json:"checks"`
 	Error   string             `json:"error,omitempty"`
@@ -61,12 +62,12 @@ type Readiness struct {
 // readyTimeout bounds the readiness checks of one probe.
 const readyTimeout = 3 * time.Second
 
-// checkReady runs the checks: temporal (client.CheckHealth), redis (when broker is a [Pinger]),
+// checkReady runs the checks: temporal (client.CheckHealth), redis (when broker is a [pinger]),
 // worker (when w is not nil: api-only processes have none).
-func checkReady(ctx context.Context, c client.Client, broker any, w *WorkerState) (Readiness, int) {
+func checkReady(ctx context.Context, c client.Client, broker any, w *WorkerState) (readiness, int) {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	r := Readiness{Status: "ready", Checks: map[string]string{}}
+	r := readiness{Status: "ready", Checks: map[string]string{}}
 	var failed error
 	note := func(name string, err error) {
 		if err == nil {
@@ -78,8 +79,8 @@ func checkReady(ctx context.Context, c client.Client, broker any, w *WorkerState
 			failed = err
 		}
 	}
-	note("temporal", chat.CheckHealth(ctx, c))
-	if p, ok := broker.(Pinger); ok {
+	note("temporal", temporalhealth.Check(ctx, c))
+	if p, ok := broker.(pinger); ok {
 		var err error
 		if perr := p.Ping(ctx); perr != nil {
 			err = &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: perr,
@@ -134,10 +135,10 @@ func healthHandler(rw http.ResponseWriter, _ *http.Request) {
 	_, _ = rw.Write([]byte(`{"status":"ok"}` + "\n"))
 }
 
-// ServeHealth serves /healthz and /readyz alone on addr until ctx ends (KORTYX_HEALTH_ADDR of a
-// worker that serves no HTTP API): Temporal through c, broker's store when it is a [Pinger],
+// serveHealth serves /healthz and /readyz alone on addr until ctx ends (KORTYX_HEALTH_ADDR of a
+// worker that serves no HTTP API): Temporal through c, broker's store when it is a [pinger],
 // and w. It returns the address it listens on.
-func ServeHealth(ctx context.Context, addr string, c client.Client, broker any, w *WorkerState, logger *slog.Logger) (string, error) {
+func serveHealth(ctx context.Context, addr string, c client.Client, broker any, w *WorkerState, logger *slog.Logger) (string, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}

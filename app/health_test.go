@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
@@ -20,21 +19,21 @@ import (
 
 // devServer starts a Temporal dev server of the test's own, with the CLI the programs find
 // (devserver.Find: TEMPORAL_CLI_PATH, the project's .tools/bin, PATH), and a client of it.
-func devServer(t *testing.T) (*devserver.Server, app.Config) {
+func devServer(t *testing.T) (*devserver.Server, Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	bin, err := devserver.Find(app.ConfigFromEnv().Root)
+	bin, err := devserver.Find(ConfigFromEnv().Root)
 	require.NoError(t, err, "the Temporal CLI (make tools, or TEMPORAL_CLI_PATH)")
 	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Kill() })
-	return srv, app.Config{TemporalAddress: srv.Address(), Namespace: "default", TaskQueue: "health"}
+	return srv, Config{TemporalAddress: srv.Address(), Namespace: "default", TaskQueue: "health"}
 }
 
 // pingBroker is a broker whose store answers Ping with err.
 type pingBroker struct {
-	*stream.Memory
+	stream.Broker
 	err error
 }
 
@@ -56,21 +55,21 @@ func get(t *testing.T, url string) (int, map[string]any, http.Header) {
 // Ping, and the worker when the process has one — and names what fails, with its code.
 func TestReadiness(t *testing.T) {
 	srv, cfg := devServer(t)
-	c, err := app.Dial(cfg)
+	c, err := Dial(cfg)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	serve := func(api app.API) string {
+	serve := func(api API) string {
 		api.Client, api.TaskQueue = c, cfg.TaskQueue
-		_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", api)
+		_, addr, err := ServeHTTP(ctx, "127.0.0.1:0", api)
 		require.NoError(t, err)
 		return "http://" + addr
 	}
-	state := &app.WorkerState{}
-	redis := &pingBroker{Memory: stream.NewMemory()}
-	worker := serve(app.API{Broker: redis, Worker: state})
-	apiOnly := serve(app.API{Broker: stream.NewMemory()})
+	state := &WorkerState{}
+	redis := &pingBroker{Broker: stream.NewMemory(stream.MemoryOptions{})}
+	worker := serve(API{Broker: redis, Worker: state})
+	apiOnly := serve(API{Broker: stream.NewMemory(stream.MemoryOptions{})})
 
 	status, body, h := get(t, worker+"/healthz")
 	require.Equal(t, 200, status)
@@ -130,15 +129,15 @@ func TestProbe(t *testing.T) {
 	}))
 	defer down.Close()
 	ctx := context.Background()
-	require.NoError(t, app.Probe(ctx, ok.URL+"/readyz", 5*time.Second))
-	err := app.Probe(ctx, down.URL+"/readyz", 5*time.Second)
+	require.NoError(t, Probe(ctx, ok.URL+"/readyz", 5*time.Second))
+	err := Probe(ctx, down.URL+"/readyz", 5*time.Second)
 	require.EqualError(t, err, "kortyx probe: GET "+down.URL+`/readyz: 503 Service Unavailable: {"status":"unavailable"}`)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	closed := "http://" + ln.Addr().String() + "/readyz"
 	require.NoError(t, ln.Close())
-	require.ErrorContains(t, app.Probe(ctx, closed, 5*time.Second), "kortyx probe: GET "+closed+": ")
-	require.ErrorContains(t, app.Probe(ctx, "::nope", time.Second), "is not a URL")
+	require.ErrorContains(t, Probe(ctx, closed, 5*time.Second), "kortyx probe: GET "+closed+": ")
+	require.ErrorContains(t, Probe(ctx, "::nope", time.Second), "is not a URL")
 }
 
 // /readyz of a process on the Redis broker: "redis":"ok" while Redis answers, 503
@@ -173,7 +172,7 @@ func TestServeHTTPWithoutTheWebPage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	serve := func(noPage bool) string {
-		_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: stream.NewMemory(), TaskQueue: "page", NoWebPage: noPage})
+		_, addr, err := ServeHTTP(ctx, "127.0.0.1:0", API{Client: c, Broker: stream.NewMemory(stream.MemoryOptions{}), TaskQueue: "page", NoWebPage: noPage})
 		require.NoError(t, err)
 		return "http://" + addr
 	}
@@ -183,7 +182,7 @@ func TestServeHTTPWithoutTheWebPage(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, 200, resp.StatusCode)
 	require.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
-	for _, path := range []string{"/", "/static/app.js", "/api/config", "/api/sessions", "/api/sessions/s-1", "/api/runs/r-1/timeline"} {
+	for _, path := range []string{"/", "/static/js", "/api/config", "/api/sessions", "/api/sessions/s-1", "/api/runs/r-1/timeline"} {
 		status, body, _ := get(t, without+path)
 		require.Equal(t, 404, status, path)
 		require.Equal(t, "NOT_FOUND", body["failure"].(map[string]any)["code"], path)

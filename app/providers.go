@@ -7,47 +7,44 @@ import (
 
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
-	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/providers/openai"
 )
 
-// ProviderFromEnv is how [NewBackend] builds one model provider from the environment.
+// ProviderFromEnv is how [Run] builds one model provider from the environment
+// ([Options.Providers]; package allproviders lists those of the repository).
 type ProviderFromEnv struct {
 	// ID is the provider id, the prefix of the model names it answers ("openai:gpt-4.1-mini").
 	ID string
 	// Env are the variables that configure it (a key, a base URL): the provider is built with
-	// New when any of them is set.
+	// New when any of them is set. When none is set, in dev mode or with KORTYX_FAKE_MODELS=1,
+	// the in-process fake model (package providers/fake) answers under its id instead.
 	Env []string
 	// New builds the provider from the environment; where says what it reaches, for the start
 	// log (the API's base URL; never a key).
 	New func() (p providers.Provider, where string, err error)
-	// Fake, when set, builds the provider against a fake server of its wire playing respond,
-	// for when none of Env is set and fakes are asked for ([BackendOptions.FakeServers]: dev
-	// mode, the demo, KORTYX_FAKE_MODELS=1); where is the server's URL and stop stops it. Nil:
-	// the provider is not registered without its variables.
-	Fake func(respond fake.Responder) (p providers.Provider, where string, stop func())
 	// Hint, when set, is said after the variables in the error of a program with no provider
 	// configured (e.g. the Vertex AI variables that go with GOOGLE_GENAI_USE_VERTEXAI).
 	Hint string
 }
 
-// ProviderInfo says how a provider of a [Backend] was configured (the start log lists them).
-type ProviderInfo struct {
+// inProcess is where a fake provider answers, in the start log.
+const inProcess = "the in-process scripted model"
+
+// providerInfo says how a provider of a [backend] was configured (the start log lists them).
+type providerInfo struct {
 	ID string
-	// Where is what it reaches: the API's base URL, or the URL of the fake server.
+	// Where is what it reaches: the API's base URL, or [inProcess].
 	Where string
 	// Env are the variables that were set to configure it; none for a fake.
 	Env []string
-	// Fake: it answers from the program's script (a fake server because none of its variables
-	// is set, or the in-process scripted model "fake").
+	// Fake: it answers from the program's script (the in-process fake model, standing in for
+	// a provider none of whose variables is set, or the provider "fake").
 	Fake bool
 }
 
-// OpenAIFromEnv is the "openai" provider: OpenAI, or any OpenAI-compatible server, as
-// OPENAI_API_KEY and OPENAI_BASE_URL configure it, or a fake OpenAI-compatible server. It is
-// the provider of [BackendOptions.Providers] when that is nil; the package allproviders adds
-// Anthropic and Google (Gemini, Vertex AI).
-func OpenAIFromEnv() ProviderFromEnv {
+// openAIFromEnv is the "openai" provider: OpenAI, or any OpenAI-compatible server, as
+// OPENAI_API_KEY and OPENAI_BASE_URL configure it. [Run] always lists it first.
+func openAIFromEnv() ProviderFromEnv {
 	return ProviderFromEnv{
 		ID:  openai.ID,
 		Env: []string{openai.EnvAPIKey, openai.EnvBaseURL},
@@ -55,23 +52,13 @@ func OpenAIFromEnv() ProviderFromEnv {
 			p := openai.New(openai.Options{})
 			return p, p.BaseURL(), nil
 		},
-		Fake: func(respond fake.Responder) (providers.Provider, string, func()) {
-			srv := fakeserver.New(respond)
-			return openai.New(openai.Options{BaseURL: srv.URL()}), srv.URL(), srv.Close
-		},
 	}
 }
 
-// fromEnv builds the providers of list whose variables are set, and, when fakes is set, the
-// fakes of the others (answering with respond); stop stops the fake servers. A provider whose
-// variables are set but wrong is an error (and the fakes started so far are stopped).
-func fromEnv(list []ProviderFromEnv, respond fake.Responder, fakes bool) (ps []providers.Provider, infos []ProviderInfo, stop func(), err error) {
-	var stops []func()
-	stop = func() {
-		for _, s := range stops {
-			s()
-		}
-	}
+// fromEnv builds the providers of list whose variables are set, and, when fakes is set, an
+// in-process fake model playing respond under the id of each of the others. A provider whose
+// variables are set but wrong is an error.
+func fromEnv(list []ProviderFromEnv, respond fake.Responder, fakes bool) (ps []providers.Provider, infos []providerInfo, err error) {
 	for _, e := range list {
 		var set []string
 		for _, v := range e.Env {
@@ -83,32 +70,29 @@ func fromEnv(list []ProviderFromEnv, respond fake.Responder, fakes bool) (ps []p
 		case len(set) > 0:
 			p, where, err := e.New()
 			if err != nil {
-				stop()
-				return nil, nil, func() {}, err
+				return nil, nil, err
 			}
 			ps = append(ps, p)
-			infos = append(infos, ProviderInfo{ID: e.ID, Where: where, Env: set})
-		case fakes && e.Fake != nil:
-			p, where, s := e.Fake(respond)
-			stops = append(stops, s)
-			ps = append(ps, p)
-			infos = append(infos, ProviderInfo{ID: e.ID, Where: where, Fake: true})
+			infos = append(infos, providerInfo{ID: e.ID, Where: where, Env: set})
+		case fakes:
+			ps = append(ps, fake.NewResponder(respond).WithID(e.ID))
+			infos = append(infos, providerInfo{ID: e.ID, Where: inProcess, Fake: true})
 		}
 	}
-	return ps, infos, stop, nil
+	return ps, infos, nil
 }
 
-// NoProviderError is the error of [NewBackend] when no provider of the environment is
-// configured and no fake server is asked for: a worker outside dev mode would otherwise answer
-// every run from the demo's script. Its message names the variables of each provider.
-type NoProviderError struct {
-	Providers []ProviderFromEnv
+// noProviderError is the error of [newBackend] when no provider of the environment is
+// configured and no fake is asked for: a worker outside dev mode would otherwise answer every
+// run from the demo's script. Its message names the variables of each provider.
+type noProviderError struct {
+	providers []ProviderFromEnv
 }
 
-func (e *NoProviderError) Error() string {
+func (e *noProviderError) Error() string {
 	var b strings.Builder
 	b.WriteString("kortyx: no model provider is configured: set ")
-	for i, p := range e.Providers {
+	for i, p := range e.providers {
 		if i > 0 {
 			b.WriteString("; or ")
 		}
@@ -117,17 +101,17 @@ func (e *NoProviderError) Error() string {
 			b.WriteString(", " + p.Hint)
 		}
 	}
-	b.WriteString(". To answer from the scripted fake model servers instead (tests, demos), set KORTYX_FAKE_MODELS=1")
+	b.WriteString(". To answer from the scripted fake model instead (tests, demos), set KORTYX_FAKE_MODELS=1")
 	return b.String()
 }
 
 // String is the provider in a sentence of the start log.
-func (i ProviderInfo) String() string {
+func (i providerInfo) String() string {
 	switch {
 	case i.ID == fake.ID:
 		return fmt.Sprintf("%s: %s", i.ID, i.Where)
 	case i.Fake:
-		return fmt.Sprintf("%s: the scripted fake server at %s (none of its variables is set)", i.ID, i.Where)
+		return fmt.Sprintf("%s: %s (none of its variables is set)", i.ID, i.Where)
 	case len(i.Env) > 0:
 		return fmt.Sprintf("%s: %s (from %v)", i.ID, i.Where, i.Env)
 	}

@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"bufio"
@@ -11,8 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/app"
-	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,17 +39,17 @@ func (s *syncBuffer) String() string {
 func redisAPI(t *testing.T, logger *slog.Logger) (string, *redistest.Server) {
 	t.Helper()
 	_, cfg := devServer(t)
-	c, err := app.Dial(cfg)
+	c, err := Dial(cfg)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	redis := redistest.Start(t)
 	cfg.RedisURL = redis.URL()
-	broker, closeBroker, err := app.OpenBroker(context.Background(), cfg)
+	broker, closeBroker, err := openBroker(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeBroker() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	_, addr, err := app.ServeHTTP(ctx, "127.0.0.1:0", app.API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, Logger: logger})
+	_, addr, err := ServeHTTP(ctx, "127.0.0.1:0", API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, Logger: logger})
 	require.NoError(t, err)
 	return addr, redis
 }

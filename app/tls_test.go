@@ -1,4 +1,4 @@
-package app_test
+package app
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/app"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
@@ -76,7 +75,7 @@ func TestDialOverMutualTLS(t *testing.T) {
 	t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", writeFile(t, dir, "client.pem", certPEM))
 	t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", writeFile(t, dir, "client.key", keyPEM))
 
-	c, err := app.Dial(app.ConfigFromEnv())
+	c, err := Dial(ConfigFromEnv())
 	require.NoError(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -87,12 +86,12 @@ func TestDialOverMutualTLS(t *testing.T) {
 	t.Run("no client certificate", func(t *testing.T) {
 		t.Setenv("TEMPORAL_TLS_CLIENT_CERT_PATH", "")
 		t.Setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", "")
-		_, err := app.Dial(app.ConfigFromEnv())
+		_, err := Dial(ConfigFromEnv())
 		require.ErrorContains(t, err, "kortyx: cannot reach Temporal at "+front)
 	})
 	t.Run("another server name", func(t *testing.T) {
 		t.Setenv("TEMPORAL_TLS_SERVER_NAME", "other.internal")
-		_, err := app.Dial(app.ConfigFromEnv())
+		_, err := Dial(ConfigFromEnv())
 		require.ErrorContains(t, err, "kortyx: cannot reach Temporal at "+front)
 		require.ErrorContains(t, err, "other.internal")
 	})

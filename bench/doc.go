@@ -44,9 +44,17 @@
 //   - BenchmarkWorkerRSS (-benchtime 1x): VmRSS of a worker process (bench/cmd/waitworker) per
 //     waiting run, with the default sticky cache and with a cache of 10; "RSS {json}" lines.
 //   - BenchmarkWaitingRunMemory (-benchtime 1x): heap and goroutines per waiting run in process.
+//   - BenchmarkActionsPerTurn (-benchtime 1x): billable Temporal actions (Temporal Cloud's
+//     rules) of each example agent's turn through the chat route, counted from the histories
+//     and, for heartbeats and queries, from a counting proxy in front of the dev server
+//     (bench/internal/rpccount); beside the hand-written equivalent or its floor by rule;
+//     "Actions {json}" lines.
 //   - BenchmarkFinishedSessions (-benchtime 1x, run alone): heap and VmRSS of a dev-mode stack
 //     after N finished hello sessions through the chat route, with the memory bounds (sticky
 //     cache, stream retention) and without; "Sessions {json}" lines.
+//
+// bench/cmd/load (not a test: a program make bench runs) is the load test over Redis with real
+// processes (bench/cmd/loadworker).
 //
 // Metrics: ms/node (or ms/roundtrip) of wall time, events/run and wft/run (workflow tasks) from
 // the history of one run, outside the timed region. See docs/performance.md for results.

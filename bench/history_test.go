@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
@@ -208,6 +210,9 @@ type historyCase struct {
 // historyCaseTimeout bounds one run of the history workload.
 const historyCaseTimeout = 3 * time.Minute
 
+// claimCheckThreshold is the codec's default claim-check threshold (64 KiB, docs/codec.md).
+const claimCheckThreshold = 64 << 10
+
 // runHistoryCase runs the history workload once with hw and measures its history. A run that
 // fails is a result (Status); an error is returned only when the run could not be started or
 // its history not read.
@@ -282,7 +287,7 @@ func (e *env) historyBytes(ctx context.Context, id string, hc *historyCase) erro
 		if err != nil {
 			return err
 		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contracts.ModelActivityName {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == protocol.ModelActivityName {
 			step++
 		}
 		raw, err := proto.Marshal(ev)
@@ -374,11 +379,11 @@ func TestHistoryAgree(t *testing.T) {
 					// Inline, every tool result is in history at least twice (its activity's
 					// result and the next pass's input).
 					require.Greater(t, hc.HistoryBytes, int64(2*steps*size))
-				case size < codec.DefaultThreshold && cfg.msgRefs:
+				case size < claimCheckThreshold && cfg.msgRefs:
 					require.Zero(t, hc.Refs, "1 KB results stay inline under the threshold")
 					require.Equal(t, steps+1, hc.StorePayloads, "one message prefix node per model pass")
 					require.Less(t, 2*hc.LastStep, 3*hc.FirstStep, "a step's bytes do not grow with the conversation")
-				case size < codec.DefaultThreshold:
+				case size < claimCheckThreshold:
 					require.Zero(t, hc.Refs, "1 KB results stay inline under the threshold")
 				default:
 					require.Positive(t, hc.Refs, "100 KB results go to the store")

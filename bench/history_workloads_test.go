@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -52,7 +51,7 @@ func historyTurn(req providers.Request) fake.Turn {
 	}
 	results := 0
 	for _, m := range req.Messages {
-		if m.Role == contracts.RoleTool {
+		if m.Role == providers.RoleTool {
 			results++
 		}
 	}
@@ -96,7 +95,7 @@ func historyDefinition() *workflows.Definition {
 		}
 		res, err := hooks.Reason(ctx, hooks.ReasonOptions{
 			ID:     historyHookID,
-			Model:  contracts.ModelRef{Provider: historyProvider},
+			Model:  providers.ModelRef{Provider: historyProvider},
 			Input:  in.prompt(),
 			Tools:  []string{historyTool},
 			Silent: true,
@@ -112,6 +111,6 @@ func historyDefinition() *workflows.Definition {
 	return &workflows.Definition{
 		ID: kortyxHistory, Version: "1",
 		Nodes: map[string]workflows.Node{reasonNode: {Run: run}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: reasonNode}, {From: reasonNode, To: contracts.EndNode}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: reasonNode}, {From: reasonNode, To: workflows.End}},
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -72,7 +73,7 @@ func registerLocalTool(reg *workflows.Registry, acts *activities.Activities, w w
 	reg.SetLocalTools(set.LocalNames()...)
 	loop := func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
 		res, err := hooks.Reason(ctx, hooks.ReasonOptions{
-			ID: loopHookID, Model: contracts.ModelRef{Provider: localProvider}, Input: loopPrompt,
+			ID: loopHookID, Model: providers.ModelRef{Provider: localProvider}, Input: loopPrompt,
 			Tools: []string{localTool}, Silent: true, ToolExecution: hooks.ToolExecution{MaxSteps: loopCalls + 1},
 		})
 		if err != nil {
@@ -82,7 +83,7 @@ func registerLocalTool(reg *workflows.Registry, acts *activities.Activities, w w
 	}
 	if err := reg.Add(&workflows.Definition{ID: kortyxLocalToolLoop, Version: "1",
 		Nodes: map[string]workflows.Node{reasonNode: {Run: loop}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: reasonNode}, {From: reasonNode, To: contracts.EndNode}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: reasonNode}, {From: reasonNode, To: workflows.End}},
 	}); err != nil {
 		return err
 	}
@@ -101,29 +102,29 @@ func PlainLocalToolLoopWorkflow(ctx workflow.Context, mode string) (toolLoopResu
 	to := toolOptions()
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: to.StartToCloseTimeout,
 		ScheduleToCloseTimeout: 10 * time.Minute, RetryPolicy: to.RetryPolicy})
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: loopPrompt}}
+	msgs := []providers.Message{{Role: providers.RoleUser, Content: loopPrompt}}
 	var out toolLoopResult
 	for step := 0; ; step++ {
 		if step > loopCalls {
 			return out, fmt.Errorf("no answer after %d model passes", step)
 		}
-		pass := contracts.ModelPassInput{
+		pass := protocol.ModelPassInput{
 			RunID: runID, Node: reasonNode, HookID: loopHookID, OpID: opID, SegmentID: "step-" + strconv.Itoa(step),
-			Model: contracts.ModelRef{Provider: localProvider}, Messages: msgs, Tools: []string{localTool}, Stream: true,
+			Model: providers.ModelRef{Provider: localProvider}, Messages: msgs, Tools: []string{localTool}, Stream: true,
 		}
-		var resp contracts.ModelResponse
-		if err := workflow.ExecuteActivity(mctx, contracts.ModelActivityName, pass).Get(mctx, &resp); err != nil {
+		var resp providers.Response
+		if err := workflow.ExecuteActivity(mctx, protocol.ModelActivityName, pass).Get(mctx, &resp); err != nil {
 			return out, err
 		}
 		out.Passes++
-		out.Usage = out.Usage.Add(resp.Usage)
+		out.Usage = protocol.AddUsage(out.Usage, resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			out.Text = resp.Text
 			return out, nil
 		}
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation})
+		msgs = append(msgs, providers.Message{Role: providers.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation})
 		for _, call := range resp.ToolCalls {
-			var res contracts.ToolResult
+			var res providers.ToolResult
 			if mode == toolInline {
 				var in struct {
 					I int `json:"i"`
@@ -132,16 +133,16 @@ func PlainLocalToolLoopWorkflow(ctx workflow.Context, mode string) (toolLoopResu
 					return out, err
 				}
 				b, _ := json.Marshal(map[string]int{"i": in.I})
-				res = contracts.ToolResult{ToolCallID: call.ID, Name: call.Name, Content: string(b), StructuredContent: b}
+				res = providers.ToolResult{ToolCallID: call.ID, Name: call.Name, Content: string(b), StructuredContent: b}
 			} else {
-				tin := contracts.ToolCallInput{RunID: runID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
+				tin := protocol.ToolCallInput{RunID: runID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
 					IdempotencyKey: runID + ":" + opID + ":" + call.ID}
-				if err := workflow.ExecuteLocalActivity(lctx, contracts.ToolActivityName, tin).Get(lctx, &res); err != nil {
+				if err := workflow.ExecuteLocalActivity(lctx, protocol.ToolActivityName, tin).Get(lctx, &res); err != nil {
 					return out, err
 				}
 				out.ToolCalls++
 			}
-			msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError})
+			msgs = append(msgs, providers.Message{Role: providers.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError})
 		}
 	}
 }
@@ -281,7 +282,7 @@ func TestLocalToolBaselinesAgree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	type msg struct{ Role, Content, Calls string }
-	shape := func(msgs []contracts.ModelMessage) []msg {
+	shape := func(msgs []providers.Message) []msg {
 		out := make([]msg, len(msgs))
 		for i, m := range msgs {
 			out[i] = msg{Role: m.Role, Content: m.Content}
@@ -312,7 +313,7 @@ func TestLocalToolBaselinesAgree(t *testing.T) {
 
 			acts, err := e.activityTypes(ctx, id)
 			require.NoError(t, err)
-			markers, err := e.localMarkers(ctx, id, contracts.ToolActivityName)
+			markers, err := e.localMarkers(ctx, id, protocol.ToolActivityName)
 			require.NoError(t, err)
 			wantTools, wantScheduled, wantMarkers := loopCalls, 0, loopCalls
 			switch v.name {
@@ -322,8 +323,8 @@ func TestLocalToolBaselinesAgree(t *testing.T) {
 				wantTools, wantMarkers = 0, 0
 			}
 			require.Equal(t, wantTools, toolRuns.get(id), "tool executions")
-			require.Equal(t, loopCalls+1, acts[contracts.ModelActivityName], "model activities")
-			require.Equal(t, wantScheduled, acts[contracts.ToolActivityName], "scheduled kortyx.Tool activities")
+			require.Equal(t, loopCalls+1, acts[protocol.ModelActivityName], "model activities")
+			require.Equal(t, wantScheduled, acts[protocol.ToolActivityName], "scheduled kortyx.Tool activities")
 			require.Equal(t, wantMarkers, markers, "kortyx.Tool local activity markers")
 			s, err := e.history(ctx, id)
 			require.NoError(t, err)

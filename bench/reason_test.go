@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
@@ -87,7 +90,7 @@ func (e *env) firstTokenVariants() []firstTokenVariant {
 			}, nil
 		}
 	}
-	local := stream.NewMemory()
+	local := stream.NewMemory(stream.MemoryOptions{})
 	return []firstTokenVariant{
 		{name: "kortyx", broker: e.broker, start: func(ctx context.Context, id string) (func(context.Context) error, error) {
 			run, err := kortyx.StartRun(ctx, e.c, contracts.RunInput{Workflow: kortyxFirstToken, SessionID: "bench"},
@@ -269,7 +272,7 @@ func TestReasonBaselinesAgree(t *testing.T) {
 	type msg struct {
 		Role, Content, Name, Calls string
 	}
-	shape := func(msgs []contracts.ModelMessage) []msg {
+	shape := func(msgs []providers.Message) []msg {
 		out := make([]msg, len(msgs))
 		for i, m := range msgs {
 			out[i] = msg{Role: m.Role, Content: m.Content, Name: m.Name}
@@ -329,8 +332,8 @@ func TestReasonBaselinesAgree(t *testing.T) {
 			}{{"kortyx", k}, {"plain", p}} {
 				require.Equal(t, loopCalls+1, v.w.passes, "%s model passes", v.name)
 				require.Equal(t, loopCalls, v.w.tools, "%s tool executions", v.name)
-				require.Equal(t, loopCalls+1, v.w.activities[contracts.ModelActivityName], "%s model activities", v.name)
-				require.Equal(t, loopCalls, v.w.activities[contracts.ToolActivityName], "%s tool activities", v.name)
+				require.Equal(t, loopCalls+1, v.w.activities[protocol.ModelActivityName], "%s model activities", v.name)
+				require.Equal(t, loopCalls, v.w.activities[protocol.ToolActivityName], "%s tool activities", v.name)
 				require.Len(t, v.w.activities, 2, "%s activities: %v", v.name, v.w.activities)
 				require.Equal(t, 2*loopCalls+1, v.w.stats.count(enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED), "%s completed activities", v.name)
 			}

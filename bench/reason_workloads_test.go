@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
@@ -63,7 +65,7 @@ var (
 func loopTurn(req providers.Request) fake.Turn {
 	results := 0
 	for _, m := range req.Messages {
-		if m.Role == contracts.RoleTool {
+		if m.Role == providers.RoleTool {
 			results++
 		}
 	}
@@ -104,7 +106,7 @@ type firstTokenModel struct {
 
 func (m *firstTokenModel) ID() string { return firstTokenProvider }
 
-func (m *firstTokenModel) Generate(_ context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (m *firstTokenModel) Generate(_ context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	key := ""
 	if n := len(req.Messages); n > 0 {
 		key = req.Messages[n-1].Content
@@ -119,15 +121,15 @@ func (m *firstTokenModel) Generate(_ context.Context, req providers.Request, onD
 				m.mu.Unlock()
 			}
 			if err != nil {
-				return contracts.ModelResponse{}, err
+				return providers.Response{}, err
 			}
 		}
 	}
 	out := len(firstTokenDeltas)
-	return contracts.ModelResponse{
+	return providers.Response{
 		Text:         strings.Join(firstTokenDeltas, ""),
-		Usage:        contracts.Usage{Input: 10, Output: out, Total: 10 + out},
-		FinishReason: contracts.FinishReason{Unified: contracts.FinishStop, Raw: contracts.FinishStop},
+		Usage:        providers.Usage{Input: 10, Output: out, Total: 10 + out},
+		FinishReason: providers.FinishReason{Unified: providers.FinishStop, Raw: providers.FinishStop},
 	}, nil
 }
 
@@ -194,14 +196,14 @@ func reasonDefinitions() []*workflows.Definition {
 		return func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
 			opts := hooks.ReasonOptions{
 				ID:            loopHookID,
-				Model:         contracts.ModelRef{Provider: loopProvider},
+				Model:         providers.ModelRef{Provider: loopProvider},
 				Input:         loopPrompt,
 				Tools:         []string{loopTool},
 				Silent:        !emit,
 				ToolExecution: hooks.ToolExecution{MaxSteps: loopCalls + 1},
 			}
 			if emit {
-				opts.ToolExecution.Emit = hooks.All
+				opts.ToolExecution.Emit = hooks.Switch{On: true}
 			}
 			res, err := hooks.Reason(ctx, opts)
 			if err != nil {
@@ -213,7 +215,7 @@ func reasonDefinitions() []*workflows.Definition {
 	first := func(ctx workflow.Context, _ workflows.NodeInput) (workflows.NodeResult, error) {
 		_, err := hooks.Reason(ctx, hooks.ReasonOptions{
 			ID:    firstTokenHookID,
-			Model: contracts.ModelRef{Provider: firstTokenProvider},
+			Model: providers.ModelRef{Provider: firstTokenProvider},
 			Input: workflow.GetInfo(ctx).WorkflowExecution.ID,
 		})
 		return workflows.NodeResult{}, err
@@ -222,7 +224,7 @@ func reasonDefinitions() []*workflows.Definition {
 		return &workflows.Definition{
 			ID: id, Version: "1",
 			Nodes: map[string]workflows.Node{reasonNode: {Run: run}},
-			Edges: []workflows.Edge{{From: contracts.StartNode, To: reasonNode}, {From: reasonNode, To: contracts.EndNode}},
+			Edges: []workflows.Edge{{From: workflows.Start, To: reasonNode}, {From: reasonNode, To: workflows.End}},
 		}
 	}
 	return []*workflows.Definition{
@@ -281,7 +283,7 @@ type toolLoopResult struct {
 	Text      string          `json:"text"`
 	Passes    int             `json:"passes"`
 	ToolCalls int             `json:"toolCalls"`
-	Usage     contracts.Usage `json:"usage"`
+	Usage     providers.Usage `json:"usage"`
 }
 
 // PlainToolLoopWorkflow is the tool loop of hooks.Reason written by hand: it executes the
@@ -296,10 +298,10 @@ func PlainToolLoopWorkflow(ctx workflow.Context, in toolLoopInput) (toolLoopResu
 	const opID = "op" // hooks.Reason draws a UUID (SideEffect); one id per run is enough here
 	mctx := workflow.WithActivityOptions(ctx, modelOptions())
 	tctx := workflow.WithActivityOptions(ctx, toolOptions())
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: in.Prompt}}
+	msgs := []providers.Message{{Role: providers.RoleUser, Content: in.Prompt}}
 	var out toolLoopResult
 	seq := 0
-	emit := func(call contracts.ToolCall, c contracts.Chunk) error {
+	emit := func(call providers.ToolCall, c contracts.Chunk) error {
 		seq++
 		c.Node, c.ID, c.OpID, c.Tool, c.ToolCallID = reasonNode, loopHookID, opID, call.Name, call.ID
 		return publish(ctx, seq, c)
@@ -308,32 +310,32 @@ func PlainToolLoopWorkflow(ctx workflow.Context, in toolLoopInput) (toolLoopResu
 		if step > in.Calls {
 			return out, fmt.Errorf("no answer after %d model passes", step)
 		}
-		pass := contracts.ModelPassInput{
+		pass := protocol.ModelPassInput{
 			RunID: runID, Node: reasonNode, HookID: loopHookID, OpID: opID, SegmentID: "step-" + strconv.Itoa(step),
-			Model: contracts.ModelRef{Provider: in.Provider}, Messages: msgs, Tools: []string{in.Tool},
+			Model: providers.ModelRef{Provider: in.Provider}, Messages: msgs, Tools: []string{in.Tool},
 			Stream: true, Emit: in.Emit,
 		}
-		var resp contracts.ModelResponse
-		if err := workflow.ExecuteActivity(mctx, contracts.ModelActivityName, pass).Get(mctx, &resp); err != nil {
+		var resp providers.Response
+		if err := workflow.ExecuteActivity(mctx, protocol.ModelActivityName, pass).Get(mctx, &resp); err != nil {
 			return out, err
 		}
 		out.Passes++
-		out.Usage = out.Usage.Add(resp.Usage)
+		out.Usage = protocol.AddUsage(out.Usage, resp.Usage)
 		if len(resp.ToolCalls) == 0 {
 			out.Text = resp.Text
 			return out, nil
 		}
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation})
+		msgs = append(msgs, providers.Message{Role: providers.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation})
 		for _, call := range resp.ToolCalls {
 			if in.Emit {
 				if err := emit(call, contracts.Chunk{Type: contracts.ChunkToolCallStart, Input: call.Arguments}); err != nil {
 					return out, err
 				}
 			}
-			tin := contracts.ToolCallInput{RunID: runID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
+			tin := protocol.ToolCallInput{RunID: runID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
 				IdempotencyKey: runID + ":" + opID + ":" + call.ID}
-			var res contracts.ToolResult
-			if err := workflow.ExecuteActivity(tctx, contracts.ToolActivityName, tin).Get(tctx, &res); err != nil {
+			var res providers.ToolResult
+			if err := workflow.ExecuteActivity(tctx, protocol.ToolActivityName, tin).Get(tctx, &res); err != nil {
 				return out, err
 			}
 			out.ToolCalls++
@@ -344,7 +346,7 @@ func PlainToolLoopWorkflow(ctx workflow.Context, in toolLoopInput) (toolLoopResu
 					return out, err
 				}
 			}
-			msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError})
+			msgs = append(msgs, providers.Message{Role: providers.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError})
 		}
 	}
 }
@@ -386,7 +388,7 @@ func (a *firstTokenActivities) FirstTokenModel(ctx context.Context, in firstToke
 // generateFirstToken is one streamed pass of firstTokenModel with the run's workflow ID as the
 // prompt; it ends the text segment after the last delta.
 func generateFirstToken(ctx context.Context, pub *deltaPublisher, onDelta func(string) error) (string, error) {
-	req := providers.Request{Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: pub.runID}}}
+	req := providers.Request{Messages: []providers.Message{{Role: providers.RoleUser, Content: pub.runID}}}
 	resp, err := firstModel.Generate(ctx, req, onDelta)
 	if err != nil {
 		return "", err

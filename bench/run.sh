@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Regenerates the numbers of docs/performance.md in one run (make bench): the Go benchmarks of
-# this package against fresh tuned dev servers (one per go test invocation), then the LangGraph
-# JS peer (npm ci into bench/peers/langgraph first when node_modules is missing or older than
-# package-lock.json), then the summary table (bench/cmd/report). Raw outputs and the summary go
-# to $1 (default bench/results, git-ignored); the summary is also printed.
+# Regenerates the numbers of docs/performance.md and docs/capacity.md in one run (make bench):
+# the Go benchmarks of this package against fresh tuned dev servers (one per go test
+# invocation), the actions per turn, the cold builds of ./starter and ./worker, the load test
+# over Redis (bench/cmd/load), then the LangGraph JS peer (npm ci into bench/peers/langgraph
+# first when node_modules is missing or older than package-lock.json), then the summary table
+# (bench/cmd/report). Raw outputs and the summary go to $1 (default bench/results,
+# git-ignored); the summary is also printed. KORTYX_BENCH_LOAD_LEVELS sets the load test's
+# levels (default 100,300,1000). A load test with any error fails the run (exit 1) after the
+# summary is written.
 #
 #	bench/run.sh [results-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-bench/results}"
 mkdir -p "$out"
-rm -f "$out"/go-*.txt "$out"/peer.json "$out"/peer.err "$out"/summary.md
+rm -f "$out"/go-*.txt "$out"/peer.json "$out"/peer.err "$out"/summary.md "$out"/stages.txt
 
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -27,18 +31,60 @@ run() {
 	local name=$1
 	shift
 	echo "== go test ./bench/ -run '^\$' $*"
+	stage_start "$name"
 	go test ./bench/ -run '^$' -timeout 30m "$@" 2>&1 | tee "$out/go-$name.txt"
+	stage_end
+}
+
+# stage_start NAME / stage_end: the wall time of each stage, in stages.txt.
+stage_start() {
+	stage_name=$1
+	stage_t0=$(date +%s)
+}
+stage_end() {
+	echo "$stage_name $(($(date +%s) - stage_t0))s" >>"$out/stages.txt"
 }
 
 # Time per run (step workloads, interrupts, tool loops, first token, and whatever else the
-# package adds later): 20 iterations, 3 repetitions.
-run steps -bench . -skip 'HistoryGrowth|Throughput|WorkerRSS|WaitingRunMemory|ToolLoop50' -benchtime 20x -count 3
-run loop50 -bench 'ToolLoop50' -benchtime 5x -count 3
+# package adds later): 20 iterations, 2 repetitions (3 before the actions, cold-build and load
+# stages were added, to keep the whole run near 30 minutes on a shared 2-core machine).
+run steps -bench . -skip 'HistoryGrowth|Throughput|WorkerRSS|WaitingRunMemory|ToolLoop50|ActionsPerTurn|FinishedSessions' -benchtime 20x -count 2
+run loop50 -bench 'ToolLoop50' -benchtime 5x -count 2
 run history -bench 'HistoryGrowth' -benchtime 1x -count 1
-run throughput -bench 'Throughput' -benchtime 1x -count 3
-# Worker RSS per waiting run (the in-process BenchmarkWaitingRunMemory is left out: about
+run throughput -bench 'Throughput' -benchtime 1x -count 1
+# Worker RSS per waiting run, 300 runs per row (1,000 before the load stage was added; the
+# in-process BenchmarkWaitingRunMemory is left out: about
 # 2.5 minutes here, and the worker-process RSS is the figure the table reports).
-run memory -bench 'WorkerRSS' -benchtime 1x -count 1
+KORTYX_BENCH_WAITING=300 run memory -bench 'WorkerRSS' -benchtime 1x -count 1
+# Billable Temporal actions of each example's turn (counts, not times: one repetition).
+run actions -bench 'ActionsPerTurn' -benchtime 1x -count 1
+
+# cold_build PKG: go build of PKG from an empty build cache (the module cache is kept), timed;
+# with the binary's size and the packages it links. One "ColdBuild {json}" line.
+cold_build() {
+	local pkg=$1 cache t0 t1
+	cache=$(mktemp -d)
+	t0=$(date +%s.%N)
+	GOCACHE=$cache go build -o "$cache/bin" "$pkg"
+	t1=$(date +%s.%N)
+	printf 'ColdBuild {"package":"%s","seconds":%s,"binaryBytes":%s,"packages":%s,"providerSdkPackages":%s}\n' \
+		"$pkg" "$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" "$(stat -c %s "$cache/bin")" \
+		"$(go list -deps "$pkg" | wc -l)" \
+		"$(go list -deps "$pkg" | grep -c -E '^(github.com/anthropics/|google.golang.org/genai|cloud.google.com/go/auth|github.com/google/s2a-go)' || true)"
+	rm -rf "$cache"
+}
+echo "== cold builds (empty GOCACHE each, GOMODCACHE kept)"
+stage_start coldbuild
+{ cold_build ./starter; cold_build ./worker; } | tee "$out/go-coldbuild.txt"
+stage_end
+
+# The load test over Redis: real processes (redis-server, 2 workers, 2 --api-only, and the
+# one-process baseline), see bench/cmd/load.
+load_failed=0
+echo "== go run ./bench/cmd/load -levels ${KORTYX_BENCH_LOAD_LEVELS:-100,300,1000}"
+stage_start load
+go run ./bench/cmd/load -levels "${KORTYX_BENCH_LOAD_LEVELS:-100,300,1000}" 2>&1 | tee "$out/go-load.txt" || load_failed=1
+stage_end
 
 peer=bench/peers/langgraph
 peer_flag=()
@@ -53,13 +99,20 @@ peer_run() {
 	node "$peer/bench.mjs" --loop-iterations 5 --interrupt-iterations 20 --count 3 >"$out/peer.json" || return 1
 }
 echo "== LangGraph JS peer ($peer)"
+stage_start peer
 if peer_run 2> >(tee "$out/peer.err" >&2); then
 	peer_flag=(-peer "$out/peer.json")
 	cat "$out/peer.json"
 else
 	echo "the LangGraph peer failed (see $out/peer.err); the summary has no LangGraph columns" >&2
 fi
+stage_end
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)" | tee -a "$out/machine.txt"
 go run ./bench/cmd/report "${peer_flag[@]}" "$out"/go-*.txt >"$out/summary.md"
 cat "$out/summary.md"
+cat "$out/stages.txt"
+if [ "$load_failed" != 0 ]; then
+	echo "the load test failed (errors above, in $out/go-load.txt)" >&2
+	exit 1
+fi

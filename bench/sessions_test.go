@@ -12,19 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/app"
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples"
-	"github.com/kortyx-go/kortyx/internal/kortyxwire"
+	"github.com/kortyx-go/kortyx/test/kortyxwire"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 )
 
 // BenchmarkFinishedSessions: what N finished chat sessions leave in the memory of a dev-mode
-// process (app.StartStack: worker, in-memory broker and HTTP API in one process). Each session
+// process (app.Run: worker, in-memory broker and HTTP API in one process). Each session
 // is the hello example through the chat route, as Kortyx's client sends it: a prompt (the run
 // asks for a name) and the answer (the run completes); the session workflow then waits for its
 // next turn. It reads the Go heap in use (after two runtime.GC) and VmRSS (after
@@ -34,7 +35,7 @@ import (
 // 500); KORTYX_BENCH_PROMPT_KB makes each session's prompt that many KB (default: "hi").
 //
 // Variants: "bounded" is the stack with a sticky cache of KORTYX_BENCH_STICKY_CACHE (default
-// 100, below N, so that the bound shows; the dev default is app.DefaultDevStickyCacheSize) and
+// 100, below N, so that the bound shows; the dev default is 200) and
 // a short stream retention (2 s) so that "settled" comes soon; "unbounded" is the SDK's sticky
 // cache of 10,000 and no stream retention (the state before these bounds). After "settled" it
 // purges the sticky cache and reads the heap (what the cache held), then stops the stack and
@@ -59,7 +60,7 @@ func BenchmarkFinishedSessions(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1, SearchAttributes: contracts.SearchAttributeNames()})
+	srv, err := devserver.Start(ctx, devserver.Options{BinaryPath: bin, UIPort: -1, SearchAttributes: protocol.SearchAttributeNames()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func BenchmarkFinishedSessions(b *testing.B) {
 	for _, variant := range []string{"bounded", "unbounded"} {
 		b.Run(variant, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				m := finishedSessions(b, ctx, c, variant, n)
+				m := finishedSessions(b, ctx, srv.Address(), variant, n)
 				b.ReportMetric(m.heapAfter/1024/float64(n), "KB-heap/session")
 				b.ReportMetric(m.rssAfter/1024/float64(n), "KB-rss/session")
 				b.ReportMetric(m.heapSettled/1024/float64(n), "KB-heap/session-settled")
@@ -93,14 +94,15 @@ type sessionsMemory struct {
 	heapStopped             float64 // growth once the stack (worker, HTTP API, broker) stopped
 }
 
-func finishedSessions(b *testing.B, ctx context.Context, c client.Client, variant string, n int) sessionsMemory {
+func finishedSessions(b *testing.B, ctx context.Context, temporalAddr string, variant string, n int) sessionsMemory {
 	b.Helper()
 	const retention = 2 * time.Second
 	sticky := 100
 	if v, err := strconv.Atoi(os.Getenv("KORTYX_BENCH_STICKY_CACHE")); err == nil && v > 0 {
 		sticky = v
 	}
-	cfg := app.Config{TaskQueue: "kortyx-bench-sessions-" + uuid.NewString(), StreamRetention: retention, StickyCacheSize: sticky}
+	cfg := app.Config{TemporalAddress: temporalAddr, TaskQueue: "kortyx-bench-sessions-" + uuid.NewString(), StreamRetention: retention,
+		StickyCacheSize: sticky, HTTPAddr: "127.0.0.1:0", FakeModels: true}
 	if variant == "unbounded" {
 		cfg.StreamRetention = -1
 		cfg.StickyCacheSize = 10_000
@@ -109,27 +111,28 @@ func finishedSessions(b *testing.B, ctx context.Context, c client.Client, varian
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts, err := chosen.Backend()
-	if err != nil {
-		b.Fatal(err)
-	}
-	backend, err := app.NewBackend(ctx, opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer backend.Close()
-	reg, err := app.Registry(backend, chosen.Register)
-	if err != nil {
-		b.Fatal(err)
-	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	st, err := app.StartStack(sctx, c, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
-	if err != nil {
+	o := chosen.Options()
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	running := make(chan app.Running, 1)
+	o.Started = func(r app.Running) { running <- r }
+	done := make(chan error, 1)
+	go func() { done <- app.Run(sctx, cfg, o) }()
+	var st app.Running
+	select {
+	case st = <-running:
+	case err := <-done:
 		b.Fatal(err)
 	}
-	defer st.Stop() // again after the measurement's Stop: a no-op
+	stopStack := func() { // the worker, the HTTP API and the broker
+		stop()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		done <- nil
+	}
+	defer stopStack() // again after the measurement's: a no-op
 	prompt := "hi"
 	if v, err := strconv.Atoi(os.Getenv("KORTYX_BENCH_PROMPT_KB")); err == nil && v > 0 {
 		prompt = strings.Repeat("hi ", v*1024/3)
@@ -152,8 +155,7 @@ func finishedSessions(b *testing.B, ctx context.Context, c client.Client, varian
 	worker.PurgeStickyWorkflowCache()
 	h, _ = settle(time.Second) // evicted workflows end their goroutines asynchronously
 	m.heapPurged = h - m.heap0
-	stop()
-	st.Stop()
+	stopStack()
 	h, _ = settle(time.Second)
 	m.heapStopped = h - m.heap0
 	return m

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
@@ -31,7 +33,7 @@ type env struct {
 	srv    *devserver.Server
 	c      client.Client
 	w      worker.Worker
-	broker *stream.Memory
+	broker stream.Broker
 	queue  string
 	seq    atomic.Int64
 	// cleanups run in reverse order when the environment closes (extra workers and clients).
@@ -79,12 +81,12 @@ func start() (*env, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		BinaryPath:       bin,
 		UIPort:           -1,
-		SearchAttributes: contracts.SearchAttributeNames(),
+		SearchAttributes: protocol.SearchAttributeNames(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	e := &env{srv: srv, broker: stream.NewMemory(), queue: "kortyx-bench-" + uuid.NewString()}
+	e := &env{srv: srv, broker: stream.NewMemory(stream.MemoryOptions{}), queue: "kortyx-bench-" + uuid.NewString()}
 	quiet := log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if e.c, err = srv.Client(client.Options{Logger: quiet}); err != nil {
 		e.close()

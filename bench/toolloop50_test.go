@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
@@ -112,6 +114,6 @@ func TestToolLoopNAgree(t *testing.T) {
 	for _, id := range []string{kid, pid} {
 		acts, err := e.activityTypes(ctx, id)
 		require.NoError(t, err)
-		require.Equal(t, map[string]int{contracts.ModelActivityName: n + 1, contracts.ToolActivityName: n}, acts, id)
+		require.Equal(t, map[string]int{protocol.ModelActivityName: n + 1, protocol.ToolActivityName: n}, acts, id)
 	}
 }

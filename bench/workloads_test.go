@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/stream"
@@ -67,7 +69,7 @@ func definitions() []*workflows.Definition {
 		{
 			ID: kortyxInterrupt, Version: "1",
 			Nodes: map[string]workflows.Node{"ask": {Run: ask}},
-			Edges: []workflows.Edge{{From: contracts.StartNode, To: "ask"}, {From: "ask", To: contracts.EndNode}},
+			Edges: []workflows.Edge{{From: workflows.Start, To: "ask"}, {From: "ask", To: workflows.End}},
 		},
 	}
 }
@@ -90,14 +92,14 @@ func chain(id string, node func(i int) workflows.NodeFunc) *workflows.Definition
 // chainOf is chain with n nodes.
 func chainOf(id string, n int, node func(i int) workflows.NodeFunc) *workflows.Definition {
 	d := &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{}}
-	prev := contracts.StartNode
+	prev := workflows.Start
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("n%d", i)
 		d.Nodes[name] = workflows.Node{Run: node(i)}
 		d.Edges = append(d.Edges, workflows.Edge{From: prev, To: name})
 		prev = name
 	}
-	d.Edges = append(d.Edges, workflows.Edge{From: prev, To: contracts.EndNode})
+	d.Edges = append(d.Edges, workflows.Edge{From: prev, To: workflows.End})
 	return d
 }
 
@@ -162,7 +164,7 @@ func structured(ctx workflow.Context, seq int, node string, data map[string]any)
 		StreamID: fmt.Sprintf("%s:structured:%d", workflow.GetInfo(ctx).WorkflowExecution.ID, seq),
 		DataType: "generic",
 		Node:     node,
-		Data:     contracts.RawJSON(data),
+		Data:     protocol.RawJSON(data),
 	}
 }
 

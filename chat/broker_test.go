@@ -16,7 +16,7 @@ import (
 
 // pingBroker is an in-memory broker whose store answers Ping with err.
 type pingBroker struct {
-	*stream.Memory
+	stream.Broker
 	err   error
 	pings int
 }
@@ -30,7 +30,7 @@ func (b *pingBroker) Ping(context.Context) error {
 // STREAM_UNAVAILABLE (retryable) before any Temporal call (the client here dials nothing) and
 // before OnTurnAccepted; the cause stays out of the body. Prompts and answers alike.
 func TestTurnRefusedWhenBrokerDown(t *testing.T) {
-	b := &pingBroker{Memory: stream.NewMemory(), err: errors.New("dial tcp 127.0.0.1:6399: connect: connection refused")}
+	b := &pingBroker{Broker: stream.NewMemory(stream.MemoryOptions{}), err: errors.New("dial tcp 127.0.0.1:6399: connect: connection refused")}
 	accepted := 0
 	h, err := NewHandler(Options{Client: lazyClient(t), Broker: b, AllowUnauthenticated: true,
 		OnTurnAccepted: func(context.Context, TurnAccepted) error { accepted++; return nil }})

@@ -6,15 +6,15 @@ import (
 )
 
 // runCallback calls a lifecycle callback; a panic becomes its error. It returns the callback's
-// failure as a [CallbackError] (nil when it succeeded).
-func runCallback(phase Phase, fn func() error) (err error) {
+// failure as a [callbackError] (nil when it succeeded).
+func runCallback(phase string, fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = CallbackError(phase, fmt.Errorf("%s hook panicked: %v", phase, p))
+			err = callbackError(phase, fmt.Errorf("%s hook panicked: %v", phase, p))
 		}
 	}()
 	if err := fn(); err != nil {
-		return CallbackError(phase, err)
+		return callbackError(phase, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,36 +13,29 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/google/uuid"
-	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/sdk/client"
 )
 
-// Disconnect says what a client disconnect does to the turn.
-type Disconnect string
-
-// Disconnect modes.
+// The values of Options.Disconnect.
 const (
-	// DisconnectCancel (default) cancels the run when the last reader of its turn leaves before
-	// the response's end (only a turn that a request of this handler started).
-	DisconnectCancel Disconnect = "cancel"
-	// DisconnectContinue lets the run finish and be finalized after the reader leaves; it
-	// needs Options.OnExecution to keep the host alive until then.
-	DisconnectContinue Disconnect = "continue"
+	disconnectCancel   = "cancel"
+	disconnectContinue = "continue"
 )
 
-// Phase names the lifecycle callback that failed.
-type Phase string
-
-// Lifecycle phases.
+// The values of LifecycleError.Phase.
 const (
-	PhaseTurnAccepted      Phase = "turn-accepted"
-	PhaseResponseFinalized Phase = "response-finalized"
-	PhaseForked            Phase = "forked"
-	PhaseRolledBack        Phase = "rolled-back"
+	phaseTurnAccepted      = "turn-accepted"
+	phaseResponseFinalized = "response-finalized"
+	phaseForked            = "forked"
+	phaseRolledBack        = "rolled-back"
 )
 
 // TurnAccepted is passed to Options.OnTurnAccepted before a turn runs.
@@ -59,25 +53,27 @@ type ResponseFinalized struct {
 	SessionID    string
 	RunID        string
 	ClientTurnID string
-	Status       stream.Status
+	Status       sessions.Status
 	// CheckpointID is set when a session checkpoint was committed for the response.
 	CheckpointID string
-	Message      stream.FinalizedMessage
+	Message      sessions.FinalizedMessage
 }
 
 // LifecycleError is passed to Options.OnLifecycleError when a lifecycle callback failed.
 type LifecycleError struct {
-	Phase        Phase
+	// Phase names the callback that failed: "turn-accepted", "response-finalized", "forked"
+	// or "rolled-back".
+	Phase        string
 	ClientTurnID string
 	// Err is a *contracts.Error with code CHAT_LIFECYCLE_HOOK_FAILED; its cause is the
 	// callback's error.
 	Err error
 }
 
-// CallbackError wraps a lifecycle callback's failure (OnTurnAccepted, OnResponseFinalized,
+// callbackError wraps a lifecycle callback's failure (OnTurnAccepted, OnResponseFinalized,
 // OnForked, OnRolledBack) as the error with code CHAT_LIFECYCLE_HOOK_FAILED (Kortyx's
 // ChatLifecycleHookError; Kortyx calls these callbacks lifecycle hooks).
-func CallbackError(phase Phase, cause error) *contracts.Error {
+func callbackError(phase string, cause error) *contracts.Error {
 	return &contracts.Error{Code: contracts.CodeChatLifecycleHookFailed, Message: "Chat state could not be saved.",
 		Details: map[string]any{"phase": string(phase)}, Err: cause}
 }
@@ -103,10 +99,10 @@ type Options struct {
 	AllowUnauthenticated bool
 	// Owner, when set, names the authenticated caller of a request (an application user id,
 	// never a secret). A session's first accepted turn makes its caller the session's owner,
-	// kept by the session workflow (memo [contracts.SessionOwnerMemo]); a prompt of another
+	// kept by the session workflow (memo [protocol.SessionOwnerMemo]); a prompt of another
 	// owner is refused with FORBIDDEN by the session itself, so two callers racing for a new
 	// session id cannot share it. Check the owner of existing sessions in Authorize with
-	// [kortyx.SessionOwner].
+	// [sessions.Service.Owner].
 	Owner func(r *http.Request) string
 	// OnTurnAccepted runs before a turn starts, once per run attempt (not for requests that
 	// reattach to it); its failure refuses the turn (503).
@@ -115,10 +111,13 @@ type Options struct {
 	OnResponseFinalized func(ctx context.Context, ev ResponseFinalized) error
 	// OnLifecycleError receives the lifecycle callbacks' failures; default: they are logged.
 	OnLifecycleError func(ev LifecycleError)
-	// Disconnect is DisconnectCancel (default) or DisconnectContinue.
-	Disconnect Disconnect
+	// Disconnect says what a client disconnect does to the turn: "cancel" (the default) cancels
+	// the run when the last reader of its turn leaves before the response's end (only a turn
+	// that a request of this handler started); "continue" lets the run finish and be finalized
+	// after the reader leaves, and needs OnExecution to keep the host alive until then.
+	Disconnect string
 	// OnExecution receives, for each run attempt, a channel closed when its execution and its
-	// finalization are over (required with DisconnectContinue).
+	// finalization are over (required with Disconnect "continue").
 	OnExecution func(done <-chan struct{})
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
@@ -126,20 +125,20 @@ type Options struct {
 	// 10 min).
 	FinalizeTimeout time.Duration
 	// RememberedTurns bounds how many ended turns the handler keeps in memory by clientTurnId,
-	// oldest forgotten first (default [DefaultRememberedTurns]). A request repeating a
+	// oldest forgotten first (default [defaultRememberedTurns]). A request repeating a
 	// forgotten one is still answered: the session tells a retry from a new turn; what is
 	// lost is only that readers of one turn in this process share one follower.
 	RememberedTurns int
 	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
 	// chunk to send (a long tool call), so that proxies keep the connection; 0 means
-	// [stream.DefaultKeepAlive], a negative value disables them.
+	// every 15 s, a negative value disables them.
 	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
-	// Index learns, from the checkpoint chunks of the responses this handler streams, which
+	// index learns, from the checkpoint chunks of the responses this handler streams, which
 	// session each checkpoint belongs to, for the checkpoint route's requests that name only a
-	// checkpoint (Kortyx's shapes); nil means the process-wide index (of [DefaultSessionIndexSize] checkpoints).
-	Index *SessionIndex
+	// checkpoint (Kortyx's shapes); nil means the process-wide index (of [defaultSessionIndexSize] checkpoints).
+	index *sessionIndex // tests set it
 	// CORS, when set, answers preflight requests and adds the CORS headers for the origins it
 	// allows (off by default); see [CORS].
 	CORS *CORS
@@ -148,10 +147,10 @@ type Options struct {
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
 // server-sent events (or buffered JSON with "stream": false).
 type Handler struct {
-	o        Options
-	index    *SessionIndex
-	turns    turns
-	runState stream.RunFunc
+	o     Options
+	svc   *sessions.Service
+	index *sessionIndex
+	turns turns
 }
 
 // NewHandler checks the options and returns the chat route.
@@ -163,16 +162,16 @@ func NewHandler(o Options) (*Handler, error) {
 		return nil, errors.New("kortyx chat: Options.Broker is required (the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx chat: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
-	case o.Disconnect == DisconnectContinue && o.OnExecution == nil:
+	case o.Disconnect == disconnectContinue && o.OnExecution == nil:
 		return nil, errors.New(`kortyx chat: disconnect: "continue" requires onExecution to retain host lifetime (Options.OnExecution)`)
-	case o.Disconnect != "" && o.Disconnect != DisconnectCancel && o.Disconnect != DisconnectContinue:
-		return nil, fmt.Errorf("kortyx chat: Options.Disconnect must be %q or %q", DisconnectCancel, DisconnectContinue)
+	case o.Disconnect != "" && o.Disconnect != disconnectCancel && o.Disconnect != disconnectContinue:
+		return nil, fmt.Errorf("kortyx chat: Options.Disconnect must be %q or %q", disconnectCancel, disconnectContinue)
 	}
 	if o.TaskQueue == "" {
 		o.TaskQueue = contracts.DefaultTaskQueue
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = 1 << 20
+		o.MaxBodyBytes = httpapi.DefaultMaxBody
 	}
 	if o.FinalizeTimeout <= 0 {
 		o.FinalizeTimeout = 10 * time.Minute
@@ -181,9 +180,13 @@ func NewHandler(o Options) (*Handler, error) {
 		o.Logger = slog.Default()
 	}
 	if o.RememberedTurns <= 0 {
-		o.RememberedTurns = DefaultRememberedTurns
+		o.RememberedTurns = defaultRememberedTurns
 	}
-	h := &Handler{o: o, runState: RunState(o.Client), index: o.Index.orDefault()}
+	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, MaxCheckpoints: o.MaxCheckpoints, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{o: o, svc: svc, index: o.index.orDefault()}
 	h.turns.max = o.RememberedTurns
 	return h, nil
 }
@@ -227,7 +230,7 @@ func authError(err error) error {
 
 // ServeHTTP serves one chat turn.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.o.CORS.serve(w, r) {
+	if h.o.CORS.Serve(w, r, http.MethodPost) {
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -239,7 +242,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, h.o.Logger, err)
 		return
 	}
-	last := req.Last()
+	last := req.last()
 	resume := req.ResumeOf()
 	if h.hasCallbacks() {
 		// Checked before Authorize: a request without the ids is malformed whoever sends it.
@@ -262,11 +265,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if resume != nil {
 		kind = "interrupt-response"
 		a.kind, a.token = kind, strings.TrimSpace(resume.Token)
-	} else if req.Input() == "" {
+	} else if req.input() == "" {
 		fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
 		return
 	}
-	if err := h.brokerAnswers(r.Context()); err != nil {
+	if err := h.svc.CheckBroker(r.Context()); err != nil { // before the turn slot and callbacks
 		fail(w, r, h.o.Logger, err)
 		return
 	}
@@ -292,9 +295,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	accept := func() error {
 		ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
-		err := runCallback(PhaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
+		err := runCallback(phaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
 		if err != nil {
-			reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
+			reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
 		}
 		return err
 	}
@@ -306,7 +309,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		accepted = true
 	}
-	var ts contracts.TurnStarted
+	var ts sessions.TurnStarted
 	var begin, from int64
 	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
 		var err error
@@ -319,11 +322,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.o.OnTurnAccepted != nil && !accepted && !ts.Reattached {
 		// The session started a new run where this handler expected the turn it knew (the
-		// session no longer remembers it: more than contracts.MaxRecentTurns turns ago). The
+		// session no longer remembers it: more than 32 turns ago). The
 		// callback runs now; if it fails, the run is cancelled at once (a fast run may have ended
 		// first).
 		if err := accept(); err != nil {
-			if _, serr := kortyx.StopTurn(context.WithoutCancel(r.Context()), h.o.Client, req.SessionID, ts.RunID); serr != nil {
+			if _, serr := h.svc.Stop(context.WithoutCancel(r.Context()), req.SessionID, ts.RunID); serr != nil {
 				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
 			}
 			fail(w, r, h.o.Logger, err)
@@ -332,7 +335,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t, fresh := h.turns.attach(sl, ts, begin)
 	if fresh {
-		h.startFinalizer(t, r, req, a)
+		h.started(t, r, req, a, from)
 	}
 	release()
 	h.respond(w, r, req, t, from)
@@ -348,34 +351,13 @@ func callbackFields(req *Request) error {
 			issues = append(issues, contracts.Issue{Path: []any{f.name}, Code: "required", Message: f.name + " is required: the lifecycle callbacks need it"})
 		}
 	}
-	if req.Last().Role != "user" {
+	if req.last().Role != "user" {
 		issues = append(issues, contracts.Issue{Path: []any{"messages"}, Code: "invalid_value", Message: "the last message must be from the user"})
 	}
 	if len(issues) == 0 {
 		return nil
 	}
 	return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: issues}
-}
-
-// brokerPingTimeout bounds the broker check before a turn.
-const brokerPingTimeout = 2 * time.Second
-
-// brokerAnswers checks the broker's store when the broker can be pinged (the Redis broker; the
-// in-memory one has no store): a turn whose chunks cannot be delivered is not started. The
-// error is STREAM_UNAVAILABLE (retryable, HTTP 503).
-func (h *Handler) brokerAnswers(ctx context.Context) error {
-	p, ok := h.o.Broker.(interface{ Ping(context.Context) error })
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, brokerPingTimeout)
-	defer cancel()
-	err := p.Ping(ctx)
-	if err == nil {
-		return nil
-	}
-	return &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: err,
-		Message: "The stream store (Redis) does not answer, so no turn was started; try again shortly."}
 }
 
 // expectReattach reports whether the request will get the turn the slot knows (see
@@ -387,23 +369,23 @@ func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string
 	if !reattach || checkpoint == "" {
 		return reattach
 	}
-	var view contracts.SessionView
+	var view sessions.SessionView
 	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
 		var err error
-		view, err = kortyx.Session(ctx, h.o.Client, sessionID)
+		view, err = h.svc.View(ctx, sessionID)
 		return err
 	})
 	if err != nil {
 		return true
 	}
-	return slices.ContainsFunc(view.Checkpoints, func(c contracts.CheckpointSummary) bool { return c.ID == checkpoint })
+	return slices.ContainsFunc(view.Checkpoints, func(c sessions.CheckpointSummary) bool { return c.ID == checkpoint })
 }
 
 // start starts (or re-attaches to) the turn and returns where the turn's response begins in the
 // run's stream and the offset this reader follows from: the beginning, or the client's
 // Last-Event-ID when it re-attaches to a turn it was reading. ctx bounds the Temporal calls; r's
 // own context says whether the reader is still there.
-func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resume *Resume) (contracts.TurnStarted, int64, int64, error) {
+func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resume *Resume) (sessions.TurnStarted, int64, int64, error) {
 	reattach := func(begin int64) int64 {
 		if after := lastEventID(r); after >= begin {
 			return after
@@ -415,75 +397,32 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 		for _, m := range req.Messages[:len(req.Messages)-1] {
 			prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
 		}
-		input, _ := json.Marshal(req.Input())
-		turn := contracts.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
+		input, _ := json.Marshal(req.input())
+		turn := sessions.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
 			Reconnect: lastEventID(r) >= 0}
 		if h.o.Owner != nil {
 			turn.Owner = h.o.Owner(r)
 		}
-		opts := kortyx.SessionOptions{TaskQueue: h.o.TaskQueue, MaxCheckpoints: h.o.MaxCheckpoints}
-		ts, err := kortyx.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
+		ts, err := h.svc.Start(ctx, req.SessionID, turn)
 		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {
 			turn.Workflow = h.o.DefaultWorkflow
-			ts, err = kortyx.StartTurn(ctx, h.o.Client, req.SessionID, turn, opts)
+			ts, err = h.svc.Start(ctx, req.SessionID, turn)
 		}
 		if err != nil || !ts.Reattached {
 			return ts, 0, 0, err
 		}
 		return ts, 0, reattach(0), nil // a prompt's run is new: its response starts the stream
 	}
-	answer := resume.Response(req.Last().Content)
-	var begin, from int64
-	ts, err := kortyx.AnswerTurn(ctx, h.o.Client, req.SessionID, answer, kortyx.AnswerOptions{
-		ClientTurnID: req.ClientTurnID, Reconnect: lastEventID(r) >= 0,
-		Claimed: func(ctx context.Context, ts contracts.TurnStarted) error {
-			var err error
-			if ts.Reattached {
-				begin, err = h.answeredAt(ctx, ts.RunID, answer.Token)
-				return err
-			}
-			// The run is waiting, so its stream is still: what comes next belongs to this response.
-			from, err = h.o.Broker.Last(ctx, ts.RunID)
-			return err
-		},
-		// The reader left while the answer was on its way: cancel, as for any disconnect.
-		Gone: func() bool { return r.Context().Err() != nil && h.o.Disconnect != DisconnectContinue },
-	})
-	if ts.Reattached {
-		return ts, begin, reattach(begin), err
-	}
+	answer := resume.response(req.last().Content)
+	ts, err := h.svc.Answer(ctx, req.SessionID, answer, sessions.AnswerOptions{ClientTurnID: req.ClientTurnID, Reconnect: lastEventID(r) >= 0,
+		Continue: h.o.Disconnect == disconnectContinue})
 	if err != nil {
 		return ts, 0, 0, err
 	}
-	// A run restored by a rollback or fork may have asked its question again between the
-	// offset read above and the answer: the response starts after that question's done.
-	if at, err := h.answeredAt(ctx, ts.RunID, answer.Token); err == nil && at > from {
-		from = at
+	if ts.Reattached {
+		return ts, ts.Begin, reattach(ts.Begin), nil
 	}
-	return ts, from, from, nil
-}
-
-// answeredAt returns the offset after which the response to the question of token begins in the
-// run's stream: the done that follows the question's (last) interrupt chunk.
-func (h *Handler) answeredAt(ctx context.Context, runID, token string) (int64, error) {
-	entries, err := h.o.Broker.Read(ctx, runID, 0, 0)
-	if err != nil {
-		return 0, err
-	}
-	asked := false
-	var at int64
-	for _, e := range entries {
-		switch {
-		case e.Chunk.Type == contracts.ChunkInterrupt && e.Chunk.ResumeToken == token:
-			asked = true
-		case asked && e.Chunk.Type == contracts.ChunkDone:
-			at, asked = e.Offset, false
-		}
-	}
-	if at == 0 {
-		return 0, &contracts.Error{Code: contracts.CodeNotFound, Message: "The response to this answer is no longer in the stream."}
-	}
-	return at, nil
+	return ts, ts.Begin, ts.Begin, nil
 }
 
 func lastEventID(r *http.Request) int64 {
@@ -495,54 +434,64 @@ func lastEventID(r *http.Request) int64 {
 	return -1
 }
 
-// respond streams (or buffers) the turn's response to this reader, from offset from.
+// respond streams (or buffers) the turn's response to this reader, from offset from: one loop
+// reads the response from the broker (through the session service's reader) and writes each
+// chunk, and hands it to the turn's finalization on the way.
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	buffered := req.Stream != nil && !*req.Stream
-	run, guard := h.turnFollow(r.Context(), req.SessionID, t, from)
-	var sse *stream.SSEWriter
+	feeder := h.turns.join(t, from)
+	var sw *ssewriter.Writer
+	var idle time.Duration
 	if !buffered {
 		var err error
-		opts := stream.SSEOptions{KeepAlive: h.o.KeepAlive, Run: run}
-		if !Resumable(r) {
+		opts := ssewriter.Options{KeepAlive: h.o.KeepAlive}
+		if !resumable(r) {
 			runID := t.ts.RunID
 			opts.OmitIDs = true
-			opts.Transform = func(c contracts.Chunk) []any { return KortyxChunks(runID, c) }
+			opts.Transform = func(c contracts.Chunk) []any { return kortyxChunks(runID, c) }
 		}
-		if sse, err = stream.NewSSEWriter(w, opts); err == nil {
-			err = sse.Event(0, session)
+		if sw, err = ssewriter.New(w, opts); err == nil {
+			err = sw.Event(0, session)
 		}
 		if err != nil {
-			h.leave(r, req, t, true)
+			h.quit(r, req, t, feeder, true)
 			return
 		}
-	}
-	collect := guard(func(e stream.Entry) error {
-		chunks = append(chunks, e.Chunk)
-		h.index.learn(e.Chunk)
-		return nil
-	})
-	var err error
-	if sse != nil {
-		err = sse.Follow(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, collect)
-	} else {
-		err = stream.FollowRun(r.Context(), h.o.Broker, t.ts.RunID, from, stream.UntilResponse, run, collect)
-	}
-	if err != nil && ((sse != nil && sse.Err() != nil) || r.Context().Err() != nil) {
-		h.leave(r, req, t, true)
-		return
-	}
-	if isGone(err) && len(chunks) == 1 {
-		if rebuilt := h.rebuild(r.Context(), req.SessionID, t); rebuilt != nil {
-			h.o.Logger.Warn("kortyx chat: the run's stream is gone; its open question was rebuilt from the session", "run", t.ts.RunID)
-			chunks, err = append(chunks, rebuilt...), nil
-			for _, c := range rebuilt {
-				if sse != nil {
-					_ = sse.Event(0, c)
-				}
-			}
+		switch idle = h.o.KeepAlive; {
+		case idle == 0:
+			idle = ssewriter.DefaultKeepAlive
+		case idle < 0:
+			idle = 0
 		}
+	}
+	rd, err := h.svc.Follow(r.Context(), req.SessionID, t.ts, from, sessions.FollowOptions{Idle: idle, Answered: t.token})
+	pos := from
+	for err == nil {
+		var e stream.Entry
+		e, err = rd.Next(r.Context())
+		switch {
+		case errors.Is(err, stream.ErrIdle):
+			err = sw.KeepAlive()
+			continue
+		case err != nil:
+			continue
+		}
+		h.index.learn(e.Chunk)
+		pos = h.turns.feed(t, pos, e)
+		if sw != nil {
+			err = sw.Event(e.Offset, e.Chunk)
+		} else {
+			chunks = append(chunks, e.Chunk)
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if err != nil && ((sw != nil && sw.Err() != nil) || r.Context().Err() != nil) {
+		h.quit(r, req, t, feeder, true)
+		return
 	}
 	if err == nil {
 		h.turns.responseOver(t)
@@ -556,38 +505,55 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			fail = httpapi.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
 		}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
-		if sse != nil {
-			_ = sse.Event(0, fail)
-			_ = sse.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
+		if sw != nil {
+			_ = sw.Event(0, fail)
+			_ = sw.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
 		}
 	}
-	if sse != nil {
-		_ = sse.Done()
+	if sw != nil {
+		_ = sw.Done()
 	} else {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(stream.Buffer(chunks))
+		_ = json.NewEncoder(w).Encode(sessions.Buffer(chunks))
+	}
+	// The response is complete only once it was finalized: a client that reads it to its end
+	// finds OnResponseFinalized's work done (its transcript saved). The reader that read it
+	// along with the finalization finalizes it; another waits.
+	if h.turns.claim(t, pos, false) {
+		h.finish(t, err)
+	} else if h.turns.unjoin(t, &feeder) {
+		h.follow(t)
 	}
 	if err == nil {
-		// The response is complete only once it was finalized: a client that reads it to its
-		// end finds OnResponseFinalized's work done (its transcript saved).
 		select {
 		case <-t.ended:
 		case <-r.Context().Done():
 		}
 	}
-	h.leave(r, req, t, false)
+	h.quit(r, req, t, feeder, false)
 }
 
-// leave unregisters a reader of t; with DisconnectCancel, the last reader leaving early cancels
+// quit unregisters a reader of t (a feeder of its finalization when feeder is set): when the
+// finalization has lost its last feeder before the response's end, the rest of the response is
+// read by a follower of its own. With disconnectCancel, the last reader leaving early cancels a
+// run attempt that a request of this handler started (see turns.leave).
+func (h *Handler) quit(r *http.Request, req *Request, t *turn, feeder, early bool) {
+	if h.turns.unjoin(t, &feeder) {
+		h.follow(t)
+	}
+	h.leave(r, req, t, early)
+}
+
+// leave unregisters a reader of t; with disconnectCancel, the last reader leaving early cancels
 // a run attempt that a request of this handler started (see turns.leave).
 func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
-	if !h.turns.leave(t, early, h.o.Disconnect != DisconnectContinue, h.o.FinalizeTimeout) {
+	if !h.turns.leave(t, early, h.o.Disconnect != disconnectContinue, h.o.FinalizeTimeout) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
 	defer cancel()
 	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
-		_, err := kortyx.StopTurn(ctx, h.o.Client, req.SessionID, t.ts.RunID)
+		_, err := h.svc.Stop(ctx, req.SessionID, t.ts.RunID)
 		return err
 	})
 	if err != nil {
@@ -595,51 +561,81 @@ func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
 	}
 }
 
-// startFinalizer follows the response of a new turn, apart from its readers, and finalizes it
-// once (OnResponseFinalized), then closes the turn's channel (OnExecution). It follows until the
-// response's end, or until the last reader has been gone for FinalizeTimeout.
-func (h *Handler) startFinalizer(t *turn, r *http.Request, req *Request, a *ask) {
+// started registers a new run attempt t, started (or first read) by request r: OnExecution gets
+// the channel its finalization closes, and the finalization follows the response on its own
+// when no reader of this request can feed it (it reads from after the response's beginning).
+func (h *Handler) started(t *turn, r *http.Request, req *Request, a *ask, from int64) {
 	if h.o.OnExecution != nil {
 		h.o.OnExecution(t.ended)
 	}
-	ctx := h.turns.followContext(t, r)
+	h.turns.origin(t, r, req, a)
+	if none := false; from > t.begin && h.turns.unjoin(t, &none) {
+		h.follow(t)
+	}
+}
+
+// follow reads the rest of t's response for its finalization, apart from its readers, from
+// where the finalization is, and finalizes it; it ends with the response, or when the last
+// reader has been gone for FinalizeTimeout (the response is then finalized as it stands).
+func (h *Handler) follow(t *turn) {
+	ctx := t.bg
 	go func() {
-		defer close(t.ended)
-		chunks := []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: req.SessionID}}
-		run, guard := h.turnFollow(ctx, req.SessionID, t, t.begin)
-		err := stream.FollowRun(ctx, h.o.Broker, t.ts.RunID, t.begin, stream.UntilResponse, run, guard(func(e stream.Entry) error {
-			chunks = append(chunks, e.Chunk)
-			h.index.learn(e.Chunk)
-			return nil
-		}))
-		if isGone(err) && len(chunks) == 1 {
-			if rebuilt := h.rebuild(ctx, req.SessionID, t); rebuilt != nil {
-				chunks, err = append(chunks, rebuilt...), nil
+		pos := h.turns.position(t)
+		var err error
+		if pos >= 0 {
+			var rd *sessions.Reader
+			rd, err = h.svc.Follow(ctx, t.req.SessionID, t.ts, pos, sessions.FollowOptions{Answered: t.token})
+			for err == nil {
+				var e stream.Entry
+				if e, err = rd.Next(ctx); err == nil {
+					h.index.learn(e.Chunk)
+					pos = h.turns.feed(t, pos, e)
+				}
+			}
+			if errors.Is(err, io.EOF) {
+				err = nil
 			}
 		}
-		if err != nil && ctx.Err() == nil {
-			f := httpapi.Public(httpapi.StreamFailure(err))
-			chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
+		if ctx.Err() != nil {
+			err = nil // given up (FinalizeTimeout): finalized as it stands
 		}
-		msg, status := stream.Finalize(req.ClientTurnID, chunks)
-		h.turns.settle(t, msg.CheckpointID)
-		h.finalize(r, req, t.ts, msg, status)
-		h.turns.done(t, a)
-		t.stop()
+		if h.turns.claim(t, pos, ctx.Err() != nil) {
+			h.finish(t, err)
+		} else {
+			h.turns.followed(t)
+		}
 	}()
+}
+
+// finish finalizes t's response once (OnResponseFinalized), with err the error that ended it
+// (nil: its done), then closes the turn's channel (OnExecution).
+func (h *Handler) finish(t *turn, err error) {
+	defer close(t.ended)
+	chunks := append([]contracts.Chunk{{Type: contracts.ChunkSession, SessionID: t.req.SessionID}}, h.turns.response(t)...)
+	if err != nil {
+		f := httpapi.Public(httpapi.StreamFailure(err))
+		chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
+	}
+	msg, status := sessions.Finalize(t.req.ClientTurnID, chunks)
+	h.turns.settle(t, msg.CheckpointID)
+	h.finalize(t.r, t.req, t.ts, msg, status)
+	h.turns.done(t, t.a)
+	if t.stop != nil {
+		t.stop()
+	}
 }
 
 // finalize runs OnResponseFinalized with the normalized assistant message; its failure goes to
 // OnLifecycleError and changes nothing else.
-func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStarted, msg stream.FinalizedMessage, status stream.Status) {
+func (h *Handler) finalize(r *http.Request, req *Request, ts sessions.TurnStarted, msg sessions.FinalizedMessage, status sessions.Status) {
 	if h.o.OnResponseFinalized == nil {
 		return
 	}
 	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
 		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
-	err := runCallback(PhaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
+	err := runCallback(phaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
 	if err != nil {
-		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: PhaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
+		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
 	}
 }
 
@@ -647,7 +643,7 @@ func (h *Handler) finalize(r *http.Request, req *Request, ts contracts.TurnStart
 // (authorized like chat requests) and answers {"runId": "..."} ("" when nothing was running).
 func (h *Handler) StopHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.o.CORS.serve(w, r) {
+		if h.o.CORS.Serve(w, r, http.MethodPost) {
 			return
 		}
 		if r.Method != http.MethodPost {
@@ -662,7 +658,7 @@ func (h *Handler) StopHandler() http.Handler {
 			return
 		}
 		req := &Request{SessionID: strings.TrimSpace(body.SessionID)}
-		if err := contracts.CheckID("sessionId", req.SessionID); err != nil {
+		if err := protocol.CheckID("sessionId", req.SessionID); err != nil {
 			fail(w, r, h.o.Logger, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: err.Issues})
 			return
 		}
@@ -675,7 +671,7 @@ func (h *Handler) StopHandler() http.Handler {
 		var runID string
 		err := temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
 			var err error
-			runID, err = kortyx.StopSession(ctx, h.o.Client, req.SessionID)
+			runID, err = h.svc.Stop(ctx, req.SessionID, "")
 			return err
 		})
 		if err != nil {

@@ -34,9 +34,9 @@ func TestParseRequest(t *testing.T) {
 	require.False(t, *req.Stream)
 	require.JSONEq(t, `{"plan": "pro"}`, string(req.Context))
 	require.Equal(t, "m1", req.Messages[0].ID)
-	require.Equal(t, "again", req.Input())
+	require.Equal(t, "again", req.input())
 	require.Nil(t, req.ResumeOf())
-	b, err := json.Marshal(req.Last().Metadata)
+	b, err := json.Marshal(req.last().Metadata)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"note": "kept"}`, string(b), "metadata other than resume is kept")
 }
@@ -64,7 +64,7 @@ func TestParseRequestRefusals(t *testing.T) {
 			_, err := parse(t, tc.body)
 			require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err), "err: %v", err)
 			f := contracts.FailureOf(err)
-			require.Equal(t, http.StatusBadRequest, HTTPStatus(f))
+			require.Equal(t, http.StatusBadRequest, httpStatus(f))
 			if tc.path != nil {
 				require.NotEmpty(t, f.Issues, "issues of %v", err)
 				b, _ := json.Marshal(f.Issues[0].Path)
@@ -99,14 +99,14 @@ func TestResumeResponse(t *testing.T) {
 		"cancel":            {`{"token": "tok", "requestId": "r", "cancel": true}`, contracts.Response{Token: "tok", RequestID: "r", Cancel: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.Equal(t, tc.want, res(tc.resume).Response(" typed "))
+			require.Equal(t, tc.want, res(tc.resume).response(" typed "))
 		})
 	}
 }
 
 func TestNewHandlerOptions(t *testing.T) {
 	c := lazyClient(t)
-	b := stream.NewMemory()
+	b := stream.NewMemory(stream.MemoryOptions{})
 	for name, tc := range map[string]struct {
 		o    Options
 		want string
@@ -114,7 +114,7 @@ func TestNewHandlerOptions(t *testing.T) {
 		"no client": {Options{Broker: b, AllowUnauthenticated: true}, "Options.Client is required"},
 		"no broker": {Options{Client: c, AllowUnauthenticated: true}, "Options.Broker is required"},
 		"no auth":   {Options{Client: c, Broker: b}, "Options.Authorize is required"},
-		"continue":  {Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: DisconnectContinue}, `disconnect: "continue" requires onExecution`},
+		"continue":  {Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: disconnectContinue}, `disconnect: "continue" requires onExecution`},
 		"bad mode":  {Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: "later"}, "Options.Disconnect must be"},
 		"dev":       {Options{Client: c, Broker: b, AllowUnauthenticated: true}, ""},
 	} {
@@ -127,7 +127,7 @@ func TestNewHandlerOptions(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := NewHandler(Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: DisconnectContinue, OnExecution: func(<-chan struct{}) {}})
+	_, err := NewHandler(Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: disconnectContinue, OnExecution: func(<-chan struct{}) {}})
 	require.NoError(t, err)
 	_, err = NewCheckpointHandler(CheckpointOptions{Client: c})
 	require.ErrorContains(t, err, "CheckpointOptions.Authorize is required")
@@ -137,7 +137,7 @@ func TestNewHandlerOptions(t *testing.T) {
 // authorization, callback preconditions.
 func TestRefusedBeforeWork(t *testing.T) {
 	calls := 0
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(),
+	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
 		Authorize: func(r *http.Request, req *Request) error {
 			if r.Header.Get("Authorization") == "" {
 				return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in."}
@@ -214,14 +214,14 @@ func TestCheckpointRequestRefusals(t *testing.T) {
 }
 
 func TestCallbackFailuresAreContained(t *testing.T) {
-	err := runCallback(PhaseForked, func() error { panic("boom") })
+	err := runCallback(phaseForked, func() error { panic("boom") })
 	require.Equal(t, contracts.CodeChatLifecycleHookFailed, contracts.CodeOf(err))
 	require.ErrorContains(t, errors.Unwrap(err), "forked hook panicked: boom")
 	require.Equal(t, "forked", contracts.FailureOf(err).Details["phase"])
-	require.NoError(t, runCallback(PhaseForked, func() error { return nil }))
+	require.NoError(t, runCallback(phaseForked, func() error { return nil }))
 
 	var got []LifecycleError
 	reportCallbackError(func(ev LifecycleError) { got = append(got, ev); panic("the reporter fails too") }, slog.Default(),
-		LifecycleError{Phase: PhaseForked, Err: err})
+		LifecycleError{Phase: phaseForked, Err: err})
 	require.Len(t, got, 1, "a panicking OnLifecycleError is swallowed")
 }

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/sessions"
 	"go.temporal.io/sdk/client"
 )
 
@@ -24,7 +24,7 @@ import (
 //
 // Kortyx's client sends get, rollback and fork without sessionId: the route then finds the
 // checkpoint's session (from the checkpoint id, which carries it; for ids made before they did,
-// CheckpointOptions.Index, then CheckpointOptions.ResolveSession), sets SessionID and
+// the index, then CheckpointOptions.ResolveSession), sets SessionID and
 // SessionResolved and authorizes the request like any other (see [CheckpointHandler]).
 type CheckpointRequest struct {
 	Action       string `json:"action"`
@@ -45,7 +45,7 @@ type Forked struct {
 	NewCheckpointID    string
 	// Reissued are the source checkpoint's open questions with the tokens and request ids they
 	// have in the new session: rewrite copied transcript rows with them.
-	Reissued []contracts.ReissuedRequest
+	Reissued []sessions.ReissuedRequest
 }
 
 // RolledBack is passed to CheckpointOptions.OnRolledBack after a successful rollback.
@@ -67,10 +67,10 @@ type CheckpointOptions struct {
 	OnLifecycleError     func(ev LifecycleError)
 	MaxBodyBytes         int64
 	Logger               *slog.Logger
-	// Index is where the sessions of checkpoints whose ids do not carry their session (ids
+	// index is where the sessions of checkpoints whose ids do not carry their session (ids
 	// made before they did) are looked up for requests without sessionId (nil:
 	// the process-wide index, which the chat handlers of the process fill).
-	Index *SessionIndex
+	index *sessionIndex // tests set it
 	// ResolveSession, when set, finds the session of a checkpoint the index does not know (an
 	// application that keeps checkpoint ids in its transcript knows it); return "" or a
 	// NOT_FOUND error when there is none.
@@ -83,7 +83,8 @@ type CheckpointOptions struct {
 // CheckpointHandler is the checkpoint route.
 type CheckpointHandler struct {
 	o     CheckpointOptions
-	index *SessionIndex
+	svc   *sessions.Service
+	index *sessionIndex
 }
 
 // NewCheckpointHandler checks the options and returns the checkpoint route.
@@ -100,7 +101,11 @@ func NewCheckpointHandler(o CheckpointOptions) (*CheckpointHandler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &CheckpointHandler{o: o, index: o.Index.orDefault()}, nil
+	svc, err := sessions.New(sessions.Options{Client: o.Client})
+	if err != nil {
+		return nil, err
+	}
+	return &CheckpointHandler{o: o, svc: svc, index: o.index.orDefault()}, nil
 }
 
 func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
@@ -121,7 +126,7 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 	var issues []contracts.Issue
 	for _, f := range []struct{ name, v string }{{"sessionId", req.SessionID}, {"checkpointId", req.CheckpointID}, {"newSessionId", req.NewSessionID}} {
 		if f.v != "" {
-			if err := contracts.CheckID(f.name, f.v); err != nil {
+			if err := protocol.CheckID(f.name, f.v); err != nil {
 				issues = append(issues, err.Issues...)
 			}
 		}
@@ -159,7 +164,7 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 	}
 	session, ok := protocol.CheckpointSession(req.CheckpointID) // cp-<uuid>@<sessionId>
 	if !ok {
-		session, ok = h.index.Session(req.CheckpointID) // an older cp-<uuid> this process saw
+		session, ok = h.index.session(req.CheckpointID) // an older cp-<uuid> this process saw
 	}
 	if !ok && h.o.ResolveSession != nil {
 		s, err := h.o.ResolveSession(r.Context(), r, req.CheckpointID)
@@ -175,7 +180,7 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 			Message: fmt.Sprintf("Checkpoint %q is not known to this server: send its sessionId with it.", req.CheckpointID),
 			Details: map[string]any{"checkpointId": req.CheckpointID}}
 	}
-	if err := contracts.CheckID("sessionId", session); err != nil {
+	if err := protocol.CheckID("sessionId", session); err != nil {
 		return err
 	}
 	req.SessionID, req.SessionResolved = session, true
@@ -185,13 +190,13 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 // ServeHTTP serves one checkpoint request.
 //
 // Every answer has Kortyx's shapes, whether or not the request named its session: list a list
-// of [contracts.CheckpointSummary] ([] for a session that does not exist, as Kortyx's store
-// answers), get a [contracts.Checkpoint] (or null), rollback a [contracts.RollbackResult], fork
-// a [contracts.ForkResult], except that every createdAt is a number (milliseconds since the
+// of [sessions.CheckpointSummary] ([] for a session that does not exist, as Kortyx's store
+// answers), get a [sessions.Checkpoint] (or null), rollback a [sessions.RollbackResult], fork
+// a [sessions.ForkResult], except that every createdAt is a number (milliseconds since the
 // epoch) and rollback's head is the head checkpoint's id (a string; its summary is in
 // headCheckpoint).
 func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.o.CORS.serve(w, r) {
+	if h.o.CORS.Serve(w, r, http.MethodPost) {
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -236,16 +241,16 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // learn records the sessions of the checkpoints an answer names.
 func (h *CheckpointHandler) learn(req *CheckpointRequest, out any) {
 	switch v := out.(type) {
-	case []contracts.CheckpointSummary:
+	case []sessions.CheckpointSummary:
 		for _, c := range v {
-			h.index.Put(c.ID, c.SessionID)
+			h.index.put(c.ID, c.SessionID)
 		}
-	case contracts.Checkpoint:
-		h.index.Put(v.ID, v.SessionID)
-	case contracts.RollbackResult:
-		h.index.Put(v.Head.ID, v.SessionID)
-	case contracts.ForkResult:
-		h.index.Put(v.Checkpoint.ID, v.SessionID)
+	case sessions.Checkpoint:
+		h.index.put(v.ID, v.SessionID)
+	case sessions.RollbackResult:
+		h.index.put(v.Head.ID, v.SessionID)
+	case sessions.ForkResult:
+		h.index.put(v.Checkpoint.ID, v.SessionID)
 	}
 }
 
@@ -261,7 +266,7 @@ func kortyxResult(out any) any {
 		return out
 	}
 	v = millis(v)
-	if rb, ok := out.(contracts.RollbackResult); ok {
+	if rb, ok := out.(sessions.RollbackResult); ok {
 		if m, ok := v.(map[string]any); ok {
 			m["headCheckpoint"] = m["head"]
 			m["head"] = rb.Head.ID
@@ -297,16 +302,16 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 	bg := context.WithoutCancel(r.Context())
 	switch req.Action {
 	case "list":
-		v, err := kortyx.Session(ctx, h.o.Client, req.SessionID)
+		v, err := h.svc.View(ctx, req.SessionID)
 		switch {
 		case contracts.CodeOf(err) == contracts.CodeInvalidSession: // no such session (its id was checked)
-			return []contracts.CheckpointSummary{}, nil, nil
+			return []sessions.CheckpointSummary{}, nil, nil
 		case err != nil:
 			return nil, nil, err
 		}
 		return v.Checkpoints, nil, nil
 	case "get":
-		cp, err := kortyx.GetCheckpoint(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		cp, err := h.svc.Checkpoint(ctx, req.SessionID, req.CheckpointID)
 		switch {
 		case contracts.CodeOf(err) == contracts.CodeNotFound:
 			return nil, nil, nil
@@ -317,7 +322,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 		}
 		return cp, nil, nil
 	case "rollback":
-		res, err := kortyx.Rollback(ctx, h.o.Client, req.SessionID, req.CheckpointID)
+		res, err := h.svc.Rollback(ctx, req.SessionID, req.CheckpointID)
 		if err != nil {
 			return nil, nil, h.unknown(req, err)
 		}
@@ -325,13 +330,13 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 			return res, nil, nil
 		}
 		return res, func() {
-			h.callback(PhaseRolledBack, func() error {
+			h.callback(phaseRolledBack, func() error {
 				return h.o.OnRolledBack(bg, RolledBack{Request: r, SessionID: req.SessionID,
 					HeadCheckpointID: res.Head.ID, InvalidatedStructuredStreamIDs: res.InvalidatedStructuredStreamIDs})
 			})
 		}, nil
 	case "fork":
-		res, err := kortyx.Fork(ctx, h.o.Client, req.SessionID, contracts.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
+		res, err := h.svc.Fork(ctx, req.SessionID, sessions.ForkRequest{CheckpointID: req.CheckpointID, NewSessionID: req.NewSessionID})
 		if err != nil {
 			return nil, nil, h.unknown(req, err)
 		}
@@ -339,7 +344,7 @@ func (h *CheckpointHandler) act(ctx context.Context, r *http.Request, req *Check
 			return res, nil, nil
 		}
 		return res, func() {
-			h.callback(PhaseForked, func() error {
+			h.callback(phaseForked, func() error {
 				return h.o.OnForked(bg, Forked{Request: r, SourceSessionID: req.SessionID, NewSessionID: res.SessionID,
 					SourceCheckpointID: req.CheckpointID, NewCheckpointID: res.Checkpoint.ID, Reissued: res.Reissued})
 			})
@@ -359,7 +364,7 @@ func (h *CheckpointHandler) unknown(req *CheckpointRequest, err error) error {
 }
 
 // callback runs a lifecycle callback; its failure reaches OnLifecycleError and never the response.
-func (h *CheckpointHandler) callback(phase Phase, fn func() error) {
+func (h *CheckpointHandler) callback(phase string, fn func() error) {
 	if err := runCallback(phase, fn); err != nil {
 		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phase, Err: err})
 	}

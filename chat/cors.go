@@ -1,14 +1,6 @@
 package chat
 
-import (
-	"net/http"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/kortyx-go/kortyx/contracts"
-)
+import "github.com/kortyx-go/kortyx/internal/httpapi"
 
 // CORS lets browser apps on other origins call the chat, stop and checkpoint routes
 // (Options.CORS, CheckpointOptions.CORS). It is off when nil.
@@ -19,91 +11,15 @@ import (
 // -Allow-Credentials: true; from another origin it is refused 403 FORBIDDEN. An actual request
 // from an allowed origin gets Access-Control-Allow-Origin (and -Allow-Credentials); one from
 // another origin is served without them, so the browser does not let the page read it. Every
-// answer to a request with an Origin header carries Vary: Origin.
-type CORS struct {
-	// AllowedOrigins are the origins allowed, exactly as browsers send them
-	// ("https://app.example.com"); "*" allows any origin, and an origin whose port is "*"
-	// ("http://localhost:*") allows that scheme and host on any port (and on none).
-	AllowedOrigins []string
-	// AllowCredentials lets the page send cookies and HTTP authentication.
-	AllowCredentials bool
-	// AllowedHeaders are the request headers a page may send (default: Content-Type,
-	// Authorization, Last-Event-ID and X-Kortyx-Resumable).
-	AllowedHeaders []string
-	// MaxAge is how long a browser may cache a preflight answer (default 10 minutes).
-	MaxAge time.Duration
-}
-
-// DefaultCORSHeaders returns the request headers [CORS] allows when AllowedHeaders is empty.
-func DefaultCORSHeaders() []string {
-	return []string{"Content-Type", "Authorization", "Last-Event-ID", ResumableHeader}
-}
-
-func (c *CORS) allows(origin string) bool {
-	return slices.ContainsFunc(c.AllowedOrigins, func(allowed string) bool { return originMatches(allowed, origin) })
-}
-
-// originMatches reports whether origin is allowed by the entry allowed of AllowedOrigins.
-func originMatches(allowed, origin string) bool {
-	if allowed == "*" || allowed == origin {
-		return true
-	}
-	base, ok := strings.CutSuffix(allowed, ":*")
-	if !ok {
-		return false
-	}
-	if origin == base {
-		return true
-	}
-	port, ok := strings.CutPrefix(origin, base+":")
-	if !ok || port == "" || len(port) > 5 {
-		return false
-	}
-	for i := 0; i < len(port); i++ {
-		if port[i] < '0' || port[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// serve adds the CORS headers of r to w and answers a preflight request; it reports whether the
-// request was answered.
-func (c *CORS) serve(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if c == nil || origin == "" {
-		return false
-	}
-	h := w.Header()
-	h.Add("Vary", "Origin")
-	allowed := c.allows(origin)
-	if allowed {
-		h.Set("Access-Control-Allow-Origin", origin)
-		if c.AllowCredentials {
-			h.Set("Access-Control-Allow-Credentials", "true")
-		}
-	}
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-		return false
-	}
-	h.Add("Vary", "Access-Control-Request-Method")
-	h.Add("Vary", "Access-Control-Request-Headers")
-	if !allowed {
-		WriteError(w, &contracts.Error{Code: contracts.CodeForbidden,
-			Message: "Origin " + strconv.Quote(origin) + " is not allowed: add it to the CORS allowed origins of the server."})
-		return true
-	}
-	headers := c.AllowedHeaders
-	if len(headers) == 0 {
-		headers = DefaultCORSHeaders()
-	}
-	maxAge := c.MaxAge
-	if maxAge <= 0 {
-		maxAge = 10 * time.Minute
-	}
-	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
-	h.Set("Access-Control-Allow-Headers", strings.Join(headers, ", "))
-	h.Set("Access-Control-Max-Age", strconv.Itoa(int(maxAge/time.Second)))
-	w.WriteHeader(http.StatusNoContent)
-	return true
-}
+// answer to a request with an Origin header carries Vary: Origin. The fields:
+//
+//   - AllowedOrigins are the origins allowed, exactly as browsers send them
+//     ("https://app.example.com"); "*" allows any origin, and an origin whose port is "*"
+//     ("http://localhost:*") allows that scheme and host on any port (and on none).
+//   - AllowCredentials lets the page send cookies and HTTP authentication.
+//   - AllowedHeaders are the request headers a page may send (default: Content-Type,
+//     Authorization, Last-Event-ID and X-Kortyx-Resumable).
+//   - MaxAge is how long a browser may cache a preflight answer (default 10 minutes).
+//
+// The protocol wires (packages aisdk, mcpserver, a2aserver) take the same type.
+type CORS = httpapi.CORS

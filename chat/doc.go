@@ -17,10 +17,10 @@
 //	mux.Handle("POST /api/chat", h)
 //	mux.Handle("POST /api/chat/stop", h.StopHandler())
 //
-// Ids (sessionId, clientTurnId, checkpoint and run ids) follow [contracts.CheckID]. Errors are
+// Ids (sessionId, clientTurnId, checkpoint and run ids) follow [protocol.CheckID]. Errors are
 // JSON {error, failure} with the failure's status ([WriteError]); when Temporal does not answer,
-// the routes answer 503 TEMPORAL_UNAVAILABLE within seconds ([CheckHealth]). The handler keeps
+// the routes answer 503 TEMPORAL_UNAVAILABLE within seconds. The handler keeps
 // in memory the turns its requests read: readers of one turn share it (the last one leaving
-// cancels it, with [DisconnectCancel]), and the lifecycle callbacks run once per run attempt.
+// cancels it, with the default Disconnect "cancel"), and the lifecycle callbacks run once per run attempt.
 // See docs/chat.md.
 package chat

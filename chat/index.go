@@ -6,7 +6,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// SessionIndex remembers which session each checkpoint belongs to, so that the checkpoint route
+// sessionIndex remembers which session each checkpoint belongs to, so that the checkpoint route
 // can serve Kortyx's requests, which name only a checkpoint (get, rollback and fork without
 // sessionId) when their ids do not carry their session (cp-<uuid>: made before ids were
 // cp-<uuid>@<sessionId>, or of a session id over 216 characters). The index learns from the
@@ -15,31 +15,31 @@ import (
 // It lives in the memory of one process: a checkpoint learned by another process, or before a
 // restart, is found with CheckpointOptions.ResolveSession, or by sending its sessionId. Safe for
 // concurrent use.
-type SessionIndex struct {
+type sessionIndex struct {
 	mu    sync.Mutex
 	max   int
 	m     map[string]string
 	order []string
 }
 
-// DefaultSessionIndexSize is the number of checkpoints the process-wide index keeps: about
+// defaultSessionIndexSize is the number of checkpoints the process-wide index keeps: about
 // 320 bytes each (a cp-<uuid> id and a uuid session id), so at most about 3.2 MB.
-const DefaultSessionIndexSize = 10_000
+const defaultSessionIndexSize = 10_000
 
 // processIndex is the index of the handlers whose options name none, shared by the chat and
 // checkpoint handlers of the process (only checkpoint ids that do not carry their session need
 // it).
-var processIndex = NewSessionIndex(DefaultSessionIndexSize)
+var processIndex = newSessionIndex(defaultSessionIndexSize)
 
-// NewSessionIndex returns an index of at most max checkpoints (at least 1).
-func NewSessionIndex(max int) *SessionIndex {
+// newSessionIndex returns an index of at most max checkpoints (at least 1).
+func newSessionIndex(max int) *sessionIndex {
 	if max < 1 {
 		max = 1
 	}
-	return &SessionIndex{max: max, m: map[string]string{}}
+	return &sessionIndex{max: max, m: map[string]string{}}
 }
 
-func (x *SessionIndex) orDefault() *SessionIndex {
+func (x *sessionIndex) orDefault() *sessionIndex {
 	if x == nil {
 		return processIndex
 	}
@@ -47,7 +47,7 @@ func (x *SessionIndex) orDefault() *SessionIndex {
 }
 
 // Put records that checkpoint checkpointID belongs to session sessionID (empty ids are ignored).
-func (x *SessionIndex) Put(checkpointID, sessionID string) {
+func (x *sessionIndex) put(checkpointID, sessionID string) {
 	if checkpointID == "" || sessionID == "" {
 		return
 	}
@@ -64,7 +64,7 @@ func (x *SessionIndex) Put(checkpointID, sessionID string) {
 }
 
 // Session returns the session of a checkpoint, if the index knows it.
-func (x *SessionIndex) Session(checkpointID string) (string, bool) {
+func (x *sessionIndex) session(checkpointID string) (string, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s, ok := x.m[checkpointID]
@@ -72,8 +72,8 @@ func (x *SessionIndex) Session(checkpointID string) (string, bool) {
 }
 
 // learn records the checkpoint of a checkpoint chunk.
-func (x *SessionIndex) learn(c contracts.Chunk) {
+func (x *sessionIndex) learn(c contracts.Chunk) {
 	if c.Type == contracts.ChunkCheckpoint {
-		x.Put(c.ID, c.SessionID)
+		x.put(c.ID, c.SessionID)
 	}
 }

@@ -6,45 +6,43 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
 )
 
-// ResumableHeader is the request header ("X-Kortyx-Resumable: 1") with which a client asks for
-// resumable framing. The chat route writes one of two framings:
+// codeCancelled is the failure code of the error chunk that tells a Kortyx-framed client the run
+// was cancelled (Kortyx has no cancelled chunk; see [kortyxChunks]). It is not
+// EXECUTION_CANCELLED: Kortyx's newer stream reader (the one with typed MALFORMED_STREAM
+// failures) treats a failure with that code as a control-flow signal and fails the stream as
+// malformed; v0.14's reader hands such a chunk on.
+const codeCancelled contracts.Code = "CANCELLED"
+
+// codeLimitReached replaces EXECUTION_LIMIT_REACHED in the error chunks of Kortyx framing, for
+// the same reason as [codeCancelled].
+const codeLimitReached contracts.Code = "LIMIT_REACHED"
+
+// resumable reports whether r gets resumable framing. The chat route writes one of two framings:
 //
 //   - Kortyx framing (the default): each chunk as one event "data: <json>" and a blank line
 //     (LF endings), keep-alive comments, "data: [DONE]" at the end, no "id:" lines; chunk shapes
-//     Kortyx's client rejects are translated (see [KortyxChunks]). This is what Kortyx's own
+//     Kortyx's client rejects are translated (see [kortyxChunks]). This is what Kortyx's own
 //     stream reader accepts.
 //   - Resumable framing, for a request with "X-Kortyx-Resumable: 1" or with a Last-Event-ID
 //     header: each event's data line is preceded by "id: <offset>" (the offset to send back as
 //     Last-Event-ID on reconnect), and chunks are written as the run published them.
-const ResumableHeader = stream.ResumableHeader
-
-// CodeCancelled is the failure code of the error chunk that tells a Kortyx-framed client the run
-// was cancelled (Kortyx has no cancelled chunk; see [KortyxChunks]). It is not
-// EXECUTION_CANCELLED: Kortyx's newer stream reader (the one with typed MALFORMED_STREAM
-// failures) treats a failure with that code as a control-flow signal and fails the stream as
-// malformed; v0.14's reader hands such a chunk on.
-const CodeCancelled contracts.Code = "CANCELLED"
-
-// CodeLimitReached replaces EXECUTION_LIMIT_REACHED in the error chunks of Kortyx framing, for
-// the same reason as [CodeCancelled].
-const CodeLimitReached contracts.Code = "LIMIT_REACHED"
-
-// Resumable reports whether r gets resumable framing: it carries "X-Kortyx-Resumable: 1" or a
-// Last-Event-ID header.
-func Resumable(r *http.Request) bool {
-	return strings.TrimSpace(r.Header.Get(ResumableHeader)) == "1" || r.Header.Get("Last-Event-ID") != ""
+//
+// r gets it when it carries "X-Kortyx-Resumable: 1" ([ssewriter.ResumableHeader]) or a Last-Event-ID
+// header.
+func resumable(r *http.Request) bool {
+	return strings.TrimSpace(r.Header.Get(ssewriter.ResumableHeader)) == "1" || r.Header.Get("Last-Event-ID") != ""
 }
 
-// KortyxChunks returns the events Kortyx framing writes for chunk c of run runID, as JSON
+// kortyxChunks returns the events Kortyx framing writes for chunk c of run runID, as JSON
 // values:
 //
 //   - cancelled becomes an error chunk {type: "error", message, failure} whose failure has code
-//     [CodeCancelled], category "workflow", retryable false and details {runId, reason};
+//     [codeCancelled], category "workflow", retryable false and details {runId, reason};
 //   - an error chunk whose failure code is EXECUTION_CANCELLED or EXECUTION_LIMIT_REACHED gets
-//     [CodeCancelled] or [CodeLimitReached] instead;
+//     [codeCancelled] or [codeLimitReached] instead;
 //   - structured-data-invalidated without a checkpointId (this port voids a stream's provisional
 //     fields when a model pass is retried, not only on rollback) gets the run id as checkpointId;
 //   - an interrupt whose input kind is "custom" is sent with kind "text" (Kortyx knows only text,
@@ -52,7 +50,7 @@ func Resumable(r *http.Request) bool {
 //     the JSON object sent as the text (see [Resume.Response]); a text question's empty options
 //     are left out;
 //   - every other chunk is written as published.
-func KortyxChunks(runID string, c contracts.Chunk) []any {
+func kortyxChunks(runID string, c contracts.Chunk) []any {
 	switch c.Type {
 	case contracts.ChunkCancelled:
 		msg := "The run was cancelled."
@@ -64,18 +62,18 @@ func KortyxChunks(runID string, c contracts.Chunk) []any {
 		if c.RunID == "" {
 			details["runId"] = runID
 		}
-		f := contracts.Failure{Version: 1, Code: CodeCancelled, Category: contracts.CategoryWorkflow, Message: msg, Details: details}
+		f := contracts.Failure{Version: 1, Code: codeCancelled, Category: "workflow", Message: msg, Details: details}
 		return []any{contracts.Chunk{Type: contracts.ChunkError, Message: msg, Failure: &f, Node: c.Node}}
 	case contracts.ChunkError:
 		if c.Failure != nil {
 			switch c.Failure.Code {
 			case contracts.CodeExecutionCancelled:
 				f := *c.Failure
-				f.Code = CodeCancelled
+				f.Code = codeCancelled
 				c.Failure = &f
 			case contracts.CodeExecutionLimitReached:
 				f := *c.Failure
-				f.Code = CodeLimitReached
+				f.Code = codeLimitReached
 				c.Failure = &f
 			}
 		}

@@ -10,9 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/sessions"
+
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/kortyxwire"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/test/kortyxwire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,8 +27,8 @@ func TestResumable(t *testing.T) {
 		want    bool
 	}{
 		"no header":           {nil, false},
-		"resumable 1":         {map[string]string{ResumableHeader: "1"}, true},
-		"resumable 0":         {map[string]string{ResumableHeader: "0"}, false},
+		"resumable 1":         {map[string]string{ssewriter.ResumableHeader: "1"}, true},
+		"resumable 0":         {map[string]string{ssewriter.ResumableHeader: "0"}, false},
 		"Last-Event-ID":       {map[string]string{"Last-Event-ID": "3"}, true},
 		"Last-Event-ID 0":     {map[string]string{"Last-Event-ID": "0"}, true},
 		"resumable lowercase": {map[string]string{"x-kortyx-resumable": "1"}, true},
@@ -33,7 +38,7 @@ func TestResumable(t *testing.T) {
 			for k, v := range tc.headers {
 				r.Header.Set(k, v)
 			}
-			require.Equal(t, tc.want, Resumable(r))
+			require.Equal(t, tc.want, resumable(r))
 		})
 	}
 }
@@ -42,7 +47,7 @@ func TestResumable(t *testing.T) {
 func encode(t *testing.T, runID string, c contracts.Chunk) []kortyxwire.Chunk {
 	t.Helper()
 	var out []kortyxwire.Chunk
-	for _, v := range KortyxChunks(runID, c) {
+	for _, v := range kortyxChunks(runID, c) {
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
 		var m kortyxwire.Chunk
@@ -60,7 +65,7 @@ func TestKortyxChunks(t *testing.T) {
 	require.NoError(t, kortyxwire.Check(cancelled[0]))
 	require.Equal(t, "The run was cancelled.", encode(t, "run-2", contracts.Chunk{Type: contracts.ChunkCancelled})[0]["message"])
 
-	f := contracts.Failure{Version: 1, Code: contracts.CodeExecutionCancelled, Category: contracts.CategoryWorkflow, Message: "Cancelled."}
+	f := contracts.Failure{Version: 1, Code: contracts.CodeExecutionCancelled, Category: "workflow", Message: "Cancelled."}
 	renamed := encode(t, "run-1", contracts.Chunk{Type: contracts.ChunkError, Message: "Cancelled.", Failure: &f})
 	require.Equal(t, "CANCELLED", renamed[0]["failure"].(map[string]any)["code"])
 	require.Equal(t, contracts.CodeExecutionCancelled, f.Code, "the published chunk is not modified")
@@ -75,96 +80,96 @@ func TestKortyxChunks(t *testing.T) {
 
 	custom := contracts.InterruptInput{Kind: contracts.InterruptCustom, Question: "Pick a plan", Contract: "plan",
 		Request: json.RawMessage(`{"max":3}`), SchemaID: "plan.v1"}
-	in := encode(t, "run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok", Input: contracts.RawJSON(custom)})
+	in := encode(t, "run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok", Input: protocol.RawJSON(custom)})
 	require.Equal(t, map[string]any{"kind": "text", "multiple": false, "question": "Pick a plan", "schemaId": "plan.v1",
 		"contract": "plan", "request": map[string]any{"max": float64(3)}}, in[0]["input"])
 	require.NoError(t, kortyxwire.Check(in[0]))
 
 	text := encode(t, "run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok",
-		Input: contracts.RawJSON(contracts.InterruptInput{Kind: contracts.InterruptText, Question: "Name?"})})
+		Input: protocol.RawJSON(contracts.InterruptInput{Kind: contracts.InterruptText, Question: "Name?"})})
 	require.Equal(t, map[string]any{"kind": "text", "multiple": false, "question": "Name?"}, text[0]["input"], "null options are left out")
 	require.NoError(t, kortyxwire.Check(text[0]))
 	choice := contracts.InterruptInput{Kind: contracts.InterruptChoice, Question: "Approve?", Options: []contracts.Option{{ID: "approve", Label: "Approve"}}}
-	raw := contracts.RawJSON(choice)
-	same := KortyxChunks("run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok", Input: raw})
+	raw := protocol.RawJSON(choice)
+	same := kortyxChunks("run-1", contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "q1", ResumeToken: "tok", Input: raw})
 	require.Equal(t, raw, same[0].(contracts.Chunk).Input, "choice questions are written as published")
 
-	f2 := contracts.Failure{Version: 1, Code: contracts.CodeExecutionFailed, Category: contracts.CategoryInternal, Message: "Failed."}
-	for _, c := range []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: "s"}, {Type: contracts.ChunkTrace, TraceID: "t", SpanID: "sp", RunID: "r"},
+	f2 := contracts.Failure{Version: 1, Code: contracts.CodeExecutionFailed, Category: "internal", Message: "Failed."}
+	for _, c := range []contracts.Chunk{{Type: contracts.ChunkSession, SessionID: "s"}, {Type: contracts.ChunkType("trace"), TraceID: "t", SpanID: "sp", RunID: "r"},
 		{Type: contracts.ChunkStatus, Message: "m"}, {Type: contracts.ChunkTextStart, SegmentID: "g"}, {Type: contracts.ChunkTextDelta, Delta: "hi"},
 		{Type: contracts.ChunkTextEnd}, {Type: contracts.ChunkMessage, Content: "c"}, {Type: contracts.ChunkToolCallStart, Tool: "t", ToolCallID: "1"},
 		{Type: contracts.ChunkToolCallResult, ToolCallID: "1"}, {Type: contracts.ChunkToolCallError, ToolCallID: "1", Message: "m"},
-		{Type: contracts.ChunkToolResult, Tool: "t", Content: "c"}, {Type: contracts.ChunkStructuredData, StreamID: "s", DataType: "d", Kind: contracts.StructuredSet, Path: "p"},
+		{Type: contracts.ChunkType("tool-result"), Tool: "t", Content: "c"}, {Type: contracts.ChunkStructuredData, StreamID: "s", DataType: "d", Kind: contracts.StructuredSet, Path: "p"},
 		{Type: contracts.ChunkTransition, TransitionTo: "w"}, {Type: contracts.ChunkCheckpoint, ID: "cp-1", SessionID: "s"},
 		{Type: contracts.ChunkLimitReached, Limit: "maxToolCalls"}, {Type: contracts.ChunkError, Message: "Failed.", Failure: &f2}, {Type: contracts.ChunkDone},
 		{Type: contracts.ChunkResumeRejected, RequestID: "q"}, {Type: contracts.ChunkTextInvalidated, OpID: "o", SegmentID: "g"}} {
-		require.Equal(t, []any{c}, KortyxChunks("run-1", c))
+		require.Equal(t, []any{c}, kortyxChunks("run-1", c))
 	}
 }
 
 func TestResumeResponseJSONObjectSelected(t *testing.T) {
 	res := Resume{Token: "t", RequestID: "r", Selected: json.RawMessage(`[" {\"plan\": \"pro\"} "]`)}
-	got := res.Response(`{"plan": "pro"}`)
+	got := res.response(`{"plan": "pro"}`)
 	require.Equal(t, []string{` {"plan": "pro"} `}, got.Selected)
 	require.JSONEq(t, `{"plan": "pro"}`, string(got.Value))
-	a, err := contracts.NormalizeAnswer(contracts.InterruptInput{Kind: contracts.InterruptCustom}, got, nil)
+	a, err := protocol.NormalizeAnswer(contracts.InterruptInput{Kind: contracts.InterruptCustom}, got, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"plan": "pro"}`, string(a.Value), "a custom question takes the object")
-	a, err = contracts.NormalizeAnswer(contracts.InterruptInput{Kind: contracts.InterruptText}, got, nil)
+	a, err = protocol.NormalizeAnswer(contracts.InterruptInput{Kind: contracts.InterruptText}, got, nil)
 	require.NoError(t, err)
 	require.Equal(t, ` {"plan": "pro"} `, a.Text, "a text question still takes the text")
 
 	for _, sel := range []string{`["approve"]`, `["[1,2]"]`, `["{not json"]`, `["a", "{}"]`} {
-		got := (&Resume{Token: "t", RequestID: "r", Selected: json.RawMessage(sel)}).Response("x")
+		got := (&Resume{Token: "t", RequestID: "r", Selected: json.RawMessage(sel)}).response("x")
 		require.Nil(t, got.Value, sel)
 	}
-	got = (&Resume{Token: "t", RequestID: "r", Selected: json.RawMessage(`["{\"a\":1}"]`), Value: json.RawMessage(`{"b":2}`)}).Response("")
+	got = (&Resume{Token: "t", RequestID: "r", Selected: json.RawMessage(`["{\"a\":1}"]`), Value: json.RawMessage(`{"b":2}`)}).response("")
 	require.JSONEq(t, `{"b":2}`, string(got.Value), "an explicit value wins")
 }
 
 func TestSessionIndex(t *testing.T) {
-	x := NewSessionIndex(2)
-	x.Put("cp-1", "s1")
-	x.Put("", "s1")
-	x.Put("cp-0", "")
+	x := newSessionIndex(2)
+	x.put("cp-1", "s1")
+	x.put("", "s1")
+	x.put("cp-0", "")
 	x.learn(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: "cp-2", SessionID: "s2"})
 	x.learn(contracts.Chunk{Type: contracts.ChunkSession, ID: "cp-9", SessionID: "s9"})
-	s, ok := x.Session("cp-1")
+	s, ok := x.session("cp-1")
 	require.True(t, ok)
 	require.Equal(t, "s1", s)
-	_, ok = x.Session("cp-9")
+	_, ok = x.session("cp-9")
 	require.False(t, ok, "only checkpoint chunks are learned")
-	x.Put("cp-3", "s3") // evicts the oldest, cp-1
-	_, ok = x.Session("cp-1")
+	x.put("cp-3", "s3") // evicts the oldest, cp-1
+	_, ok = x.session("cp-1")
 	require.False(t, ok)
-	s, _ = x.Session("cp-2")
+	s, _ = x.session("cp-2")
 	require.Equal(t, "s2", s)
-	require.Equal(t, processIndex, (*SessionIndex)(nil).orDefault())
+	require.Equal(t, processIndex, (*sessionIndex)(nil).orDefault())
 }
 
-// The default index is bounded: beyond DefaultSessionIndexSize checkpoints (10,000) the oldest
+// The default index is bounded: beyond defaultSessionIndexSize checkpoints (10,000) the oldest
 // is evicted.
 func TestSessionIndexDefaultCap(t *testing.T) {
-	require.Equal(t, 10_000, DefaultSessionIndexSize)
-	x := NewSessionIndex(DefaultSessionIndexSize)
-	for i := range DefaultSessionIndexSize + 1 {
-		x.Put(fmt.Sprintf("cp-%d", i), "s")
+	require.Equal(t, 10_000, defaultSessionIndexSize)
+	x := newSessionIndex(defaultSessionIndexSize)
+	for i := range defaultSessionIndexSize + 1 {
+		x.put(fmt.Sprintf("cp-%d", i), "s")
 	}
-	_, ok := x.Session("cp-0")
+	_, ok := x.session("cp-0")
 	require.False(t, ok, "the oldest is evicted")
-	for _, id := range []string{"cp-1", fmt.Sprintf("cp-%d", DefaultSessionIndexSize)} {
-		_, ok = x.Session(id)
+	for _, id := range []string{"cp-1", fmt.Sprintf("cp-%d", defaultSessionIndexSize)} {
+		_, ok = x.session(id)
 		require.True(t, ok, id)
 	}
-	require.Len(t, x.m, DefaultSessionIndexSize)
-	require.Equal(t, DefaultSessionIndexSize, processIndex.max)
+	require.Len(t, x.m, defaultSessionIndexSize)
+	require.Equal(t, defaultSessionIndexSize, processIndex.max)
 }
 
 func TestKortyxCheckpointRequests(t *testing.T) {
-	idx := NewSessionIndex(10)
+	idx := newSessionIndex(10)
 	var authorized []CheckpointRequest
 	resolved := map[string]string{"cp-app": "s-app"}
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), Index: idx,
+	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: idx,
 		Authorize: func(r *http.Request, req *CheckpointRequest) error {
 			authorized = append(authorized, *req)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
@@ -184,7 +189,7 @@ func TestKortyxCheckpointRequests(t *testing.T) {
 	require.Contains(t, w.Body.String(), `send its sessionId with it`)
 	require.Empty(t, authorized)
 
-	idx.Put("cp-1", "s1")
+	idx.put("cp-1", "s1")
 	for _, body := range []string{`{"action": "rollback", "checkpointId": "cp-1"}`, `{"action": "fork", "checkpointId": "cp-1"}`,
 		`{"action": "get", "checkpointId": "cp-1"}`, `{"action": "fork", "checkpointId": "cp-app", "newSessionId": "n"}`} {
 		require.Equal(t, http.StatusForbidden, do(body).Code, body)
@@ -203,7 +208,7 @@ func TestKortyxCheckpointRequests(t *testing.T) {
 
 func TestKortyxResult(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 250e6, time.UTC)
-	rb := contracts.RollbackResult{SessionID: "s1", Head: contracts.CheckpointSummary{ID: "cp-1", SessionID: "s1", CreatedAt: at, Workflow: "w", Nodes: []string{}},
+	rb := sessions.RollbackResult{SessionID: "s1", Head: sessions.CheckpointSummary{ID: "cp-1", SessionID: "s1", CreatedAt: at, Workflow: "w", Nodes: []string{}},
 		InvalidatedStructuredStreamIDs: []string{"st"}, InvalidatedInterruptTokens: []string{},
 		ActivePendingRequests: []contracts.PendingRequest{{RequestID: "q", Token: "t", CreatedAt: at}}}
 	b, err := json.Marshal(kortyxResult(rb))
@@ -211,7 +216,7 @@ func TestKortyxResult(t *testing.T) {
 	require.JSONEq(t, `{"sessionId": "s1", "head": "cp-1", "invalidatedStructuredStreamIds": ["st"], "invalidatedInterruptTokens": [],
 		"headCheckpoint": {"id": "cp-1", "sessionId": "s1", "turnIndex": 0, "createdAt": 1772366400250, "workflow": "w", "nodes": []},
 		"activePendingRequests": [{"requestId": "q", "token": "t", "workflow": "", "node": "", "input": {"kind": "", "multiple": false, "options": null}, "createdAt": 1772366400250}]}`, string(b))
-	fk := contracts.ForkResult{SessionID: "s2", ParentSessionID: "s1", ForkedFrom: "cp-1", Checkpoint: contracts.Checkpoint{ID: "cp-2", SessionID: "s2", CreatedAt: at}}
+	fk := sessions.ForkResult{SessionID: "s2", ParentSessionID: "s1", ForkedFrom: "cp-1", Checkpoint: sessions.Checkpoint{ID: "cp-2", SessionID: "s2", CreatedAt: at}}
 	b, err = json.Marshal(kortyxResult(fk))
 	require.NoError(t, err)
 	var m map[string]any
@@ -277,7 +282,7 @@ func TestCORS(t *testing.T) {
 	require.Empty(t, w.Header().Get("Access-Control-Allow-Origin"))
 
 	// The chat and stop routes take the same option; "*" allows any origin.
-	ch, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(), AllowUnauthenticated: true, CORS: &CORS{AllowedOrigins: []string{"*"}}})
+	ch, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true, CORS: &CORS{AllowedOrigins: []string{"*"}}})
 	require.NoError(t, err)
 	for _, route := range []http.Handler{ch, ch.StopHandler()} {
 		r := httptest.NewRequest(http.MethodOptions, "/api/chat", nil)

@@ -3,11 +3,12 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
@@ -87,8 +88,8 @@ func (m Metadata) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// Last returns the last message (zero when there is none).
-func (r *Request) Last() Message {
+// last returns the last message (zero when there is none).
+func (r *Request) last() Message {
 	if len(r.Messages) == 0 {
 		return Message{}
 	}
@@ -97,14 +98,14 @@ func (r *Request) Last() Message {
 
 // ResumeOf returns the resume metadata of the last message, if any.
 func (r *Request) ResumeOf() *Resume {
-	if m := r.Last().Metadata; m != nil {
+	if m := r.last().Metadata; m != nil {
 		return m.Resume
 	}
 	return nil
 }
 
 // Input is the content (trimmed) of the latest non-empty user message.
-func (r *Request) Input() string {
+func (r *Request) input() string {
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		if m := r.Messages[i]; m.Role == "user" && strings.TrimSpace(m.Content) != "" {
 			return strings.TrimSpace(m.Content)
@@ -116,7 +117,7 @@ func (r *Request) Input() string {
 // Response turns resume metadata into the answer of a question. Without a value, a single
 // selected string that is a JSON object is also the answer's value: that is how a Kortyx client
 // answers a custom question (its useChat sends what the user typed as selected: [text]).
-func (res *Resume) Response(content string) contracts.Response {
+func (res *Resume) response(content string) contracts.Response {
 	out := contracts.Response{Token: strings.TrimSpace(res.Token), RequestID: strings.TrimSpace(res.RequestID), Value: res.Value, Cancel: res.Cancel}
 	if len(res.Selected) > 0 {
 		var one string
@@ -151,9 +152,9 @@ func (res *Resume) Response(content string) contracts.Response {
 	return out
 }
 
-// MaxClientTurnIDLength is the longest clientTurnId (spec F6.6); session ids may have
-// [contracts.MaxIDLength] characters.
-const MaxClientTurnIDLength = 128
+// maxClientTurnIDLength is the longest clientTurnId (spec F6.6); session ids may have
+// [protocol.MaxIDLength] characters.
+const maxClientTurnIDLength = 128
 
 func invalid(format string, args ...any) error {
 	return contracts.Errorf(contracts.CodeInvalidRequest, format, args...)
@@ -161,13 +162,9 @@ func invalid(format string, args ...any) error {
 
 // parseRequest reads and validates a chat request body of at most limit bytes.
 func parseRequest(r *http.Request, limit int64) (*Request, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
+	body, err := httpapi.ReadBody(nil, r, limit)
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, invalid("Request body is larger than %d bytes.", limit)
-		}
-		return nil, invalid("Request body could not be read: %v", err)
+		return nil, err
 	}
 	if !json.Valid(body) {
 		return nil, invalid("Request body is not valid JSON.")
@@ -194,22 +191,22 @@ func parseRequest(r *http.Request, limit int64) (*Request, error) {
 		}
 		return s
 	}
-	// id reads an id field: checked against the one id rule (contracts.CheckID), and at most max
+	// id reads an id field: checked against the one id rule (protocol.CheckID), and at most max
 	// characters.
 	id := func(key string, max int) string {
 		s := str(key, 0)
 		if s == "" {
 			return ""
 		}
-		if err := contracts.CheckID(key, s); err != nil {
+		if err := protocol.CheckID(key, s); err != nil {
 			issues = append(issues, err.Issues...)
 		} else if len(s) > max {
 			issues = append(issues, contracts.Issue{Path: []any{key}, Code: "too_big", Message: fmt.Sprintf("%s must have at most %d characters", key, max)})
 		}
 		return s
 	}
-	req.SessionID = id("sessionId", contracts.MaxIDLength)
-	req.ClientTurnID = id("clientTurnId", MaxClientTurnIDLength)
+	req.SessionID = id("sessionId", protocol.MaxIDLength)
+	req.ClientTurnID = id("clientTurnId", maxClientTurnIDLength)
 	req.WorkflowID = str("workflowId", 256)
 	if raw, ok := top["stream"]; ok && string(raw) != "null" {
 		var b bool

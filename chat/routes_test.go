@@ -18,7 +18,7 @@ import (
 // Ids without a session (older checkpoints) still go through the index.
 func TestCheckpointIDNamesItsSession(t *testing.T) {
 	var authorized []CheckpointRequest
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), Index: NewSessionIndex(10),
+	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: newSessionIndex(10),
 		Authorize: func(r *http.Request, req *CheckpointRequest) error {
 			authorized = append(authorized, *req)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
@@ -74,7 +74,7 @@ func TestCORSAnyPort(t *testing.T) {
 // caller's).
 func TestCallbackIDsBeforeAuthorize(t *testing.T) {
 	authorized := 0
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(),
+	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
 		Authorize: func(r *http.Request, req *Request) error {
 			authorized++
 			return contracts.Errorf(contracts.CodeForbidden, "This session is not yours.")

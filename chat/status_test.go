@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,16 +41,18 @@ func TestHTTPStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.code), func(t *testing.T) {
-			require.Equal(t, tc.want, chat.HTTPStatus(contracts.Failure{Code: tc.code, Category: tc.code.Category()}))
-			require.Equal(t, tc.want, chat.HTTPStatus(contracts.Errorf(tc.code, "x").Failure()))
+			require.Equal(t, tc.want, httpapi.Status(contracts.Failure{Code: tc.code, Category: tc.code.Category()}))
+			require.Equal(t, tc.want, httpapi.Status(contracts.FailureOf(contracts.Errorf(tc.code, "x"))))
 		})
 	}
 	// The category decides; a descriptor without one is mapped by its code.
-	require.Equal(t, http.StatusBadGateway, chat.HTTPStatus(contracts.Failure{Code: contracts.CodeProviderHTTPError}))
-	require.Equal(t, http.StatusBadRequest, chat.HTTPStatus(contracts.Failure{Code: "APP_SPECIFIC", Category: contracts.CategoryRequest}))
+	require.Equal(t, http.StatusBadGateway, httpapi.Status(contracts.Failure{Code: contracts.CodeProviderHTTPError}))
+	require.Equal(t, http.StatusBadRequest, httpapi.Status(contracts.Failure{Code: "APP_SPECIFIC", Category: "request"}))
 }
 
-func ExampleHTTPStatus() {
+// The statuses of some errors, as the routes answer them.
+func TestHTTPStatusOfErrors(t *testing.T) {
+	var got []string
 	for _, err := range []error{
 		contracts.Errorf(contracts.CodeInvalidInput, "Input is not valid."),
 		contracts.Errorf(contracts.CodeUnknownWorkflow, `Workflow "x" not found.`),
@@ -60,13 +62,8 @@ func ExampleHTTPStatus() {
 		errors.New("anything else"),
 	} {
 		f := contracts.FailureOf(err)
-		fmt.Println(chat.HTTPStatus(f), f.Code)
+		got = append(got, fmt.Sprint(httpapi.Status(f), " ", f.Code))
 	}
-	// Output:
-	// 400 INVALID_INPUT
-	// 404 UNKNOWN_WORKFLOW
-	// 502 PROVIDER_HTTP_ERROR
-	// 503 PERSISTENCE_ERROR
-	// 500 DOMAIN_ERROR
-	// 500 EXECUTION_FAILED
+	require.Equal(t, []string{"400 INVALID_INPUT", "404 UNKNOWN_WORKFLOW", "502 PROVIDER_HTTP_ERROR", "503 PERSISTENCE_ERROR",
+		"500 DOMAIN_ERROR", "500 EXECUTION_FAILED"}, got)
 }

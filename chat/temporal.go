@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/temporalhealth"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc/codes"
@@ -13,33 +14,14 @@ import (
 )
 
 // How the routes notice that Temporal is gone: a call still waiting after healthAfter gets a
-// health check (bounded by healthTimeout), then one every healthAfter; when one fails, the call
+// health check (bounded by temporalhealth.Timeout), then one every healthAfter; when one fails, the call
 // is abandoned with TEMPORAL_UNAVAILABLE. Without this the SDK retries for up to a minute.
 const (
-	healthAfter   = time.Second
-	healthTimeout = 2 * time.Second
+	healthAfter = time.Second
 )
 
-// unavailable is the error of a call that Temporal did not answer: TEMPORAL_UNAVAILABLE (503),
-// retryable; cause stays on the server.
-func unavailable(cause error) *contracts.Error {
-	return &contracts.Error{Code: contracts.CodeTemporalUnavailable, Retryable: true, Err: cause,
-		Message: "The workflow service (Temporal) is unavailable; try again shortly."}
-}
-
-// CheckHealth checks that Temporal answers, within healthTimeout: nil, or a
-// TEMPORAL_UNAVAILABLE error.
-func CheckHealth(ctx context.Context, c client.Client) error {
-	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
-	defer cancel()
-	if _, err := c.CheckHealth(hctx, &client.CheckHealthRequest{}); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return unavailable(err)
-	}
-	return nil
-}
+// unavailable is the error of a call that Temporal did not answer (TEMPORAL_UNAVAILABLE).
+func unavailable(cause error) *contracts.Error { return temporalhealth.Unavailable(cause) }
 
 // temporalCall runs fn, which calls Temporal, and fails it with TEMPORAL_UNAVAILABLE when
 // Temporal stops answering (see healthAfter) or fn's error says it is unreachable.
@@ -56,7 +38,7 @@ func temporalCall(ctx context.Context, c client.Client, fn func(ctx context.Cont
 		case <-done:
 			return classifyTemporal(ctx, err)
 		case <-timer.C:
-			if herr := CheckHealth(ctx, c); herr != nil && ctx.Err() == nil {
+			if herr := temporalhealth.Check(ctx, c); herr != nil && ctx.Err() == nil {
 				cancel()
 				<-done // the call's own error no longer matters: Temporal is gone
 				return herr

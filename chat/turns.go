@@ -3,10 +3,14 @@ package chat
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/kortyx-go/kortyx/sessions"
+
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/stream"
 )
 
 // The handler keeps, in memory, the turns its requests read: how many readers each has, whether
@@ -15,9 +19,9 @@ import (
 // them cancelling it for the others, and what runs the lifecycle callbacks once per run attempt
 // rather than once per request.
 
-// DefaultRememberedTurns is how many ended turns a [Handler] remembers by clientTurnId
+// defaultRememberedTurns is how many ended turns a [Handler] remembers by clientTurnId
 // unless [Options.RememberedTurns] says otherwise.
-const DefaultRememberedTurns = 4096
+const defaultRememberedTurns = 4096
 
 // ask is what a request with a clientTurnId asks for, matched as the session matches it: the
 // same session, clientTurnId, kind and (answers) token reattach to the same turn.
@@ -35,10 +39,10 @@ type turnKey struct {
 // turn is a run attempt some request of this handler reads.
 type turn struct {
 	key   turnKey
-	ts    contracts.TurnStarted
+	ts    sessions.TurnStarted
 	begin int64 // where the response begins in the run's stream
 	// owned is set when a request of this handler started the attempt; only then does the last
-	// reader's departure cancel it (DisconnectCancel).
+	// reader's departure cancel it (disconnectCancel).
 	owned bool
 	// ended is closed once the response was finalized (the channel given to OnExecution).
 	ended chan struct{}
@@ -53,6 +57,22 @@ type turn struct {
 	finalized  bool        // ended is closed
 	idle       *time.Timer // FinalizeTimeout after the last reader left
 	stop       context.CancelFunc
+
+	// The finalization: the request that started the attempt (r, req, a), the context of its
+	// follower (bg, cancelled by stop), and the response read so far (chunks, up to offset at;
+	// -1 when it was rebuilt from the session), which the readers that read on from at feed
+	// (feeders of them are reading). A follower of its own reads the rest when no feeder is
+	// left (following); finishing is set once a reader or the follower finalizes it.
+	r         *http.Request
+	req       *Request
+	token     string // the answered question's resume token (answer turns)
+	a         *ask
+	bg        context.Context
+	chunks    []contracts.Chunk
+	at        int64
+	feeders   int
+	following bool
+	finishing bool
 }
 
 // slot serializes the requests of one ask (a retry racing its original): each holds it while it
@@ -68,7 +88,7 @@ type turns struct {
 	mu    sync.Mutex
 	asks  map[ask]*slot
 	ended []ask // asks whose last attempt ended, oldest first (evicted beyond max)
-	max   int   // how many ended asks are remembered (0: DefaultRememberedTurns)
+	max   int   // how many ended asks are remembered (0: defaultRememberedTurns)
 }
 
 // slot returns the slot of a, created on first use; give it back with put.
@@ -114,7 +134,7 @@ func (s *slot) release() { <-s.lock }
 // expectReattach reports whether a request of the slot's ask will get the turn this handler
 // already knows rather than a new run attempt — as the session decides: the live attempt; an
 // ended one that committed a checkpoint (returned: the session keeps the turn as long as it keeps
-// that checkpoint, unless more than contracts.MaxRecentTurns turns came after it); an ended one
+// that checkpoint, unless more than 32 turns came after it); an ended one
 // that did not, for a reconnecting reader.
 func (ts *turns) expectReattach(s *slot, reconnect bool) (reattach bool, checkpoint string) {
 	if s == nil {
@@ -136,7 +156,7 @@ func (ts *turns) expectReattach(s *slot, reconnect bool) (reattach bool, checkpo
 
 // attach registers a reader of the attempt ts: the one the slot knows, or a new one (then
 // fresh is true and the caller starts its finalizer).
-func (ts *turns) attach(s *slot, started contracts.TurnStarted, begin int64) (t *turn, fresh bool) {
+func (ts *turns) attach(s *slot, started sessions.TurnStarted, begin int64) (t *turn, fresh bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	key := turnKey{run: started.RunID, turn: started.TurnIndex}
@@ -149,7 +169,7 @@ func (ts *turns) attach(s *slot, started contracts.TurnStarted, begin int64) (t 
 		}
 		return t, false
 	}
-	t = &turn{key: key, ts: started, begin: begin, owned: !started.Reattached, ended: make(chan struct{}), readers: 1}
+	t = &turn{key: key, ts: started, begin: begin, owned: !started.Reattached, ended: make(chan struct{}), readers: 1, at: begin}
 	if s != nil {
 		s.last = t
 	}
@@ -203,7 +223,7 @@ func (ts *turns) done(t *turn, a *ask) {
 	ts.ended = append(ts.ended, *a)
 	limit := ts.max
 	if limit <= 0 {
-		limit = DefaultRememberedTurns
+		limit = defaultRememberedTurns
 	}
 	for len(ts.ended) > limit {
 		old := ts.ended[0]
@@ -224,12 +244,99 @@ func (ts *turns) endedLater(a ask) bool {
 	return false
 }
 
-// followContext is the context of t's finalizer: it outlives the requests, and ends when the
-// last reader has been gone for FinalizeTimeout.
-func (ts *turns) followContext(t *turn, r *http.Request) context.Context {
+// origin records the request that started (or first read) the attempt t, and makes the context
+// of its follower: it outlives the requests, and ends when the last reader has been gone for
+// FinalizeTimeout.
+func (ts *turns) origin(t *turn, r *http.Request, req *Request, a *ask) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t.stop = cancel
-	return ctx
+	t.r, t.req, t.a, t.bg, t.stop = r, req, a, ctx, cancel
+	if res := req.ResumeOf(); res != nil {
+		t.token = strings.TrimSpace(res.Token)
+	}
+}
+
+// join registers a reader of t from offset from; it reports whether the reader feeds the
+// finalization (it starts where the finalization is, or before).
+func (ts *turns) join(t *turn, from int64) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.finishing || t.at < 0 || from > t.at {
+		return false
+	}
+	t.feeders++
+	return true
+}
+
+// feed hands the finalization of t the entry e that a reader at offset pos read next, and
+// returns the reader's new offset: the finalization takes it when it is where the reader was.
+// The entries of a response rebuilt from the session (offset 0) are taken from the first reader
+// that rebuilt it before anything else was taken.
+func (ts *turns) feed(t *turn, pos int64, e stream.Entry) int64 {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if e.Offset == 0 {
+		if pos != t.at || t.finishing || (pos >= 0 && len(t.chunks) > 0) {
+			return pos
+		}
+		t.chunks = append(t.chunks, e.Chunk)
+		t.at = -1
+		return -1
+	}
+	if pos == t.at && e.Offset > t.at && !t.finishing {
+		t.chunks = append(t.chunks, e.Chunk)
+		t.at = e.Offset
+	}
+	return e.Offset
+}
+
+// claim reports whether the reader at offset pos (at the response's end) finalizes t: it has the
+// whole response (force: the follower gave up and finalizes what there is). Only one does.
+func (ts *turns) claim(t *turn, pos int64, force bool) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.finishing || t.bg == nil || (!force && pos != t.at) {
+		return false
+	}
+	t.finishing = true
+	return true
+}
+
+// unjoin unregisters a feeder (once: *feeder is cleared), and reports whether a follower must
+// now read the rest of the response for its finalization: no feeder is left, none runs, and
+// nobody finalizes it yet.
+func (ts *turns) unjoin(t *turn, feeder *bool) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if *feeder {
+		t.feeders--
+		*feeder = false
+	}
+	if t.finishing || t.feeders > 0 || t.following || t.bg == nil {
+		return false
+	}
+	t.following = true
+	return true
+}
+
+// followed records that t's follower ended without finalizing it (a feeder does).
+func (ts *turns) followed(t *turn) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t.following = false
+}
+
+// position is where t's finalization is in the run's stream (-1: it has a rebuilt response).
+func (ts *turns) position(t *turn) int64 {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return t.at
+}
+
+// response is what t's finalization has read of the response.
+func (ts *turns) response(t *turn) []contracts.Chunk {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]contracts.Chunk(nil), t.chunks...)
 }

@@ -2,24 +2,25 @@ package chat
 
 import (
 	"context"
-	"github.com/kortyx-go/kortyx/stream"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/sessions"
+
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 )
 
 func TestTurnsCancelOnlyWhenTheLastOwnReaderLeavesEarly(t *testing.T) {
-	started := contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}
-	reattached := contracts.TurnStarted{RunID: "run-1", TurnIndex: 1, Reattached: true}
+	started := sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}
+	reattached := sessions.TurnStarted{RunID: "run-1", TurnIndex: 1, Reattached: true}
 	for _, tc := range []struct {
 		name    string
-		first   contracts.TurnStarted
+		first   sessions.TurnStarted
 		readers int
 		over    bool
-		cancel  bool // DisconnectCancel
+		cancel  bool // disconnectCancel
 		want    []bool
 	}{
 		{"one reader leaves", started, 1, false, true, []bool{true}},
@@ -61,7 +62,7 @@ func TestTurnsExpectReattach(t *testing.T) {
 	got, cp := ts.expectReattach(sl, false)
 	require.False(t, got, "unknown: a new attempt")
 	require.Empty(t, cp)
-	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	got, _ = ts.expectReattach(sl, false)
 	require.True(t, got, "live")
 	ts.settle(tr, "")
@@ -84,7 +85,7 @@ func TestTurnsForgetAsksWithoutATurn(t *testing.T) {
 	ts.put(a, sl)
 	require.Empty(t, ts.asks, "a refused request leaves nothing behind")
 	sl = ts.slot(a)
-	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	ts.put(a, sl)
 	require.Len(t, ts.asks, 1, "a turn is remembered")
 	ts.done(tr, &a)
@@ -97,19 +98,19 @@ func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
 	var ts turns
 	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
 	sl := ts.slot(a)
-	tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	ts.done(tr, &a)
-	for i := 0; i < DefaultRememberedTurns; i++ { // later turns push a out of the remembered ones
+	for i := 0; i < defaultRememberedTurns; i++ { // later turns push a out of the remembered ones
 		b := ask{session: "s", clientTurn: "other", kind: "prompt", token: strconv.Itoa(i)}
 		bs := ts.slot(b)
-		btr, _ := ts.attach(bs, contracts.TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
+		btr, _ := ts.attach(bs, sessions.TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
 		ts.put(b, bs)
 		ts.done(btr, &b)
 	}
 	require.Contains(t, ts.asks, a, "still held by its request")
 	ts.put(a, sl)
 	require.NotContains(t, ts.asks, a)
-	require.Len(t, ts.asks, DefaultRememberedTurns, "the remembered ones stay")
+	require.Len(t, ts.asks, defaultRememberedTurns, "the remembered ones stay")
 }
 
 // Options.RememberedTurns bounds the ended turns a handler remembers: beyond it the oldest
@@ -119,7 +120,7 @@ func TestTurnsRememberAtMostMax(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		a := ask{session: "s", clientTurn: "t" + strconv.Itoa(i), kind: "prompt"}
 		sl := ts.slot(a)
-		tr, _ := ts.attach(sl, contracts.TurnStarted{RunID: "run-" + strconv.Itoa(i), TurnIndex: i + 1}, 0)
+		tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-" + strconv.Itoa(i), TurnIndex: i + 1}, 0)
 		ts.put(a, sl)
 		ts.done(tr, &a)
 	}
@@ -131,10 +132,10 @@ func TestTurnsRememberAtMostMax(t *testing.T) {
 }
 
 func TestRememberedTurnsOption(t *testing.T) {
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(), AllowUnauthenticated: true})
+	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true})
 	require.NoError(t, err)
-	require.Equal(t, DefaultRememberedTurns, h.turns.max)
-	h, err = NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(), AllowUnauthenticated: true, RememberedTurns: 10})
+	require.Equal(t, defaultRememberedTurns, h.turns.max)
+	h, err = NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true, RememberedTurns: 10})
 	require.NoError(t, err)
 	require.Equal(t, 10, h.turns.max)
 }

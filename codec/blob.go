@@ -38,16 +38,17 @@ func (c *Codec) StoreBytes(ctx context.Context, data []byte) (hash string, err e
 }
 
 // LoadBytes returns the data [Codec.StoreBytes] stored under hash: a *contracts.Error with
-// [contracts.CodePayloadMissing] naming the hash when the store does not have it.
+// [contracts.CodePayloadMissing] naming the hash when the store does not have it, and when
+// there is no store (also of a nil *Codec).
 func (c *Codec) LoadBytes(ctx context.Context, hash string) ([]byte, error) {
 	if !c.HasStore() {
-		return nil, MissingError(hash)
+		return nil, missingError(hash)
 	}
 	if err := checkHash(hash); err != nil {
 		return nil, err
 	}
 	_ = ctx
-	p, err := c.decodeOne(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingRef), MetadataSize: []byte(strconv.Itoa(0))}, Data: []byte(hash)})
+	p, err := c.decodeOne(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingRef), metadataSize: []byte(strconv.Itoa(0))}, Data: []byte(hash)})
 	if err != nil {
 		return nil, err
 	}

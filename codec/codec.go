@@ -27,26 +27,26 @@ import (
 // never change them.
 const (
 	// EncodingGzip marks a gzip-compressed payload; Data is the compressed serialized payload.
-	EncodingGzip = "binary/kortyx-gzip"
+	encodingGzip = "binary/kortyx-gzip"
 	// EncodingAESGCM marks an encrypted payload; Data is the 12-byte nonce followed by the
 	// AES-GCM sealed serialized payload, the key id is in [MetadataKeyID].
-	EncodingAESGCM = "binary/kortyx-aesgcm"
+	encodingAESGCM = "binary/kortyx-aesgcm"
 	// EncodingRef marks a claim-check reference; Data is the hash under which the payload store
 	// holds the serialized payload.
-	EncodingRef = "binary/kortyx-ref"
+	encodingRef = "binary/kortyx-ref"
 	// MetadataKeyID is the metadata key naming the key an [EncodingAESGCM] payload is sealed with.
-	MetadataKeyID = "kortyx-key-id"
+	metadataKeyID = "kortyx-key-id"
 	// MetadataSize is the metadata key of a reference: the stored payload's size in bytes.
-	MetadataSize = "kortyx-size"
+	metadataSize = "kortyx-size"
 )
 
 // DefaultThreshold is the claim-check threshold when [Options.Threshold] is 0: payloads of at
 // least 64 KiB (after compression) go to the store.
-const DefaultThreshold = 64 << 10
+const defaultThreshold = 64 << 10
 
 // CompressMin is the smallest payload (serialized, in bytes) the codec compresses; smaller ones
 // gain nothing from gzip's header.
-const CompressMin = 1 << 10
+const compressMin = 1 << 10
 
 // maxDecoded bounds what one gzip payload may expand to (a corrupt or hostile payload cannot
 // exhaust memory).
@@ -92,7 +92,7 @@ var _ converter.PayloadCodec = (*Codec)(nil)
 func New(o Options) (*Codec, error) {
 	c := &Codec{compress: o.Compress, threshold: o.Threshold, store: o.Store, aeads: map[string]cipher.AEAD{}, keys: map[string][]byte{}, keyID: o.KeyID}
 	if c.threshold <= 0 {
-		c.threshold = DefaultThreshold
+		c.threshold = defaultThreshold
 	}
 	ids := make([]string, 0, len(o.Keys))
 	for id := range o.Keys {
@@ -176,9 +176,6 @@ func (w inWorkflow) Decode(p []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	return out, nil
 }
 
-// Encrypts reports whether new payloads are encrypted.
-func (c *Codec) Encrypts() bool { return c.keyID != "" }
-
 // Encode implements [converter.PayloadCodec].
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
@@ -220,13 +217,13 @@ func (c *Codec) encode(p *commonpb.Payload, force bool) (*commonpb.Payload, erro
 	if err != nil {
 		return nil, failf(err, "kortyx codec: serializing a payload")
 	}
-	if c.compress && len(raw) >= CompressMin {
+	if c.compress && len(raw) >= compressMin {
 		var b bytes.Buffer
 		zw := gzip.NewWriter(&b)
 		_, _ = zw.Write(raw) // a bytes.Buffer does not fail
 		_ = zw.Close()
 		if b.Len() < len(raw) {
-			p = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingGzip)}, Data: b.Bytes()}
+			p = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingGzip)}, Data: b.Bytes()}
 			if raw, err = deterministic.Marshal(p); err != nil {
 				return nil, failf(err, "kortyx codec: serializing a payload")
 			}
@@ -242,7 +239,7 @@ func (c *Codec) encode(p *commonpb.Payload, force bool) (*commonpb.Payload, erro
 			return nil, failf(err, "kortyx codec: no randomness for a nonce")
 		}
 		sealed := c.aeads[c.keyID].Seal(nonce, nonce, raw, []byte(c.keyID))
-		p = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingAESGCM), MetadataKeyID: []byte(c.keyID)}, Data: sealed}
+		p = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingAESGCM), metadataKeyID: []byte(c.keyID)}, Data: sealed}
 		if hash != "" {
 			if raw, err = deterministic.Marshal(p); err != nil {
 				return nil, failf(err, "kortyx codec: serializing a payload")
@@ -257,7 +254,7 @@ func (c *Codec) encode(p *commonpb.Payload, force bool) (*commonpb.Payload, erro
 	if err := c.store.Put(ctx, hash, raw); err != nil {
 		return nil, err
 	}
-	return &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingRef), MetadataSize: []byte(strconv.Itoa(len(raw)))},
+	return &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingRef), metadataSize: []byte(strconv.Itoa(len(raw)))},
 		Data: []byte(hash)}, nil
 }
 
@@ -284,7 +281,7 @@ func (c *Codec) decodeOne(p *commonpb.Payload) (*commonpb.Payload, error) {
 			return nil, nil
 		}
 		switch string(p.GetMetadata()[converter.MetadataEncoding]) {
-		case EncodingRef, EncodingAESGCM, EncodingGzip:
+		case encodingRef, encodingAESGCM, encodingGzip:
 		default:
 			return p, nil
 		}
@@ -301,7 +298,7 @@ func (c *Codec) decodeOne(p *commonpb.Payload) (*commonpb.Payload, error) {
 func (c *Codec) decodeLayer(p *commonpb.Payload) (*commonpb.Payload, error) {
 	var raw []byte
 	switch enc := string(p.GetMetadata()[converter.MetadataEncoding]); enc {
-	case EncodingRef:
+	case encodingRef:
 		hash := string(p.GetData())
 		if c.store == nil {
 			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: payload %s is in a payload store, and none is configured; set KORTYX_PAYLOAD_STORE as the worker that wrote it", hash)
@@ -313,8 +310,8 @@ func (c *Codec) decodeLayer(p *commonpb.Payload) (*commonpb.Payload, error) {
 			return nil, err
 		}
 		raw = b
-	case EncodingAESGCM:
-		id := string(p.GetMetadata()[MetadataKeyID])
+	case encodingAESGCM:
+		id := string(p.GetMetadata()[metadataKeyID])
 		aead := c.aeads[id]
 		if aead == nil {
 			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload is encrypted with key id %q, which is not configured; add that key to KORTYX_CODEC_KEYS", id)
@@ -328,7 +325,7 @@ func (c *Codec) decodeLayer(p *commonpb.Payload) (*commonpb.Payload, error) {
 			return nil, contracts.Errorf(contracts.CodePayloadCodec, "kortyx codec: a payload does not authenticate with key id %q (a different key under that id, or corrupt data)", id)
 		}
 		raw = b
-	case EncodingGzip:
+	case encodingGzip:
 		zr, err := gzip.NewReader(bytes.NewReader(p.GetData()))
 		if err != nil {
 			return nil, failf(err, "kortyx codec: a compressed payload is corrupt")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -32,6 +33,16 @@ func jsonPayload(t *testing.T, v any) *commonpb.Payload {
 	require.NoError(t, err)
 	return p
 }
+
+// The payload encodings and metadata keys the codec writes: persisted in histories, so the
+// tests name their values.
+const (
+	encodingGzip   = "binary/kortyx-gzip"
+	encodingAESGCM = "binary/kortyx-aesgcm"
+	encodingRef    = "binary/kortyx-ref"
+	metadataKeyID  = "kortyx-key-id"
+	metadataSize   = "kortyx-size"
+)
 
 func encoding(p *commonpb.Payload) string {
 	return string(p.GetMetadata()[converter.MetadataEncoding])
@@ -66,7 +77,7 @@ func TestCompression(t *testing.T) {
 	c := mustNew(t, codec.Options{Compress: true})
 	big := jsonPayload(t, strings.Repeat("hello ", 1000))
 	enc := roundTrip(t, c, big)
-	require.Equal(t, codec.EncodingGzip, encoding(enc))
+	require.Equal(t, encodingGzip, encoding(enc))
 	require.Less(t, len(enc.Data), len(big.Data)/10)
 
 	small := jsonPayload(t, "hello")
@@ -81,12 +92,11 @@ func TestCompression(t *testing.T) {
 
 func TestEncryption(t *testing.T) {
 	c := mustNew(t, codec.Options{Compress: true, Keys: map[string][]byte{"k1": key1}, KeyID: "k1"})
-	require.True(t, c.Encrypts())
 	for _, text := range []string{"secret user text", strings.Repeat("secret user text ", 500)} {
 		p := jsonPayload(t, text)
 		enc := roundTrip(t, c, p)
-		require.Equal(t, codec.EncodingAESGCM, encoding(enc))
-		require.Equal(t, "k1", string(enc.Metadata[codec.MetadataKeyID]))
+		require.Equal(t, encodingAESGCM, encoding(enc))
+		require.Equal(t, "k1", string(enc.Metadata[metadataKeyID]))
 		require.Len(t, enc.Metadata, 2)
 		require.NotContains(t, string(enc.Data), "secret")
 	}
@@ -109,7 +119,7 @@ func TestKeyRotation(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, proto.Equal(jsonPayload(t, "before rotation"), dec[0]))
 	fresh := roundTrip(t, rotated, jsonPayload(t, "after rotation"))
-	require.Equal(t, "k2", string(fresh.Metadata[codec.MetadataKeyID]))
+	require.Equal(t, "k2", string(fresh.Metadata[metadataKeyID]))
 
 	// A codec without k1 names the key it lacks.
 	k2only := mustNew(t, codec.Options{Keys: map[string][]byte{"k2": key2}, KeyID: "k2"})
@@ -164,7 +174,7 @@ func TestNewRejectsBadKeys(t *testing.T) {
 	}
 }
 
-func mustDir(t *testing.T) *codec.DirStore {
+func mustDir(t *testing.T) codec.Store {
 	t.Helper()
 	s, err := codec.NewDirStore(filepath.Join(t.TempDir(), "payloads"))
 	require.NoError(t, err)
@@ -195,9 +205,9 @@ func TestClaimCheckDirStore(t *testing.T) {
 
 	big := jsonPayload(t, strings.Repeat("b", 5000))
 	ref := roundTrip(t, c, big)
-	require.Equal(t, codec.EncodingRef, encoding(ref))
+	require.Equal(t, encodingRef, encoding(ref))
 	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, string(ref.Data))
-	size := string(ref.Metadata[codec.MetadataSize])
+	size := string(ref.Metadata[metadataSize])
 	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(big)
 	require.NoError(t, err)
 	require.Equal(t, len(raw), atoi(t, size))
@@ -225,7 +235,7 @@ func TestClaimCheckDirStore(t *testing.T) {
 func TestClaimCheckRejectsForeignReferences(t *testing.T) {
 	c := mustNew(t, codec.Options{Store: mustDir(t)})
 	for _, h := range []string{"../../etc/passwd", "sha256:../x", "sha256:" + strings.Repeat("A", 64), ""} {
-		ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(codec.EncodingRef)}, Data: []byte(h)}
+		ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingRef)}, Data: []byte(h)}
 		_, err := c.Decode([]*commonpb.Payload{ref})
 		require.Equal(t, contracts.CodePayloadCodec, contracts.CodeOf(err), "%q: %v", h, err)
 	}
@@ -243,7 +253,7 @@ func TestClaimCheckEncryptedAndCompressed(t *testing.T) {
 	}
 	p := jsonPayload(t, text.String())
 	ref := roundTrip(t, c, p)
-	require.Equal(t, codec.EncodingRef, encoding(ref))
+	require.Equal(t, encodingRef, encoding(ref))
 	require.Regexp(t, `^hmac-sha256:k1:[0-9a-f]{64}$`, string(ref.Data))
 	again := roundTrip(t, c, p)
 	require.Equal(t, ref.Data, again.Data, "the same content gets the same reference although each encryption differs")
@@ -252,7 +262,7 @@ func TestClaimCheckEncryptedAndCompressed(t *testing.T) {
 	b, err := os.ReadFile(files[0])
 	require.NoError(t, err)
 	require.NotContains(t, string(b), "secret")
-	require.Contains(t, string(b), codec.EncodingAESGCM, "the store holds the encrypted payload")
+	require.Contains(t, string(b), encodingAESGCM, "the store holds the encrypted payload")
 }
 
 func TestRedisStore(t *testing.T) {
@@ -260,10 +270,10 @@ func TestRedisStore(t *testing.T) {
 	ctx := context.Background()
 	store, err := codec.NewRedisStore(ctx, codec.RedisOptions{URL: srv.URL(), Prefix: "t:"})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, store.Close()) }()
 	c := mustNew(t, codec.Options{Threshold: 100, Store: store})
+	defer func() { require.NoError(t, c.Close()) }() // closes the store's connection
 	ref := roundTrip(t, c, jsonPayload(t, strings.Repeat("r", 500)))
-	require.Equal(t, codec.EncodingRef, encoding(ref))
+	require.Equal(t, encodingRef, encoding(ref))
 
 	// Put of a hash the store has keeps the first value.
 	require.NoError(t, store.Put(ctx, string(ref.Data), []byte("other")))
@@ -278,7 +288,6 @@ func TestRedisStore(t *testing.T) {
 	// With a TTL the key expires.
 	expiring, err := codec.NewRedisStore(ctx, codec.RedisOptions{URL: srv.URL(), Prefix: "ttl:", TTL: time.Hour})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, expiring.Close()) }()
 	require.NoError(t, expiring.Put(ctx, string(ref.Data), []byte("x")))
 	rc := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer func() { require.NoError(t, rc.Close()) }()
@@ -289,6 +298,11 @@ func TestRedisStore(t *testing.T) {
 	ttl, err = rc.TTL(ctx, "t:"+string(ref.Data)).Result()
 	require.NoError(t, err)
 	require.Equal(t, time.Duration(-1), ttl, "without a TTL the key does not expire")
+
+	// The store is an io.Closer: closing it ends the connection it opened.
+	require.NoError(t, expiring.(io.Closer).Close())
+	_, err = expiring.Get(ctx, string(ref.Data))
+	require.ErrorIs(t, err, redis.ErrClosed)
 
 	srv.Stop()
 	_, err = store.Get(ctx, string(ref.Data))
@@ -301,7 +315,7 @@ func TestDataConverterRoundTrip(t *testing.T) {
 	type msg struct{ Text string }
 	p, err := dc.ToPayload(msg{Text: "hi"})
 	require.NoError(t, err)
-	require.Equal(t, codec.EncodingAESGCM, encoding(p))
+	require.Equal(t, encodingAESGCM, encoding(p))
 	var got msg
 	require.NoError(t, dc.FromPayload(p, &got))
 	require.Equal(t, "hi", got.Text)
@@ -318,14 +332,14 @@ func b64(k []byte) string { return base64.StdEncoding.EncodeToString(k) }
 // workflow task, which is retried, rather than the run); elsewhere it returns the error.
 func TestDataConverterPanicsOnlyInWorkflowCode(t *testing.T) {
 	dc := codec.DataConverter(mustNew(t, codec.Options{Store: mustDir(t)}))
-	ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(codec.EncodingRef)}, Data: []byte("sha256:" + strings.Repeat("1", 64))}
+	ref := &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingRef)}, Data: []byte("sha256:" + strings.Repeat("1", 64))}
 	var v any
 	err := dc.FromPayload(ref, &v)
 	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(err), "%v", err)
 	aware, ok := dc.(converter.ContextAware)
 	require.True(t, ok)
 	require.Equal(t, contracts.CodePayloadMissing, contracts.CodeOf(aware.WithContext(context.Background()).FromPayload(ref, &v)))
-	require.PanicsWithError(t, codec.MissingError("sha256:"+strings.Repeat("1", 64)).Error(), func() {
+	require.PanicsWithError(t, "kortyx codec: payload sha256:"+strings.Repeat("1", 64)+" is not in the payload store; the store was cleared or this process uses another one (check KORTYX_PAYLOAD_STORE and KORTYX_REDIS_URL)", func() {
 		_ = aware.WithWorkflowContext(nil).FromPayload(ref, &v)
 	})
 	// Plain payloads still decode in workflow code.

@@ -150,11 +150,11 @@ func (c *Codec) mark(p *commonpb.Payload, marked map[string]bool) error {
 		if p == nil {
 			return nil
 		}
-		if string(p.GetMetadata()[converter.MetadataEncoding]) == EncodingRef {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) == encodingRef {
 			marked[string(p.GetData())] = true
 		}
 		switch string(p.GetMetadata()[converter.MetadataEncoding]) {
-		case EncodingRef, EncodingAESGCM, EncodingGzip:
+		case encodingRef, encodingAESGCM, encodingGzip:
 			next, err := c.decodeLayer(p)
 			if contracts.CodeOf(err) == contracts.CodePayloadMissing {
 				return nil
@@ -184,7 +184,7 @@ func (c *Codec) markFound(data []byte, marked map[string]bool) error {
 			continue
 		}
 		marked[h] = true
-		p, err := c.decodeOne(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(EncodingRef)}, Data: []byte(h)})
+		p, err := c.decodeOne(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingRef)}, Data: []byte(h)})
 		if contracts.CodeOf(err) == contracts.CodePersistenceError {
 			return err
 		}

@@ -127,7 +127,8 @@ func openStore(ctx context.Context, v, devDir string, ttl time.Duration) (Store,
 	return NewDirStore(v)
 }
 
-// Close closes the codec's store when it holds a connection (a Redis store FromEnv opened).
+// Close closes the codec's store when it is an [io.Closer] (a Redis store of [NewRedisStore] or
+// [FromEnv]).
 func (c *Codec) Close() error { return c.closeStore(c.store) }
 
 func (*Codec) closeStore(s Store) error {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 )
@@ -44,9 +44,8 @@ func TestFromEnvNothingConfigured(t *testing.T) {
 	t.Setenv("KORTYX_CODEC_COMPRESS", "true")
 	c, err = codec.FromEnv(context.Background(), t.TempDir())
 	require.NoError(t, err)
-	require.False(t, c.Encrypts())
 	enc := roundTrip(t, c, jsonPayload(t, strings.Repeat("compressible ", 200)))
-	require.Equal(t, codec.EncodingGzip, encoding(enc))
+	require.Equal(t, encodingGzip, encoding(enc))
 }
 
 func TestFromEnvKeys(t *testing.T) {
@@ -54,10 +53,10 @@ func TestFromEnvKeys(t *testing.T) {
 	t.Setenv("KORTYX_CODEC_KEYS", "k1:"+b64(key1))
 	c, err := codec.FromEnv(context.Background(), "")
 	require.NoError(t, err)
-	require.True(t, c.Encrypts(), "one key needs no KORTYX_CODEC_KEY_ID")
 	enc, err := c.Encode([]*commonpb.Payload{jsonPayload(t, strings.Repeat("compressible ", 200))})
 	require.NoError(t, err)
-	require.Equal(t, "k1", string(enc[0].Metadata[codec.MetadataKeyID]))
+	require.Equal(t, encodingAESGCM, encoding(enc[0]), "one key needs no KORTYX_CODEC_KEY_ID")
+	require.Equal(t, "k1", string(enc[0].Metadata[metadataKeyID]))
 	// Compression is on by default: the sealed payload is far smaller than the text.
 	require.Less(t, len(enc[0].Data), 400)
 
@@ -103,7 +102,7 @@ func TestFromEnvStores(t *testing.T) {
 	c, err := codec.FromEnv(context.Background(), dev)
 	require.NoError(t, err)
 	ref := roundTrip(t, c, jsonPayload(t, randomText(2000)))
-	require.Equal(t, codec.EncodingRef, encoding(ref))
+	require.Equal(t, encodingRef, encoding(ref))
 	require.Len(t, storedFiles(t, dev), 1, "on without KORTYX_REDIS_URL: the dev directory")
 
 	srv := redistest.Start(t)
@@ -112,7 +111,7 @@ func TestFromEnvStores(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
 	ref = roundTrip(t, c, jsonPayload(t, randomText(3000)))
-	require.Equal(t, codec.EncodingRef, encoding(ref))
+	require.Equal(t, encodingRef, encoding(ref))
 	require.Len(t, storedFiles(t, dev), 1, "on with KORTYX_REDIS_URL: Redis, not the directory")
 }
 

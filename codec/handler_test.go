@@ -62,7 +62,7 @@ func TestHandlerEncodeDecode(t *testing.T) {
 	w := post(t, h, "/codec/encode", payloadsJSON(t, plain))
 	enc := readPayloads(t, w)
 	require.Len(t, enc, 1)
-	require.Equal(t, codec.EncodingAESGCM, encoding(enc[0]))
+	require.Equal(t, encodingAESGCM, encoding(enc[0]))
 	require.Equal(t, uiOrigin, w.Header().Get("Access-Control-Allow-Origin"))
 
 	dec := readPayloads(t, post(t, h, "/codec/decode", payloadsJSON(t, enc[0], plain)))
@@ -87,7 +87,7 @@ func TestHandlerErrors(t *testing.T) {
 	require.Equal(t, "PAYLOAD_CODEC_FAILED", errorCode(t, w))
 	require.Contains(t, w.Body.String(), `k9`)
 
-	missing := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(codec.EncodingRef)}, Data: []byte("sha256:" + strings.Repeat("0", 64))}
+	missing := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte(encodingRef)}, Data: []byte("sha256:" + strings.Repeat("0", 64))}
 	w = post(t, h, "/codec/decode", payloadsJSON(t, missing))
 	require.Equal(t, http.StatusNotFound, w.Code)
 	require.Equal(t, "PAYLOAD_MISSING", errorCode(t, w))

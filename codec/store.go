@@ -56,37 +56,39 @@ func checkHash(hash string) error {
 	return nil
 }
 
-// MissingError is the error of a reference whose hash the store does not have.
-func MissingError(hash string) *contracts.Error {
+// missingError is the error of a reference whose hash the store does not have.
+func missingError(hash string) *contracts.Error {
 	return &contracts.Error{Code: contracts.CodePayloadMissing,
 		Message: fmt.Sprintf("kortyx codec: payload %s is not in the payload store; the store was cleared or this process uses another one (check KORTYX_PAYLOAD_STORE and KORTYX_REDIS_URL)", hash),
 		Details: map[string]any{"hash": hash}}
 }
 
-// DirStore is a [Store] in a local directory (development: one machine). Files are written to a
-// temporary name and renamed, so a reader never sees half a payload.
-type DirStore struct{ dir string }
+// dirStore is a [Store] in a local directory (see [NewDirStore]).
+type dirStore struct{ dir string }
 
-// OpenDirStore returns a [DirStore] in dir without touching the disk: the directory is created
-// by the first Put (an unwritable directory then fails that Put). The development default
-// uses it, so that a program that stores nothing leaves no directory behind.
-func OpenDirStore(dir string) *DirStore { return &DirStore{dir: dir} }
+// OpenDirStore returns the store of [NewDirStore] in dir without touching the disk: the
+// directory is created by the first Put (an unwritable directory then fails that Put). The
+// development default uses it, so that a program that stores nothing leaves no directory
+// behind.
+func OpenDirStore(dir string) Store { return &dirStore{dir: dir} }
 
-// NewDirStore returns the store in dir, creating it.
-func NewDirStore(dir string) (*DirStore, error) {
+// NewDirStore returns a [Store] in the local directory dir (development: one machine),
+// creating the directory. One file per hash, written to a temporary name and renamed, so a
+// reader never sees half a payload.
+func NewDirStore(dir string) (Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("kortyx codec: the payload store directory %s: %w", dir, err)
 	}
-	return &DirStore{dir: dir}, nil
+	return &dirStore{dir: dir}, nil
 }
 
-func (s *DirStore) path(hash string) string {
+func (s *dirStore) path(hash string) string {
 	hex := hash[len(hash)-64:]
 	return filepath.Join(s.dir, hex[:2], strings.ReplaceAll(hash, ":", "_"))
 }
 
 // Put implements [Store].
-func (s *DirStore) Put(_ context.Context, hash string, data []byte) error {
+func (s *dirStore) Put(_ context.Context, hash string, data []byte) error {
 	if err := checkHash(hash); err != nil {
 		return err
 	}
@@ -119,13 +121,13 @@ func (s *DirStore) Put(_ context.Context, hash string, data []byte) error {
 }
 
 // Get implements [Store].
-func (s *DirStore) Get(_ context.Context, hash string) ([]byte, error) {
+func (s *dirStore) Get(_ context.Context, hash string) ([]byte, error) {
 	if err := checkHash(hash); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(s.path(hash))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, MissingError(hash)
+		return nil, missingError(hash)
 	}
 	if err != nil {
 		return nil, storeError(hash, err)
@@ -134,7 +136,7 @@ func (s *DirStore) Get(_ context.Context, hash string) ([]byte, error) {
 }
 
 // List implements [Store].
-func (s *DirStore) List(ctx context.Context, fn func(Object) error) error {
+func (s *dirStore) List(ctx context.Context, fn func(Object) error) error {
 	return filepath.WalkDir(s.dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
@@ -165,7 +167,7 @@ func (s *DirStore) List(ctx context.Context, fn func(Object) error) error {
 
 // Delete implements [Store]. The check of the modification time and the removal are two
 // steps: a Put between them is lost (a payload stored again that moment must be stored again).
-func (s *DirStore) Delete(_ context.Context, hash string, notAfter time.Time) (bool, error) {
+func (s *dirStore) Delete(_ context.Context, hash string, notAfter time.Time) (bool, error) {
 	if err := checkHash(hash); err != nil {
 		return false, err
 	}
@@ -193,10 +195,8 @@ func storeError(hash string, err error) error {
 	return &contracts.Error{Code: contracts.CodePersistenceError, Message: "kortyx codec: the payload store failed for " + hash + "; check that it is reachable and writable", Err: err}
 }
 
-// RedisStore is a [Store] in Redis: one string key per hash (prefix + hash), written with SET NX,
-// and a sorted set (prefix + "mtime") of the hashes by the time they were last stored, which
-// [Collect] reads. A hash whose time is missing (stored before the set existed) counts as old.
-type RedisStore struct {
+// redisStore is a [Store] in Redis (see [NewRedisStore]).
+type redisStore struct {
 	client redis.UniversalClient
 	prefix string
 	ttl    time.Duration
@@ -207,7 +207,7 @@ type RedisStore struct {
 type RedisOptions struct {
 	// URL is the Redis URL (redis:// or rediss://), used when Client is nil.
 	URL string
-	// Client is a client of your own (it is not closed by Close).
+	// Client is a client of your own (the store never closes it).
 	Client redis.UniversalClient
 	// Prefix starts every key ("" : "kortyx:payload:").
 	Prefix string
@@ -215,9 +215,14 @@ type RedisOptions struct {
 	TTL time.Duration
 }
 
-// NewRedisStore connects the store and checks that Redis answers.
-func NewRedisStore(ctx context.Context, o RedisOptions) (*RedisStore, error) {
-	s := &RedisStore{client: o.Client, prefix: o.Prefix, ttl: o.TTL}
+// NewRedisStore returns a [Store] in Redis, connected, once Redis answers: one string key per
+// hash (prefix + hash), written with SET NX, and a sorted set (prefix + "mtime") of the hashes
+// by the time they were last stored, which [Collect] reads. A hash whose time is missing
+// (stored before the set existed) counts as old. The store is an [io.Closer]: closing it (or
+// the [Codec] it is given to, [Codec.Close]) closes the connection it opened, not a
+// [RedisOptions.Client] of your own.
+func NewRedisStore(ctx context.Context, o RedisOptions) (Store, error) {
+	s := &redisStore{client: o.Client, prefix: o.Prefix, ttl: o.TTL}
 	if s.prefix == "" {
 		s.prefix = "kortyx:payload:"
 	}
@@ -240,7 +245,7 @@ func NewRedisStore(ctx context.Context, o RedisOptions) (*RedisStore, error) {
 }
 
 // Close closes the connection the store opened (not a client of your own).
-func (s *RedisStore) Close() error {
+func (s *redisStore) Close() error {
 	if !s.own {
 		return nil
 	}
@@ -248,7 +253,7 @@ func (s *RedisStore) Close() error {
 }
 
 // Put implements [Store].
-func (s *RedisStore) Put(ctx context.Context, hash string, data []byte) error {
+func (s *redisStore) Put(ctx context.Context, hash string, data []byte) error {
 	if err := checkHash(hash); err != nil {
 		return err
 	}
@@ -262,11 +267,11 @@ func (s *RedisStore) Put(ctx context.Context, hash string, data []byte) error {
 	return nil
 }
 
-func (s *RedisStore) index() string { return s.prefix + "mtime" }
+func (s *redisStore) index() string { return s.prefix + "mtime" }
 
 // List implements [Store]: SCAN over the prefix. With a TTL, it also drops the times of hashes
 // that expired.
-func (s *RedisStore) List(ctx context.Context, fn func(Object) error) error {
+func (s *redisStore) List(ctx context.Context, fn func(Object) error) error {
 	if s.ttl > 0 {
 		old := strconv.FormatInt(time.Now().Add(-s.ttl).UnixMilli(), 10)
 		if err := s.client.ZRemRangeByScore(ctx, s.index(), "-inf", "("+old).Err(); err != nil {
@@ -317,7 +322,7 @@ func (s *RedisStore) List(ctx context.Context, fn func(Object) error) error {
 
 // Delete implements [Store]. The check of the time and the removal are two steps (the key and
 // the set may live on different cluster nodes): a Put between them is lost.
-func (s *RedisStore) Delete(ctx context.Context, hash string, notAfter time.Time) (bool, error) {
+func (s *redisStore) Delete(ctx context.Context, hash string, notAfter time.Time) (bool, error) {
 	if err := checkHash(hash); err != nil {
 		return false, err
 	}
@@ -339,13 +344,13 @@ func (s *RedisStore) Delete(ctx context.Context, hash string, notAfter time.Time
 }
 
 // Get implements [Store].
-func (s *RedisStore) Get(ctx context.Context, hash string) ([]byte, error) {
+func (s *redisStore) Get(ctx context.Context, hash string) ([]byte, error) {
 	if err := checkHash(hash); err != nil {
 		return nil, err
 	}
 	b, err := s.client.Get(ctx, s.prefix+hash).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return nil, MissingError(hash)
+		return nil, missingError(hash)
 	}
 	if err != nil {
 		return nil, storeError(hash, err)

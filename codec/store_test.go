@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"context"
+	"io"
 	"sort"
 	"strings"
 	"testing"
@@ -9,7 +10,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -76,7 +77,7 @@ func TestStoreListDelete(t *testing.T) {
 	srv := redistest.Start(t)
 	rs, err := codec.NewRedisStore(ctx, codec.RedisOptions{URL: srv.URL(), Prefix: "gc:"})
 	require.NoError(t, err)
-	defer func() { require.NoError(t, rs.Close()) }()
+	defer func() { require.NoError(t, rs.(io.Closer).Close()) }()
 	for name, s := range map[string]codec.Store{"dir": mustDir(t), "redis": rs} {
 		t.Run(name, func(t *testing.T) {
 			a, b := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)

@@ -2,17 +2,16 @@ package contracts
 
 import (
 	"encoding/json"
-	"fmt"
 )
 
 // ChunkType names one kind of stream event. The wire values are Kortyx's (spec F6.3), plus
 // [ChunkResumeRejected] and [ChunkTextInvalidated] of this port, which Kortyx clients ignore.
 type ChunkType string
 
-// Chunk types of the wire protocol.
+// Chunk types of the wire protocol. Kortyx's wire also has "trace" and "tool-result", which
+// this port never produces (a client may still receive them from a Kortyx server).
 const (
 	ChunkSession               ChunkType = "session"
-	ChunkTrace                 ChunkType = "trace"
 	ChunkStatus                ChunkType = "status"
 	ChunkTextStart             ChunkType = "text-start"
 	ChunkTextDelta             ChunkType = "text-delta"
@@ -21,7 +20,6 @@ const (
 	ChunkToolCallStart         ChunkType = "tool-call-start"
 	ChunkToolCallResult        ChunkType = "tool-call-result"
 	ChunkToolCallError         ChunkType = "tool-call-error"
-	ChunkToolResult            ChunkType = "tool-result"
 	ChunkStructuredData        ChunkType = "structured-data"
 	ChunkStructuredInvalidated ChunkType = "structured-data-invalidated"
 	ChunkInterrupt             ChunkType = "interrupt"
@@ -41,15 +39,17 @@ const (
 	ChunkTextInvalidated ChunkType = "text-invalidated"
 )
 
-// StructuredKind is the kind of a structured-data chunk.
+// StructuredKind is the kind of a structured-data chunk (spec F3.3). The first three are also
+// the stream modes of a streamed output field ([OutputContract].StreamFields, spec F3.7), which
+// says how the field is published while the model writes it.
 type StructuredKind string
 
-// Structured-data kinds (spec F3.3).
+// Structured-data kinds.
 const (
-	StructuredSet       StructuredKind = "set"
-	StructuredAppend    StructuredKind = "append"
-	StructuredTextDelta StructuredKind = "text-delta"
-	StructuredFinal     StructuredKind = "final"
+	StructuredSet       StructuredKind = "set"        // the field's value once it is complete
+	StructuredAppend    StructuredKind = "append"     // each completed item of an array
+	StructuredTextDelta StructuredKind = "text-delta" // the growing text of a string
+	StructuredFinal     StructuredKind = "final"      // the validated whole (not a stream mode)
 )
 
 // Chunk is one event of a run's stream, serialized as one JSON object with a "type" field.
@@ -137,23 +137,4 @@ type InterruptInput struct {
 	Options       []Option        `json:"options"`
 	Contract      string          `json:"contract,omitempty"`
 	Request       json.RawMessage `json:"request,omitempty"`
-}
-
-// RawJSON marshals v, for the raw JSON fields of [Chunk] and journal entries. It is for values
-// that are known to encode (decoded JSON, this module's own types): one that cannot be
-// marshalled is a bug, and RawJSON panics rather than record nothing (in workflow code the
-// panic fails the workflow task, which Temporal retries once the code is fixed). Marshal
-// anything else yourself and handle the error.
-func RawJSON(v any) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	if r, ok := v.(json.RawMessage); ok {
-		return r
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("kortyx: a %T that cannot be encoded as JSON reached RawJSON: %v", v, err))
-	}
-	return b
 }

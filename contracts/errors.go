@@ -31,7 +31,7 @@ const (
 	CodeOutputTruncated                         Code = "OUTPUT_TRUNCATED"
 	CodeSchemaValidation                        Code = "SCHEMA_VALIDATION"
 	CodeInvalidOutput                           Code = "INVALID_OUTPUT"
-	CodeWorkflowContractError                   Code = "WORKFLOW_CONTRACT_ERROR"
+	codeWorkflowContractError                   Code = "WORKFLOW_CONTRACT_ERROR"
 	CodeWorkflowCallFailed                      Code = "WORKFLOW_CALL_FAILED"
 	CodeParallelFailed                          Code = "PARALLEL_FAILED"
 	CodePersistenceError                        Code = "PERSISTENCE_ERROR"
@@ -43,8 +43,8 @@ const (
 	CodeInvalidResponse                         Code = "INVALID_RESPONSE"
 	CodeResumeMismatch                          Code = "RESUME_MISMATCH"
 	CodeInvalidSession                          Code = "INVALID_SESSION"
-	CodeMissingContract                         Code = "MISSING_CONTRACT"
-	CodeContractMismatch                        Code = "CONTRACT_MISMATCH"
+	codeMissingContract                         Code = "MISSING_CONTRACT"
+	codeContractMismatch                        Code = "CONTRACT_MISMATCH"
 	CodeNotFound                                Code = "NOT_FOUND"
 	CodeUnknownWorkflow                         Code = "UNKNOWN_WORKFLOW"
 	CodeMalformedStream                         Code = "MALFORMED_STREAM"
@@ -112,12 +112,12 @@ var declared = map[Code]bool{
 	CodeProviderHTTPError: true, CodeProviderTransportError: true, CodeProviderRequestFailed: true,
 	CodeProviderInvalidResponse: true, CodeProviderRefusal: true, CodeProviderConfiguration: true,
 	CodeModelOutputSchema: true, CodeInvalidModelJSON: true, CodeOutputTruncated: true,
-	CodeSchemaValidation: true, CodeInvalidOutput: true, CodeWorkflowContractError: true,
+	CodeSchemaValidation: true, CodeInvalidOutput: true, codeWorkflowContractError: true,
 	CodeWorkflowCallFailed: true, CodeParallelFailed: true, CodePersistenceError: true,
 	CodeChatLifecycleHookFailed: true, CodeResumeFailed: true, CodeInvalidRequest: true,
 	CodeInvalidInput: true, CodeInvalidResume: true, CodeInvalidResponse: true,
-	CodeResumeMismatch: true, CodeInvalidSession: true, CodeMissingContract: true,
-	CodeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
+	CodeResumeMismatch: true, CodeInvalidSession: true, codeMissingContract: true,
+	codeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
 	CodeMalformedStream: true, CodeTruncatedStream: true, CodeExecutionCancelled: true,
 	CodeExecutionLimitReached: true, CodeExecutionFailed: true, CodeDomainError: true,
 	CodeReasonOutputBudgetExhausted: true, CodeReasonOutputContractCorrectionExhausted: true,
@@ -135,53 +135,52 @@ var declared = map[Code]bool{
 // [CodeOf] and [FailureOf].
 func (c Code) Declared() bool { return declared[c] }
 
-// Category groups codes for HTTP mapping and dashboards (spec F4.1).
-type Category string
-
-// Failure categories.
+// The failure categories: the values of [Code.Category] and [Failure].Category.
 const (
-	CategoryConfiguration Category = "configuration"
-	CategoryProvider      Category = "provider"
-	CategoryValidation    Category = "validation"
-	CategoryDomain        Category = "domain"
-	CategoryWorkflow      Category = "workflow"
-	CategoryPersistence   Category = "persistence"
-	CategoryRequest       Category = "request"
-	CategoryTransport     Category = "transport"
-	CategoryInternal      Category = "internal"
+	categoryConfiguration = "configuration"
+	categoryProvider      = "provider"
+	categoryValidation    = "validation"
+	categoryDomain        = "domain"
+	categoryWorkflow      = "workflow"
+	categoryPersistence   = "persistence"
+	categoryRequest       = "request"
+	categoryTransport     = "transport"
+	categoryInternal      = "internal"
 )
 
-// Category returns the category a code belongs to.
-func (c Code) Category() Category {
+// Category returns the category a code belongs to: "configuration", "provider", "validation",
+// "domain", "workflow", "persistence", "request", "transport" or "internal". Categories group
+// codes for HTTP mapping and dashboards (spec F4.1).
+func (c Code) Category() string {
 	switch c {
 	case CodeProviderConfiguration, CodeInvalidDefinition, CodeUnknownTool:
-		return CategoryConfiguration
+		return categoryConfiguration
 	case CodeProviderHTTPError, CodeProviderTransportError, CodeProviderRequestFailed,
 		CodeProviderInvalidResponse, CodeProviderRefusal:
-		return CategoryProvider
+		return categoryProvider
 	case CodeModelOutputSchema, CodeInvalidModelJSON, CodeOutputTruncated, CodeSchemaValidation,
 		CodeInvalidOutput, CodeReasonOutputBudgetExhausted, CodeReasonOutputContractCorrectionExhausted,
 		CodeReasonTerminalOutputMissing, CodeReasonOutputSchemaCorrectionExhausted, CodeInvalidInterrupt,
 		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall, CodeReasonMaxEmissions, CodeReasonMaxRequests,
 		CodeReasonInterruptRequired:
-		return CategoryValidation
-	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
+		return categoryValidation
+	case codeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
-		return CategoryWorkflow
+		return categoryWorkflow
 	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable,
 		CodePayloadMissing:
-		return CategoryPersistence
+		return categoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden, CodeClientTurnConflict,
-		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
+		CodeResumeMismatch, CodeInvalidSession, codeMissingContract, codeContractMismatch, CodeNotFound,
 		CodeUnknownWorkflow, CodeStreamGone:
-		return CategoryRequest
+		return categoryRequest
 	case CodeMalformedStream, CodeTruncatedStream:
-		return CategoryTransport
+		return categoryTransport
 	case CodeDomainError:
-		return CategoryDomain
+		return categoryDomain
 	}
-	return CategoryInternal
+	return categoryInternal
 }
 
 // Issue is one problem found while validating a value: where (Path, with string keys and int
@@ -197,11 +196,11 @@ func (i Issue) String() string {
 	if len(i.Path) == 0 {
 		return i.Message
 	}
-	return PathString(i.Path) + ": " + i.Message
+	return pathString(i.Path) + ": " + i.Message
 }
 
-// PathString renders a path as "a.b[2].c"; the empty path is "(root)".
-func PathString(path []any) string {
+// pathString renders a path as "a.b[2].c"; the empty path is "(root)".
+func pathString(path []any) string {
 	if len(path) == 0 {
 		return "(root)"
 	}
@@ -239,7 +238,7 @@ func (i *Issue) UnmarshalJSON(b []byte) error {
 }
 
 // Error is the one error type of this module. Match it with [CodeOf] or errors.Is against an
-// *Error carrying only a Code. [(*Error).Failure] turns it into the serializable [Failure]
+// *Error carrying only a Code. [FailureOf] turns it into the serializable [Failure]
 // descriptor; every field but Code, Message and Err is optional.
 type Error struct {
 	Code      Code
@@ -298,15 +297,16 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code != "" && t.Code == e.Code
 }
 
-// Failure returns the serializable descriptor of this error, within the limits of
-// [Failure.Limit]. If Err is, or wraps, another *Error (or a coded Temporal ApplicationError),
-// that one's descriptor becomes the cause, and so on down to [MaxFailureDepth] levels.
-func (e *Error) Failure() Failure {
-	return e.descriptor(0).Limit()
+// failure returns the serializable descriptor of this error ([FailureOf]), within the limits
+// of a descriptor (failure.go). If Err is, or wraps, another *Error (or a coded Temporal
+// ApplicationError), that one's descriptor becomes the cause, and so on down to
+// maxFailureDepth levels.
+func (e *Error) failure() Failure {
+	return e.descriptor(0).limit()
 }
 
 // descriptor builds the unlimited descriptor of e at the given nesting depth; the cause chain
-// stops one level past MaxFailureDepth (which Limit then cuts), so a cyclic chain ends too.
+// stops one level past maxFailureDepth (which Limit then cuts), so a cyclic chain ends too.
 func (e *Error) descriptor(depth int) Failure {
 	f := Failure{
 		Version:      1,
@@ -326,7 +326,7 @@ func (e *Error) descriptor(depth int) Failure {
 		Context:      e.Context,
 		Results:      e.Results,
 	}
-	if depth > MaxFailureDepth {
+	if depth > maxFailureDepth {
 		f.Truncated = f.Truncated || kortyxIn(e.Err) != nil
 		return f
 	}
@@ -409,7 +409,7 @@ func IsControlFlow(err error) bool {
 }
 
 // FailureOf returns the descriptor of any error (see [CodeOf]), within the limits of
-// [Failure.Limit]; the descriptor attached to a Temporal ApplicationError by [ToTemporal] is
+// a descriptor (failure.go); the descriptor attached to a Temporal ApplicationError by [ToTemporal] is
 // recovered intact. Errors that are not Kortyx errors are never described: they become
 // EXECUTION_FAILED "An unexpected error occurred." (or EXECUTION_CANCELLED), so that no
 // internal text reaches clients. A failure that came back from an activity says which one in
@@ -422,7 +422,7 @@ func FailureOf(err error) Failure {
 	var f Failure
 	switch k := kortyxIn(err).(type) {
 	case *Error:
-		return k.Failure()
+		return k.failure()
 	case *temporal.ApplicationError:
 		f = appFailure(k)
 	default:
@@ -443,7 +443,7 @@ func FailureOf(err error) Failure {
 			f.Context = map[string]any{"timeout": timeoutName(te)}
 		}
 	}
-	return withActivity(f, err).Limit()
+	return withActivity(f, err).limit()
 }
 
 // withActivity adds to f which activity failed, when err came back from one: "activity" (the
@@ -497,7 +497,7 @@ func ToTemporal(err error) error {
 	opts := temporal.ApplicationErrorOptions{
 		NonRetryable: !ke.Retryable,
 		Cause:        ke.Err,
-		Details:      []any{ke.Failure()},
+		Details:      []any{ke.failure()},
 	}
 	if ke.Retryable && ke.RetryAfter > 0 {
 		opts.NextRetryDelay = ke.RetryAfter

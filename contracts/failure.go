@@ -8,55 +8,55 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of a failure descriptor (spec F4.1), enforced by [Failure.Limit].
+// Limits of a failure descriptor (spec F4.1), enforced whenever a descriptor is built.
 const (
-	// MaxFailureDepth is how many levels of nested descriptors (cause, results[].failure) a
+	// maxFailureDepth is how many levels of nested descriptors (cause, results[].failure) a
 	// descriptor holds below the root; it also bounds the nesting of maps and lists in details
 	// and context (the details map itself being level 1).
-	MaxFailureDepth = 4
-	// MaxFailureMessage is the length of a message, in characters.
-	MaxFailureMessage = 1024
-	// MaxFailureString is the length of any other string (source, operation, domainCode,
+	maxFailureDepth = 4
+	// maxFailureMessage is the length of a message, in characters.
+	maxFailureMessage = 1024
+	// maxFailureString is the length of any other string (source, operation, domainCode,
 	// finishReason, issue codes, messages and path keys, and strings in details and context),
 	// in characters.
-	MaxFailureString = 256
-	// MaxFailureIssues is the number of issues kept.
-	MaxFailureIssues = 20
-	// MaxFailureResults is the number of results kept.
-	MaxFailureResults = 64
-	// MaxFailureKeys is the number of keys kept in details and context (and in the maps
+	maxFailureString = 256
+	// maxFailureIssues is the number of issues kept.
+	maxFailureIssues = 20
+	// maxFailureResults is the number of results kept.
+	maxFailureResults = 64
+	// maxFailureKeys is the number of keys kept in details and context (and in the maps
 	// nested in them), and the number of items kept in their lists.
-	MaxFailureKeys = 32
-	// MaxFailureBytes is the size of the serialized (JSON) descriptor, beyond which it is
+	maxFailureKeys = 32
+	// maxFailureBytes is the size of the serialized (JSON) descriptor, beyond which it is
 	// compacted.
-	MaxFailureBytes = 32 << 10
+	maxFailureBytes = 32 << 10
 )
 
-// FailureTruncatedNote ends the message of a descriptor that was compacted to fit
-// [MaxFailureBytes].
-const FailureTruncatedNote = "Failure details were truncated."
+// failureTruncatedNote ends the message of a descriptor that was compacted to fit
+// maxFailureBytes.
+const failureTruncatedNote = "Failure details were truncated."
 
 // Outcomes of one branch in a [FailureResult].
 const (
-	FailureResultFulfilled = "fulfilled"
-	FailureResultRejected  = "rejected"
+	failureResultFulfilled = "fulfilled"
+	failureResultRejected  = "rejected"
 )
 
 // FailureResult is the outcome of one branch of a parallel group (PARALLEL_FAILED): Status is
-// [FailureResultFulfilled] or [FailureResultRejected], Failure describes a rejection.
+// failureResultFulfilled or failureResultRejected, Failure describes a rejection.
 type FailureResult struct {
 	Status  string   `json:"status"`
 	Failure *Failure `json:"failure,omitempty"`
 }
 
 // Failure is the serializable failure descriptor (spec F4.1) carried in error chunks, HTTP error
-// bodies and Temporal failure details. Build one with [(*Error).Failure] or [FailureOf]; both
-// keep it within the limits of [Failure.Limit].
+// bodies and Temporal failure details. Build one with [FailureOf], which keeps
+// it within these limits (failure.go).
 type Failure struct {
-	Version  int      `json:"version"`
-	Code     Code     `json:"code"`
-	Category Category `json:"category"`
-	Message  string   `json:"message"` // safe to show to end users
+	Version  int    `json:"version"`
+	Code     Code   `json:"code"`
+	Category string `json:"category"`
+	Message  string `json:"message"` // safe to show to end users
 	// Retryable says whether retrying the same call may succeed. The spec allows null for
 	// "unknown"; here false covers both "no" and "unknown".
 	Retryable    bool            `json:"retryable"`
@@ -90,14 +90,14 @@ func (f Failure) Err() *Error {
 }
 
 // Limit returns a copy of f within the spec's limits: nested descriptors beyond
-// [MaxFailureDepth] levels are dropped; the message is cut to [MaxFailureMessage] characters and
-// other strings to [MaxFailureString]; at most [MaxFailureIssues] issues, [MaxFailureResults]
-// results and [MaxFailureKeys] keys per map are kept (the first keys in sorted order). Whatever
-// is cut sets Truncated. If the JSON form is still larger than [MaxFailureBytes] (or cannot be
+// maxFailureDepth levels are dropped; the message is cut to maxFailureMessage characters and
+// other strings to maxFailureString; at most maxFailureIssues issues, maxFailureResults
+// results and maxFailureKeys keys per map are kept (the first keys in sorted order). Whatever
+// is cut sets Truncated. If the JSON form is still larger than maxFailureBytes (or cannot be
 // serialized), the descriptor is compacted: context, then the extras of nested descriptors,
 // then the results' failures, details, issues, and finally results and cause are dropped until
-// it fits, and the message ends with [FailureTruncatedNote]. f itself is not modified.
-func (f Failure) Limit() Failure {
+// it fits, and the message ends with failureTruncatedNote. f itself is not modified.
+func (f Failure) limit() Failure {
 	out := limitFailure(f, 0)
 	if fitsFailureBytes(out) {
 		return out
@@ -116,13 +116,13 @@ func limitFailure(f Failure, depth int) Failure {
 		cut = cut || c
 		return t
 	}
-	f.Message = str(f.Message, MaxFailureMessage)
-	f.Source = str(f.Source, MaxFailureString)
-	f.Operation = str(f.Operation, MaxFailureString)
-	f.DomainCode = str(f.DomainCode, MaxFailureString)
+	f.Message = str(f.Message, maxFailureMessage)
+	f.Source = str(f.Source, maxFailureString)
+	f.Operation = str(f.Operation, maxFailureString)
+	f.DomainCode = str(f.DomainCode, maxFailureString)
 	if f.FinishReason != nil {
-		fr := FinishReason{Unified: str(f.FinishReason.Unified, MaxFailureString),
-			Raw: str(f.FinishReason.Raw, MaxFailureString)}
+		fr := FinishReason{Unified: str(f.FinishReason.Unified, maxFailureString),
+			Raw: str(f.FinishReason.Raw, maxFailureString)}
 		f.FinishReason = &fr
 	}
 	if f.Usage != nil {
@@ -140,7 +140,7 @@ func limitFailure(f Failure, depth int) Failure {
 	cut = cut || c
 
 	if f.Cause != nil {
-		if depth >= MaxFailureDepth {
+		if depth >= maxFailureDepth {
 			f.Cause, cut = nil, true
 		} else {
 			cause := limitFailure(*f.Cause, depth+1)
@@ -150,13 +150,13 @@ func limitFailure(f Failure, depth int) Failure {
 	}
 	if f.Results != nil {
 		results := f.Results
-		if len(results) > MaxFailureResults {
-			results, cut = results[:MaxFailureResults], true
+		if len(results) > maxFailureResults {
+			results, cut = results[:maxFailureResults], true
 		}
 		f.Results = make([]FailureResult, len(results))
 		for i, r := range results {
 			if r.Failure != nil {
-				if depth >= MaxFailureDepth {
+				if depth >= maxFailureDepth {
 					r.Failure, cut = nil, true
 				} else {
 					rf := limitFailure(*r.Failure, depth+1)
@@ -164,7 +164,7 @@ func limitFailure(f Failure, depth int) Failure {
 					cut = cut || rf.Truncated
 				}
 			}
-			r.Status = str(r.Status, MaxFailureString)
+			r.Status = str(r.Status, maxFailureString)
 			f.Results[i] = r
 		}
 	}
@@ -172,7 +172,7 @@ func limitFailure(f Failure, depth int) Failure {
 	return f
 }
 
-// compactFailure drops parts of f, least useful first, until its JSON form fits MaxFailureBytes.
+// compactFailure drops parts of f, least useful first, until its JSON form fits maxFailureBytes.
 func compactFailure(f Failure) Failure {
 	f.Truncated = true
 	f.Message = withTruncatedNote(f.Message)
@@ -216,22 +216,22 @@ func eachFailure(f *Failure, depth int, fn func(*Failure, int)) {
 	}
 }
 
-// withTruncatedNote ends msg with FailureTruncatedNote, keeping it within MaxFailureMessage
+// withTruncatedNote ends msg with failureTruncatedNote, keeping it within maxFailureMessage
 // characters.
 func withTruncatedNote(msg string) string {
-	if strings.HasSuffix(msg, FailureTruncatedNote) {
+	if strings.HasSuffix(msg, failureTruncatedNote) {
 		return msg
 	}
 	if msg == "" {
-		return FailureTruncatedNote
+		return failureTruncatedNote
 	}
-	msg, _ = truncateString(msg, MaxFailureMessage-utf8.RuneCountInString(FailureTruncatedNote)-1)
-	return msg + " " + FailureTruncatedNote
+	msg, _ = truncateString(msg, maxFailureMessage-utf8.RuneCountInString(failureTruncatedNote)-1)
+	return msg + " " + failureTruncatedNote
 }
 
 func fitsFailureBytes(f Failure) bool {
 	b, err := json.Marshal(f)
-	return err == nil && len(b) <= MaxFailureBytes
+	return err == nil && len(b) <= maxFailureBytes
 }
 
 // truncateString cuts s to at most n characters, the last one being "…", and reports whether
@@ -255,21 +255,21 @@ func limitIssues(in []Issue) ([]Issue, bool) {
 		return nil, false
 	}
 	var cut bool
-	if len(in) > MaxFailureIssues {
-		in, cut = in[:MaxFailureIssues], true
+	if len(in) > maxFailureIssues {
+		in, cut = in[:maxFailureIssues], true
 	}
 	out := make([]Issue, len(in))
 	for i, is := range in {
 		var c1, c2 bool
-		is.Code, c1 = truncateString(is.Code, MaxFailureString)
-		is.Message, c2 = truncateString(is.Message, MaxFailureString)
+		is.Code, c1 = truncateString(is.Code, maxFailureString)
+		is.Message, c2 = truncateString(is.Message, maxFailureString)
 		cut = cut || c1 || c2
 		if is.Path != nil {
 			path := make([]any, len(is.Path))
 			for j, seg := range is.Path {
 				if s, ok := seg.(string); ok {
 					var c bool
-					seg, c = truncateString(s, MaxFailureString)
+					seg, c = truncateString(s, maxFailureString)
 					cut = cut || c
 				}
 				path[j] = seg
@@ -282,7 +282,7 @@ func limitIssues(in []Issue) ([]Issue, bool) {
 }
 
 // limitMap returns a limited copy of m, a map at the given level of nesting (details and
-// context are level 1), keeping its first MaxFailureKeys keys in sorted order and limiting
+// context are level 1), keeping its first maxFailureKeys keys in sorted order and limiting
 // their values, and reports whether anything was cut. When nothing was, m itself may be used.
 func limitMap[V any](m map[string]V, level int) (map[string]any, bool) {
 	if m == nil {
@@ -294,12 +294,12 @@ func limitMap[V any](m map[string]V, level int) (map[string]any, bool) {
 	}
 	slices.Sort(keys)
 	var cut bool
-	if len(keys) > MaxFailureKeys {
-		keys, cut = keys[:MaxFailureKeys], true
+	if len(keys) > maxFailureKeys {
+		keys, cut = keys[:maxFailureKeys], true
 	}
 	out := make(map[string]any, len(keys))
 	for _, k := range keys {
-		key, c1 := truncateString(k, MaxFailureString)
+		key, c1 := truncateString(k, maxFailureString)
 		v, c2 := limitValue(m[k], level)
 		cut = cut || c1 || c2
 		out[key] = v
@@ -309,13 +309,13 @@ func limitMap[V any](m map[string]V, level int) (map[string]any, bool) {
 
 // limitValue limits a value held in a map or list at the given level: strings are cut, maps
 // and lists are limited in turn, and maps and lists that would sit deeper than
-// MaxFailureDepth levels become nil. A value within the limits is returned as is.
+// maxFailureDepth levels become nil. A value within the limits is returned as is.
 func limitValue(v any, level int) (any, bool) {
 	var out any
 	var cut bool
 	switch t := v.(type) {
 	case string:
-		return truncateString(t, MaxFailureString)
+		return truncateString(t, maxFailureString)
 	case map[string]any:
 		out, cut = limitNested(level, func() (any, bool) { return limitMap(t, level+1) })
 	case map[string]string:
@@ -332,9 +332,9 @@ func limitValue(v any, level int) (any, bool) {
 }
 
 // limitNested limits a map or list held at the given level with limit, or drops it (nil) when
-// it would sit deeper than MaxFailureDepth levels.
+// it would sit deeper than maxFailureDepth levels.
 func limitNested(level int, limit func() (any, bool)) (any, bool) {
-	if level >= MaxFailureDepth {
+	if level >= maxFailureDepth {
 		return nil, true
 	}
 	return limit()
@@ -342,8 +342,8 @@ func limitNested(level int, limit func() (any, bool)) (any, bool) {
 
 func limitList[V any](in []V, level int) ([]any, bool) {
 	var cut bool
-	if len(in) > MaxFailureKeys {
-		in, cut = in[:MaxFailureKeys], true
+	if len(in) > maxFailureKeys {
+		in, cut = in[:maxFailureKeys], true
 	}
 	out := make([]any, len(in))
 	for i, v := range in {

@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -37,15 +39,15 @@ func TestFailureDescriptorFields(t *testing.T) {
 	inner := &contracts.Error{Code: contracts.CodeProviderHTTPError, Message: "Provider returned 429.",
 		Retryable: true, Status: 429, Source: "openai", Operation: "model.generate",
 		RetryAfter:   1500*time.Millisecond + time.Microsecond, // rounded up to whole milliseconds
-		Usage:        &contracts.Usage{Input: 3, Output: 1, Total: 4},
-		FinishReason: &contracts.FinishReason{Unified: contracts.FinishError, Raw: "rate_limited"},
+		Usage:        &providers.Usage{Input: 3, Output: 1, Total: 4},
+		FinishReason: &providers.FinishReason{Unified: providers.FinishError, Raw: "rate_limited"},
 		Context:      map[string]any{"node": "draft", "attempt": 2},
 		Err:          errors.New("dial tcp: secret internals")}
 	outer := &contracts.Error{Code: contracts.CodeParallelFailed, Message: "A branch failed.",
 		Results: []contracts.FailureResult{
 			{Status: contracts.FailureResultFulfilled},
 			{Status: contracts.FailureResultRejected, Failure: &contracts.Failure{Version: 1,
-				Code: contracts.CodeDomainError, Category: contracts.CategoryDomain, Message: "No stock.",
+				Code: contracts.CodeDomainError, Category: "domain", Message: "No stock.",
 				DomainCode: "OUT_OF_STOCK"}},
 		},
 		Err: fmt.Errorf("branch b: %w", inner)}
@@ -166,7 +168,7 @@ func TestFailureLimits(t *testing.T) {
 			require.False(t, f.Truncated)
 		}},
 		{"other strings 256 characters", contracts.Failure{Source: long, Operation: long, DomainCode: long,
-			FinishReason: &contracts.FinishReason{Unified: "stop", Raw: long},
+			FinishReason: &providers.FinishReason{Unified: "stop", Raw: long},
 			Details:      map[string]any{"s": long, "nested": map[string]any{"s": long}, "list": []any{long}, "strs": []string{long}},
 			Context:      map[string]any{"s": long},
 			Issues:       []contracts.Issue{{Path: []any{long, 3}, Code: long, Message: long}}},
@@ -304,7 +306,7 @@ func TestFailureTotalSizeCompaction(t *testing.T) {
 func TestFailureOfUnknownErrorIsSafe(t *testing.T) {
 	f := contracts.FailureOf(fmt.Errorf("query failed: %w", errors.New("password=hunter2")))
 	require.Equal(t, contracts.Failure{Version: 1, Code: contracts.CodeExecutionFailed,
-		Category: contracts.CategoryInternal, Message: "An unexpected error occurred."}, f)
+		Category: "internal", Message: "An unexpected error occurred."}, f)
 	f = contracts.FailureOf(context.Canceled)
 	require.Equal(t, contracts.CodeExecutionCancelled, f.Code)
 	require.Equal(t, "Execution cancelled.", f.Message)
@@ -346,7 +348,7 @@ func TestDomainError(t *testing.T) {
 
 func TestSpecCodesExist(t *testing.T) {
 	// Every code of spec F4.1, with the category it belongs to.
-	want := map[contracts.Code]contracts.Category{
+	want := map[contracts.Code]string{
 		"PROVIDER_HTTP_ERROR": "provider", "PROVIDER_TRANSPORT_ERROR": "provider",
 		"PROVIDER_REQUEST_FAILED": "provider", "PROVIDER_INVALID_RESPONSE": "provider",
 		"PROVIDER_REFUSAL": "provider", "PROVIDER_CONFIGURATION": "configuration",
@@ -460,7 +462,7 @@ func TestFailureSurvivesFailureConverter(t *testing.T) {
 		Retryable: true, Status: 429, RetryAfter: 2 * time.Second, Source: "openai", Operation: "model.generate",
 		Details: map[string]any{"providerCode": "rate_limit_exceeded", "limits": map[string]any{"rpm": 60}},
 		Issues:  []contracts.Issue{{Path: []any{"messages", 0, "content"}, Code: "maxLength", Message: "too long"}},
-		Usage:   &contracts.Usage{Input: 10, Total: 10},
+		Usage:   &providers.Usage{Input: 10, Total: 10},
 		Err:     contracts.DomainError("QUOTA", "Quota reached.", nil)}
 	want := orig.Failure()
 

@@ -80,7 +80,7 @@ func TestActivityTimeoutNamesTheActivity(t *testing.T) {
 	require.Equal(t, contracts.CodeProviderTransportError, contracts.CodeOf(err))
 	require.Equal(t, "Connection reset.", contracts.FailureOf(err).Message)
 
-	require.Equal(t, contracts.CategoryInternal, contracts.CodeActivityTimeout.Category())
+	require.Equal(t, "internal", contracts.CodeActivityTimeout.Category())
 	for typ, name := range map[enumspb.TimeoutType]string{enumspb.TIMEOUT_TYPE_START_TO_CLOSE: "StartToClose",
 		enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE: "ScheduleToClose", enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START: "ScheduleToStart"} {
 		f := contracts.FailureOf(exhausted("kortyx.Tool", enumspb.RETRY_STATE_TIMEOUT, fc.ErrorToFailure(temporal.NewTimeoutError(typ, nil))))

@@ -1,10 +1,9 @@
 package contracts
 
-import "go.temporal.io/sdk/temporal"
-
-// Wire names, all in this file. They are part of the protocol between starters, workers and
-// running workflows (and persisted in their histories): renaming one breaks runs that are
-// already waiting, so they never change. names_test.go pins every value.
+// The wire names a plain Temporal client needs to start, answer and read runs (the names only
+// Kortyx's own workflows use are internal). They are part of the protocol between starters,
+// workers and running workflows (and persisted in their histories): renaming one breaks runs
+// that are already waiting, so they never change. names_test.go pins every value.
 const (
 	// RunWorkflowName is the Temporal workflow type of a run (one execution per run).
 	RunWorkflowName = "kortyx.Run"
@@ -12,62 +11,9 @@ const (
 	RespondName = "kortyx.Respond"
 	// StateQueryName is the query that returns a [RunView].
 	StateQueryName = "kortyx.State"
-	// PublishActivityName is the local activity that publishes workflow-side chunks.
-	PublishActivityName = "kortyx.Publish"
-	// ModelActivityName is the activity of one model pass ([ModelPassInput] → [ModelResponse]).
-	ModelActivityName = "kortyx.Model"
-	// ToolActivityName is the activity of one tool call ([ToolCallInput] → [ToolResult]).
-	ToolActivityName = "kortyx.Tool"
-	// ListToolsActivityName lists the tools of MCP servers ([ListToolsInput] → []OfferedTool).
-	ListToolsActivityName = "kortyx.ListTools"
 	// DefaultTaskQueue is the task queue workers poll and starters use when none is configured.
 	DefaultTaskQueue = "kortyx"
 )
-
-// Wire names of sessions (spec F5.3–F5.5).
-const (
-	// SessionWorkflowName is the workflow type of a session: one execution per session id
-	// (workflow ID [SessionWorkflowID]), holding its checkpoints and serializing its turns.
-	SessionWorkflowName = "kortyx.Session"
-	// SessionStartTurnUpdate starts a prompt turn ([TurnRequest] → [TurnStarted]).
-	SessionStartTurnUpdate = "kortyx.Session.StartTurn"
-	// SessionResumeTurnUpdate claims an answer turn ([ResumeTurnRequest] → [TurnStarted]).
-	SessionResumeTurnUpdate = "kortyx.Session.ResumeTurn"
-	// SessionAbortTurnUpdate releases a claimed turn whose run could not continue (run id).
-	SessionAbortTurnUpdate = "kortyx.Session.AbortTurn"
-	// SessionStopUpdate cancels the session's active run (the Stop button).
-	SessionStopUpdate = "kortyx.Session.Stop"
-	// SessionRollbackUpdate restores a checkpoint (checkpoint id → [RollbackResult]).
-	SessionRollbackUpdate = "kortyx.Session.Rollback"
-	// SessionForkUpdate copies a checkpoint into a new session ([ForkRequest] → [ForkResult]).
-	SessionForkUpdate = "kortyx.Session.Fork"
-	// SessionCheckpointSignal is how a run reports a checkpoint and the end of a turn ([CheckpointReport]).
-	SessionCheckpointSignal = "kortyx.Session.Checkpoint"
-	// SessionQueryName returns a [SessionView].
-	SessionQueryName = "kortyx.Session.State"
-	// SessionCheckpointQueryName returns one [Checkpoint] (without its snapshot) by id.
-	SessionCheckpointQueryName = "kortyx.Session.Checkpoint"
-)
-
-// Wire names of child workflow calls.
-const (
-	// ChildQuestionSignal carries a question of a child run to its parent ([ChildQuestion]).
-	ChildQuestionSignal = "kortyx.Child.Question"
-)
-
-// Wire names of the shared budget of a run tree.
-const (
-	// BudgetReserveSignal asks the root run for one unit of a limit ([Reservation]).
-	BudgetReserveSignal = "kortyx.Budget.Reserve"
-	// BudgetGrantSignal answers a reservation ([Grant]).
-	BudgetGrantSignal = "kortyx.Budget.Grant"
-)
-
-// SessionOwnerMemo is the memo field of a session workflow that names its owner (see
-// [TurnRequest].Owner). It is set when the session's first turn is accepted (or when a fork
-// creates the session) and never changes; read it without a worker through the workflow's
-// description. It holds an application's user id, never a token or user content.
-const SessionOwnerMemo = "kortyxOwner"
 
 // Search attribute names registered on the server. They hold no user content and no tokens.
 const (
@@ -75,16 +21,3 @@ const (
 	SearchAttributeWorkflow = "KortyxWorkflow"
 	SearchAttributeStatus   = "KortyxStatus"
 )
-
-// Typed keys of the search attributes.
-var (
-	SessionKey  = temporal.NewSearchAttributeKeyKeyword(SearchAttributeSession)
-	WorkflowKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeWorkflow)
-	StatusKey   = temporal.NewSearchAttributeKeyKeyword(SearchAttributeStatus)
-)
-
-// SearchAttributeNames returns every search attribute a namespace needs, all of type Keyword
-// (a new slice each call).
-func SearchAttributeNames() []string {
-	return []string{SearchAttributeSession, SearchAttributeWorkflow, SearchAttributeStatus}
-}

@@ -3,62 +3,8 @@ package contracts
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-)
-
-// Control tool name prefixes (spec F3.7, F3.8): tools with these prefixes are Kortyx's, never
-// a worker tool's.
-const (
-	PrefixEmit         = "kortyx_emit__"
-	PrefixReturn       = "kortyx_return__"
-	PrefixStreamEmit   = "kortyx_stream_emit__"
-	PrefixStreamReturn = "kortyx_stream_return__"
-	PrefixRequestInput = "kortyx_request_input__"
-)
-
-// ReservedToolPrefixes returns the control tool prefixes, the one list of them: a tool name that
-// starts with one is Kortyx's, never a worker tool's.
-func ReservedToolPrefixes() []string {
-	return []string{PrefixRequestInput, PrefixEmit, PrefixReturn, PrefixStreamEmit, PrefixStreamReturn}
-}
-
-// ReservedToolPrefix returns the control tool prefix that name starts with, or "" if none.
-func ReservedToolPrefix(name string) string {
-	for _, p := range ReservedToolPrefixes() {
-		if strings.HasPrefix(name, p) {
-			return p
-		}
-	}
-	return ""
-}
-
-// MaxToolNameLength bounds tool names, control tools included.
-const MaxToolNameLength = 64
-
-var contractName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
-
-// CheckContractName checks a contract name and the length of the control tool it becomes.
-func CheckContractName(name, prefix string) error {
-	if !contractName.MatchString(name) {
-		return Errorf(CodeInvalidDefinition, "contract name %q must match %s", name, contractName)
-	}
-	if n := len(prefix) + len(name); n > MaxToolNameLength {
-		return Errorf(CodeInvalidDefinition, "contract name %q is too long: its tool %s%s has %d characters, at most %d are allowed",
-			name, prefix, name, n, MaxToolNameLength)
-	}
-	return nil
-}
-
-// StreamMode says how a streamed output field is published while the model writes it.
-type StreamMode string
-
-// Stream modes (spec F3.7).
-const (
-	StreamSet       StreamMode = "set"        // the field's value once it is complete
-	StreamAppend    StreamMode = "append"     // each completed item of an array
-	StreamTextDelta StreamMode = "text-delta" // the growing text of a string
 )
 
 // OutputContract is a typed value the model can publish while it works (emit) or finish with
@@ -72,12 +18,12 @@ type OutputContract struct {
 	// StreamFields, when not empty, makes the contract streamed: the value is generated in a
 	// separate streamed pass and these fields (dotted paths, numeric indexes, "*" wildcards) are
 	// published as they arrive, then the validated whole.
-	StreamFields map[string]StreamMode `json:"streamFields,omitempty"`
+	StreamFields map[string]StructuredKind `json:"streamFields,omitempty"`
 }
 
 // NewOutputContract checks an output contract: non-empty description, schema id and version,
 // an object-root schema, and valid stream fields.
-func NewOutputContract(description, schemaID, schemaVersion string, schema *Schema, streamFields map[string]StreamMode) (*OutputContract, error) {
+func NewOutputContract(description, schemaID, schemaVersion string, schema *Schema, streamFields map[string]StructuredKind) (*OutputContract, error) {
 	c := &OutputContract{Description: description, SchemaID: schemaID, SchemaVersion: schemaVersion, Schema: schema, StreamFields: streamFields}
 	return c, c.check()
 }
@@ -107,16 +53,13 @@ func (c *OutputContract) check() error {
 			return Errorf(CodeInvalidDefinition, "output contract %q: stream field %q: %v", c.SchemaID, path, err)
 		}
 		switch mode {
-		case StreamSet, StreamAppend, StreamTextDelta:
+		case StructuredSet, StructuredAppend, StructuredTextDelta:
 		default:
 			return Errorf(CodeInvalidDefinition, "output contract %q: stream field %q: mode %q is unknown (use set, append or text-delta)", c.SchemaID, path, mode)
 		}
 	}
 	return nil
 }
-
-// Streamed reports whether the contract streams its fields.
-func (c *OutputContract) Streamed() bool { return len(c.StreamFields) > 0 }
 
 func checkStreamPath(p string) error {
 	if strings.TrimSpace(p) == "" {
@@ -168,19 +111,4 @@ func NewInterruptContract(description, schemaID, schemaVersion string, request, 
 		return nil, Errorf(CodeInvalidDefinition, "interrupt contract %q: requestSchema and responseSchema are required", schemaID)
 	}
 	return c, nil
-}
-
-// Emission is a value published through an output contract.
-type Emission struct {
-	Contract string          `json:"contract"`
-	Data     json.RawMessage `json:"data"`
-	StreamID string          `json:"streamId"`
-	Index    int             `json:"index"`
-}
-
-// InterruptRecord is one question asked through an interrupt contract and its answer.
-type InterruptRecord struct {
-	Contract string          `json:"contract"`
-	Request  json.RawMessage `json:"request"`
-	Response json.RawMessage `json:"response"`
 }

@@ -3,7 +3,8 @@ package contracts_test
 import (
 	"testing"
 
-	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -11,21 +12,21 @@ func TestReservedToolPrefix(t *testing.T) {
 	for _, tc := range []struct {
 		name, tool, want string
 	}{
-		{"emit", "kortyx_emit__plan", contracts.PrefixEmit},
-		{"return", "kortyx_return__result", contracts.PrefixReturn},
-		{"stream emit", "kortyx_stream_emit__plan", contracts.PrefixStreamEmit},
-		{"stream return", "kortyx_stream_return__result", contracts.PrefixStreamReturn},
-		{"request input", "kortyx_request_input__confirm", contracts.PrefixRequestInput},
-		{"bare prefix", "kortyx_emit__", contracts.PrefixEmit},
+		{"emit", "kortyx_emit__plan", protocol.PrefixEmit},
+		{"return", "kortyx_return__result", protocol.PrefixReturn},
+		{"stream emit", "kortyx_stream_emit__plan", protocol.PrefixStreamEmit},
+		{"stream return", "kortyx_stream_return__result", protocol.PrefixStreamReturn},
+		{"request input", "kortyx_request_input__confirm", protocol.PrefixRequestInput},
+		{"bare prefix", "kortyx_emit__", protocol.PrefixEmit},
 		{"worker tool", "record_step", ""},
 		{"kortyx but not a control prefix", "kortyx_search", ""},
 		{"single underscore", "kortyx_emit_plan", ""},
 		{"prefix inside the name", "my_kortyx_emit__plan", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, contracts.ReservedToolPrefix(tc.tool))
+			require.Equal(t, tc.want, protocol.ReservedToolPrefix(tc.tool))
 		})
 	}
 	require.Equal(t, []string{"kortyx_request_input__", "kortyx_emit__", "kortyx_return__", "kortyx_stream_emit__", "kortyx_stream_return__"},
-		contracts.ReservedToolPrefixes())
+		protocol.ReservedToolPrefixes())
 }

@@ -16,12 +16,6 @@ const (
 	StatusCancelled RunStatus = "cancelled"
 )
 
-// Special node ids of a graph.
-const (
-	StartNode = "__start__"
-	EndNode   = "__end__"
-)
-
 // RunInput starts a run of a registered workflow definition: what a client sets. The run
 // workflow's parameter embeds it and adds what only Kortyx's workflows set (a snapshot to
 // continue from, the session binding, the prior turn's state, the child binding), so a
@@ -95,15 +89,8 @@ type RunConfig struct {
 
 // Runtime holds runtime bookkeeping of a run.
 type Runtime struct {
-	TokenUsage    *TokenUsage `json:"tokenUsage,omitempty"`
-	PriorMessages []Message   `json:"priorMessages,omitempty"`
-}
-
-// TokenUsage is accumulated model usage.
-type TokenUsage struct {
-	Input  int `json:"input"`
-	Output int `json:"output"`
-	Total  int `json:"total"`
+	TokenUsage    *Usage    `json:"tokenUsage,omitempty"`
+	PriorMessages []Message `json:"priorMessages,omitempty"`
 }
 
 // UIState is the last UI message and the merged structured UI data of a run.

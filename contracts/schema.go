@@ -108,7 +108,7 @@ func (s *Schema) validate(v any) []Issue {
 	// so that the same value always yields the same issues (workflow code depends on it).
 	sort.SliceStable(issues, func(i, j int) bool {
 		a, b := issues[i], issues[j]
-		if pa, pb := PathString(a.Path), PathString(b.Path); pa != pb {
+		if pa, pb := pathString(a.Path), pathString(b.Path); pa != pb {
 			return pa < pb
 		}
 		if a.Code != b.Code {

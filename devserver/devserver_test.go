@@ -41,7 +41,7 @@ func temporalBinary(t *testing.T) string {
 	root := moduleRoot(t)
 	bin, err := Find(root)
 	if err != nil {
-		t.Fatalf("%v\ninstall it with: GOBIN=%s go install %s@%s", err, filepath.Join(root, ".tools", "bin"), CLIModule, CLIVersion)
+		t.Fatalf("%v\ninstall it with: GOBIN=%s go install %s@%s", err, filepath.Join(root, ".tools", "bin"), cliModule, cliVersion)
 	}
 	return bin
 }
@@ -70,7 +70,7 @@ func TestStartInMemoryWithSearchAttributes(t *testing.T) {
 	srv := startServer(t, Options{SearchAttributes: []string{"KortyxAgent", "KortyxRun"}})
 	require.NotEmpty(t, srv.UIAddress())
 	require.NotEqual(t, srv.Address(), srv.UIAddress())
-	require.Equal(t, "default", srv.Namespace())
+	require.Equal(t, "default", srv.namespace)
 	require.Positive(t, srv.PID())
 
 	c, err := srv.Client(client.Options{Logger: nopLogger})
@@ -80,7 +80,7 @@ func TestStartInMemoryWithSearchAttributes(t *testing.T) {
 	_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
 	require.NoError(t, err)
 
-	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: srv.Namespace()})
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: srv.namespace})
 	require.NoError(t, err)
 	for _, name := range []string{"KortyxAgent", "KortyxRun"} {
 		require.Equal(t, enums.INDEXED_VALUE_TYPE_KEYWORD, resp.GetCustomAttributes()[name], name)
@@ -119,7 +119,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 
 	srv := startServer(t, opts)
 	require.Empty(t, srv.UIAddress())
-	c := dial(t, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+	c := dial(t, client.Options{HostPort: srv.Address(), Namespace: srv.namespace})
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: "devserver-test"}, "KortyxNoSuchWorkflow")
 	require.NoError(t, err)
 	c.Close()
@@ -128,7 +128,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	// Same file, fresh ports, same namespace and search attributes as on a
 	// real dev-mode restart.
 	srv = startServer(t, opts)
-	c = dial(t, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
+	c = dial(t, client.Options{HostPort: srv.Address(), Namespace: srv.namespace})
 	desc, err := c.DescribeWorkflow(ctx, workflowID, "")
 	require.NoError(t, err)
 	require.Equal(t, enums.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.RawResponse.GetWorkflowExecutionInfo().GetStatus())
@@ -247,7 +247,7 @@ func TestFind(t *testing.T) {
 	explicit := exe(t.TempDir())
 	t.Setenv("PATH", onPath)
 
-	t.Setenv(EnvCLIPath, "")
+	t.Setenv(envCLIPath, "")
 	got, err := Find(root)
 	require.NoError(t, err)
 	require.Equal(t, local, got, ".tools/bin before PATH")
@@ -256,22 +256,22 @@ func TestFind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pathBin, got, "PATH when the project has no .tools/bin")
 
-	t.Setenv(EnvCLIPath, explicit)
+	t.Setenv(envCLIPath, explicit)
 	got, err = Find(root)
 	require.NoError(t, err)
 	require.Equal(t, explicit, got, "TEMPORAL_CLI_PATH before everything")
 
-	t.Setenv(EnvCLIPath, filepath.Join(t.TempDir(), "missing"))
+	t.Setenv(envCLIPath, filepath.Join(t.TempDir(), "missing"))
 	_, err = Find(root)
-	require.ErrorContains(t, err, EnvCLIPath)
-	require.NotErrorIs(t, err, ErrNotFound, "a bad explicit path must not trigger an install")
+	require.ErrorContains(t, err, envCLIPath)
+	require.NotErrorIs(t, err, errNotFound, "a bad explicit path must not trigger an install")
 
-	t.Setenv(EnvCLIPath, "")
+	t.Setenv(envCLIPath, "")
 	t.Setenv("PATH", t.TempDir())
 	empty := t.TempDir()
 	_, err = Find(empty)
-	require.ErrorIs(t, err, ErrNotFound)
-	require.ErrorContains(t, err, "go install "+CLIModule+"@"+CLIVersion)
+	require.ErrorIs(t, err, errNotFound)
+	require.ErrorContains(t, err, "go install "+cliModule+"@"+cliVersion)
 	require.ErrorContains(t, err, "GOBIN="+filepath.Join(empty, ".tools", "bin"))
 }
 

@@ -9,11 +9,10 @@
 // # Finding the CLI
 //
 // [Find] looks for the temporal binary in $TEMPORAL_CLI_PATH, then in
-// <root>/.tools/bin, then on $PATH. [Install] builds the pinned version
-// ([CLIModule]@[CLIVersion]) into <root>/.tools/bin with "go install";
-// [FindOrInstall] does the former and falls back to the latter. Install shows
-// its progress: the packages "go install -v" builds and, every 15 seconds, how
-// long it has been running. The same install by hand is:
+// <root>/.tools/bin, then on $PATH. [FindOrInstall] falls back to building
+// the pinned version into <root>/.tools/bin with "go install -v", showing its
+// progress: the packages it builds and, every 15 seconds, how long it has
+// been running. The same install by hand is:
 //
 //	GOBIN=$PWD/.tools/bin go install github.com/temporalio/cli/cmd/temporal@v1.5.1
 //
@@ -25,6 +24,34 @@
 // cuts per-step workflow latency from roughly 100 ms to roughly 12 ms. The
 // child runs in its own process group; on Linux it also receives SIGKILL if
 // the parent process dies, so a crashed worker or test never leaks a server.
+// One server at a time uses a database file ([ErrDBInUse]); a taken port is
+// [ErrPortInUse]; a server that exits during startup is reported with its
+// own last words.
+//
+// # Relation to testsuite.StartDevServer
+//
+// The Temporal Go SDK starts the same CLI with testsuite.StartDevServer. Where it
+// fits, use it: a test that needs none of the above can start a server with
+// testsuite.DevServerOptions{ExistingPath: bin} and bin from [Find]
+// (TestSDKDevServerFromFind does). Start does not sit on it, because the SDK
+// builds the *exec.Cmd itself and exposes neither it nor its process:
+//
+//   - the child's environment is the program's: there is no way to leave out
+//     the program's OTEL_* variables, on which the server exits
+//     (OTEL_TRACES_EXPORTER=console);
+//   - there is no way to set the process attributes: no process group, no
+//     SIGKILL on the parent's death;
+//   - readiness is a client dial retried for up to a minute: a server that
+//     exits during startup is noticed only at the timeout, without its last
+//     words, and a dial cannot tell our server from another one that holds
+//     the port (Start waits for the CLI's own "Server:" line first);
+//   - Stop sends SIGINT to the process and waits without a bound; there is no
+//     Kill, Done or exit status for a crash test.
+//
+// Its command line (--ip, --port, --namespace, --db-filename, --ui-port or
+// --headless, --search-attribute, extra args) is the one Start builds, and
+// its CachedDownload fetches a release binary over the network, where
+// FindOrInstall builds the pinned version from the module cache.
 //
 // # Example
 //
@@ -36,7 +63,7 @@
 //	srv, err := devserver.Start(ctx, devserver.Options{
 //		BinaryPath:       bin,
 //		DBFile:           ".kortyx/temporal.db", // "" keeps everything in memory
-//		SearchAttributes: contracts.SearchAttributeNames(),
+//		SearchAttributes: []string{contracts.SearchAttributeSession, contracts.SearchAttributeWorkflow, contracts.SearchAttributeStatus},
 //		Log:              os.Stderr,
 //	})
 //	if err != nil {

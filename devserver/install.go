@@ -15,20 +15,19 @@ import (
 )
 
 const (
-	// CLIModule is the Go package path of the Temporal CLI.
-	CLIModule = "github.com/temporalio/cli/cmd/temporal"
-	// CLIVersion is the pinned Temporal CLI version. Newer versions do not
+	// cliModule is the Go package path of the Temporal CLI.
+	cliModule = "github.com/temporalio/cli/cmd/temporal"
+	// cliVersion is the pinned Temporal CLI version. Newer versions do not
 	// build offline with the module cache this project ships with.
-	CLIVersion = "v1.5.1"
+	cliVersion = "v1.5.1"
+	// envCLIPath names the environment variable that, when set, overrides where
+	// [Find] looks for the temporal binary.
+	envCLIPath = "TEMPORAL_CLI_PATH"
 )
 
-// EnvCLIPath names the environment variable that, when set, overrides where
-// [Find] looks for the temporal binary.
-const EnvCLIPath = "TEMPORAL_CLI_PATH"
-
-// ErrNotFound is returned (wrapped) by [Find] when no temporal binary exists
-// in any of the places it looks.
-var ErrNotFound = errors.New("temporal CLI not found")
+// errNotFound is wrapped by [Find]'s error when no temporal binary exists in any of the places
+// it looks (and only then does [FindOrInstall] install one).
+var errNotFound = errors.New("temporal CLI not found")
 
 // Find locates the temporal binary. It checks, in order:
 //
@@ -37,11 +36,11 @@ var ErrNotFound = errors.New("temporal CLI not found")
 //  3. "temporal" on $PATH.
 //
 // root is the project directory; "" means the current directory. If nothing
-// is found the error wraps [ErrNotFound] and says how to install the CLI.
+// is found the error says how to install the CLI ([FindOrInstall] installs it then).
 func Find(root string) (string, error) {
-	if p := os.Getenv(EnvCLIPath); p != "" {
+	if p := os.Getenv(envCLIPath); p != "" {
 		if err := checkExecutable(p); err != nil {
-			return "", fmt.Errorf("kortyx: $%s=%q is not usable (%w); point it at a temporal binary or unset it", EnvCLIPath, p, err)
+			return "", fmt.Errorf("kortyx: $%s=%q is not usable (%w); point it at a temporal binary or unset it", envCLIPath, p, err)
 		}
 		return p, nil
 	}
@@ -56,18 +55,13 @@ func Find(root string) (string, error) {
 	if p, err := exec.LookPath("temporal"); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("kortyx: %w (looked in $%s, %s and $PATH); call devserver.Install or run: GOBIN=%s go install %s@%s",
-		ErrNotFound, EnvCLIPath, local, bin, CLIModule, CLIVersion)
+	return "", fmt.Errorf("kortyx: %w (looked in $%s, %s and $PATH); call devserver.FindOrInstall or run: GOBIN=%s go install %s@%s",
+		errNotFound, envCLIPath, local, bin, cliModule, cliVersion)
 }
 
-// Install builds the Temporal CLI ([CLIModule]@[CLIVersion]) into
-// <root>/.tools/bin with "go install -v", streaming the go command's output
-// (the packages as it builds them) to out, with a line saying how long it has
-// been running every 15 seconds, and returns the path of the installed
-// binary. out nil discards all of it. root is the project directory; ""
-// means the current directory. It needs the go command on $PATH and takes a
-// few minutes the first time.
-func Install(ctx context.Context, root string, out io.Writer) (string, error) {
+// install builds the Temporal CLI (cliModule@cliVersion) into <root>/.tools/bin: see
+// [FindOrInstall].
+func install(ctx context.Context, root string, out io.Writer) (string, error) {
 	if out == nil {
 		out = io.Discard
 	}
@@ -75,7 +69,7 @@ func Install(ctx context.Context, root string, out io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	target := CLIModule + "@" + CLIVersion
+	target := cliModule + "@" + cliVersion
 	w := &lockedWriter{w: out}
 	fmt.Fprintf(w, "kortyx: installing the Temporal CLI into %s (go install -v %s); this takes a few minutes, once\n", bin, target)
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -112,7 +106,7 @@ wait:
 	return path, nil
 }
 
-// installTicker paces Install's elapsed-time lines (a variable so that tests tick by hand).
+// installTicker paces install's elapsed-time lines (a variable so that tests tick by hand).
 var installTicker = func() (<-chan time.Time, func()) {
 	t := time.NewTicker(15 * time.Second)
 	return t.C, t.Stop
@@ -130,15 +124,19 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// FindOrInstall returns the binary [Find] locates, or, if there is none,
-// installs it with [Install]. A $TEMPORAL_CLI_PATH naming a missing file is
+// FindOrInstall returns the binary [Find] locates or, if there is none, builds the pinned
+// Temporal CLI (v1.5.1) into <root>/.tools/bin with "go install -v", streaming the go
+// command's output (the packages as it builds them) to out, with a line saying how long it has
+// been running every 15 seconds, and returns the installed binary; out nil discards all of it.
+// root is the project directory ("": the current directory). The install needs the go command
+// on $PATH and takes a few minutes, once. A $TEMPORAL_CLI_PATH naming a missing file is
 // reported as an error rather than silently replaced by an install.
 func FindOrInstall(ctx context.Context, root string, out io.Writer) (string, error) {
 	p, err := Find(root)
-	if err == nil || !errors.Is(err, ErrNotFound) {
+	if err == nil || !errors.Is(err, errNotFound) {
 		return p, err
 	}
-	return Install(ctx, root, out)
+	return install(ctx, root, out)
 }
 
 // binDir returns the absolute <root>/.tools/bin directory.

@@ -34,7 +34,7 @@ chmod +x "$GOBIN/temporal"
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+"/bin"+string(os.PathListSeparator)+"/usr/bin")
-	t.Setenv(EnvCLIPath, "")
+	t.Setenv(envCLIPath, "")
 }
 
 type syncBuffer struct {
@@ -107,8 +107,8 @@ func TestFindOrInstallShowsProgress(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	want := []string{
-		regexp.QuoteMeta("kortyx: installing the Temporal CLI into " + bin + " (go install -v " + CLIModule + "@" + CLIVersion + "); this takes a few minutes, once"),
-		regexp.QuoteMeta("go install -v " + CLIModule + "@" + CLIVersion),
+		regexp.QuoteMeta("kortyx: installing the Temporal CLI into " + bin + " (go install -v " + cliModule + "@" + cliVersion + "); this takes a few minutes, once"),
+		regexp.QuoteMeta("go install -v " + cliModule + "@" + cliVersion),
 		regexp.QuoteMeta("github.com/temporalio/cli/internal/temporalcli"),
 		`kortyx: still installing the Temporal CLI \(\d+s elapsed\)`,
 		`kortyx: still installing the Temporal CLI \(\d+s elapsed\)`,
@@ -135,12 +135,12 @@ func TestInstallFailureSaysHowToInstallByHand(t *testing.T) {
 	t.Setenv("FAKE_GO_FAIL", "1")
 	root := t.TempDir()
 	out := &syncBuffer{}
-	_, err := Install(context.Background(), root, out)
+	_, err := install(context.Background(), root, out)
 	if err == nil {
 		t.Fatal("Install succeeded with a failing go command")
 	}
 	bin := filepath.Join(root, ".tools", "bin")
-	want := "kortyx: installing temporal CLI failed; run by hand: GOBIN=" + bin + " go install " + CLIModule + "@" + CLIVersion + ": exit status 3"
+	want := "kortyx: installing temporal CLI failed; run by hand: GOBIN=" + bin + " go install " + cliModule + "@" + cliVersion + ": exit status 3"
 	if err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
 	}

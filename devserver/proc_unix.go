@@ -9,7 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
+
+// ownLockWait is how long lockDB waits for a lock held by this process (see lockDB).
+const ownLockWait = 2 * time.Second
 
 // terminate asks the process group led by p to shut down.
 func terminate(p *os.Process) error { return signalGroup(p, syscall.SIGTERM) }
@@ -33,7 +37,21 @@ func lockDB(db string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("kortyx: locking the dev server database: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// A lock this process released a moment ago can still be held by a child forked by a
+	// concurrent exec in this process until that child execs (its copy of the descriptor is
+	// closed only then): when the holder is this process, ask again for a little while.
+	deadline := time.Now().Add(ownLockWait)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			break
+		}
+		if holder, _ := os.ReadFile(path); strings.TrimSpace(string(holder)) != strconv.Itoa(os.Getpid()) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
 		holder, _ := os.ReadFile(path)
 		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {

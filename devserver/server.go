@@ -422,9 +422,6 @@ func (s *Server) Address() string { return s.addr }
 // UIAddress returns the Web UI's host:port, or "" if the server is headless.
 func (s *Server) UIAddress() string { return s.uiAddr }
 
-// Namespace returns the namespace the server was started to serve.
-func (s *Server) Namespace() string { return s.namespace }
-
 // PID returns the server's process ID (also its process group ID on Unix).
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 

@@ -7,16 +7,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	opts, err := set.Backend()
-//	if err != nil {
-//		return err
-//	}
-//	backend, err := app.NewBackend(ctx, opts)
-//	if err != nil {
-//		return err
-//	}
-//	defer backend.Close()
-//	reg := workflows.NewRegistry()
-//	reg.SetToolNames(backend.Tools.Names()...)
-//	err = set.Register(reg)
+//	o := set.Options() // their Register, tools, default workflow and scripted model
+//	o.Providers = allproviders.FromEnv()
+//	return app.Run(ctx, app.ConfigFromEnv(), o)
 package examples

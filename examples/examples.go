@@ -28,6 +28,7 @@ var register = map[string]func(*workflows.Registry) error{
 // Set is a choice of examples.
 type Set struct {
 	names []string
+	tools []tools.Tool // the support example's, over Store
 	// Store is the support example's shop data behind its tools (nil without support).
 	Store *support.Store
 }
@@ -65,6 +66,11 @@ func Parse(list string) (*Set, error) {
 	}
 	if s.Has("support") {
 		s.Store = support.NewStore()
+		ts, err := support.Tools(s.Store)
+		if err != nil {
+			return nil, err
+		}
+		s.tools = ts
 	}
 	return s, nil
 }
@@ -85,19 +91,16 @@ func (s *Set) Register(reg *workflows.Registry) error {
 	return nil
 }
 
-// Backend returns the tools and the fake model the chosen examples need, plus extra tools:
-// with support, its lookup_order and refund tools over [Set.Store] and its scripted model.
-func (s *Set) Backend(extra ...tools.Tool) (app.BackendOptions, error) {
-	var o app.BackendOptions
+// Options returns what a program runs the chosen examples with ([app.Run]): their Register,
+// their default workflow, their tools plus extra, and their scripted fake model. With support:
+// its lookup_order and refund tools over [Set.Store], its scripted model and its workflow as
+// the default.
+func (s *Set) Options(extra ...tools.Tool) app.Options {
+	o := app.Options{Register: s.Register, DefaultWorkflow: s.DefaultWorkflow(), Tools: append(slices.Clone(s.tools), extra...)}
 	if s.Store != nil {
-		ts, err := support.Tools(s.Store)
-		if err != nil {
-			return o, err
-		}
-		o.Tools, o.FakeModel = ts, support.FakeModel()
+		o.FakeModel = support.FakeModel()
 	}
-	o.Tools = append(o.Tools, extra...)
-	return o, nil
+	return o
 }
 
 // DefaultWorkflow is the workflow of a chat session whose first request names none: support

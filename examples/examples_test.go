@@ -38,8 +38,7 @@ func TestParseChoosesExamples(t *testing.T) {
 			reg := workflows.NewRegistry()
 			require.NoError(t, s.Register(reg))
 			require.Equal(t, c.workflows, ids(reg))
-			opts, err := s.Backend()
-			require.NoError(t, err)
+			opts := s.Options()
 			var tools []string
 			for _, tl := range opts.Tools {
 				tools = append(tools, tl.Name)
@@ -48,6 +47,10 @@ func TestParseChoosesExamples(t *testing.T) {
 			require.Equal(t, c.tools != nil, opts.FakeModel != nil, "the support example brings its scripted model")
 			require.Equal(t, c.tools != nil, s.Store != nil)
 			require.Equal(t, c.def, s.DefaultWorkflow())
+			require.Equal(t, c.def, opts.DefaultWorkflow)
+			reg = workflows.NewRegistry()
+			require.NoError(t, opts.Register(reg))
+			require.Equal(t, c.workflows, ids(reg), "Options registers the chosen examples")
 		})
 	}
 	_, err := examples.Parse("hello,shop")

@@ -17,7 +17,7 @@ func agent(node workflows.NodeFunc) *workflows.Registry {
 	if err := reg.Add(&workflows.Definition{
 		ID: "agent", Version: "1",
 		Nodes: map[string]workflows.Node{"main": {Run: node}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "main"}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "main"}},
 	}); err != nil {
 		panic(err)
 	}
@@ -112,9 +112,9 @@ func ExampleNodeState() {
 			return workflows.NodeResult{Data: map[string]any{"visits": visits.Get()}, Condition: again}, nil
 		}}},
 		Edges: []workflows.Edge{
-			{From: contracts.StartNode, To: "count"},
+			{From: workflows.Start, To: "count"},
 			{From: "count", To: "count", When: "again"},
-			{From: "count", To: contracts.EndNode, When: "done"},
+			{From: "count", To: workflows.End, When: "done"},
 		},
 	}); err != nil {
 		panic(err)

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"go.temporal.io/sdk/workflow"
@@ -128,7 +130,7 @@ func buildInput(opts InterruptOptions) (contracts.InterruptInput, error) {
 			in.Options = append(in.Options, o)
 		}
 		if in.Question == "" {
-			in.Question = contracts.DefaultChoiceQuestion
+			in.Question = protocol.DefaultChoiceQuestion
 		}
 	case contracts.InterruptCustom:
 		if opts.Request == nil {

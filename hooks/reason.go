@@ -1,8 +1,8 @@
 package hooks
 
 import (
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -11,7 +11,7 @@ import (
 // github.com/kortyx-go/kortyx/internal/execution.ReasonOptions):
 //
 //   - ID: a stable id for the call within its node (recommended), copied into its chunks.
-//   - Model: the model as data, e.g. contracts.Model("openai:gpt-4.1-mini"); an empty provider
+//   - Model: the model as data, e.g. providers.Model("openai:gpt-4.1-mini"); an empty provider
 //     uses the worker's default.
 //   - System, Messages, Input: the system prompt, the conversation so far, and the last user
 //     message (appended when not empty).
@@ -47,11 +47,20 @@ type ToolExecution = execution.ToolExecution
 // Switch is "a bool, or per tool": On applies to every tool except those listed in Tools.
 type Switch = execution.Switch
 
+// ReasonResult is the result of a [Reason] call: the final Text, OpID, Usage summed over its
+// passes, FinishReason, Warnings, the tool calls and results, every model pass (Steps), the
+// values of output contracts (Emissions, Returned), the questions asked
+// through interrupt contracts (InterruptHistory) and the validated Output of OutputSchema.
+type ReasonResult = execution.ReasonResult
+
+// MCPServer names an MCP server (streamable HTTP) whose tools the model may call
+// ([ReasonOptions].MCP): URL, Include and Exclude (tool names or path.Match globs), Prefix
+// (model-facing names become "<prefix>_<name>"). Credentials are configured on the worker, per
+// URL, never here: this value is recorded in workflow history.
+type MCPServer = protocol.MCPServer
+
 // Corrections returns a SchemaCorrections value.
 func Corrections(n int) *int { return &n }
-
-// All is a Switch that is on for every tool.
-var All = Switch{On: true}
 
 // Only is a Switch that is on for the named tools.
 func Only(tools ...string) Switch {
@@ -75,10 +84,10 @@ func Only(tools ...string) Switch {
 // Errors carry codes: provider codes (PROVIDER_HTTP_ERROR, …), REASON_MAX_STEPS_REACHED,
 // UNKNOWN_TOOL, INVALID_TOOL_CALL, PAYLOAD_TOO_LARGE, and EXECUTION_CANCELLED when a human
 // cancels at an approval.
-func Reason(ctx workflow.Context, opts ReasonOptions) (contracts.ReasonResult, error) {
+func Reason(ctx workflow.Context, opts ReasonOptions) (ReasonResult, error) {
 	s, err := execution.From(ctx, "Reason")
 	if err != nil {
-		return contracts.ReasonResult{}, err
+		return ReasonResult{}, err
 	}
 	return s.Reason(ctx, opts)
 }

@@ -87,14 +87,15 @@ func outcome(target string, o protocol.ChildOutcome) (WorkflowResult, error) {
 		Details: map[string]any{"workflow": target, "code": string(o.Failure.Code)}, Err: cause}
 }
 
-// Outcome statuses of a [ParallelResult].
+// Outcome statuses of a [ParallelResult], as the failure descriptor of PARALLEL_FAILED names
+// them.
 const (
-	Fulfilled = contracts.FailureResultFulfilled
-	Rejected  = contracts.FailureResultRejected
+	fulfilled = "fulfilled"
+	rejected  = "rejected"
 )
 
-// ParallelResult is the outcome of one call of a parallel group: Fulfilled with its Value, or
-// Rejected with its Err (a WORKFLOW_CALL_FAILED error).
+// ParallelResult is the outcome of one call of a parallel group: Status "fulfilled" with its
+// Value, or "rejected" with its Err (a WORKFLOW_CALL_FAILED error).
 type ParallelResult struct {
 	Status string
 	Value  WorkflowResult
@@ -147,12 +148,12 @@ func Parallel(ctx workflow.Context, calls ...WorkflowCall) ([]WorkflowResult, er
 		if err != nil {
 			failed++
 			f := contracts.FailureOf(err)
-			pe.Results[i] = ParallelResult{Status: Rejected, Err: err}
-			fr = append(fr, contracts.FailureResult{Status: Rejected, Failure: &f})
+			pe.Results[i] = ParallelResult{Status: rejected, Err: err}
+			fr = append(fr, contracts.FailureResult{Status: rejected, Failure: &f})
 			continue
 		}
-		pe.Results[i] = ParallelResult{Status: Fulfilled, Value: res}
-		fr = append(fr, contracts.FailureResult{Status: Fulfilled})
+		pe.Results[i] = ParallelResult{Status: fulfilled, Value: res}
+		fr = append(fr, contracts.FailureResult{Status: fulfilled})
 	}
 	if failed == 0 {
 		return results, nil

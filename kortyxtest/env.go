@@ -21,9 +21,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 )
 
-// RunID is the workflow ID of the run in Temporal's test environment, hence its run id and the
+// runID is the workflow ID of the run in Temporal's test environment, hence its run id and the
 // id of its stream.
-const RunID = "default-test-workflow-id"
+const runID = "default-test-workflow-id"
 
 // Options configure an [Env]. The zero value runs agents that call no model and no tool.
 type Options struct {
@@ -52,7 +52,7 @@ type Options struct {
 type Env struct {
 	*testsuite.TestWorkflowEnvironment
 	// Broker holds the run's stream: every chunk the run and its activities published.
-	Broker *stream.Memory
+	Broker stream.Broker
 
 	errs    []error             // problems of the test's own answers, returned by Run
 	answers map[string][]Answer // by hook id; "" answers any question
@@ -73,7 +73,7 @@ func New(reg *workflows.Registry, opts Options) *Env {
 	s.SetLogger(logger)
 	e := &Env{
 		TestWorkflowEnvironment: s.NewTestWorkflowEnvironment(),
-		Broker:                  stream.NewMemory(),
+		Broker:                  stream.NewMemory(stream.MemoryOptions{}),
 		answers:                 map[string][]Answer{},
 		sent:                    map[string]int{},
 		seen:                    map[string]bool{},
@@ -134,24 +134,10 @@ func (e *Env) Execute(in contracts.RunInput) (contracts.RunResult, error) {
 // Chunks returns the chunks published on the run's stream so far, in order.
 func (e *Env) Chunks() []contracts.Chunk {
 	// Reading a memory broker with a context that is never cancelled cannot fail.
-	entries, _ := e.Broker.Read(context.Background(), RunID, 0, 0)
+	entries, _ := e.Broker.Read(context.Background(), runID, 0, 0)
 	out := make([]contracts.Chunk, len(entries))
 	for i, en := range entries {
 		out[i] = en.Chunk
-	}
-	return out
-}
-
-// ChunksOf returns the published chunks of the given types, in order.
-func (e *Env) ChunksOf(types ...contracts.ChunkType) []contracts.Chunk {
-	var out []contracts.Chunk
-	for _, c := range e.Chunks() {
-		for _, ty := range types {
-			if c.Type == ty {
-				out = append(out, c)
-				break
-			}
-		}
 	}
 	return out
 }

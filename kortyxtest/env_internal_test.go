@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
@@ -22,7 +21,7 @@ func TestAnswerInFlightIsNotSentTwice(t *testing.T) {
 			name, err := hooks.AskText(ctx, "name", "What is your name?")
 			return workflows.NodeResult{UI: &workflows.UI{Message: "Hello, " + name + "!"}}, err
 		}}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "ask"}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "ask"}},
 	}))
 	env := New(reg, Options{})
 	// While this action is due, the question is left waiting; then it is answered and looked at

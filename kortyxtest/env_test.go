@@ -1,6 +1,7 @@
 package kortyxtest_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func slowAsker(t *testing.T) *kortyxtest.Env {
 			name, err := hooks.AskText(ctx, "name", "What is your name?")
 			return workflows.NodeResult{UI: &workflows.UI{Message: "Hello, " + name + "!"}}, err
 		}}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "ask"}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "ask"}},
 	}))
 	return kortyxtest.New(reg, kortyxtest.Options{})
 }
@@ -49,7 +50,7 @@ func TestOnQuestionAnswersWhenAsked(t *testing.T) {
 	require.Len(t, env.Asked(), 1)
 	require.Equal(t, "name", env.Asked()[0].HookID)
 	require.Equal(t, "What is your name?", env.Asked()[0].Input.Question)
-	msgs := env.ChunksOf(contracts.ChunkMessage)
+	msgs := chunksOf(env, contracts.ChunkMessage)
 	require.Len(t, msgs, 1)
 	require.Equal(t, "Hello, Ada!", msgs[0].Content)
 }
@@ -84,7 +85,10 @@ func TestRejectedAnswerThenTheNext(t *testing.T) {
 	require.Equal(t, "T-LOW-ID", res.State.Data["ticketId"])
 	require.Len(t, env.Asked(), 1, "the same question, asked once")
 	require.Equal(t, []string{"interrupt", "done", "resume-rejected", "message", "done"},
-		kinds(env.ChunksOf(contracts.ChunkInterrupt, contracts.ChunkDone, contracts.ChunkResumeRejected, contracts.ChunkMessage)))
+		kinds(chunksOf(env, contracts.ChunkInterrupt, contracts.ChunkDone, contracts.ChunkResumeRejected, contracts.ChunkMessage)))
+	view, err := env.View()
+	require.NoError(t, err)
+	require.Equal(t, "default-test-workflow-id", view.RunID, "the run's workflow ID, its run id (docs/running.md)")
 }
 
 func TestAnswerAtAndUpdateAt(t *testing.T) {
@@ -124,6 +128,17 @@ func kinds(chunks []contracts.Chunk) []string {
 	out := make([]string, len(chunks))
 	for i, c := range chunks {
 		out[i] = string(c.Type)
+	}
+	return out
+}
+
+// chunksOf returns the published chunks of the given types, in order.
+func chunksOf(env *kortyxtest.Env, types ...contracts.ChunkType) []contracts.Chunk {
+	var out []contracts.Chunk
+	for _, c := range env.Chunks() {
+		if slices.Contains(types, c.Type) {
+			out = append(out, c)
+		}
 	}
 	return out
 }

@@ -23,7 +23,7 @@ import (
 // then open), kept with the workflow ID it ran under.
 func triageRevise(t *testing.T) (string, *historypb.History) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "internal", "integration", "testdata", "replay", "triage-revise.json"))
+	b, err := os.ReadFile(filepath.Join("..", "test", "integration", "testdata", "replay", "triage-revise.json"))
 	require.NoError(t, err)
 	var rec struct {
 		WorkflowID string          `json:"workflowId"`
@@ -68,7 +68,7 @@ func TestReplayReportsNondeterminism(t *testing.T) {
 		Nodes: map[string]workflows.Node{"classify": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 			return workflows.NodeResult{}, workflow.Sleep(ctx, time.Minute)
 		}}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "classify"}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "classify"}},
 	}))
 	err := kortyxtest.Replay(reg, h, kortyxtest.ReplayOptions{})
 	require.Error(t, err)

@@ -1,6 +1,6 @@
 // Package providers is the model side of Kortyx: the [Provider] interface that model adapters
 // implement, and [Set], the providers a worker knows by id. It runs in activities only — node
-// code names a model as data ([contracts.ModelRef]) and never touches a provider.
+// code names a model as data ([ModelRef]) and never touches a provider.
 //
 // Adapters: providers/openai (any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, OpenRouter,
 // Groq, …) and providers/fake (scripted, for tests and key-less demos). A worker hands its set

@@ -17,19 +17,19 @@ type Shout struct{}
 func (Shout) ID() string { return "shout" }
 
 // Generate runs one model pass.
-func (Shout) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (Shout) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	if len(req.Messages) == 0 {
-		return contracts.ModelResponse{}, contracts.Errorf(contracts.CodeProviderInvalidResponse, "shout: nothing to answer")
+		return providers.Response{}, contracts.Errorf(contracts.CodeProviderInvalidResponse, "shout: nothing to answer")
 	}
 	text := strings.ToUpper(req.Messages[len(req.Messages)-1].Content)
 	if onDelta != nil {
 		for _, w := range strings.SplitAfter(text, " ") {
 			if err := onDelta(w); err != nil {
-				return contracts.ModelResponse{}, err
+				return providers.Response{}, err
 			}
 		}
 	}
-	return contracts.ModelResponse{Text: text, FinishReason: contracts.FinishReason{Unified: contracts.FinishStop}}, nil
+	return providers.Response{Text: text, FinishReason: providers.FinishReason{Unified: providers.FinishStop}}, nil
 }
 
 // A worker knows its providers by id; an unknown id is a PROVIDER_CONFIGURATION error that
@@ -42,7 +42,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	req := providers.Request{Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hello there"}}}
+	req := providers.Request{Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}
 	res, err := p.Generate(context.Background(), req, func(delta string) error {
 		fmt.Printf("delta %q\n", delta)
 		return nil

@@ -13,17 +13,17 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// WarningSettingUsage is the Setting of [NoUsageWarning].
-const WarningSettingUsage = "usage"
+// warningSettingUsage is the Setting of [NoUsageWarning].
+const warningSettingUsage = "usage"
 
 // NoUsageWarning is the warning a provider returns for a pass whose answer reported no token
 // usage (a server or stream that sends none): the usage is then zero, and never silently so.
-func NoUsageWarning(providerID string) contracts.Warning {
-	return contracts.Warning{Type: contracts.WarningOther, Setting: WarningSettingUsage,
+func NoUsageWarning(providerID string) Warning {
+	return Warning{Type: WarningOther, Setting: warningSettingUsage,
 		Message: fmt.Sprintf("The %s provider's server reported no token usage for this pass; its usage is counted as 0.", providerID)}
 }
 
-// DecodeOptions reads a provider's own options from [contracts.CallOptions.ProviderOptions].
+// DecodeOptions reads a provider's own options from [CallOptions.ProviderOptions].
 //
 // The convention every provider follows: ProviderOptions is keyed by provider id, and each
 // provider reads only the object under its own id into a typed struct T of its package (e.g.
@@ -41,7 +41,7 @@ func NoUsageWarning(providerID string) contracts.Warning {
 // No entry for providerID (or a null one) gives T's zero value. A value that is not an object,
 // or a key whose value does not fit its field (a string for a number, …), is a
 // PROVIDER_CONFIGURATION error naming the setting to fix (not retryable).
-func DecodeOptions[T any](opts map[string]any, providerID string) (T, []contracts.Warning, error) {
+func DecodeOptions[T any](opts map[string]any, providerID string) (T, []Warning, error) {
 	var out T
 	v, ok := opts[providerID]
 	if !ok || v == nil {
@@ -59,7 +59,7 @@ func DecodeOptions[T any](opts map[string]any, providerID string) (T, []contract
 			"%s must be an object of the %s provider's options (got %s).", prefix, providerID, jsonKind(raw))
 	}
 	known := jsonFieldNames(reflect.TypeFor[T]())
-	var warnings []contracts.Warning
+	var warnings []Warning
 	kept := map[string]json.RawMessage{}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
 		if !known[k] {
@@ -68,7 +68,7 @@ func DecodeOptions[T any](opts map[string]any, providerID string) (T, []contract
 				msg = fmt.Sprintf("The %s provider has no option '%s' (known: %s); it was ignored.",
 					providerID, k, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 			}
-			warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: prefix + "." + k, Message: msg})
+			warnings = append(warnings, Warning{Type: WarningUnsupported, Setting: prefix + "." + k, Message: msg})
 			continue
 		}
 		kept[k] = fields[k]

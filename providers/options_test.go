@@ -45,7 +45,7 @@ func TestDecodeOptions(t *testing.T) {
 		require.Equal(t, testOptions{Mode: "slow"}, got, "keys match exactly: TopK is not topK")
 		var settings []string
 		for _, w := range warnings {
-			require.Equal(t, contracts.WarningUnsupported, w.Type)
+			require.Equal(t, providers.WarningUnsupported, w.Type)
 			settings = append(settings, w.Setting)
 		}
 		require.Equal(t, []string{"providerOptions.mine.Internal", "providerOptions.mine.TopK", "providerOptions.mine.alpha", "providerOptions.mine.zeta"}, settings)
@@ -73,7 +73,7 @@ func TestDecodeOptions(t *testing.T) {
 }
 
 func TestNoUsageWarning(t *testing.T) {
-	require.Equal(t, contracts.Warning{Type: "other", Setting: "usage",
+	require.Equal(t, providers.Warning{Type: "other", Setting: "usage",
 		Message: "The openai provider's server reported no token usage for this pass; its usage is counted as 0."},
 		providers.NoUsageWarning("openai"))
 }

@@ -14,9 +14,9 @@ type Request struct {
 	Model string
 	// ModelOptions are the options of the model reference (provider-specific, e.g. baseURL).
 	ModelOptions map[string]any
-	Messages     []contracts.ModelMessage
-	Tools        []contracts.ToolDefinition
-	Options      contracts.CallOptions
+	Messages     []Message
+	Tools        []ToolDefinition
+	Options      CallOptions
 }
 
 // Provider runs model passes.
@@ -31,7 +31,7 @@ type Request struct {
 type Provider interface {
 	// ID is the provider id used in model references ("openai", "fake").
 	ID() string
-	Generate(ctx context.Context, req Request, onDelta func(delta string) error) (contracts.ModelResponse, error)
+	Generate(ctx context.Context, req Request, onDelta func(delta string) error) (Response, error)
 }
 
 // Set is the providers of a worker, by id. The zero value is empty; it is read-only after

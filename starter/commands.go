@@ -13,10 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
@@ -89,13 +92,13 @@ func cmdRun(ctx context.Context, args []string) error {
 	if *detach {
 		ans = nil
 	}
-	return follow(ctx, c, &stream.Client{BaseURL: cfg.StreamURL()}, run.GetID(), ans, *update, p, true)
+	return follow(ctx, c, &sseclient.Client{BaseURL: streamURL(cfg)}, run.GetID(), ans, *update, p, true)
 }
 
 // follow streams a run response by response and answers its questions until it ends.
 // answerLater says whether the run can still be answered after this program ends (with run,
 // not with the demo, whose worker ends with it).
-func follow(ctx context.Context, c client.Client, sc *stream.Client, runID string, ans answerer, update bool, p *printer, answerLater bool) error {
+func follow(ctx context.Context, c client.Client, sc *sseclient.Client, runID string, ans answerer, update bool, p *printer, answerLater bool) error {
 	var after int64
 	errRejected := errors.New("rejected")
 	for {
@@ -190,7 +193,7 @@ func currentInterrupt(ctx context.Context, c client.Client, runID string) (*cont
 		return nil, nil
 	}
 	return &contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: v.Pending.RequestID, ResumeToken: v.Pending.Token,
-		Node: v.Pending.Node, Input: contracts.RawJSON(v.Pending.Input)}, nil
+		Node: v.Pending.Node, Input: protocol.RawJSON(v.Pending.Input)}, nil
 }
 
 // result waits for the run's outcome and reports it.

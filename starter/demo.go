@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx"
@@ -15,7 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/examples"
-	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
 	"go.temporal.io/sdk/contrib/envconfig"
 )
 
@@ -84,38 +87,32 @@ func cmdDemo(ctx context.Context, args []string) error {
 		cfg.Temporal = envconfig.ClientConfigProfile{} // the dev server is plain gRPC
 		p.note("Temporal dev server ready at %s (UI http://%s while the demo runs)", srv.Address(), srv.UIAddress())
 	}
-	c, err := app.Dial(cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 	chosen, err := examples.Parse("all")
 	if err != nil {
 		return err
 	}
-	opts, err := chosen.Backend()
-	if err != nil {
+	o := chosen.Options()
+	o.Model, o.Providers = *model, demoProviders()
+	cfg.FakeModels = true        // the demo works without a key: the in-process fake model answers
+	cfg.HTTPAddr = "127.0.0.1:0" // its own stream API, on a free port
+	o.Logger = cfg.Logger        // the CLI's diagnostics logger, on stderr
+	if os.Getenv("KORTYX_LOG_LEVEL") == "" {
+		o.Logger = newLogger(cfg, slog.LevelError) // the worker's start lines, fakes included, are not the demo's output
+	}
+	running := make(chan app.Running, 1)
+	o.Started = func(r app.Running) { running <- r }
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg, o) }()
+	defer func() { stop(); err := <-done; _ = err }() // the worker stops with the demo; the demo's own result is the one to report
+	var st app.Running
+	select {
+	case st = <-running:
+	case err := <-done:
 		return err
 	}
-	opts.Model = *model
-	opts.Providers = demoProviders()
-	opts.FakeServers = true // the demo works without a key
-	backend, err := app.NewBackend(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer backend.Close()
-	reg, err := app.Registry(backend, chosen.Register)
-	if err != nil {
-		return err
-	}
-	p.note("model: %s", modelNote(backend))
-	st, err := app.StartStack(ctx, c, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0",
-		DefaultWorkflow: chosen.DefaultWorkflow()})
-	if err != nil {
-		return err
-	}
-	defer st.Stop()
+	c := st.Client
+	p.note("model: %s", modelNote(st))
 	input, _ := json.Marshal(message)
 	run, err := kortyx.StartRun(ctx, c, contracts.RunInput{Workflow: *wf, Input: input, SessionID: "demo"},
 		kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
@@ -127,7 +124,7 @@ func cmdDemo(ctx context.Context, args []string) error {
 	if *auto {
 		ans = &autoAnswerer{out: os.Stdout}
 	}
-	if err := follow(ctx, c, &stream.Client{BaseURL: "http://" + st.HTTPAddr}, run.GetID(), ans, true, p, false); err != nil {
+	if err := follow(ctx, c, &sseclient.Client{BaseURL: "http://" + st.HTTPAddr}, run.GetID(), ans, true, p, false); err != nil {
 		return err
 	}
 	var res contracts.RunResult
@@ -155,7 +152,7 @@ func startDemoServer(ctx context.Context, cfg app.Config) (*devserver.Server, er
 	srv, err := devserver.Start(ctx, devserver.Options{
 		BinaryPath:       bin,
 		Namespace:        cfg.Namespace,
-		SearchAttributes: contracts.SearchAttributeNames(),
+		SearchAttributes: protocol.SearchAttributeNames(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kortyx: starting the demo's Temporal dev server (or set TEMPORAL_ADDRESS to use a running one): %w", err)
@@ -165,12 +162,12 @@ func startDemoServer(ctx context.Context, cfg app.Config) (*devserver.Server, er
 
 // modelNote names the default model, then says what answers it: "openai:gpt-4.1-mini at
 // https://…", or "openai:gpt-4.1-mini, answered by the scripted fake model …".
-func modelNote(b *app.Backend) string {
-	ref := contracts.ModelRef{Provider: b.DefaultProvider, Model: b.DefaultModel}.String()
-	if where, ok := strings.CutPrefix(b.Model, b.DefaultModel+" at "); ok {
-		return ref + " at " + where
+func modelNote(r app.Running) string {
+	_, model, _ := strings.Cut(r.DefaultModel, ":")
+	if where, ok := strings.CutPrefix(r.Model, model+" at "); ok {
+		return r.DefaultModel + " at " + where
 	}
-	return ref + ", answered by " + b.Model
+	return r.DefaultModel + ", answered by " + r.Model
 }
 
 func asList(v any) []any {

@@ -133,9 +133,31 @@ func config() app.Config {
 	if os.Getenv("KORTYX_LOG_LEVEL") == "" {
 		cfg.LogLevel = slog.LevelWarn
 	}
-	cfg.Logger = cfg.NewLogger(os.Stderr)
+	cfg.Logger = newLogger(cfg, cfg.LogLevel)
 	slog.SetDefault(cfg.Logger)
 	return cfg
+}
+
+// newLogger is the CLI's diagnostics logger at level: KORTYX_LOG_FORMAT (text or json) on
+// stderr (stdout is the CLI's output).
+func newLogger(cfg app.Config, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, o))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, o))
+}
+
+// streamURL is the base URL of the worker's HTTP API: KORTYX_STREAM_URL, else
+// http://KORTYX_HTTP_ADDR, else http://127.0.0.1:8080.
+func streamURL(cfg app.Config) string {
+	if u := os.Getenv("KORTYX_STREAM_URL"); u != "" {
+		return u
+	}
+	if cfg.HTTPAddr != "" {
+		return "http://" + cfg.HTTPAddr
+	}
+	return "http://127.0.0.1:8080"
 }
 
 // usageError is a command line the program cannot run; fs, when set, is the command's flags

@@ -10,5 +10,5 @@ import (
 // allProviders: this build links every provider (go build -tags kortyx_allproviders).
 const allProviders = true
 
-// demoProviders are the providers of the demo's backend: every provider of the environment.
+// demoProviders are the providers of the demo's worker after openai: google and anthropic.
 func demoProviders() []app.ProviderFromEnv { return allproviders.FromEnv() }

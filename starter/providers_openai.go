@@ -9,5 +9,6 @@ import "github.com/kortyx-go/kortyx/app"
 // provider's model runs the starter built with the tag kortyx_allproviders ([demoElsewhere]).
 const allProviders = false
 
-// demoProviders are the providers of the demo's backend: OpenAI and OpenAI-compatible servers.
-func demoProviders() []app.ProviderFromEnv { return []app.ProviderFromEnv{app.OpenAIFromEnv()} }
+// demoProviders are the providers of the demo's worker after openai (OpenAI and
+// OpenAI-compatible servers, which app.Run always configures): none.
+func demoProviders() []app.ProviderFromEnv { return nil }

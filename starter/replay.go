@@ -105,8 +105,10 @@ func replayRegistry() (*workflows.Registry, error) {
 	if err := chosen.Register(reg); err != nil {
 		return nil, err
 	}
-	if err := app.LoadWorkflows(reg); err != nil { // KORTYX_WORKFLOWS
-		return nil, err
+	if dir := os.Getenv("KORTYX_WORKFLOWS"); dir != "" { // the worker's workflow files
+		if err := reg.AddDir(dir); err != nil {
+			return nil, fmt.Errorf("kortyx: loading workflows from KORTYX_WORKFLOWS=%s: %w", dir, err)
+		}
 	}
 	return reg, nil
 }

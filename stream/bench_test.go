@@ -13,7 +13,7 @@ import (
 func BenchmarkMemoryPublish(b *testing.B) {
 	ctx := context.Background()
 	b.Run("one run", func(b *testing.B) {
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if err := m.Publish(ctx, "run", delta("a:x:1:"+strconv.Itoa(i), "token")); err != nil {
@@ -22,7 +22,7 @@ func BenchmarkMemoryPublish(b *testing.B) {
 		}
 	})
 	b.Run("duplicate", func(b *testing.B) {
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		k := delta("w:1", "token")
 		b.ReportAllocs()
 		for b.Loop() {
@@ -32,7 +32,7 @@ func BenchmarkMemoryPublish(b *testing.B) {
 		}
 	})
 	b.Run("parallel runs", func(b *testing.B) {
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			run := "run-" + strconv.FormatInt(runCounter.Add(1), 10) // one run per goroutine
@@ -51,7 +51,7 @@ var runCounter atomic.Int64
 func BenchmarkFollow(b *testing.B) {
 	ctx := context.Background()
 	b.Run("stored", func(b *testing.B) {
-		m := stream.NewMemory(stream.WithMaxEntriesPerRun(b.N + 1))
+		m := stream.NewMemory(stream.MemoryOptions{MaxEntriesPerRun: b.N + 1})
 		ks := make([]stream.Keyed, 0, b.N+1)
 		for i := range b.N {
 			ks = append(ks, delta("a:x:1:"+strconv.Itoa(i), "token"))
@@ -69,7 +69,7 @@ func BenchmarkFollow(b *testing.B) {
 		}
 	})
 	b.Run("live", func(b *testing.B) {
-		m := stream.NewMemory(stream.WithMaxEntriesPerRun(b.N + 1))
+		m := stream.NewMemory(stream.MemoryOptions{MaxEntriesPerRun: b.N + 1})
 		b.ReportAllocs()
 		b.ResetTimer()
 		errc := make(chan error, 1)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"io"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
@@ -48,12 +48,12 @@ type Broker interface {
 // Gone is the *contracts.Error with code STREAM_GONE that [Follow] returns when it cannot
 // continue runID's stream exactly after offset after: the broker's entries of the run are
 // first..last (0, 0: none).
-func Gone(runID string, after, first, last int64) *contracts.Error {
+func gone(runID string, after, first, last int64) *contracts.Error {
 	why := fmt.Sprintf("the chunks after offset %d are no longer kept (the oldest kept is %d)", after, first)
 	if last < after {
 		why = fmt.Sprintf("the broker has no chunk as far as offset %d (the stream was lost or expired)", after)
 	}
-	e := GoneError(runID, why+"; read the run's result or follow it again from offset 0")
+	e := goneError(runID, why+"; read the run's result or follow it again from offset 0")
 	e.Details["after"], e.Details["first"], e.Details["last"] = after, first, last
 	return e
 }
@@ -85,21 +85,6 @@ func (u Until) String() string {
 		return "none"
 	}
 	return fmt.Sprintf("Until(%d)", int(u))
-}
-
-// ParseUntil parses a query value: "response", "run" or "none"; the empty string is [UntilRun].
-// Anything else is a *contracts.Error with code INVALID_REQUEST.
-func ParseUntil(s string) (Until, error) {
-	switch s {
-	case "", "run":
-		return UntilRun, nil
-	case "response":
-		return UntilResponse, nil
-	case "none":
-		return UntilCancel, nil
-	}
-	return 0, contracts.Errorf(contracts.CodeInvalidRequest,
-		"invalid until %q: want \"response\", \"run\" or \"none\"", s)
 }
 
 // tracker applies an [Until] condition to a sequence of chunks.
@@ -144,57 +129,38 @@ const followBatch = 1024
 // last offset for the run is below after (the stream was lost, e.g. an in-memory broker
 // restarted, or it expired) or its oldest retained entry is above after+1 (entries were dropped
 // past the reader, at the start or while following), Follow returns a *contracts.Error with
-// code STREAM_GONE (see [Gone]) without calling fn for the entries after the gap. With
+// code STREAM_GONE (see [Reader]) without calling fn for the entries after the gap. With
 // after == 0 it starts at the oldest retained entry.
 func Follow(ctx context.Context, b Broker, runID string, after int64, until Until, fn func(Entry) error) error {
-	return follow(ctx, b, runID, after, until, fn, 0, nil)
+	return follow(ctx, b, runID, after, until, fn)
 }
 
-// follow is [Follow] with an idle hook: when idle > 0 and no entry arrives for idle while
-// waiting, onIdle is called (and waiting resumes unless it fails).
-func follow(ctx context.Context, b Broker, runID string, after int64, until Until,
-	fn func(Entry) error, idle time.Duration, onIdle func() error) error {
-	t := tracker{until: until}
-	if after > 0 {
-		first, last, err := b.Bounds(ctx, runID)
-		if err != nil {
-			return err
-		}
-		if last < after || first > after+1 {
-			return Gone(runID, after, first, last)
-		}
-	}
-	if until == UntilRun && after > 0 {
-		ended, err := prime(ctx, b, runID, after, &t)
-		if err != nil || ended {
-			return err
-		}
-	}
+// follow is [Follow]: the entries of a [Reader] without the gone checks, handed to fn.
+func follow(ctx context.Context, b Broker, runID string, after int64, until Until, fn func(Entry) error) error {
+	r := NewReader(b, runID, after, ReaderOptions{Until: until})
+	r.checks = false
+	return drain(ctx, r, fn, nil)
+}
+
+// drain hands every entry of r to fn, and calls onIdle (when set) when r is idle; it returns nil
+// at the reader's end.
+func drain(ctx context.Context, r *Reader, fn func(Entry) error, onIdle func() error) error {
 	for {
-		entries, err := b.Read(ctx, runID, after, followBatch)
-		if err != nil {
+		e, err := r.Next(ctx)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, ErrIdle):
+			if onIdle != nil {
+				if err := onIdle(); err != nil {
+					return err
+				}
+			}
+			continue
+		case err != nil:
 			return err
 		}
-		if len(entries) > 0 && after > 0 && entries[0].Offset > after+1 {
-			first, last, err := b.Bounds(ctx, runID)
-			if err != nil {
-				return err
-			}
-			return Gone(runID, after, first, last)
-		}
-		for _, e := range entries {
-			after = e.Offset
-			if err := fn(e); err != nil {
-				return err
-			}
-			if t.observe(e.Chunk) {
-				return nil
-			}
-		}
-		if len(entries) > 0 {
-			continue
-		}
-		if err := wait(ctx, b, runID, after, idle, onIdle); err != nil {
+		if err := fn(e); err != nil {
 			return err
 		}
 	}
@@ -218,29 +184,4 @@ func prime(ctx context.Context, b Broker, runID string, upTo int64, t *tracker) 
 		}
 	}
 	return ended, nil
-}
-
-// wait waits for an entry after offset after, calling onIdle every idle without one.
-func wait(ctx context.Context, b Broker, runID string, after int64, idle time.Duration, onIdle func() error) error {
-	if idle <= 0 || onIdle == nil {
-		return b.Wait(ctx, runID, after)
-	}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, idle)
-		err := b.Wait(wctx, runID, after)
-		timedOut := wctx.Err() != nil
-		cancel()
-		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case timedOut && errors.Is(err, context.DeadlineExceeded):
-			if err := onIdle(); err != nil {
-				return err
-			}
-		default:
-			return err
-		}
-	}
 }

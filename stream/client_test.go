@@ -12,10 +12,12 @@ import (
 	"testing/iotest"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
+	"github.com/stretchr/testify/require"
 )
 
 type event struct {
@@ -108,7 +110,7 @@ func TestReadSSE(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []event
-			err := stream.ReadSSE(strings.NewReader(tt.in), func(id int64, c contracts.Chunk) error {
+			err := sseclient.ReadSSE(strings.NewReader(tt.in), func(id int64, c contracts.Chunk) error {
 				got = append(got, event{id, c.Type})
 				return nil
 			})
@@ -127,7 +129,7 @@ func TestReadSSEReadError(t *testing.T) {
 	cause := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader("id: 1\ndata: {\"type\":\"status\"}\n\nid: 2\nda"), iotest.ErrReader(cause))
 	n := 0
-	err := stream.ReadSSE(r, func(int64, contracts.Chunk) error { n++; return nil })
+	err := sseclient.ReadSSE(r, func(int64, contracts.Chunk) error { n++; return nil })
 	require.Equal(t, 1, n)
 	require.Equal(t, contracts.CodeTruncatedStream, contracts.CodeOf(err))
 	require.ErrorIs(t, err, cause)
@@ -137,7 +139,7 @@ func TestReadSSEReadError(t *testing.T) {
 }
 
 func TestReadSSEFnError(t *testing.T) {
-	err := stream.ReadSSE(strings.NewReader("data: {\"type\":\"status\"}\n\ndata: [DONE]\n\n"),
+	err := sseclient.ReadSSE(strings.NewReader("data: {\"type\":\"status\"}\n\ndata: [DONE]\n\n"),
 		func(int64, contracts.Chunk) error { return errStop })
 	require.Equal(t, errStop, err)
 }
@@ -146,19 +148,19 @@ func TestReadSSELongEvent(t *testing.T) {
 	long := strings.Repeat("x", 300<<10) // longer than the read buffer
 	in := "id: 1\ndata: {\"type\":\"text-delta\",\"delta\":\"" + long + "\"}\n\ndata: [DONE]\n\n"
 	var got string
-	require.NoError(t, stream.ReadSSE(strings.NewReader(in), func(_ int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(strings.NewReader(in), func(_ int64, c contracts.Chunk) error {
 		got = c.Delta
 		return nil
 	}))
 	require.Equal(t, long, got)
 
-	huge := "data: \"" + strings.Repeat("x", stream.MaxEventSize) + "\"\n\n"
-	err := stream.ReadSSE(strings.NewReader(huge), func(int64, contracts.Chunk) error { return nil })
+	huge := "data: \"" + strings.Repeat("x", (16<<20)) + "\"\n\n"
+	err := sseclient.ReadSSE(strings.NewReader(huge), func(int64, contracts.Chunk) error { return nil })
 	require.Equal(t, contracts.CodeMalformedStream, contracts.CodeOf(err))
 }
 
 // collect follows runID with c and returns the (id, type) of the chunks delivered.
-func collect(t *testing.T, ctx context.Context, c *stream.Client, after int64, until stream.Until) ([]event, error) {
+func collect(t *testing.T, ctx context.Context, c *sseclient.Client, after int64, until stream.Until) ([]event, error) {
 	t.Helper()
 	var got []event
 	err := c.Follow(ctx, "run", after, until, func(id int64, ch contracts.Chunk) error {
@@ -178,7 +180,7 @@ func eventsOf(ks []stream.Keyed, from int64) []event {
 
 // writeEvents writes entries with the SSE handler's writer, without [DONE].
 func writeEvents(w http.ResponseWriter, es []stream.Entry) {
-	sw, err := stream.NewSSEWriter(w, stream.SSEOptions{})
+	sw, err := ssewriter.New(w, ssewriter.Options{})
 	for _, e := range es {
 		if err == nil {
 			err = sw.Event(e.Offset, e.Chunk)
@@ -213,7 +215,7 @@ func TestClientReconnects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			m := stream.NewMemory()
+			m := stream.NewMemory(stream.MemoryOptions{})
 			all := conversation()[:12]
 			require.NoError(t, m.Publish(ctx, "run", all...))
 
@@ -222,7 +224,7 @@ func TestClientReconnects(t *testing.T) {
 				requests     int
 				lastEventIDs []string
 			)
-			h := stream.Handler(m)
+			h := sse.Handler(m)
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				requests++
@@ -238,14 +240,14 @@ func TestClientReconnects(t *testing.T) {
 					writeEvents(w, es)
 					tt.first(w, r, m)
 				case tt.resumeFromStart:
-					_ = stream.WriteSSE(r.Context(), w, m, "run", 0, stream.UntilRun)
+					_ = (&sse.Server{Broker: m}).WriteSSE(r.Context(), w, "run", 0, stream.UntilRun)
 				default:
 					h.ServeHTTP(w, r)
 				}
 			}))
 			defer srv.Close()
 
-			got, err := collect(t, ctx, &stream.Client{BaseURL: srv.URL + "/", HTTP: srv.Client()}, 0, stream.UntilRun)
+			got, err := collect(t, ctx, &sseclient.Client{BaseURL: srv.URL + "/", HTTP: srv.Client()}, 0, stream.UntilRun)
 			require.NoError(t, err)
 			require.Equal(t, eventsOf(all, 1), got)
 			require.Equal(t, []string{"", "2"}, lastEventIDs)
@@ -255,12 +257,12 @@ func TestClientReconnects(t *testing.T) {
 
 func TestClientFollow(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	all := conversation()
 	require.NoError(t, m.Publish(ctx, "run", all...))
-	srv := httptest.NewServer(stream.Handler(m))
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
-	c := &stream.Client{BaseURL: srv.URL}
+	c := &sseclient.Client{BaseURL: srv.URL}
 
 	tests := []struct {
 		name  string
@@ -309,8 +311,8 @@ func TestClientFollow(t *testing.T) {
 
 func TestClientLiveStream(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
-	srv := httptest.NewServer(stream.Handler(m))
+	m := stream.NewMemory(stream.MemoryOptions{})
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
 
 	all := conversation()[:12]
@@ -324,7 +326,7 @@ func TestClientLiveStream(t *testing.T) {
 		}
 		published <- nil
 	}()
-	got, err := collect(t, ctx, &stream.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
+	got, err := collect(t, ctx, &sseclient.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
 	require.NoError(t, err)
 	require.NoError(t, <-published)
 	require.Equal(t, eventsOf(all, 1), got)
@@ -333,9 +335,9 @@ func TestClientLiveStream(t *testing.T) {
 func TestClientHTTPErrors(t *testing.T) {
 	ctx := testCtx(t)
 	t.Run("failure in body", func(t *testing.T) {
-		srv := httptest.NewServer(stream.Handler(stream.NewMemory()))
+		srv := httptest.NewServer(sse.Handler(stream.NewMemory(stream.MemoryOptions{})))
 		defer srv.Close()
-		_, err := collect(t, ctx, &stream.Client{BaseURL: srv.URL}, 0, stream.Until(99))
+		_, err := collect(t, ctx, &sseclient.Client{BaseURL: srv.URL}, 0, stream.Until(99))
 		require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err))
 		require.Contains(t, err.Error(), "invalid until")
 		var ke *contracts.Error
@@ -362,7 +364,7 @@ func TestClientHTTPErrors(t *testing.T) {
 				io.WriteString(w, tt.body)
 			}))
 			defer srv.Close()
-			_, err := collect(t, ctx, &stream.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
+			_, err := collect(t, ctx, &sseclient.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tt.contains)
 			require.Equal(t, 1, requests) // not retried
@@ -375,7 +377,7 @@ func TestClientHTTPErrors(t *testing.T) {
 			io.WriteString(w, "<html></html>")
 		}))
 		defer srv.Close()
-		_, err := collect(t, ctx, &stream.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
+		_, err := collect(t, ctx, &sseclient.Client{BaseURL: srv.URL}, 0, stream.UntilRun)
 		require.Equal(t, contracts.CodeMalformedStream, contracts.CodeOf(err))
 	})
 }
@@ -393,7 +395,7 @@ func TestClientGivesUp(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	c := &stream.Client{BaseURL: srv.URL, MaxRetries: 2, RetryDelay: time.Millisecond}
+	c := &sseclient.Client{BaseURL: srv.URL, MaxRetries: 2, RetryDelay: time.Millisecond}
 	_, err := collect(t, ctx, c, 0, stream.UntilRun)
 	require.Equal(t, contracts.CodeTruncatedStream, contracts.CodeOf(err))
 	mu.Lock()
@@ -414,7 +416,7 @@ func TestClientTransportErrorRetried(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close() // nothing listens any more
-	c := &stream.Client{BaseURL: url, MaxRetries: 1, RetryDelay: time.Millisecond}
+	c := &sseclient.Client{BaseURL: url, MaxRetries: 1, RetryDelay: time.Millisecond}
 	_, err := collect(t, ctx, c, 0, stream.UntilRun)
 	require.Error(t, err)
 	require.NotErrorIs(t, err, context.Canceled)
@@ -422,12 +424,12 @@ func TestClientTransportErrorRetried(t *testing.T) {
 
 func TestClientServerStreamError(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", delta("w:1", "a"), delta("w:2", "b"), kc("w:3", contracts.ChunkDone)))
 	fb := &failingBroker{Broker: m, failAfter: 2, err: contracts.Errorf(contracts.CodePersistenceError, "store down")}
 	var mu sync.Mutex
 	requests := 0
-	h := stream.Handler(fb)
+	h := sse.Handler(fb)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		requests++
@@ -436,7 +438,7 @@ func TestClientServerStreamError(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	c := &stream.Client{BaseURL: srv.URL, MaxRetries: 1, RetryDelay: time.Millisecond}
+	c := &sseclient.Client{BaseURL: srv.URL, MaxRetries: 1, RetryDelay: time.Millisecond}
 	got, err := collect(t, ctx, c, 0, stream.UntilRun)
 	require.Equal(t, contracts.CodePersistenceError, contracts.CodeOf(err))
 	require.Contains(t, err.Error(), "store down")
@@ -453,12 +455,12 @@ func TestClientServerStreamError(t *testing.T) {
 func TestClientAsksForResumableFraming(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get(stream.ResumableHeader))
+		got = append(got, r.Header.Get(ssewriter.ResumableHeader))
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1\ndata: {\"type\":\"done\"}\n\ndata: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	sc := &stream.Client{BaseURL: srv.URL}
+	sc := &sseclient.Client{BaseURL: srv.URL}
 	var offsets []int64
 	require.NoError(t, sc.Follow(context.Background(), "run-1", 0, stream.UntilRun, func(off int64, c contracts.Chunk) error {
 		offsets = append(offsets, off)
@@ -466,5 +468,5 @@ func TestClientAsksForResumableFraming(t *testing.T) {
 	}))
 	require.Equal(t, []string{"1"}, got)
 	require.Equal(t, []int64{1}, offsets)
-	require.Equal(t, "X-Kortyx-Resumable", stream.ResumableHeader)
+	require.Equal(t, "X-Kortyx-Resumable", ssewriter.ResumableHeader)
 }

@@ -14,13 +14,14 @@
 // done ending a response without interrupt ends the run. [Follow] stops according to an
 // [Until]: after one response, after the run, or never.
 //
-// [Memory] is the in-process broker (bounded: see [WithMaxRuns] and [WithMaxEntriesPerRun]);
+// [NewMemory] is the in-process broker (bounded: see [MemoryOptions]);
 // package stream/redisstream is a broker on Redis Streams shared by processes, and package
 // stream/streamtest is the contract suite both pass. [Follow] fails with code STREAM_GONE (see
-// [Gone]) when a broker can no longer continue a stream exactly after the offset asked.
-// [Handler] serves GET /v1/runs/{runID}/stream as server-sent events in the Kortyx wire format
-// (see [Server.WriteSSE]); [Client] follows it over HTTP, reconnecting with Last-Event-ID when
-// the connection drops, and [ReadSSE] parses such a stream.
+// [Reader]) when a broker can no longer continue a stream exactly after the offset asked.
+// [Reader] reads a stream entry by entry ([Follow] is a loop over it). Package
+// stream/sse serves GET /v1/runs/{runID}/stream as server-sent events in the Kortyx wire format
+// (the chat route uses the same SSE writer); package stream/sseclient follows that route over HTTP,
+// reconnecting with Last-Event-ID when the connection drops.
 //
 // A complete example, serving a run's stream and following it over HTTP:
 //
@@ -35,14 +36,16 @@
 //
 //		"github.com/kortyx-go/kortyx/contracts"
 //		"github.com/kortyx-go/kortyx/stream"
+//		"github.com/kortyx-go/kortyx/stream/sse"
+//		"github.com/kortyx-go/kortyx/stream/sseclient"
 //	)
 //
 //	func main() {
 //		ctx := context.Background()
-//		broker := stream.NewMemory(stream.WithMaxRuns(100))
+//		broker := stream.NewMemory(stream.MemoryOptions{MaxRuns: 100})
 //
 //		mux := http.NewServeMux()
-//		mux.Handle("/", stream.Handler(broker)) // GET /v1/runs/{runID}/stream
+//		mux.Handle("/", sse.Handler(broker)) // GET /v1/runs/{runID}/stream
 //		srv := httptest.NewServer(mux)
 //		defer srv.Close()
 //
@@ -54,7 +57,7 @@
 //			)
 //		}()
 //
-//		c := &stream.Client{BaseURL: srv.URL}
+//		c := &sseclient.Client{BaseURL: srv.URL}
 //		err := c.Follow(ctx, "run-1", 0, stream.UntilRun, func(id int64, ch contracts.Chunk) error {
 //			fmt.Println(id, ch.Type)
 //			return nil

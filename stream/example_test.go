@@ -9,14 +9,16 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
 )
 
 func Example() {
 	ctx := context.Background()
-	broker := stream.NewMemory(stream.WithMaxRuns(100))
+	broker := stream.NewMemory(stream.MemoryOptions{MaxRuns: 100})
 
 	mux := http.NewServeMux()
-	mux.Handle("/", stream.Handler(broker)) // GET /v1/runs/{runID}/stream
+	mux.Handle("/", sse.Handler(broker)) // GET /v1/runs/{runID}/stream
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -28,7 +30,7 @@ func Example() {
 		)
 	}()
 
-	c := &stream.Client{BaseURL: srv.URL}
+	c := &sseclient.Client{BaseURL: srv.URL}
 	err := c.Follow(ctx, "run-1", 0, stream.UntilRun, func(id int64, ch contracts.Chunk) error {
 		fmt.Println(id, ch.Type)
 		return nil
@@ -43,7 +45,7 @@ func Example() {
 
 func ExampleFollow() {
 	ctx := context.Background()
-	b := stream.NewMemory()
+	b := stream.NewMemory(stream.MemoryOptions{})
 	_ = b.Publish(ctx, "run-1",
 		stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "r1"}},
 		stream.Keyed{Key: "w:2", Chunk: contracts.Chunk{Type: contracts.ChunkDone}},

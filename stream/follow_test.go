@@ -47,7 +47,7 @@ func followOffsets(t *testing.T, b stream.Broker, after int64, until stream.Unti
 
 func TestFollowUntil(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", conversation()...))
 
 	tests := []struct {
@@ -77,7 +77,7 @@ func TestFollowWaitsForLaterEntries(t *testing.T) {
 	for _, until := range []stream.Until{stream.UntilResponse, stream.UntilRun} {
 		t.Run(until.String(), func(t *testing.T) {
 			ctx := testCtx(t)
-			m := stream.NewMemory()
+			m := stream.NewMemory(stream.MemoryOptions{})
 			all := conversation()[:12]
 			require.NoError(t, m.Publish(ctx, "run", all[:2]...))
 
@@ -135,7 +135,7 @@ func TestFollowWaitsForLaterEntries(t *testing.T) {
 }
 
 func TestFollowUntilCancel(t *testing.T) {
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	ctx, cancel := context.WithCancel(testCtx(t))
 	require.NoError(t, m.Publish(ctx, "run", conversation()...))
 	var got []int64
@@ -153,7 +153,7 @@ func TestFollowUntilCancel(t *testing.T) {
 func TestFollowErrors(t *testing.T) {
 	t.Run("fn error", func(t *testing.T) {
 		ctx := testCtx(t)
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		require.NoError(t, m.Publish(ctx, "run", conversation()...))
 		n := 0
 		err := stream.Follow(ctx, m, "run", 0, stream.UntilRun, func(e stream.Entry) error {
@@ -168,7 +168,7 @@ func TestFollowErrors(t *testing.T) {
 	})
 
 	t.Run("context ends while waiting", func(t *testing.T) {
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		ctx, cancel := context.WithCancel(testCtx(t))
 		require.NoError(t, m.Publish(ctx, "run", delta("a", "x")))
 		err := stream.Follow(ctx, m, "run", 0, stream.UntilRun, func(e stream.Entry) error {
@@ -179,37 +179,10 @@ func TestFollowErrors(t *testing.T) {
 	})
 
 	t.Run("broker error", func(t *testing.T) {
-		b := &failingBroker{Broker: stream.NewMemory(), failAfter: 0}
+		b := &failingBroker{Broker: stream.NewMemory(stream.MemoryOptions{}), failAfter: 0}
 		err := stream.Follow(testCtx(t), b, "run", 0, stream.UntilRun, func(stream.Entry) error { return nil })
 		require.ErrorIs(t, err, errBroker)
 	})
-}
-
-func TestParseUntil(t *testing.T) {
-	tests := []struct {
-		in   string
-		want stream.Until
-		ok   bool
-	}{
-		{"", stream.UntilRun, true},
-		{"run", stream.UntilRun, true},
-		{"response", stream.UntilResponse, true},
-		{"none", stream.UntilCancel, true},
-		{"RUN", 0, false},
-		{"forever", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := stream.ParseUntil(tt.in)
-		if !tt.ok {
-			require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err), tt.in)
-			continue
-		}
-		require.NoError(t, err)
-		require.Equal(t, tt.want, got)
-		if tt.in != "" {
-			require.Equal(t, tt.in, got.String())
-		}
-	}
 }
 
 var errBroker = errors.New("broker unavailable")

@@ -9,17 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
+	"github.com/stretchr/testify/require"
 )
 
-// phases is a stream.RunFunc that reports the given phases in turn (the last one from then
+// phases is a ReaderOptions.Run that reports the given phases in turn (the last one from then
 // on) and counts the calls.
 type phases struct {
 	mu    sync.Mutex
-	list  []stream.RunPhase
+	list  []string
 	calls int
 }
 
@@ -34,13 +35,13 @@ func (p *phases) run(context.Context, string) (stream.RunState, error) {
 // goneRead serves one GET of the run stream of runID with s and returns the events read, the
 // raw body, and waits (bounded by the test's 20 s context, the failure signal) until the
 // handler has returned: no goroutine of the request is left.
-func goneRead(t *testing.T, s *stream.Server, runID string, header map[string]string) ([]contracts.Chunk, string) {
+func goneRead(t *testing.T, s *sse.Server, runID string, header map[string]string) ([]contracts.Chunk, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done := make(chan struct{})
 	mux := http.NewServeMux()
-	mux.Handle(stream.Pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET /v1/runs/{runID}/stream", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(done)
 		s.ServeHTTP(w, r)
 	}))
@@ -54,7 +55,7 @@ func goneRead(t *testing.T, s *stream.Server, runID string, header map[string]st
 		t.Fatal("the handler did not return")
 	}
 	var chunks []contracts.Chunk
-	require.NoError(t, stream.ReadSSE(strings.NewReader(raw), func(_ int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(strings.NewReader(raw), func(_ int64, c contracts.Chunk) error {
 		chunks = append(chunks, c)
 		return nil
 	}))
@@ -71,14 +72,14 @@ func requireGone(t *testing.T, chunks []contracts.Chunk, raw string, code contra
 	require.True(t, strings.HasSuffix(raw, "data: [DONE]\n\n"), raw)
 }
 
-// A run evicted from a Memory (WithMaxRuns(1)) whose execution is closed: gone at once.
+// A run evicted from a memory broker (MaxRuns 1) whose execution is closed: gone at once.
 func TestGoneEvictedRun(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithMaxRuns(1))
+	m := stream.NewMemory(stream.MemoryOptions{MaxRuns: 1})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
 	require.NoError(t, m.Publish(ctx, "run-b", delta("w:1", "other")))
-	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
-	chunks, raw := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	p := &phases{list: []string{"closed"}}
+	chunks, raw := goneRead(t, &sse.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
 	require.Equal(t, 1, p.calls)
 }
@@ -86,8 +87,8 @@ func TestGoneEvictedRun(t *testing.T) {
 // A restarted broker (a new, empty Memory) and a reader resuming with Last-Event-ID: gone
 // without asking the run (the offset is past the end of what the broker has).
 func TestGoneRestartedBrokerWithLastEventID(t *testing.T) {
-	p := &phases{list: []stream.RunPhase{stream.RunRunning}}
-	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a",
+	p := &phases{list: []string{"running"}}
+	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a",
 		map[string]string{"Last-Event-ID": "7"})
 	requireGone(t, chunks, raw, "STREAM_GONE", "offset 7 is past the end of the stream, which is empty")
 	require.Equal(t, 0, p.calls)
@@ -96,17 +97,17 @@ func TestGoneRestartedBrokerWithLastEventID(t *testing.T) {
 // Last-Event-ID past the end of a retained stream: gone, also without Server.Run.
 func TestGoneLastEventIDPastTheEnd(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), delta("w:2", "b"), delta("w:3", "c")))
-	chunks, raw := goneRead(t, &stream.Server{Broker: m, KeepAlive: -1}, "run-a", map[string]string{"Last-Event-ID": "9"})
+	chunks, raw := goneRead(t, &sse.Server{Broker: m, KeepAlive: -1}, "run-a", map[string]string{"Last-Event-ID": "9"})
 	requireGone(t, chunks, raw, "STREAM_GONE", "offset 9 is past the end of the stream (offset 3)")
 }
 
 // A run that is running with nothing in the broker is waited for; once it is closed with
 // still nothing there, the stream is gone.
 func TestGoneRunningThenClosed(t *testing.T) {
-	p := &phases{list: []stream.RunPhase{stream.RunRunning, stream.RunRunning, stream.RunClosed}}
-	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	p := &phases{list: []string{"running", "running", "closed"}}
+	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended")
 	require.Equal(t, 3, p.calls)
 }
@@ -114,27 +115,27 @@ func TestGoneRunningThenClosed(t *testing.T) {
 // A waiting run with nothing in the broker is gone on the second check (its response was
 // published, but not here); a missing run is NOT_FOUND.
 func TestGoneWaitingAndMissing(t *testing.T) {
-	p := &phases{list: []stream.RunPhase{stream.RunWaiting}}
-	chunks, raw := goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	p := &phases{list: []string{"waiting"}}
+	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run waits for an answer")
 	require.Equal(t, 2, p.calls)
 
-	p = &phases{list: []stream.RunPhase{stream.RunMissing}}
-	chunks, raw = goneRead(t, &stream.Server{Broker: stream.NewMemory(), Run: p.run, KeepAlive: -1}, "run-a", nil)
+	p = &phases{list: []string{"missing"}}
+	chunks, raw = goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, contracts.CodeNotFound, `There is no run "run-a".`)
 }
 
 // A run that publishes while the reader waits is followed as before; the run is not asked
-// before GoneInterval without a chunk.
+// before goneInterval without a chunk.
 func TestGoneRunningRunStreams(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
-	p := &phases{list: []stream.RunPhase{stream.RunRunning}}
+	m := stream.NewMemory(stream.MemoryOptions{})
+	p := &phases{list: []string{"running"}}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		_ = m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone))
 	}()
-	chunks, _ := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	chunks, _ := goneRead(t, &sse.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
 	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, []contracts.ChunkType{chunks[0].Type, chunks[1].Type})
 	require.Len(t, chunks, 2)
 	require.Equal(t, 0, p.calls)
@@ -144,9 +145,9 @@ func TestGoneRunningRunStreams(t *testing.T) {
 // STREAM_GONE; with UntilCancel it keeps following until its context ends.
 func TestFollowRunEndOfClosedRun(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
-	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
+	p := &phases{list: []string{"closed"}}
 	err := stream.FollowRun(ctx, m, "run-a", 2, stream.UntilResponse, p.run, func(stream.Entry) error { return nil })
 	require.Equal(t, contracts.Code("STREAM_GONE"), contracts.CodeOf(err))
 	require.ErrorContains(t, err, "the run has ended: nothing follows offset 2")
@@ -161,13 +162,13 @@ func TestFollowRunEndOfClosedRun(t *testing.T) {
 // read, not reported gone.
 func TestGonePublishedWhileAsked(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	calls := 0
 	run := func(context.Context, string) (stream.RunState, error) {
 		if calls++; calls == 1 {
 			require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
 		}
-		return stream.RunState{Phase: stream.RunClosed}, nil
+		return stream.RunState{Phase: "closed"}, nil
 	}
 	var got []contracts.ChunkType
 	require.NoError(t, stream.FollowRun(ctx, m, "run-a", 0, stream.UntilRun, run, func(e stream.Entry) error {
@@ -193,7 +194,7 @@ func (c *clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now =
 // not start the retention; a later publish starts it again.
 func TestGoneAfterRetention(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithRetention(time.Minute))
+	m := stream.NewMemory(stream.MemoryOptions{Retention: time.Minute})
 	clk := &clock{now: time.Unix(1_000_000, 0)}
 	stream.SetClock(m, clk.Now)
 	require.NoError(t, m.Publish(ctx, "asks", delta("w:1", "q"), kc("w:2", contracts.ChunkInterrupt), kc("w:3", contracts.ChunkDone)))
@@ -208,8 +209,8 @@ func TestGoneAfterRetention(t *testing.T) {
 	first, last, err = m.Bounds(ctx, "run-a")
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{0, 0}, [2]int64{first, last}, "dropped once it has passed")
-	p := &phases{list: []stream.RunPhase{stream.RunClosed}}
-	chunks, raw := goneRead(t, &stream.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
+	p := &phases{list: []string{"closed"}}
+	chunks, raw := goneRead(t, &sse.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
 
 	// run-b's final done was 1 s ago; a publish after it starts its retention again.
@@ -234,10 +235,10 @@ func TestGoneAfterRetention(t *testing.T) {
 }
 
 // With the retention off (< 0), a finished run stays; the default retention is
-// DefaultMemoryRetention.
+// the default retention (10 min).
 func TestRetentionOff(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithRetention(-1))
+	m := stream.NewMemory(stream.MemoryOptions{Retention: -1})
 	clk := &clock{now: time.Unix(1_000_000, 0)}
 	stream.SetClock(m, clk.Now)
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
@@ -246,10 +247,10 @@ func TestRetentionOff(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, es, 2)
 
-	d := stream.NewMemory()
+	d := stream.NewMemory(stream.MemoryOptions{})
 	stream.SetClock(d, clk.Now)
 	require.NoError(t, d.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
-	clk.Add(stream.DefaultMemoryRetention - time.Second)
+	clk.Add(10*time.Minute - time.Second)
 	last, err := d.Last(ctx, "run-a")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), last)
@@ -262,7 +263,7 @@ func TestRetentionOff(t *testing.T) {
 // An idle broker drops expired runs by itself (no call needed): polled with a deadline.
 func TestRetentionIdleSweep(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithRetention(20 * time.Millisecond))
+	m := stream.NewMemory(stream.MemoryOptions{Retention: 20 * time.Millisecond})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
 	require.Eventually(t, func() bool { return stream.Runs(m) == 0 }, 10*time.Second, 5*time.Millisecond)
 }

@@ -9,64 +9,44 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// Default bounds of a [Memory] broker: at most about 256 × 20,000 entries (a few hundred
-// bytes each plus their content) stay in memory, and a finished run's stream is dropped
-// DefaultMemoryRetention after its final done.
+// Default bounds of the in-memory broker: at most about 256 × 20,000 entries (a few hundred
+// bytes each plus their content) stay in memory, and a finished run's stream is dropped 10
+// minutes after its final done.
 const (
-	DefaultMaxRuns          = 256
-	DefaultMaxEntriesPerRun = 20_000
-	DefaultMemoryRetention  = 10 * time.Minute
+	defaultMaxRuns          = 256
+	defaultMaxEntriesPerRun = 20_000
+	defaultMemoryRetention  = 10 * time.Minute
 )
 
-// MemoryOption configures [NewMemory].
-type MemoryOption func(*Memory)
-
-// WithMaxRuns bounds the number of runs kept (default [DefaultMaxRuns]). When a publish to a
-// new run exceeds it, the least recently published run is evicted as by [Memory.Forget].
-// n <= 0 keeps the default.
-func WithMaxRuns(n int) MemoryOption {
-	return func(m *Memory) {
-		if n > 0 {
-			m.maxRuns = n
-		}
-	}
+// MemoryOptions configures [NewMemory]. The zero value is the defaults.
+type MemoryOptions struct {
+	// MaxRuns bounds the number of runs kept (default 256). When a publish to a new run exceeds
+	// it, the least recently published run is evicted (its stream is dropped). <= 0: the default.
+	MaxRuns int
+	// Retention is how long a run's stream stays after its final done — a done that ends a
+	// response without interrupt, as the Redis broker counts it — before the broker drops it
+	// (default 10 minutes; < 0: never; 0: the default). A later publish to the run starts the
+	// period again. A reader of a dropped run whose workflow has closed gets STREAM_GONE (see
+	// [Reader]).
+	Retention time.Duration
+	// MaxEntriesPerRun bounds the entries kept per run (default 20,000). When a publish exceeds
+	// it, the oldest entries are dropped, together with their keys (a chunk republished with the
+	// key of a dropped entry is appended again). Offsets keep increasing: a Read after a dropped
+	// offset returns entries from the oldest kept one, so a reader that fell that far behind sees
+	// a gap in offsets. <= 0: the default.
+	MaxEntriesPerRun int
 }
 
-// WithRetention sets how long a run's stream stays after its final done — a done that ends a
-// response without interrupt, as the Redis broker counts it — before the broker drops it as by
-// [Memory.Forget] (default [DefaultMemoryRetention]; d < 0: never; 0 keeps the default). A
-// later publish to the run starts the period again. A reader of a dropped run whose workflow
-// has closed gets STREAM_GONE (see [FollowRun]).
-func WithRetention(d time.Duration) MemoryOption {
-	return func(m *Memory) {
-		if d != 0 {
-			m.retention = d
-		}
-	}
-}
-
-// WithMaxEntriesPerRun bounds the entries kept per run (default [DefaultMaxEntriesPerRun]).
-// When a publish exceeds it, the oldest entries are dropped, together with their keys (a chunk
-// republished with the key of a dropped entry is appended again). Offsets keep increasing: a
-// Read after a dropped offset returns entries from the oldest kept one, so a reader that fell
-// that far behind sees a gap in offsets. n <= 0 keeps the default.
-func WithMaxEntriesPerRun(n int) MemoryOption {
-	return func(m *Memory) {
-		if n > 0 {
-			m.maxEntries = n
-		}
-	}
-}
-
-// Memory is an in-process [Broker]: a bounded log per run, kept in memory only (it does not
-// survive a restart and is not shared between processes). Waiters are woken on append, without
-// polling. Create it with [NewMemory]; it is safe for concurrent use.
+// memory is the in-process [Broker] of [NewMemory]: a bounded log per run, kept in memory only
+// (it does not survive a restart and is not shared between processes). Waiters are woken on
+// append, without polling. It is safe for concurrent use.
 //
 // Each retained entry costs about 700 bytes plus its payload and key, so the worst case of the
 // defaults (256 runs of 20,000 entries) is far above what most processes can hold: size the
-// bounds for the expected load. A finished run is dropped after the retention ([WithRetention]).
+// bounds for the expected load. A finished run is dropped after the retention
+// ([MemoryOptions].Retention).
 // Evicted, expired and forgotten runs are lost, keys and offsets included.
-type Memory struct {
+type memory struct {
 	maxRuns    int
 	maxEntries int
 	retention  time.Duration    // < 0: never drop a finished run
@@ -87,31 +67,41 @@ type memRun struct {
 	n       int              // number of retained entries
 	last    int64            // offset of the last appended entry
 	keys    map[string]int64 // key -> offset of the retained keyed entries
-	notify  chan struct{}    // closed (and replaced) on append, eviction and Forget
+	notify  chan struct{}    // closed (and replaced) on append, eviction and forget
 	waiters int
 	elem    *list.Element
 
 	interrupted bool          // the last response so far ended with an interrupt
 	ended       bool          // a done ended a response without interrupt: the run is finished
 	expires     time.Time     // when ended: the end of its retention
-	expElem     *list.Element // in Memory.exp, when ended and retention applies
+	expElem     *list.Element // in memory.exp, when ended and retention applies
 }
 
-var _ Broker = (*Memory)(nil)
+var _ Broker = (*memory)(nil)
 
-// NewMemory returns an empty in-process broker.
-func NewMemory(opts ...MemoryOption) *Memory {
-	m := &Memory{
-		maxRuns:    DefaultMaxRuns,
-		maxEntries: DefaultMaxEntriesPerRun,
-		retention:  DefaultMemoryRetention,
+// NewMemory returns an empty in-process broker: a bounded log per run, kept in memory only (it
+// does not survive a restart and is not shared between processes); it is safe for concurrent
+// use. Each retained entry costs about 700 bytes plus its payload and key, so the worst case of
+// the defaults (256 runs of 20,000 entries) is far above what most processes can hold: size the
+// bounds for the expected load. Evicted and expired runs are lost, keys and offsets included.
+func NewMemory(o MemoryOptions) Broker {
+	m := &memory{
+		maxRuns:    defaultMaxRuns,
+		maxEntries: defaultMaxEntriesPerRun,
+		retention:  defaultMemoryRetention,
 		now:        time.Now,
 		runs:       make(map[string]*memRun),
 		lru:        list.New(),
 		exp:        list.New(),
 	}
-	for _, o := range opts {
-		o(m)
+	if o.MaxRuns > 0 {
+		m.maxRuns = o.MaxRuns
+	}
+	if o.MaxEntriesPerRun > 0 {
+		m.maxEntries = o.MaxEntriesPerRun
+	}
+	if o.Retention != 0 {
+		m.retention = o.Retention
 	}
 	return m
 }
@@ -121,7 +111,7 @@ func invalidRunID() error {
 }
 
 // Publish implements [Broker]. It fails only for an empty runID or an ended ctx.
-func (m *Memory) Publish(ctx context.Context, runID string, chunks ...Keyed) error {
+func (m *memory) Publish(ctx context.Context, runID string, chunks ...Keyed) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -188,9 +178,9 @@ func (m *Memory) Publish(ctx context.Context, runID string, chunks ...Keyed) err
 	return nil
 }
 
-// Read implements [Broker]. Entries dropped by [WithMaxEntriesPerRun] are skipped: the result
+// Read implements [Broker]. Entries dropped by [MemoryOptions].MaxEntriesPerRun are skipped: the result
 // then starts at the oldest retained entry. An unknown run has no entries.
-func (m *Memory) Read(ctx context.Context, runID string, after int64, limit int) ([]Entry, error) {
+func (m *memory) Read(ctx context.Context, runID string, after int64, limit int) ([]Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -246,7 +236,7 @@ func (r *memRun) push(e Entry, limit int) {
 // Wait implements [Broker]. It may be called before the run's first publish. A run evicted or
 // forgotten while waited on starts over from offset 0: the waiter keeps waiting for an entry
 // with Offset > after.
-func (m *Memory) Wait(ctx context.Context, runID string, after int64) error {
+func (m *memory) Wait(ctx context.Context, runID string, after int64) error {
 	for {
 		m.mu.Lock()
 		m.expireLocked()
@@ -282,7 +272,7 @@ func (m *Memory) Wait(ctx context.Context, runID string, after int64) error {
 }
 
 // Last implements [Broker].
-func (m *Memory) Last(ctx context.Context, runID string) (int64, error) {
+func (m *memory) Last(ctx context.Context, runID string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -296,7 +286,7 @@ func (m *Memory) Last(ctx context.Context, runID string) (int64, error) {
 }
 
 // Bounds implements [Broker].
-func (m *Memory) Bounds(ctx context.Context, runID string) (first, last int64, err error) {
+func (m *memory) Bounds(ctx context.Context, runID string) (first, last int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
@@ -309,15 +299,15 @@ func (m *Memory) Bounds(ctx context.Context, runID string) (first, last int64, e
 	return 0, 0, nil
 }
 
-// Forget drops everything stored for runID: its entries, keys and offset counter. Readers
+// forget drops everything stored for runID: its entries, keys and offset counter. Readers
 // waiting on it are woken and keep waiting; a later publish starts again at offset 1.
-func (m *Memory) Forget(runID string) {
+func (m *memory) forget(runID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.forgetLocked(runID)
 }
 
-func (m *Memory) forgetLocked(runID string) {
+func (m *memory) forgetLocked(runID string) {
 	r := m.runs[runID]
 	if r == nil {
 		return
@@ -336,7 +326,7 @@ func (m *Memory) forgetLocked(runID string) {
 }
 
 // expireLocked drops the finished runs whose retention has passed.
-func (m *Memory) expireLocked() {
+func (m *memory) expireLocked() {
 	if m.exp.Len() == 0 {
 		return
 	}
@@ -353,7 +343,7 @@ func (m *Memory) expireLocked() {
 
 // scheduleLocked arranges for expireLocked to run when the first finished run expires, so that
 // an idle broker gives its memory back too.
-func (m *Memory) scheduleLocked() {
+func (m *memory) scheduleLocked() {
 	e := m.exp.Front()
 	if e == nil || m.sweep != nil {
 		return

@@ -89,7 +89,7 @@ func TestMemoryPublishAndDedupe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			m := stream.NewMemory()
+			m := stream.NewMemory(stream.MemoryOptions{})
 			for _, b := range tt.batches {
 				require.NoError(t, m.Publish(ctx, "run", b...))
 			}
@@ -107,7 +107,7 @@ func TestMemoryPublishAndDedupe(t *testing.T) {
 
 func TestMemoryPublishKeepsChunk(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", delta("a", "hello")))
 	require.Equal(t, []stream.Entry{{Offset: 1, Key: "a",
 		Chunk: contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "hello"}}}, readAll(t, m, "run"))
@@ -118,7 +118,7 @@ func TestMemoryPublishKeepsChunk(t *testing.T) {
 }
 
 func TestMemoryPublishErrors(t *testing.T) {
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	err := m.Publish(testCtx(t), "", delta("a", "x"))
 	require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err))
 
@@ -130,7 +130,7 @@ func TestMemoryPublishErrors(t *testing.T) {
 
 func TestMemoryRead(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	for i := 1; i <= 5; i++ {
 		require.NoError(t, m.Publish(ctx, "run", delta(fmt.Sprint("k", i), "x")))
 	}
@@ -170,7 +170,7 @@ func TestMemoryRead(t *testing.T) {
 func TestMemoryWait(t *testing.T) {
 	t.Run("returns at once when entries exist", func(t *testing.T) {
 		ctx := testCtx(t)
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		require.NoError(t, m.Publish(ctx, "run", delta("a", "x")))
 		require.NoError(t, m.Wait(ctx, "run", 0))
 	})
@@ -179,7 +179,7 @@ func TestMemoryWait(t *testing.T) {
 		for _, run := range []string{"existing", "new"} {
 			t.Run(run, func(t *testing.T) {
 				ctx := testCtx(t)
-				m := stream.NewMemory()
+				m := stream.NewMemory(stream.MemoryOptions{})
 				after := int64(0)
 				if run == "existing" {
 					require.NoError(t, m.Publish(ctx, run, delta("a", "x")))
@@ -208,7 +208,7 @@ func TestMemoryWait(t *testing.T) {
 	})
 
 	t.Run("returns the context error", func(t *testing.T) {
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		ctx, cancel := context.WithCancel(testCtx(t))
 		done := make(chan error, 1)
 		go func() { done <- m.Wait(ctx, "run", 0) }()
@@ -227,7 +227,7 @@ func TestMemoryWait(t *testing.T) {
 
 	t.Run("many waiters", func(t *testing.T) {
 		ctx := testCtx(t)
-		m := stream.NewMemory()
+		m := stream.NewMemory(stream.MemoryOptions{})
 		const n = 20
 		errs := make(chan error, n)
 		for range n {
@@ -242,7 +242,7 @@ func TestMemoryWait(t *testing.T) {
 
 func TestMemoryConcurrentPublishers(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	const publishers, perPublisher = 8, 200
 
 	// A follower reads concurrently and must see the offsets 1, 2, 3, … with no gap.
@@ -295,7 +295,7 @@ func TestMemoryConcurrentPublishers(t *testing.T) {
 
 func TestMemoryMaxRuns(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithMaxRuns(2))
+	m := stream.NewMemory(stream.MemoryOptions{MaxRuns: 2})
 	require.NoError(t, m.Publish(ctx, "a", delta("1", "x")))
 	require.NoError(t, m.Publish(ctx, "b", delta("1", "x")))
 	require.NoError(t, m.Publish(ctx, "a", delta("2", "x"))) // a is now the most recent
@@ -317,7 +317,7 @@ func TestMemoryMaxRuns(t *testing.T) {
 
 func TestMemoryMaxRunsIgnoresWaiters(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithMaxRuns(1))
+	m := stream.NewMemory(stream.MemoryOptions{MaxRuns: 1})
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- m.Wait(wctx, "waiting", 0) }()
@@ -329,11 +329,11 @@ func TestMemoryMaxRunsIgnoresWaiters(t *testing.T) {
 
 func TestMemoryEvictionWakesWaiters(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", delta("1", "x"), delta("2", "x")))
 	done := make(chan error, 1)
 	go func() { done <- m.Wait(ctx, "run", 2) }()
-	m.Forget("run")
+	stream.Forget(m, "run")
 	require.Empty(t, readAll(t, m, "run"))
 	// The waiter keeps waiting for an offset > 2 of the new log.
 	require.NoError(t, m.Publish(ctx, "run", delta("1", "x"), delta("2", "x")))
@@ -348,7 +348,7 @@ func TestMemoryEvictionWakesWaiters(t *testing.T) {
 
 func TestMemoryMaxEntriesPerRun(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory(stream.WithMaxEntriesPerRun(3))
+	m := stream.NewMemory(stream.MemoryOptions{MaxEntriesPerRun: 3})
 	for i := 1; i <= 5; i++ {
 		require.NoError(t, m.Publish(ctx, "run", delta(fmt.Sprint("k", i), "x")))
 	}
@@ -387,10 +387,10 @@ func TestMemoryMaxEntriesPerRun(t *testing.T) {
 
 func TestMemoryForget(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", delta("a", "x")))
-	m.Forget("run")
-	m.Forget("never-published")
+	stream.Forget(m, "run")
+	stream.Forget(m, "never-published")
 	last, err := m.Last(ctx, "run")
 	require.NoError(t, err)
 	require.Zero(t, last)
@@ -399,7 +399,7 @@ func TestMemoryForget(t *testing.T) {
 }
 
 func TestMemoryContract(t *testing.T) {
-	streamtest.Run(t, func(t *testing.T) stream.Broker {
-		return stream.NewMemory(stream.WithMaxEntriesPerRun(streamtest.MaxEntriesPerRun))
+	streamtest.Run(t, func(t *testing.T, maxEntries int) stream.Broker {
+		return stream.NewMemory(stream.MemoryOptions{MaxEntriesPerRun: maxEntries})
 	})
 }

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
+	"github.com/stretchr/testify/require"
 )
 
 func get(t *testing.T, ctx context.Context, url string, header map[string]string) *http.Response {
@@ -43,7 +44,7 @@ func body(t *testing.T, resp *http.Response) string {
 func sseIDs(t *testing.T, s string) []int64 {
 	t.Helper()
 	ids := []int64{}
-	require.NoError(t, stream.ReadSSE(strings.NewReader(s), func(id int64, _ contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(strings.NewReader(s), func(id int64, _ contracts.Chunk) error {
 		ids = append(ids, id)
 		return nil
 	}))
@@ -52,14 +53,14 @@ func sseIDs(t *testing.T, s string) []int64 {
 
 func TestHandlerExactBytes(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run-1",
 		stream.Keyed{Key: "w:1", Chunk: contracts.Chunk{Type: contracts.ChunkSession, SessionID: "s1"}},
 		delta("a:act:1:0", "Hi <b> & \"you\""),
 		kc("w:2", contracts.ChunkDone),
 		delta("w:3", "next response"),
 	))
-	srv := httptest.NewServer(stream.Handler(m))
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
 
 	resp := get(t, ctx, srv.URL+"/v1/runs/run-1/stream?until=response", nil)
@@ -78,11 +79,11 @@ func TestHandlerExactBytes(t *testing.T) {
 
 func TestHandlerConnectionHeader(t *testing.T) {
 	// The connection header is hop-by-hop: check what the handler sets, not what a client sees.
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(testCtx(t), "run", kc("w:1", contracts.ChunkDone)))
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/v1/runs/run/stream", nil)
-	stream.Handler(m).ServeHTTP(rec, req)
+	sse.Handler(m).ServeHTTP(rec, req)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, "keep-alive", rec.Header().Get("Connection"))
 	require.True(t, rec.Flushed)
@@ -91,10 +92,10 @@ func TestHandlerConnectionHeader(t *testing.T) {
 
 func TestHandlerResume(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run",
 		delta("w:1", "a"), delta("w:2", "b"), delta("w:3", "c"), delta("w:4", "d"), kc("w:5", contracts.ChunkDone)))
-	srv := httptest.NewServer(stream.Handler(m))
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
 
 	tests := []struct {
@@ -122,9 +123,9 @@ func TestHandlerResume(t *testing.T) {
 
 func TestHandlerEscapedRunID(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "chat/42#x", kc("w:1", contracts.ChunkDone)))
-	srv := httptest.NewServer(stream.Handler(m))
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
 	resp := get(t, ctx, srv.URL+"/v1/runs/chat%2F42%23x/stream", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -133,7 +134,7 @@ func TestHandlerEscapedRunID(t *testing.T) {
 
 func TestHandlerBadRequest(t *testing.T) {
 	ctx := testCtx(t)
-	srv := httptest.NewServer(stream.Handler(stream.NewMemory()))
+	srv := httptest.NewServer(sse.Handler(stream.NewMemory(stream.MemoryOptions{})))
 	defer srv.Close()
 
 	tests := []struct {
@@ -168,7 +169,7 @@ func TestHandlerBadRequest(t *testing.T) {
 func TestHandlerRoutes(t *testing.T) {
 	ctx := testCtx(t)
 	mux := http.NewServeMux()
-	mux.Handle("/", stream.Handler(stream.NewMemory()))
+	mux.Handle("/", sse.Handler(stream.NewMemory(stream.MemoryOptions{})))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -182,12 +183,12 @@ func TestHandlerRoutes(t *testing.T) {
 
 func TestHandlerBrokerFailure(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run", delta("w:1", "a"), delta("w:2", "b"), delta("w:3", "c")))
 	b := &failingBroker{Broker: m, failAfter: 2}
 
 	rec := httptest.NewRecorder()
-	err := stream.WriteSSE(ctx, rec, b, "run", 0, stream.UntilRun)
+	err := (&sse.Server{Broker: b}).WriteSSE(ctx, rec, "run", 0, stream.UntilRun)
 	require.ErrorIs(t, err, errBroker)
 	require.Equal(t, http.StatusOK, rec.Code)
 	got := rec.Body.String()
@@ -199,7 +200,7 @@ func TestHandlerBrokerFailure(t *testing.T) {
 
 	var chunks []contracts.Chunk
 	var ids []int64
-	require.NoError(t, stream.ReadSSE(strings.NewReader(got), func(id int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(strings.NewReader(got), func(id int64, c contracts.Chunk) error {
 		ids = append(ids, id)
 		chunks = append(chunks, c)
 		return nil
@@ -213,15 +214,15 @@ func TestHandlerBrokerFailure(t *testing.T) {
 	// A *contracts.Error keeps its code and message.
 	b2 := &failingBroker{Broker: m, failAfter: 0, err: contracts.Errorf(contracts.CodePersistenceError, "store down")}
 	rec = httptest.NewRecorder()
-	require.Error(t, stream.WriteSSE(ctx, rec, b2, "run", 0, stream.UntilRun))
+	require.Error(t, (&sse.Server{Broker: b2}).WriteSSE(ctx, rec, "run", 0, stream.UntilRun))
 	require.Contains(t, rec.Body.String(), `data: {"type":"error","message":"store down","failure":{"version":1,"code":"PERSISTENCE_ERROR"`)
 }
 
 func TestHandlerClientDisconnect(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	returned := make(chan struct{})
-	h := stream.Handler(m)
+	h := sse.Handler(m)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(returned)
 		h.ServeHTTP(w, r)
@@ -262,9 +263,9 @@ func (s *signalReader) Read(p []byte) (int, error) {
 
 func TestHandlerKeepAlive(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	mux := http.NewServeMux()
-	mux.Handle(stream.Pattern, &stream.Server{Broker: m, KeepAlive: 5 * time.Millisecond})
+	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: m, KeepAlive: 5 * time.Millisecond})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
@@ -283,7 +284,7 @@ func TestHandlerKeepAlive(t *testing.T) {
 		}
 	}()
 	var got []contracts.ChunkType
-	require.NoError(t, stream.ReadSSE(sr, func(id int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(sr, func(id int64, c contracts.Chunk) error {
 		got = append(got, c.Type)
 		return nil
 	}))
@@ -294,8 +295,8 @@ func TestHandlerKeepAlive(t *testing.T) {
 
 func TestHandlerStreamsLiveEntries(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
-	srv := httptest.NewServer(stream.Handler(m))
+	m := stream.NewMemory(stream.MemoryOptions{})
+	srv := httptest.NewServer(sse.Handler(m))
 	defer srv.Close()
 
 	resp := get(t, ctx, srv.URL+"/v1/runs/run/stream", nil)
@@ -306,7 +307,7 @@ func TestHandlerStreamsLiveEntries(t *testing.T) {
 	require.NoError(t, m.Publish(ctx, "run", all[0]))
 	br := bufio.NewReader(resp.Body)
 	var got []int64
-	err := stream.ReadSSE(br, func(id int64, c contracts.Chunk) error {
+	err := sseclient.ReadSSE(br, func(id int64, c contracts.Chunk) error {
 		got = append(got, id)
 		if int(id) < len(all) {
 			return m.Publish(ctx, "run", all[id])

@@ -2,21 +2,24 @@ package stream_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
+	"github.com/kortyx-go/kortyx/stream/sseclient"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSSEWriterFraming(t *testing.T) {
 	rec := httptest.NewRecorder()
-	sw, err := stream.NewSSEWriter(rec, stream.SSEOptions{})
+	sw, err := ssewriter.New(rec, ssewriter.Options{})
 	require.NoError(t, err)
 	require.NoError(t, sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: "s1"}))
 	require.NoError(t, sw.Event(7, contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "<b> & you"}))
@@ -36,7 +39,7 @@ func TestSSEWriterFraming(t *testing.T) {
 
 func TestSSEWriterOmitIDsAndTransform(t *testing.T) {
 	rec := httptest.NewRecorder()
-	sw, err := stream.NewSSEWriter(rec, stream.SSEOptions{OmitIDs: true, Transform: func(c contracts.Chunk) []any {
+	sw, err := ssewriter.New(rec, ssewriter.Options{OmitIDs: true, Transform: func(c contracts.Chunk) []any {
 		switch c.Type {
 		case contracts.ChunkCancelled:
 			return nil
@@ -49,12 +52,10 @@ func TestSSEWriterOmitIDsAndTransform(t *testing.T) {
 	require.NoError(t, sw.Event(3, contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "hi"}))
 	require.NoError(t, sw.Event(4, contracts.Chunk{Type: contracts.ChunkCancelled}))
 	require.NoError(t, sw.Event(5, contracts.Chunk{Type: contracts.ChunkDone}))
-	require.NoError(t, sw.Data(6, map[string]int{"n": 1}))
 	require.NoError(t, sw.Done())
 	require.Equal(t, "data: {\"type\":\"text-delta\",\"delta\":\"hi\"}\n\n"+
 		"data: {\"message\":\"ending\",\"type\":\"status\"}\n\n"+
 		"data: {\"type\":\"done\"}\n\n"+
-		"data: {\"n\":1}\n\n"+
 		"data: [DONE]\n\n", rec.Body.String())
 }
 
@@ -76,7 +77,7 @@ var errBrokenPipe = errors.New("broken pipe")
 // The first failed write is sticky: later writes fail with it and write nothing.
 func TestSSEWriterErrorIsSticky(t *testing.T) {
 	fw := &failingWriter{header: http.Header{}}
-	sw, err := stream.NewSSEWriter(fw, stream.SSEOptions{})
+	sw, err := ssewriter.New(fw, ssewriter.Options{})
 	require.NoError(t, err)
 	require.ErrorIs(t, sw.Event(1, contracts.Chunk{Type: contracts.ChunkDone}), errBrokenPipe)
 	require.ErrorIs(t, sw.KeepAlive(), errBrokenPipe)
@@ -90,9 +91,9 @@ func TestSSEWriterErrorIsSticky(t *testing.T) {
 func TestSSEWriterOutlivesServerWriteTimeout(t *testing.T) {
 	const writeTimeout = 200 * time.Millisecond
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	mux := http.NewServeMux()
-	mux.Handle(stream.Pattern, &stream.Server{Broker: m, KeepAlive: -1})
+	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: m, KeepAlive: -1})
 	srv := httptest.NewUnstartedServer(mux)
 	srv.Config.WriteTimeout = writeTimeout
 	srv.Start()
@@ -104,35 +105,47 @@ func TestSSEWriterOutlivesServerWriteTimeout(t *testing.T) {
 	time.Sleep(2*writeTimeout + 100*time.Millisecond)
 	require.NoError(t, m.Publish(ctx, "run", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
 	var got []contracts.ChunkType
-	require.NoError(t, stream.ReadSSE(resp.Body, func(id int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(resp.Body, func(id int64, c contracts.Chunk) error {
 		got = append(got, c.Type)
 		return nil
 	}))
 	require.Equal(t, []contracts.ChunkType{contracts.ChunkTextDelta, contracts.ChunkDone}, got)
 }
 
-// SSEWriter.Follow hands each entry to fn before writing it and keeps the stream alive while it
+// A wire's loop over a stream.Reader writes each entry and keeps the stream alive while it
 // waits.
 func TestSSEWriterFollow(t *testing.T) {
 	ctx := testCtx(t)
-	m := stream.NewMemory()
+	m := stream.NewMemory(stream.MemoryOptions{})
 	mux := http.NewServeMux()
 	var (
 		mu   sync.Mutex
 		seen []int64
 	)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		sw, err := stream.NewSSEWriter(w, stream.SSEOptions{KeepAlive: 5 * time.Millisecond})
+		sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: 5 * time.Millisecond})
 		if err != nil {
 			return
 		}
-		if sw.Follow(r.Context(), m, "run", 0, stream.UntilResponse, func(e stream.Entry) error {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, e.Offset)
-			return nil
-		}) == nil {
-			_ = sw.Done()
+		// A wire's loop: read the next entry, write it; a keep-alive while nothing arrives.
+		rd := stream.NewReader(m, "run", 0, stream.ReaderOptions{Until: stream.UntilResponse, Idle: 5 * time.Millisecond})
+		for {
+			e, err := rd.Next(r.Context())
+			switch {
+			case errors.Is(err, io.EOF):
+				_ = sw.Done()
+				return
+			case errors.Is(err, stream.ErrIdle):
+				err = sw.KeepAlive()
+			case err == nil:
+				mu.Lock()
+				seen = append(seen, e.Offset)
+				mu.Unlock()
+				err = sw.Event(e.Offset, e.Chunk)
+			}
+			if err != nil {
+				return
+			}
 		}
 	})
 	srv := httptest.NewServer(mux)
@@ -150,7 +163,7 @@ func TestSSEWriterFollow(t *testing.T) {
 		}
 	}()
 	var ids []int64
-	require.NoError(t, stream.ReadSSE(sr, func(id int64, c contracts.Chunk) error {
+	require.NoError(t, sseclient.ReadSSE(sr, func(id int64, c contracts.Chunk) error {
 		ids = append(ids, id)
 		return nil
 	}))

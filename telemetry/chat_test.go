@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
@@ -47,8 +49,8 @@ const (
 
 // The fake's two passes: one tool call, then text; their usage is what the metrics must sum.
 var (
-	callUsage = contracts.Usage{Input: 11, Output: 2, Total: 13}
-	textUsage = contracts.Usage{Input: 20, Output: 5, Total: 25}
+	callUsage = providers.Usage{Input: 11, Output: 2, Total: 13}
+	textUsage = providers.Usage{Input: 20, Output: 5, Total: 25}
 )
 
 type stack struct {
@@ -90,9 +92,9 @@ func startStack(t *testing.T) *stack {
 	set, err := tools.NewSet(lookup)
 	require.NoError(t, err)
 	model := fake.New(
-		fake.Turn{ToolCalls: []contracts.ToolCall{{ID: "call-1", Name: toolName, Arguments: json.RawMessage(`{"q":"otel"}`)}}, Usage: callUsage},
+		fake.Turn{ToolCalls: []providers.ToolCall{{ID: "call-1", Name: toolName, Arguments: json.RawMessage(`{"q":"otel"}`)}}, Usage: callUsage},
 		fake.Turn{Text: "Found it.", Deltas: []string{"Found ", "it."}, Usage: textUsage})
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	acts, err := activities.New(activities.Config{Stream: broker, Providers: providers.NewSet(model), Tools: set,
 		TracerProvider: tel.TracerProvider(), MeterProvider: tel.MeterProvider()})
 	require.NoError(t, err)
@@ -100,17 +102,17 @@ func startStack(t *testing.T) *stack {
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(&workflows.Definition{ID: agentID, Version: "1",
 		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
-			res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: contracts.Model(fake.ID + ":" + modelName), Input: in.Text(),
+			res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: providers.Model(fake.ID + ":" + modelName), Input: in.Text(),
 				Tools: []string{toolName}, Timeout: 10 * time.Second})
 			if err != nil {
 				return workflows.NodeResult{}, err
 			}
 			return workflows.NodeResult{Data: map[string]any{"answer": res.Text}}, nil
 		}}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}))
+		Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}))
 	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
 		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"n": {Run: fn}},
-			Edges: []workflows.Edge{{From: contracts.StartNode, To: "n"}}}
+			Edges: []workflows.Edge{{From: workflows.Start, To: "n"}}}
 	}
 	require.NoError(t, reg.Add(
 		one(boomID, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
@@ -236,8 +238,8 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	require.Contains(t, out, "[DONE]")
 
 	// The session lives on after the turn: cancel it so that its workflow span ends.
-	require.NoError(t, s.c.CancelWorkflow(context.Background(), contracts.SessionWorkflowID(session), ""))
-	spans := s.waitSpans(t, "POST /api/chat", "RunWorkflow:"+contracts.SessionWorkflowName, "RunWorkflow:"+contracts.RunWorkflowName,
+	require.NoError(t, s.c.CancelWorkflow(context.Background(), protocol.SessionWorkflowID(session), ""))
+	spans := s.waitSpans(t, "POST /api/chat", "RunWorkflow:"+protocol.SessionWorkflowName, "RunWorkflow:"+contracts.RunWorkflowName,
 		"chat "+modelName, "execute_tool "+toolName)
 	t.Logf("spans: %v", spanNames(spans))
 
@@ -254,17 +256,17 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	require.Equal(t, trace.SpanKindServer, root.SpanKind)
 
 	// The workflows and activities under it.
-	update := "UpdateWithStartWorkflow:" + contracts.SessionStartTurnUpdate
-	require.Equal(t, []string{update, "POST /api/chat"}, ancestry(t, spans, byName(spans, "RunWorkflow:"+contracts.SessionWorkflowName)[0]))
+	update := "UpdateWithStartWorkflow:" + protocol.SessionStartTurnUpdate
+	require.Equal(t, []string{update, "POST /api/chat"}, ancestry(t, spans, byName(spans, "RunWorkflow:"+protocol.SessionWorkflowName)[0]))
 	runs := byName(spans, "RunWorkflow:"+contracts.RunWorkflowName)
 	require.Len(t, runs, 1)
 	runUp := ancestry(t, spans, runs[0])
-	require.Equal(t, []string{"StartChildWorkflow:" + contracts.RunWorkflowName, "HandleUpdate:" + contracts.SessionStartTurnUpdate, update, "POST /api/chat"}, runUp)
+	require.Equal(t, []string{"StartChildWorkflow:" + contracts.RunWorkflowName, "HandleUpdate:" + protocol.SessionStartTurnUpdate, update, "POST /api/chat"}, runUp)
 
 	passes := byName(spans, "chat "+modelName)
 	require.Len(t, passes, 2)
 	for i, p := range passes {
-		require.Equal(t, append([]string{"RunActivity:" + contracts.ModelActivityName, "StartActivity:" + contracts.ModelActivityName, runs[0].Name}, runUp...),
+		require.Equal(t, append([]string{"RunActivity:" + protocol.ModelActivityName, "StartActivity:" + protocol.ModelActivityName, runs[0].Name}, runUp...),
 			ancestry(t, spans, p), "pass %d", i)
 		require.Equal(t, trace.SpanKindClient, p.SpanKind)
 	}
@@ -284,7 +286,7 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	toolSpans := byName(spans, "execute_tool "+toolName)
 	require.Len(t, toolSpans, 1)
 	tup := ancestry(t, spans, toolSpans[0])
-	require.Equal(t, append([]string{"RunActivity:" + contracts.ToolActivityName, "StartActivity:" + contracts.ToolActivityName, runs[0].Name}, runUp...), tup)
+	require.Equal(t, append([]string{"RunActivity:" + protocol.ToolActivityName, "StartActivity:" + protocol.ToolActivityName, runs[0].Name}, runUp...), tup)
 	ta := attrs(toolSpans[0])
 	require.Equal(t, toolName, ta["gen_ai.tool.name"])
 	require.Equal(t, "call-1", ta["gen_ai.tool.call.id"])
@@ -294,18 +296,18 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	// The metrics.
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, s.reader.Collect(context.Background(), &rm))
-	wf := attribute.String(workflows.MetricTagWorkflow, agentID)
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, wf))
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsCompleted, wf))
-	require.Equal(t, int64(1), sum(t, rm, activities.MetricToolCalls, attribute.String("gen_ai.tool.name", toolName)))
-	require.Nil(t, find(rm, activities.MetricToolErrors))
-	require.Nil(t, find(rm, workflows.MetricRunsFailed))
-	require.Equal(t, int64(0), gauge(t, rm, telemetry.WaitingRunsMetric))
-	require.Equal(t, int64(callUsage.Input+textUsage.Input), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "input")))
-	require.Equal(t, int64(callUsage.Output+textUsage.Output), histSum(t, rm, activities.MetricTokenUsage, attribute.String("gen_ai.token.type", "output")))
-	require.Equal(t, uint64(2), histCount(t, rm, activities.MetricOperationDuration))
-	require.Equal(t, uint64(1), histCount(t, rm, activities.MetricTimeToFirstChunk))
-	require.NotZero(t, histCount(t, rm, activities.MetricPublishLag))
+	wf := attribute.String("kortyx_workflow", agentID)
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.started", wf))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.completed", wf))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.tool.calls", attribute.String("gen_ai.tool.name", toolName)))
+	require.Nil(t, find(rm, "kortyx.tool.errors"))
+	require.Nil(t, find(rm, "kortyx.runs.failed"))
+	require.Equal(t, int64(0), gauge(t, rm, "kortyx.runs.waiting"))
+	require.Equal(t, int64(callUsage.Input+textUsage.Input), histSum(t, rm, "gen_ai.client.token.usage", attribute.String("gen_ai.token.type", "input")))
+	require.Equal(t, int64(callUsage.Output+textUsage.Output), histSum(t, rm, "gen_ai.client.token.usage", attribute.String("gen_ai.token.type", "output")))
+	require.Equal(t, uint64(2), histCount(t, rm, "gen_ai.client.operation.duration"))
+	require.Equal(t, uint64(1), histCount(t, rm, "gen_ai.client.operation.time_to_first_chunk"))
+	require.NotZero(t, histCount(t, rm, "kortyx.stream.publish.lag"))
 
 	// The same through /metrics.
 	resp, err := http.Get(s.metrics.URL)
@@ -423,19 +425,19 @@ func TestRunCountersAndWaitingGauge(t *testing.T) {
 	require.Equal(t, contracts.CodeDomainError, contracts.CodeOf(boom.Get(ctx, nil)))
 	asker, err := kortyx.StartRun(ctx, s.c, contracts.RunInput{Workflow: askerID, Input: json.RawMessage(`"x"`)}, kortyx.StartOptions{TaskQueue: s.tq})
 	require.NoError(t, err)
-	waitFor(t, "the waiting gauge to count the asking run", func() bool { return gauge(t, s.collect(t), telemetry.WaitingRunsMetric) == 1 })
+	waitFor(t, "the waiting gauge to count the asking run", func() bool { return gauge(t, s.collect(t), "kortyx.runs.waiting") == 1 })
 
 	require.NoError(t, s.c.CancelWorkflow(ctx, asker.GetID(), ""))
 	require.Error(t, asker.Get(ctx, nil))
-	waitFor(t, "the waiting gauge to drop the cancelled run", func() bool { return gauge(t, s.collect(t), telemetry.WaitingRunsMetric) == 0 })
+	waitFor(t, "the waiting gauge to drop the cancelled run", func() bool { return gauge(t, s.collect(t), "kortyx.runs.waiting") == 0 })
 
 	rm := s.collect(t)
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, attribute.String(workflows.MetricTagWorkflow, boomID)))
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsFailed, attribute.String(workflows.MetricTagWorkflow, boomID)))
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsStarted, attribute.String(workflows.MetricTagWorkflow, askerID)))
-	require.Equal(t, int64(1), sum(t, rm, workflows.MetricRunsCancelled, attribute.String(workflows.MetricTagWorkflow, askerID)))
-	require.Nil(t, find(rm, workflows.MetricRunsCompleted))
-	require.Equal(t, int64(0), sum(t, rm, workflows.MetricRunsFailed, attribute.String(workflows.MetricTagWorkflow, askerID)))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.started", attribute.String("kortyx_workflow", boomID)))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.failed", attribute.String("kortyx_workflow", boomID)))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.started", attribute.String("kortyx_workflow", askerID)))
+	require.Equal(t, int64(1), sum(t, rm, "kortyx.runs.cancelled", attribute.String("kortyx_workflow", askerID)))
+	require.Nil(t, find(rm, "kortyx.runs.completed"))
+	require.Equal(t, int64(0), sum(t, rm, "kortyx.runs.failed", attribute.String("kortyx_workflow", askerID)))
 }
 
 // waitFor polls cond every 50 ms for up to 20 s.

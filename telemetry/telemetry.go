@@ -25,10 +25,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// ScopeName is the instrumentation scope of the tracer and meter Kortyx creates its own spans
-// and metrics with (the Temporal SDK's are under "temporal-sdk-go", otelhttp's under its own).
-const ScopeName = telemetrycore.ScopeName
-
 // Options configure [New]. The zero value disables everything.
 type Options = telemetrycore.Options
 
@@ -40,15 +36,6 @@ type Telemetry = telemetrycore.Telemetry
 // New returns the telemetry of the given providers (for tests, and programs that build their
 // own). It fails only when the Temporal tracing interceptor cannot be built.
 func New(o Options) (*Telemetry, error) { return telemetrycore.New(o) }
-
-// WaitingRunsMetric is the gauge of [Telemetry.ObserveWaitingRuns].
-const WaitingRunsMetric = telemetrycore.WaitingRunsMetric
-
-// WaitingRunsQuery is the visibility query the waiting-runs gauge counts.
-var WaitingRunsQuery = telemetrycore.WaitingRunsQuery
-
-// DefaultWaitingRunsInterval is how often the waiting runs are counted by default.
-const DefaultWaitingRunsInterval = telemetrycore.DefaultWaitingRunsInterval
 
 // NewPrometheus returns a metric reader that exports to a Prometheus registry of its own and
 // the handler that serves that registry in the Prometheus text format.

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/tools"
 )
 
@@ -48,7 +49,7 @@ func ExampleCall_idempotencyKey() {
 	if err != nil {
 		panic(err)
 	}
-	call := contracts.ToolCallInput{Tool: "charge", ToolCallID: "c1", Input: json.RawMessage(`{"cents":1250}`),
+	call := protocol.ToolCallInput{Tool: "charge", ToolCallID: "c1", Input: json.RawMessage(`{"cents":1250}`),
 		IdempotencyKey: "run-42:op-1:c1"}
 	for range 2 { // the first execution, and the one after a crash
 		res, err := set.Run(context.Background(), call)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/stretchr/testify/require"
@@ -12,7 +14,7 @@ import (
 // A worker tool may not take a name of Kortyx's control tools: every prefix of the one list
 // is refused, with the list in the message.
 func TestNewSetRefusesEveryReservedPrefix(t *testing.T) {
-	for _, p := range contracts.ReservedToolPrefixes() {
+	for _, p := range protocol.ReservedToolPrefixes() {
 		t.Run(p, func(t *testing.T) {
 			tool, err := tools.Func(p+"x", "A tool.", `{"type":"object"}`,
 				func(context.Context, tools.Call, map[string]any) (map[string]any, error) { return nil, nil })

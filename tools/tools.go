@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
@@ -65,7 +68,7 @@ type Tool struct {
 	//     passed and is the same for every attempt.
 	// Errors, retries ([Retryable]), approvals and chunks are the same as for a regular call.
 	// The worker's workflow side must know its local tools: pass [Set.LocalNames] to
-	// workflows.Registry.SetLocalTools (app.Registry does). Tools of MCP servers always run as
+	// workflows.Registry.SetLocalTools (app.Run does). Tools of MCP servers always run as
 	// regular activities. See [Local].
 	Local bool
 }
@@ -127,8 +130,8 @@ func NewSet(ts ...Tool) (*Set, error) {
 		case !namePattern.MatchString(t.Name):
 			errs = append(errs, fmt.Errorf("tool %d: name %q must match %s", i, t.Name, namePattern))
 			continue
-		case contracts.ReservedToolPrefix(t.Name) != "":
-			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved for Kortyx", t.Name, strings.Join(contracts.ReservedToolPrefixes(), ", ")))
+		case protocol.ReservedToolPrefix(t.Name) != "":
+			errs = append(errs, fmt.Errorf("tool %q: names starting with %s are reserved for Kortyx", t.Name, strings.Join(protocol.ReservedToolPrefixes(), ", ")))
 			continue
 		case t.InputSchema == nil:
 			errs = append(errs, fmt.Errorf("tool %q: InputSchema is required", t.Name))
@@ -185,8 +188,8 @@ func (s *Set) LocalNames() []string {
 
 // Definitions returns what the model is told about the named tools, in order; an unknown name
 // is an UNKNOWN_TOOL error listing the registered ones.
-func (s *Set) Definitions(names []string) ([]contracts.ToolDefinition, error) {
-	out := make([]contracts.ToolDefinition, 0, len(names))
+func (s *Set) Definitions(names []string) ([]providers.ToolDefinition, error) {
+	out := make([]providers.ToolDefinition, 0, len(names))
 	for _, n := range names {
 		t, ok := s.Get(n)
 		if !ok {
@@ -197,7 +200,7 @@ func (s *Set) Definitions(names []string) ([]contracts.ToolDefinition, error) {
 		if desc == "" {
 			desc = t.Title
 		}
-		out = append(out, contracts.ToolDefinition{Name: t.Name, Description: desc, InputSchema: t.InputSchema.Raw()})
+		out = append(out, providers.ToolDefinition{Name: t.Name, Description: desc, InputSchema: t.InputSchema.Raw()})
 	}
 	return out, nil
 }
@@ -205,12 +208,12 @@ func (s *Set) Definitions(names []string) ([]contracts.ToolDefinition, error) {
 // Run executes one call: it validates the arguments (invalid ones become an isError result the
 // model can correct), runs the tool and normalizes its result. The error is non-nil only for a
 // [Retryable] tool error, a cancellation or an unknown tool.
-func (s *Set) Run(ctx context.Context, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+func (s *Set) Run(ctx context.Context, in protocol.ToolCallInput) (providers.ToolResult, error) {
 	t, ok := s.Get(in.Tool)
 	if !ok {
-		return contracts.ToolResult{}, contracts.Errorf(contracts.CodeUnknownTool, "tool %q is not registered on this worker", in.Tool)
+		return providers.ToolResult{}, contracts.Errorf(contracts.CodeUnknownTool, "tool %q is not registered on this worker", in.Tool)
 	}
-	res := contracts.ToolResult{ToolCallID: in.ToolCallID, Name: in.Tool}
+	res := providers.ToolResult{ToolCallID: in.ToolCallID, Name: in.Tool}
 	args := in.Input
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
@@ -223,7 +226,7 @@ func (s *Set) Run(ctx context.Context, in contracts.ToolCallInput) (contracts.To
 	if err != nil {
 		var r retryable
 		if errors.As(err, &r) || ctx.Err() != nil {
-			return contracts.ToolResult{}, err
+			return providers.ToolResult{}, err
 		}
 		var ke *contracts.Error
 		if !errors.As(err, &ke) {
@@ -257,8 +260,8 @@ func (s *Set) Run(ctx context.Context, in contracts.ToolCallInput) (contracts.To
 }
 
 // failed is the isError result for a failure the model should see.
-func failed(res contracts.ToolResult, e *contracts.Error) contracts.ToolResult {
-	f := e.Failure()
+func failed(res providers.ToolResult, e *contracts.Error) providers.ToolResult {
+	f := contracts.FailureOf(e)
 	res.IsError = true
 	res.Content = e.Error()
 	res.Failure = &f

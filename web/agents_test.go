@@ -35,7 +35,7 @@ const formSchema = `{"type":"object","required":["quantity","speed"],"additional
 func registerAgents(reg *workflows.Registry) error {
 	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
 		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"agent": {Run: fn}},
-			Edges: []workflows.Edge{{From: contracts.StartNode, To: "agent"}}}
+			Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}
 	}
 	form := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		a, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "shipping", Kind: contracts.InterruptCustom, Contract: "shipping",

@@ -19,10 +19,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/app"
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/kortyx-go/kortyx/web"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
 const chromium = "/usr/bin/chromium"
@@ -154,19 +157,21 @@ func TestPage(t *testing.T) {
 	defer cancel()
 	chosen, err := examples.Parse("support,triage")
 	require.NoError(t, err)
-	opts, err := chosen.Backend()
-	require.NoError(t, err)
-	opts.FakeServers = true // no key: the scripted fake server of the OpenAI wire
-	backend, err := app.NewBackend(ctx, opts)
-	require.NoError(t, err)
-	defer backend.Close()
-	reg, err := app.Registry(backend, chosen.Register, registerAgents)
-	require.NoError(t, err)
-	cfg := app.Config{TaskQueue: fmt.Sprintf("web-%d", time.Now().UnixNano()), Namespace: "default"}
+	o := chosen.Options()
+	o.Register = func(reg *workflows.Registry) error {
+		if err := chosen.Register(reg); err != nil {
+			return err
+		}
+		return registerAgents(reg)
+	}
+	reg := workflows.NewRegistry() // the worker's agents, for the page's suggestions
+	require.NoError(t, o.Register(reg))
+	o.DefaultWorkflow = "support"
+	// No key: the in-process scripted fake model answers for openai; the chat page is served.
+	cfg := app.Config{TemporalAddress: srv.Address(), TaskQueue: fmt.Sprintf("web-%d", time.Now().UnixNano()), Namespace: "default",
+		HTTPAddr: "127.0.0.1:0", FakeModels: true, WebPage: true}
 	t.Setenv("KORTYX_TEMPORAL_UI_URL", "http://temporal-ui.invalid")
-	st, err := app.StartStack(ctx, tc, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0", DefaultWorkflow: "support"})
-	require.NoError(t, err)
-	defer st.Stop()
+	st := testenv.Run(t, ctx, cfg, o)
 	base := "http://" + st.HTTPAddr + "/"
 
 	flags := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.Flag("headless", "new"),
@@ -199,7 +204,7 @@ func TestPage(t *testing.T) {
 	t.Run("support approves a refund", func(t *testing.T) {
 		p := open(t)
 		p.send("support", "Please refund order A-1001, it arrived broken.")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, "← "+`{"orderId":"A-1001","item":"espresso machine","total":249,"status":"delivered"}`,
 			p.text(`.tool[data-tool="lookup_order"] .tool-result`))
 		require.Equal(t, "Approve refund?", p.text(`.turn:last-child form.question p strong`))
@@ -210,12 +215,12 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question input[value="approve"]`)),
 			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
 		p.lastTurnEnded()
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, "Done: order A-1001 is refunded (R-5001, full amount).", p.text(`.turn:last-child .text`))
 		require.Equal(t, "← "+`{"refundId":"R-5001","orderId":"A-1001","amount":249}`, p.text(`.turn:last-child .tool[data-tool="refund"] .tool-result`))
 		require.Equal(t, []string{"Answered."}, p.allTexts(`.turn:first-child form.question .meta`))
 		require.Empty(t, p.text("#status"), "the status says nothing after a completed turn")
-		supportRun = p.text(`.turn:last-child .run code`)
+		supportRun = p.attr(`.turn:last-child .run .id`, "data-id")
 		var href string
 		p.eval(`document.querySelector(".turn:last-child a.temporal-link").getAttribute("href")`, &href)
 		require.Equal(t, "http://temporal-ui.invalid/namespaces/default/workflows/"+supportRun, href)
@@ -224,7 +229,7 @@ func TestPage(t *testing.T) {
 	t.Run("support denies a refund", func(t *testing.T) {
 		p := open(t)
 		p.send("support", "Please refund order A-1003, it arrived broken.")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, refundArgs("A-1003", "damaged"), p.text(`.turn:last-child form.question .approval-args`))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question input[value="deny"]`)),
 			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
@@ -241,17 +246,17 @@ func TestPage(t *testing.T) {
 	t.Run("triage card and questions", func(t *testing.T) {
 		p := open(t)
 		p.send("triage", "I was charged twice on my last invoice")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, []string{"Billing question", "billing", "I was charged twice on my last invoice", "billing, from-chat"},
 			p.allTexts(`.turn:last-child .structured[data-final="true"] dd`))
 		require.Equal(t, []string{"title", "topic", "summary", "tags"}, p.allTexts(`.turn:last-child .structured[data-final="true"] dt`))
 		require.Equal(t, `Open a billing ticket "Billing question"?`, p.text(`.turn:last-child form.question p strong`))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child input[value="revise"]`)), chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="text"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="text"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, "What should the ticket say?", p.text(`.turn:last-child form.question p strong`))
 		p.run(chromedp.SendKeys(chromedp.CSS(`.turn:last-child form.question input[type="text"]`), "Refund the duplicate charge"),
 			chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:nth-child(3) form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:nth-child(3) form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, "Refund the duplicate charge", p.text(`.turn:last-child .structured[data-final="true"] dd[data-field="summary"]`))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child input[value="open"]`)), chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
 		p.lastTurnEnded()
@@ -270,7 +275,7 @@ func TestPage(t *testing.T) {
 	t.Run("custom question form", func(t *testing.T) {
 		p := open(t)
 		p.send(formWorkflow, "ship it")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, "How should we ship it?", p.text(`.turn:last-child form.question p strong`))
 		require.Equal(t, []string{"Quantity (required)", "Speed (required)"}, p.allTexts(`.turn:last-child form.question .field label`))
 		p.run(chromedp.SendKeys(chromedp.CSS(`.turn:last-child input[name="quantity"]`), "0"),
@@ -286,7 +291,7 @@ func TestPage(t *testing.T) {
 		p.lastTurnEnded()
 		require.Equal(t, `{"quantity":3,"speed":"express"}`, p.text(`.turn:last-child .user`))
 		// Then a multi-choice question: none chosen is refused on the page, two are sent.
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		require.Equal(t, []string{"Gift wrap", "Insurance", "Tracking"}, p.allTexts(`.turn:last-child form.question .option label`))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question button[type="submit"]`)))
 		require.Equal(t, "Choose at least one option.", p.text(`.turn:last-child form.question > .field-error`))
@@ -301,7 +306,7 @@ func TestPage(t *testing.T) {
 	t.Run("cancel a question", func(t *testing.T) {
 		p := open(t)
 		p.send(formWorkflow, "ship it")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question button.cancel`)))
 		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
 		p.lastTurnEnded()
@@ -332,8 +337,8 @@ func TestPage(t *testing.T) {
 		p.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
 		p.lastTurnEnded()
 		// The transcript is the run's result, exactly.
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
-		view, err := kortyx.Query(ctx, tc, p.text(`.turn:last-child .run code`))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
+		view, err := kortyx.Query(ctx, tc, p.attr(`.turn:last-child .run .id`, "data-id"))
 		require.NoError(t, err)
 		require.Equal(t, strings.Join(tickerWords, " "), view.State.Data["text"])
 		require.Equal(t, view.State.Data["text"], p.text(`.turn:last-child dd[data-field="text"]`))
@@ -353,10 +358,14 @@ func TestPage(t *testing.T) {
 
 	t.Run("stop", func(t *testing.T) {
 		p := open(t)
+		// Stop is enabled only while a turn runs.
+		p.waitJS(`document.getElementById("stop").disabled`)
 		p.send(tickerWorkflow, "tick")
 		p.waitJS(`!!document.querySelector('.turn:last-child dd[data-field="text"]')`)
+		p.waitJS(`!document.getElementById("stop").disabled`)
 		p.run(chromedp.Click(chromedp.CSS("#stop")))
 		p.lastTurnEnded()
+		p.waitJS(`document.getElementById("stop").disabled`)
 		require.Equal(t, "Run cancelled.", p.text(`.turn:last-child .cancelled`))
 		p.waitJS(`document.getElementById("status").textContent === "Cancelled."`)
 		require.Empty(t, p.allTexts(`.turn:last-child .message`))
@@ -437,7 +446,7 @@ func TestPage(t *testing.T) {
 	t.Run("fork from an open question", func(t *testing.T) {
 		p := open(t)
 		p.send(formWorkflow, "ship it")
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		cp := p.attr(`.turn:first-child .checkpoint`, "data-checkpoint")
 		source := p.text("#session-id")
 		p.waitJS(`document.querySelectorAll("#checkpoints li").length === 2`)
@@ -445,7 +454,7 @@ func TestPage(t *testing.T) {
 		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q`, source))
 		fork := p.text("#session-id")
 		// The copied question carries the fork's token and request id, not the source's.
-		view, err := kortyx.Session(ctx, tc, fork)
+		view, err := webService(tc, "").View(ctx, fork)
 		require.NoError(t, err)
 		require.Len(t, view.Pending, 1)
 		var asked []string
@@ -468,14 +477,11 @@ func TestPage(t *testing.T) {
 		// hold; the first starts with one.
 		waiting, done := fmt.Sprintf("elsewhere-%d", time.Now().UnixNano()), fmt.Sprintf(`elsewhere-o'done\-%d`, time.Now().UnixNano())
 		quoted := fmt.Sprintf(`'quoted-%d`, time.Now().UnixNano())
-		_, err := kortyx.StartTurn(ctx, tc, quoted, contracts.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)},
-			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		_, err := webService(tc, cfg.TaskQueue).Start(ctx, quoted, sessions.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)})
 		require.NoError(t, err)
-		ts, err := kortyx.StartTurn(ctx, tc, waiting, contracts.TurnRequest{ClientTurnID: "t1", Workflow: formWorkflow, Input: json.RawMessage(`"ship it"`)},
-			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		ts, err := webService(tc, cfg.TaskQueue).Start(ctx, waiting, sessions.TurnRequest{ClientTurnID: "t1", Workflow: formWorkflow, Input: json.RawMessage(`"ship it"`)})
 		require.NoError(t, err)
-		tsDone, err := kortyx.StartTurn(ctx, tc, done, contracts.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)},
-			kortyx.SessionOptions{TaskQueue: cfg.TaskQueue})
+		tsDone, err := webService(tc, cfg.TaskQueue).Start(ctx, done, sessions.TurnRequest{ClientTurnID: "t1", Workflow: echoWorkflow, Input: json.RawMessage(`"hi"`)})
 		require.NoError(t, err)
 		// Visibility is eventually consistent: ask until both runs have their final status.
 		var items map[string]web.SessionItem
@@ -490,7 +496,7 @@ func TestPage(t *testing.T) {
 		require.False(t, w.LastActivityAt.Before(w.StartedAt))
 		require.Equal(t, echoWorkflow, items[done].Agent)
 		require.Equal(t, tsDone.RunID, items[done].RunID)
-		require.Equal(t, []string{"agent", "lastActivityAt", "runId", "sessionId", "startedAt", "status"}, slices.Sorted(maps.Keys(raw[waiting])))
+		require.Equal(t, []string{"agent", "lastActivityAt", "runId", "sessionId", "startedAt", "status", "turns"}, slices.Sorted(maps.Keys(raw[waiting])))
 
 		p := open(t)
 		btn := fmt.Sprintf(`#sessions button[data-session=%q]`, waiting)
@@ -512,6 +518,50 @@ func TestPage(t *testing.T) {
 		require.Empty(t, p.allTexts(`.turn:last-child .error`))
 		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)))
 		require.Equal(t, []string{"Answered."}, p.allTexts(`.remote form.question .meta`))
+	})
+
+	t.Run("a question asked over A2A, answered in the page", func(t *testing.T) {
+		// Another wire of the same API (A2A, package a2aserver) starts the session; the page
+		// lists it from the server, opens it and answers its question; A2A then sees the next one.
+		session := fmt.Sprintf("a2a-%d", time.Now().UnixNano())
+		rpc := func(method, params string) map[string]any {
+			t.Helper()
+			res, err := http.Post(base+"a2a/"+formWorkflow, "application/json",
+				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`))
+			require.NoError(t, err)
+			defer res.Body.Close()
+			var out struct {
+				Result map[string]any `json:"result"`
+				Error  any            `json:"error"`
+			}
+			require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+			require.Nil(t, out.Error)
+			return out.Result
+		}
+		state := func(task map[string]any) string { return task["status"].(map[string]any)["state"].(string) }
+		task := rpc("message/send", `{"message":{"kind":"message","messageId":"m-1","role":"user","contextId":"`+session+`","parts":[{"kind":"text","text":"ship it"}]}}`)
+		require.Equal(t, "input-required", state(task))
+		// Visibility is eventually consistent: the page lists what the server lists.
+		require.Eventually(t, func() bool {
+			items, _ := sessionsList(t, base)
+			return items[session].Status == "waiting"
+		}, 20*time.Second, 100*time.Millisecond)
+		p := open(t)
+		btn := fmt.Sprintf(`#sessions button[data-session=%q]`, session)
+		p.run(chromedp.WaitVisible(chromedp.CSS(btn)), chromedp.Click(chromedp.CSS(btn)), chromedp.WaitVisible(chromedp.CSS(`.remote form.question[data-kind="custom"]`)))
+		require.Equal(t, "How should we ship it?", p.text(`.remote form.question p strong`))
+		p.run(chromedp.SetValue(chromedp.CSS(`.remote input[name="quantity"]`), "3"),
+			chromedp.SetValue(chromedp.CSS(`.remote select[name="speed"]`), `"express"`),
+			chromedp.Click(chromedp.CSS(`.remote form.question button[type="submit"]`)))
+		p.waitJS(`document.querySelectorAll(".turn").length === 1`)
+		p.lastTurnEnded()
+		require.Empty(t, p.allTexts(`.turn:last-child .error`))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="multi-choice"]`)))
+		// The A2A task asks the next question now.
+		got := rpc("tasks/get", `{"id":"`+task["id"].(string)+`"}`)
+		require.Equal(t, "input-required", state(got))
+		parts := got["status"].(map[string]any)["message"].(map[string]any)["parts"].([]any)
+		require.Equal(t, "Which extras?", parts[0].(map[string]any)["text"])
 	})
 
 	t.Run("agent suggestions from the registry", func(t *testing.T) {
@@ -547,8 +597,11 @@ func TestPage(t *testing.T) {
 		p := open(t)
 		p.run(chromedp.EmulateViewport(360, 740), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="true"]`)))
 		p.send("support", "Please refund order A-1003, it arrived broken.") // denied above, so refundable
-		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run code`)))
+		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="choice"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		p.waitJS(`document.querySelectorAll("#sessions button.session").length > 0`)
+		// The session commits the turn's checkpoint just after the response ends; the page asks
+		// until it is listed.
+		p.waitJS(`document.querySelectorAll("#checkpoints li").length > 0`)
 		var width int
 		p.eval(`document.documentElement.clientWidth`, &width)
 		require.Equal(t, 360, width)
@@ -557,7 +610,7 @@ func TestPage(t *testing.T) {
 		require.Empty(t, problems)
 		// One column: the chat first, then the sessions, then the inspector.
 		var tops []float64
-		p.eval(`["main", "nav", "aside"].map(s => document.querySelector(s).getBoundingClientRect().top)`, &tops)
+		p.eval(`["#chat", "#sidebar", "#inspector"].map(s => document.querySelector(s).getBoundingClientRect().top)`, &tops)
 		require.Len(t, tops, 3)
 		require.Less(t, tops[0], tops[1])
 		require.Less(t, tops[1], tops[2])
@@ -607,4 +660,13 @@ func sessionsList(t *testing.T, base string) (map[string]web.SessionItem, map[st
 		byID[it.SessionID], rawByID[it.SessionID] = it, raw[i]
 	}
 	return byID, rawByID
+}
+
+// webService is the session service of client c for sessions on task queue tq.
+func webService(c client.Client, tq string) *sessions.Service {
+	svc, err := sessions.New(sessions.Options{Client: c, TaskQueue: tq})
+	if err != nil {
+		panic(err)
+	}
+	return svc
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/internal/testenv"
+	"github.com/kortyx-go/kortyx/test/testenv"
 	"go.temporal.io/sdk/client"
 )
 

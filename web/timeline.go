@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -17,24 +19,97 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-// Timeline is what a run did, from its Temporal history (and its state query).
-type Timeline struct {
+// timeline is what a run did, from its Temporal history (and its state query).
+type timeline struct {
 	RunID     string `json:"runId"`
 	Workflow  string `json:"workflow"`
 	SessionID string `json:"sessionId,omitempty"`
 	// Status is the run's status from the state query ("" when the query failed, e.g. no
 	// worker) or, once closed, Temporal's (completed, failed, canceled, terminated, …).
 	Status string `json:"status"`
+	// Input is the run's input (RunInput.Input) and Output the data of its final state, once it
+	// completed: the payload viewer's values, decoded through the codec.
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output any             `json:"output,omitempty"`
+	// Node is the node an open run is in now (its state query: where a waiting run waits).
+	Node string `json:"node,omitempty"`
 	// Nodes are the nodes the run entered, in order (from its checkpoints).
 	Nodes       []string        `json:"nodes"`
-	Usage       contracts.Usage `json:"usage"`
+	Usage       providers.Usage `json:"usage"`
 	ModelPasses int             `json:"modelPasses"`
 	ToolCalls   int             `json:"toolCalls"`
-	Entries     []Entry         `json:"entries"`
+	Entries     []timelineEntry `json:"entries"`
+	// StartedAt and ClosedAt bound the run (ClosedAt nil while it is open); DurationMs is to
+	// the close, or to now.
+	StartedAt  time.Time  `json:"startedAt"`
+	ClosedAt   *time.Time `json:"closedAt,omitempty"`
+	DurationMs int64      `json:"durationMs"`
+	// Temporal is what the run cost on Temporal's side, counted from its history.
+	Temporal temporalCounts `json:"temporal"`
+	// Cost is the run's tokens by model and their cost under Options.Prices.
+	Cost runCost `json:"cost"`
+
+	byModel map[string]providers.Usage // the model passes' usage by "provider:model"
 }
 
-// Entry is one event of a timeline, in history order.
-type Entry struct {
+// temporalCounts are a run's Temporal cost drivers, counted from its history events (this
+// generation's: a run that continued as new counts its later generations on its own).
+type temporalCounts struct {
+	Events        int `json:"events"`
+	WorkflowTasks int `json:"workflowTasks"`
+	// Activities are the activities scheduled; ActivityAttempts their attempts (retries
+	// included: an activity's last attempt number).
+	Activities       int `json:"activities"`
+	ActivityAttempts int `json:"activityAttempts"`
+	// LocalActivities are the local activity markers (kortyx.Publish, local tools).
+	LocalActivities  int `json:"localActivities"`
+	Markers          int `json:"markers"`
+	SignalsReceived  int `json:"signalsReceived"`
+	SignalsSent      int `json:"signalsSent"`
+	Updates          int `json:"updates"`
+	Timers           int `json:"timers"`
+	Children         int `json:"children"`
+	SearchAttributes int `json:"searchAttributeUpserts"`
+	ContinuedAsNew   int `json:"continuedAsNew"`
+}
+
+// count adds ev to the counts.
+func (c *temporalCounts) count(ev *historypb.HistoryEvent) {
+	c.Events++
+	switch ev.GetEventType() {
+	case enums.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+		c.WorkflowTasks++
+	case enums.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+		c.Activities++
+	case enums.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+		c.ActivityAttempts += int(ev.GetActivityTaskStartedEventAttributes().GetAttempt())
+	case enums.EVENT_TYPE_MARKER_RECORDED:
+		c.Markers++
+		if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == localActivityMarker {
+			c.LocalActivities++
+		}
+	case enums.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+		c.SignalsReceived++
+	case enums.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED:
+		c.SignalsSent++
+	case enums.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+		c.Updates++
+	case enums.EVENT_TYPE_TIMER_STARTED:
+		c.Timers++
+	case enums.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+		c.Children++
+	case enums.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+		c.SearchAttributes++
+	case enums.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		c.ContinuedAsNew++
+	}
+}
+
+// localActivityMarker is the marker name the Go SDK records for a local activity.
+const localActivityMarker = "LocalActivity"
+
+// timelineEntry is one event of a timeline, in history order.
+type timelineEntry struct {
 	// Kind: started, node, model, tool, question, answer, child, checkpoint, ended.
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
@@ -44,8 +119,13 @@ type Entry struct {
 	Attempts   int   `json:"attempts,omitempty"`
 	// model
 	Model        string           `json:"model,omitempty"`
-	Usage        *contracts.Usage `json:"usage,omitempty"`
+	Usage        *providers.Usage `json:"usage,omitempty"`
 	FinishReason string           `json:"finishReason,omitempty"`
+	// Text is the pass's text; Local says it ran as a local activity (a fast tool, or a model
+	// pass of an agent on the fast path), whose marker records no input: no node, model or
+	// arguments, and its duration is not known.
+	Text  string `json:"text,omitempty"`
+	Local bool   `json:"local,omitempty"`
 	// tool
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -62,27 +142,29 @@ type Entry struct {
 	TurnIndex    *int   `json:"turnIndex,omitempty"`
 	// started, ended, child
 	Status string `json:"status,omitempty"`
+
+	priceKey string // model: the price table's key, "provider:model"
 }
 
 type pendingActivity struct {
 	at    time.Time
-	entry Entry
+	entry timelineEntry
 }
 
-// BuildTimeline reads runID's history (and, while the run is open, its state query), decoding
-// payloads with Temporal's default data converter. An unknown run is NOT_FOUND.
-func BuildTimeline(ctx context.Context, c client.Client, runID string) (*Timeline, error) {
-	return buildTimeline(ctx, c, nil, runID)
+// timeline reads runID's history (and, while the run is open, its state query) with o.Client,
+// decoding payloads with o.DataConverter (the client's, e.g. with the payload codec of package
+// codec; nil: Temporal's default data converter). An unknown run is NOT_FOUND.
+func (o Options) timeline(ctx context.Context, runID string) (*timeline, error) {
+	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, runID)
+	if err != nil {
+		return nil, err
+	}
+	tl.Cost = priced(o.byModel(tl), o.Prices) // passes that named no model: the worker's default
+	return tl, nil
 }
 
-// Timeline is [BuildTimeline] decoding payloads with o.DataConverter (the client's, e.g. with
-// the payload codec of package codec) and reading with o.Client.
-func (o Options) Timeline(ctx context.Context, runID string) (*Timeline, error) {
-	return buildTimeline(ctx, o.Client, o.DataConverter, runID)
-}
-
-func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string) (*Timeline, error) {
-	tl := &Timeline{RunID: runID, Nodes: []string{}, Entries: []Entry{}}
+func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string) (*timeline, error) {
+	tl := &timeline{RunID: runID, Nodes: []string{}, Entries: []timelineEntry{}, byModel: map[string]providers.Usage{}}
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
@@ -100,6 +182,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			return nil, notFound(runID, err)
 		}
 		found = true
+		tl.Temporal.count(ev)
 		at := ev.GetEventTime().AsTime()
 		switch a := ev.Attributes.(type) {
 		case *historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes:
@@ -107,23 +190,27 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			if decode(a.WorkflowExecutionStartedEventAttributes.GetInput(), &start) {
 				tl.Workflow = start.Workflow
 				tl.SessionID = start.SessionID
+				tl.Input = start.Input
 			}
-			tl.Entries = append(tl.Entries, Entry{Kind: "started", At: at, Status: "started"})
+			tl.StartedAt = at
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "started", At: at, Status: "started"})
 		case *historypb.HistoryEvent_ActivityTaskScheduledEventAttributes:
 			s := a.ActivityTaskScheduledEventAttributes
-			e := Entry{At: at}
+			e := timelineEntry{At: at}
 			switch s.GetActivityType().GetName() {
-			case contracts.ModelActivityName:
-				var in contracts.ModelPassInput
+			case protocol.ModelActivityName:
+				var in protocol.ModelPassInput
 				if !decode(s.GetInput(), &in) {
 					continue
 				}
 				e.Kind, e.Node, e.Model = "model", in.Node, in.Model.Model
+				e.priceKey = in.Model.Model
 				if in.Model.Provider != "" {
 					e.Model = in.Model.Provider + "/" + in.Model.Model
+					e.priceKey = in.Model.Provider + ":" + in.Model.Model
 				}
-			case contracts.ToolActivityName:
-				var in contracts.ToolCallInput
+			case protocol.ToolActivityName:
+				var in protocol.ToolCallInput
 				if !decode(s.GetInput(), &in) {
 					continue
 				}
@@ -144,26 +231,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			}
 			e := p.entry
 			e.DurationMs = at.Sub(p.at).Milliseconds()
-			switch e.Kind {
-			case "model":
-				var out contracts.ModelResponse
-				if decode(s.GetResult(), &out) {
-					u := out.Usage
-					e.Usage, e.FinishReason = &u, out.FinishReason.Unified
-					tl.Usage = tl.Usage.Add(u)
-				}
-				tl.ModelPasses++
-			case "tool":
-				var out contracts.ToolResult
-				if decode(s.GetResult(), &out) {
-					e.Result = out.Content
-					if out.Failure != nil {
-						e.Error = out.Failure.Message
-					}
-				}
-				tl.ToolCalls++
-			}
-			tl.Entries = append(tl.Entries, e)
+			tl.complete(e, func(v any) bool { return decode(s.GetResult(), v) })
 		case *historypb.HistoryEvent_ActivityTaskFailedEventAttributes:
 			s := a.ActivityTaskFailedEventAttributes
 			if p := acts[s.GetScheduledEventId()]; p != nil {
@@ -172,9 +240,33 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				e.Error = s.GetFailure().GetMessage()
 				tl.Entries = append(tl.Entries, e)
 			}
+		case *historypb.HistoryEvent_MarkerRecordedEventAttributes:
+			m := a.MarkerRecordedEventAttributes
+			var data struct {
+				ActivityType string
+				Attempt      int
+			}
+			if m.GetMarkerName() != localActivityMarker || !decode(m.GetDetails()["data"], &data) {
+				continue
+			}
+			e := timelineEntry{At: at, Local: true, Attempts: data.Attempt}
+			switch data.ActivityType {
+			case protocol.ModelActivityName:
+				e.Kind = "model"
+			case protocol.ToolActivityName:
+				e.Kind = "tool"
+			default:
+				continue
+			}
+			if f := m.GetFailure(); f != nil {
+				e.Error = f.GetMessage()
+				tl.Entries = append(tl.Entries, e)
+				continue
+			}
+			tl.complete(e, func(v any) bool { return decode(m.GetDetails()["result"], v) })
 		case *historypb.HistoryEvent_StartChildWorkflowExecutionInitiatedEventAttributes:
 			s := a.StartChildWorkflowExecutionInitiatedEventAttributes
-			children[ev.GetEventId()] = &pendingActivity{at: at, entry: Entry{Kind: "child", At: at, ChildRunID: s.GetWorkflowId()}}
+			children[ev.GetEventId()] = &pendingActivity{at: at, entry: timelineEntry{Kind: "child", At: at, ChildRunID: s.GetWorkflowId()}}
 		case *historypb.HistoryEvent_ChildWorkflowExecutionCompletedEventAttributes:
 			tl.Entries = appendChild(tl.Entries, children, a.ChildWorkflowExecutionCompletedEventAttributes.GetInitiatedEventId(), at, "completed")
 		case *historypb.HistoryEvent_ChildWorkflowExecutionFailedEventAttributes:
@@ -183,7 +275,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			tl.Entries = appendChild(tl.Entries, children, a.ChildWorkflowExecutionCanceledEventAttributes.GetInitiatedEventId(), at, "canceled")
 		case *historypb.HistoryEvent_SignalExternalWorkflowExecutionInitiatedEventAttributes:
 			s := a.SignalExternalWorkflowExecutionInitiatedEventAttributes
-			if s.GetSignalName() != contracts.SessionCheckpointSignal {
+			if s.GetSignalName() != protocol.SessionCheckpointSignal {
 				continue
 			}
 			var rep protocol.CheckpointReport
@@ -194,7 +286,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			for _, n := range cp.Nodes {
 				if len(tl.Nodes) == 0 || tl.Nodes[len(tl.Nodes)-1] != n {
 					tl.Nodes = append(tl.Nodes, n)
-					tl.Entries = append(tl.Entries, Entry{Kind: "node", At: at, Node: n})
+					tl.Entries = append(tl.Entries, timelineEntry{Kind: "node", At: at, Node: n})
 				}
 			}
 			for _, p := range cp.ActivePendingRequests {
@@ -203,10 +295,10 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				}
 				q := p.Input
 				answers[p.RequestID] = len(tl.Entries)
-				tl.Entries = append(tl.Entries, Entry{Kind: "question", At: at, Node: p.Node, RequestID: p.RequestID, Question: &q})
+				tl.Entries = append(tl.Entries, timelineEntry{Kind: "question", At: at, Node: p.Node, RequestID: p.RequestID, Question: &q})
 			}
 			turn := cp.TurnIndex
-			tl.Entries = append(tl.Entries, Entry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
 		case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
 			s := a.WorkflowExecutionUpdateAcceptedEventAttributes
 			if s.GetAcceptedRequest().GetInput().GetName() != contracts.RespondName {
@@ -220,34 +312,44 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			}
 			tl.Entries = appendAnswer(tl.Entries, decode, s.GetInput(), at)
 		case *historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes:
-			tl.Entries = append(tl.Entries, Entry{Kind: "ended", At: at, Status: "completed"})
+			var res contracts.RunResult
+			if decode(a.WorkflowExecutionCompletedEventAttributes.GetResult(), &res) {
+				tl.Output = res.State.Data
+			}
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "completed"})
 			tl.Status = "completed"
 		case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes:
-			tl.Entries = append(tl.Entries, Entry{Kind: "ended", At: at, Status: "failed", Error: a.WorkflowExecutionFailedEventAttributes.GetFailure().GetMessage()})
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "failed", Error: a.WorkflowExecutionFailedEventAttributes.GetFailure().GetMessage()})
 			tl.Status = "failed"
 		case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
-			tl.Entries = append(tl.Entries, Entry{Kind: "ended", At: at, Status: "cancelled"})
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "cancelled"})
 			tl.Status = "cancelled"
 		case *historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes:
-			tl.Entries = append(tl.Entries, Entry{Kind: "ended", At: at, Status: "terminated"})
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "terminated"})
 			tl.Status = "terminated"
 		case *historypb.HistoryEvent_WorkflowExecutionContinuedAsNewEventAttributes:
-			tl.Entries = append(tl.Entries, Entry{Kind: "ended", At: at, Status: "continued-as-new"})
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "continued-as-new"})
 		}
 	}
 	if !found {
 		return nil, notFound(runID, nil)
 	}
+	end := time.Now()
+	if last := tl.Entries[len(tl.Entries)-1]; last.Kind == "ended" {
+		closed := last.At
+		tl.ClosedAt, end = &closed, closed
+	}
+	tl.DurationMs = end.Sub(tl.StartedAt).Milliseconds()
 	if tl.Status == "" {
 		// Running or waiting: ask the run (a failed query leaves the status unknown).
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 		defer cancel()
 		if v, err := kortyx.Query(qctx, c, runID); err == nil {
-			tl.Status = string(v.Status)
+			tl.Status, tl.Node = string(v.Status), v.Node
 			if v.Pending != nil {
 				if _, ok := answers[v.Pending.RequestID]; !ok {
 					q := v.Pending.Input
-					tl.Entries = append(tl.Entries, Entry{Kind: "question", At: v.Pending.CreatedAt, Node: v.Pending.Node, RequestID: v.Pending.RequestID, Question: &q})
+					tl.Entries = append(tl.Entries, timelineEntry{Kind: "question", At: v.Pending.CreatedAt, Node: v.Pending.Node, RequestID: v.Pending.RequestID, Question: &q})
 				}
 			}
 		}
@@ -255,7 +357,32 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 	return tl, nil
 }
 
-func appendChild(entries []Entry, children map[int64]*pendingActivity, initiated int64, at time.Time, status string) []Entry {
+// complete adds a model pass or tool call that completed, its result decoded by result.
+func (tl *timeline) complete(e timelineEntry, result func(any) bool) {
+	switch e.Kind {
+	case "model":
+		var out providers.Response
+		if result(&out) {
+			u := out.Usage
+			e.Usage, e.FinishReason, e.Text = &u, out.FinishReason.Unified, out.Text
+			tl.Usage = protocol.AddUsage(tl.Usage, u)
+			tl.byModel[e.priceKey] = protocol.AddUsage(tl.byModel[e.priceKey], u)
+		}
+		tl.ModelPasses++
+	case "tool":
+		var out providers.ToolResult
+		if result(&out) {
+			e.Result = out.Content
+			if out.Failure != nil {
+				e.Error = out.Failure.Message
+			}
+		}
+		tl.ToolCalls++
+	}
+	tl.Entries = append(tl.Entries, e)
+}
+
+func appendChild(entries []timelineEntry, children map[int64]*pendingActivity, initiated int64, at time.Time, status string) []timelineEntry {
 	p := children[initiated]
 	if p == nil {
 		return entries
@@ -266,7 +393,7 @@ func appendChild(entries []Entry, children map[int64]*pendingActivity, initiated
 }
 
 // appendAnswer adds an answer entry; the resume token is never shown.
-func appendAnswer(entries []Entry, decode func(*commonpb.Payloads, any) bool, args *commonpb.Payloads, at time.Time) []Entry {
+func appendAnswer(entries []timelineEntry, decode func(*commonpb.Payloads, any) bool, args *commonpb.Payloads, at time.Time) []timelineEntry {
 	var r contracts.Response
 	if !decode(args, &r) {
 		return entries
@@ -287,12 +414,12 @@ func appendAnswer(entries []Entry, decode func(*commonpb.Payloads, any) bool, ar
 	// may still be refused by the run (its rejection is in the state query), and a later,
 	// different answer to the same question is another entry. Only a repeat of an answer
 	// already shown (the same request and the same answer) adds none.
-	if slices.ContainsFunc(entries, func(e Entry) bool {
+	if slices.ContainsFunc(entries, func(e timelineEntry) bool {
 		return e.Kind == "answer" && e.RequestID == r.RequestID && bytes.Equal(e.Answer, b)
 	}) {
 		return entries
 	}
-	return append(entries, Entry{Kind: "answer", At: at, RequestID: r.RequestID, Answer: b})
+	return append(entries, timelineEntry{Kind: "answer", At: at, RequestID: r.RequestID, Answer: b})
 }
 
 func notFound(runID string, err error) error {

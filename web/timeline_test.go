@@ -11,6 +11,7 @@ import (
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
+	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/kortyx-go/kortyx/web"
 	"github.com/stretchr/testify/require"
 )
@@ -23,18 +24,10 @@ func TestTimelineShowsEachDistinctAnswer(t *testing.T) {
 	defer cancel()
 	chosen, err := examples.Parse("triage")
 	require.NoError(t, err)
-	opts, err := chosen.Backend()
-	require.NoError(t, err)
-	opts.FakeServers = true // no key: the scripted fake server of the OpenAI wire
-	backend, err := app.NewBackend(ctx, opts)
-	require.NoError(t, err)
-	defer backend.Close()
-	reg, err := app.Registry(backend, chosen.Register)
-	require.NoError(t, err)
-	cfg := app.Config{TaskQueue: fmt.Sprintf("web-timeline-%d", time.Now().UnixNano()), Namespace: "default"}
-	st, err := app.StartStack(ctx, tc, cfg, app.StackOptions{Registry: reg, Backend: backend, HTTPAddr: "127.0.0.1:0"})
-	require.NoError(t, err)
-	defer st.Stop()
+	// No key: the in-process scripted fake model answers for openai.
+	cfg := app.Config{TemporalAddress: srv.Address(), TaskQueue: fmt.Sprintf("web-timeline-%d", time.Now().UnixNano()), Namespace: "default",
+		HTTPAddr: "127.0.0.1:0", FakeModels: true}
+	testenv.Run(t, ctx, cfg, chosen.Options())
 
 	run, err := kortyx.StartRun(ctx, tc, contracts.RunInput{Workflow: "triage", Input: json.RawMessage(`"I was charged twice on my invoice"`)},
 		kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
@@ -62,7 +55,7 @@ func TestTimelineShowsEachDistinctAnswer(t *testing.T) {
 	var res contracts.RunResult
 	require.NoError(t, run.Get(ctx, &res))
 
-	tl, err := web.BuildTimeline(ctx, tc, runID)
+	tl, err := web.Timeline(ctx, web.Options{Client: tc, AllowUnauthenticated: true}, runID)
 	require.NoError(t, err)
 	var answers []string
 	for _, e := range tl.Entries {

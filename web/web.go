@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -30,7 +32,7 @@ var static embed.FS
 //
 //	for _, p := range web.Patterns() { mux.Handle(p, h) }
 func Patterns() []string {
-	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline"}
+	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline", "GET /api/runs", "GET /api/runs/{id}", "GET /api/interrupts", "GET /api/workflows", "GET /api/cost", "GET /api/sessions/{id}/transcript", "POST /api/runs/{id}/answer"}
 }
 
 // Options configure [Handler].
@@ -49,23 +51,43 @@ type Options struct {
 	// dialed with when it has a payload codec (nil: Temporal's default).
 	DataConverter converter.DataConverter
 	// Registry, when set, is the worker's registry: /api/config lists its workflows, which the
-	// page suggests in its Agent field (nil: no suggestions).
+	// page suggests in its agent field (nil: no suggestions).
 	Registry *workflows.Registry
 	// DefaultWorkflow is the workflow the chat route runs when a first turn names none ("":
-	// none), shown in the Agent field.
+	// none), shown in the agent field.
 	DefaultWorkflow string
+	// Prices price the runs' tokens by "provider:model" in the traces (GET /api/runs/{id}:
+	// cost); nil prices nothing. See [LoadPrices].
+	Prices map[string]Price
+	// DefaultModel ("provider:model") is the model of the passes that name none: the worker's
+	// default. "": such passes are priced under the key "default".
+	DefaultModel string
+
+	// Authorize is asked before every JSON route ([sessions.Access] with Wire "web"; Action
+	// "answer" for POST /api/runs/{id}/answer with RunID, "read" otherwise, with the session a
+	// route names); it refuses with a *contracts.Error of CodeUnauthorized or CodeForbidden
+	// (another error refuses with FORBIDDEN). The same hook as the protocol wires'. Without it
+	// every JSON route is refused with UNAUTHORIZED unless AllowUnauthenticated
+	// (development: app.ServeHTTP sets it).
+	Authorize            func(r *http.Request, a sessions.Access) error
+	AllowUnauthenticated bool
+	// Broker, when set, is the stream broker: an answer from the studio to a session's
+	// question then says where its response begins in the run's stream.
+	Broker stream.Broker
+
+	cache *spendCache // closed runs' spend, made by Handler
 }
 
-// Config is the answer of GET /api/config.
-type Config struct {
+// config is the answer of GET /api/config.
+type config struct {
 	TemporalUIURL   string  `json:"temporalUiUrl"`
 	Namespace       string  `json:"namespace"`
 	DefaultWorkflow string  `json:"defaultWorkflow"`
-	Agents          []Agent `json:"agents"`
+	Agents          []agent `json:"agents"`
 }
 
-// Agent is a registered workflow, as the page suggests it.
-type Agent struct {
+// agent is a registered workflow, as the page suggests it.
+type agent struct {
 	ID          string `json:"id"`
 	Description string `json:"description,omitempty"`
 }
@@ -73,13 +95,20 @@ type Agent struct {
 // Handler serves the page at GET / (its files under /static/, its icon at /favicon.ico) and the
 // JSON routes it needs:
 //
-//	GET /api/config                  [Config]: the Temporal UI link, the agents
-//	GET /api/sessions                the namespace's sessions, latest activity first ([SessionItem])
-//	GET /api/sessions/{id}           the session's view (contracts.SessionView)
-//	GET /api/runs/{id}/timeline      the run's [Timeline]
+//	GET /api/config                  [config]: the Temporal UI link, the agents
+//	GET /api/sessions                the namespace's sessions, latest activity first
+//	GET /api/sessions/{id}           the session's view (sessions.SessionView)
+//	GET /api/runs/{id}/timeline      the run's timeline (also GET /api/runs/{id}, the trace)
+//	GET /api/runs                    the runs, newest first, filtered and paged (docs/web.md)
+//	GET /api/interrupts              every waiting question, oldest first
+//	GET /api/workflows               the agents and their graphs
+//	GET /api/cost                    tokens and cost of the runs, by agent or session
+//	GET /api/sessions/{id}/transcript the session's runs with their prompts and traces
+//	POST /api/runs/{id}/answer       an answer to the run's open question
 //
 // Errors are JSON {error, failure} like the chat route's. Mount it on the API's mux next to the
-// chat, Stop and checkpoint routes ([Patterns]); it has no authentication (a development tool).
+// chat, Stop and checkpoint routes ([Patterns]). Every JSON route asks Options.Authorize first
+// (without it, only AllowUnauthenticated opens them); the page and its files need none.
 func Handler(o Options) http.Handler {
 	if o.Namespace == "" {
 		o.Namespace = "default"
@@ -87,6 +116,8 @@ func Handler(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.cache = &spendCache{}
+	svc, svcErr := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker})
 	files, _ := fs.Sub(static, "static") // the embedded directory exists
 	mux := http.NewServeMux()
 	page, _ := fs.ReadFile(files, "index.html")
@@ -103,10 +134,14 @@ func Handler(o Options) http.Handler {
 		_, _ = w.Write(icon)
 	})
 	mux.HandleFunc("GET /api/config", func(w http.ResponseWriter, r *http.Request) {
-		cfg := Config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []Agent{}}
+		if err := o.authorize(r, access(r)); err != nil {
+			writeError(w, o.Logger, r, err)
+			return
+		}
+		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{}}
 		if o.Registry != nil {
 			for _, d := range o.Registry.Workflows() {
-				cfg.Agents = append(cfg.Agents, Agent{ID: d.ID, Description: d.Description})
+				cfg.Agents = append(cfg.Agents, agent{ID: d.ID, Description: d.Description})
 			}
 		}
 		writeJSON(w, cfg)
@@ -114,23 +149,59 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /api/sessions", o.serve(o.sessions))
 	mux.HandleFunc("GET /api/sessions/{id}", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
-		if err := contracts.CheckID("sessionId", id); err != nil {
+		if err := protocol.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
-		return kortyx.Session(r.Context(), o.Client, id)
+		if svcErr != nil {
+			return nil, svcErr
+		}
+		return svc.View(r.Context(), id)
 	}))
-	mux.HandleFunc("GET /api/runs/{id}/timeline", o.serve(func(r *http.Request) (any, error) {
+	mux.HandleFunc("GET /api/runs", o.serve(o.runs))
+	mux.HandleFunc("GET /api/interrupts", o.serve(o.interrupts))
+	mux.HandleFunc("GET /api/workflows", o.serve(o.workflowsList))
+	mux.HandleFunc("GET /api/cost", o.serve(o.cost))
+	mux.HandleFunc("GET /api/sessions/{id}/transcript", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
-		if err := contracts.CheckID("runId", id); err != nil {
+		if err := protocol.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
-		return o.Timeline(r.Context(), id)
+		return o.transcriptOf(r.Context(), id)
 	}))
+	mux.HandleFunc("POST /api/runs/{id}/answer", func(w http.ResponseWriter, r *http.Request) {
+		if err := o.authorize(r, access(r)); err != nil {
+			writeError(w, o.Logger, r, err)
+			return
+		}
+		var s *sessions.Service
+		if svcErr == nil {
+			s = svc
+		}
+		v, err := o.answer(w, r, s)
+		if err != nil {
+			writeError(w, o.Logger, r, err)
+			return
+		}
+		writeJSON(w, v)
+	})
+	trace := o.serve(func(r *http.Request) (any, error) {
+		id := r.PathValue("id")
+		if err := protocol.CheckID("runId", id); err != nil {
+			return nil, err
+		}
+		return o.timeline(r.Context(), id)
+	})
+	mux.HandleFunc("GET /api/runs/{id}/timeline", trace)
+	mux.HandleFunc("GET /api/runs/{id}", trace)
 	return mux
 }
 
 func (o Options) serve(f func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := o.authorize(r, access(r)); err != nil {
+			writeError(w, o.Logger, r, err)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		defer cancel()
 		v, err := f(r.WithContext(ctx))
@@ -142,8 +213,8 @@ func (o Options) serve(f func(*http.Request) (any, error)) http.HandlerFunc {
 	}
 }
 
-// SessionItem is one session of the sessions list.
-type SessionItem struct {
+// sessionItem is one session of the sessions list.
+type sessionItem struct {
 	SessionID string    `json:"sessionId"`
 	StartedAt time.Time `json:"startedAt"`
 	// LastActivityAt is when the session's latest run started or ended (StartedAt when it has
@@ -157,6 +228,9 @@ type SessionItem struct {
 	Status string `json:"status"`
 	// RunID is the session's latest run ("" when it has none).
 	RunID string `json:"runId,omitempty"`
+	// Turns counts the session's runs: one per prompt (answers continue their run), not the
+	// generations a long run continued as new into, nor child runs.
+	Turns int `json:"turns"`
 }
 
 const sessionPrefix = "kortyx-session:"
@@ -174,12 +248,12 @@ const (
 func (o Options) sessions(r *http.Request) (any, error) {
 	resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: o.Namespace, PageSize: maxSessions,
-		Query: "WorkflowType = '" + contracts.SessionWorkflowName + "'",
+		Query: "WorkflowType = '" + protocol.SessionWorkflowName + "'",
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := []SessionItem{}
+	out := []sessionItem{}
 	index := map[string]int{}
 	for _, e := range resp.Executions {
 		id, ok := strings.CutPrefix(e.GetExecution().GetWorkflowId(), sessionPrefix)
@@ -194,7 +268,7 @@ func (o Options) sessions(r *http.Request) (any, error) {
 			continue
 		}
 		index[id] = len(out)
-		out = append(out, SessionItem{SessionID: id, StartedAt: start, Status: "new"})
+		out = append(out, sessionItem{SessionID: id, StartedAt: start, Status: "new"})
 	}
 	for i := range out {
 		out[i].LastActivityAt = out[i].StartedAt
@@ -204,13 +278,13 @@ func (o Options) sessions(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(out, func(a, b SessionItem) int { return b.LastActivityAt.Compare(a.LastActivityAt) })
+	slices.SortStableFunc(out, func(a, b sessionItem) int { return b.LastActivityAt.Compare(a.LastActivityAt) })
 	return out, nil
 }
 
 // latestRuns fills in each session's agent, status and last activity from its runs: the runs
 // the session started (children of its workflow) and runs started with its session id.
-func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[string]int) error {
+func (o Options) latestRuns(ctx context.Context, items []sessionItem, index map[string]int) error {
 	resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: o.Namespace, PageSize: maxRuns,
 		Query: "WorkflowType = '" + contracts.RunWorkflowName + "' AND (" + sessionsFilter(items) + ")",
@@ -236,6 +310,9 @@ func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[
 		_ = decodeKeyword(sa[contracts.SearchAttributeStatus], &status)
 		start, end := e.GetStartTime().AsTime(), e.GetCloseTime().AsTime()
 		s := &items[i]
+		if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+			s.Turns++
+		}
 		for _, t := range []time.Time{start, end} {
 			if t.After(s.LastActivityAt) {
 				s.LastActivityAt = t
@@ -254,7 +331,7 @@ func (o Options) latestRuns(ctx context.Context, items []SessionItem, index map[
 // sessions: IN (…) for plain ids. A string literal with an escaped quote or backslash matches
 // nothing on the dev server's visibility store (measured), so an id with ', " or \ is matched
 // by the part before that character (STARTS_WITH); the caller keeps only exact matches.
-func sessionsFilter(items []SessionItem) string {
+func sessionsFilter(items []sessionItem) string {
 	var plain, conds []string
 	prefixes := map[string]bool{}
 	for _, s := range items {

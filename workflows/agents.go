@@ -39,7 +39,7 @@ func agentTypeProblem(id string) string {
 		return fmt.Sprintf("the workflow id is also its Temporal workflow type: it must have at most %d bytes", maxAgentTypeLength)
 	case strings.HasPrefix(strings.ToLower(id), "kortyx."):
 		return fmt.Sprintf("the workflow id is also its Temporal workflow type, and %q is in the namespace of Kortyx's own types (%s, %s): choose an id that does not start with \"kortyx.\"",
-			id, contracts.RunWorkflowName, contracts.SessionWorkflowName)
+			id, contracts.RunWorkflowName, protocol.SessionWorkflowName)
 	}
 	for _, c := range id {
 		if c < ' ' || c == 0x7f {

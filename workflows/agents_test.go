@@ -13,7 +13,7 @@ import (
 func oneNode(id string) *Definition {
 	return &Definition{ID: id, Version: "1",
 		Nodes: map[string]Node{"n": {Run: func(workflow.Context, NodeInput) (NodeResult, error) { return NodeResult{}, nil }}},
-		Edges: []Edge{{From: contracts.StartNode, To: "n"}}}
+		Edges: []Edge{{From: Start, To: "n"}}}
 }
 
 // Ids that cannot be workflow types of their own are refused when the definition is added.

@@ -178,7 +178,7 @@ func TestParallelFailureAfterWaitingSiblingIsAnswered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, true, res.State.Data["caught"])
 	require.Len(t, perr.Results, 2)
-	require.Equal(t, []string{hooks.Rejected, hooks.Fulfilled}, []string{perr.Results[0].Status, perr.Results[1].Status})
+	require.Equal(t, []string{"rejected", "fulfilled"}, []string{perr.Results[0].Status, perr.Results[1].Status})
 	require.Equal(t, "B?yes", perr.Results[1].Value.Data["summary"])
 	require.Equal(t, contracts.CodeWorkflowCallFailed, contracts.CodeOf(perr.Results[0].Err))
 	require.ErrorContains(t, perr.Results[0].Err, "Workflow 'fails': no sources")
@@ -382,7 +382,7 @@ func TestChildCustomQuestionValidatedByRoot(t *testing.T) {
 
 // A child's model usage is added to the root's once, after the child's question was answered.
 func TestChildUsageCountedOnce(t *testing.T) {
-	model := fake.New(fake.Turn{Text: "hi", Usage: contracts.Usage{Input: 7, Output: 3, Total: 10}})
+	model := fake.New(fake.Turn{Text: "hi", Usage: providers.Usage{Input: 7, Output: 3, Total: 10}})
 	parent := def("parent", map[string]workflows.NodeFunc{
 		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "t", Workflow: "talker", Input: map[string]any{"topic": "x"}})
@@ -410,7 +410,7 @@ func TestChildUsageCountedOnce(t *testing.T) {
 	res, err := h.result()
 	require.NoError(t, err)
 	require.Equal(t, "hi!", res.State.Data["summary"])
-	require.Equal(t, &contracts.TokenUsage{Input: 7, Output: 3, Total: 10}, res.State.Runtime.TokenUsage)
+	require.Equal(t, &contracts.Usage{Input: 7, Output: 3, Total: 10}, res.State.Runtime.TokenUsage)
 	types := h.types()
 	require.Equal(t, []string{"text-start", "text-delta", "text-end", "interrupt", "done", "done"}, types,
 		"the child's text streams on the root's stream")

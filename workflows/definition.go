@@ -12,17 +12,17 @@ import (
 // Issue codes of definition validation (the Code of a [contracts.Issue] inside an
 // INVALID_DEFINITION error).
 const (
-	IssueUnrecognizedKeys    = "unrecognized_keys"     // a key that the format does not define
-	IssueInvalidType         = "invalid_type"          // a value of the wrong JSON type
-	IssueRequired            = "required"              // a missing or empty required value
-	IssueInvalidValue        = "invalid_value"         // a value of the right type that is not allowed
-	IssueUnknownNode         = "unknown_node"          // an edge endpoint that names no node
-	IssueUnreachableNode     = "unreachable_node"      // a node no path from __start__ leads to
-	IssueParallelEdges       = "parallel_edges"        // edges that would run in parallel or route ambiguously
-	IssueDuplicateEdge       = "duplicate_edge"        // an edge identical to an earlier one
-	IssueUnknownNodeFunction = "unknown_node_function" // a "run" name not registered on the Registry
-	IssueInvalidSchema       = "invalid_schema"        // an inputSchema or outputSchema that does not compile
-	IssueUnknownTool         = "unknown_tool"          // a kortyx.reason tool the worker does not have (Registry.SetToolNames)
+	issueUnrecognizedKeys    = "unrecognized_keys"     // a key that the format does not define
+	issueInvalidType         = "invalid_type"          // a value of the wrong JSON type
+	issueRequired            = "required"              // a missing or empty required value
+	issueInvalidValue        = "invalid_value"         // a value of the right type that is not allowed
+	issueUnknownNode         = "unknown_node"          // an edge endpoint that names no node
+	issueUnreachableNode     = "unreachable_node"      // a node no path from __start__ leads to
+	issueParallelEdges       = "parallel_edges"        // edges that would run in parallel or route ambiguously
+	issueDuplicateEdge       = "duplicate_edge"        // an edge identical to an earlier one
+	issueUnknownNodeFunction = "unknown_node_function" // a "run" name not registered on the Registry
+	issueInvalidSchema       = "invalid_schema"        // an inputSchema or outputSchema that does not compile
+	issueUnknownTool         = "unknown_tool"          // a kortyx.reason tool the worker does not have (Registry.SetToolNames)
 )
 
 // nodeIDPattern is what a node id must look like: letters, digits and "_", then also ".", ":"
@@ -35,7 +35,7 @@ var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
 //
 //   - ID and Version are required;
 //   - there is at least one node; node ids match ^[A-Za-z0-9_][A-Za-z0-9_.:-]*$ and are not
-//     [contracts.StartNode] or [contracts.EndNode];
+//     [Start] or [End];
 //   - every node has exactly one of Run and RunName (whether RunName is registered is checked
 //     by [Registry.Add]); a Retry has MaxAttempts >= 1 and DelayMs >= 0;
 //   - edges connect existing nodes, never enter __start__ nor leave __end__;
@@ -58,28 +58,28 @@ func (d *Definition) Validate() error {
 	return invalidError(d.ID, d.issues(checkOptions{}))
 }
 
-// StartNode returns the target of the edge out of [contracts.StartNode], or [contracts.EndNode]
+// startNode returns the target of the edge out of [Start], or [End]
 // if there is none (never the case for a valid definition). It is deterministic and scans Edges
 // (no map iteration), so it is safe in workflow code.
-func (d *Definition) StartNode() string {
+func (d *Definition) startNode() string {
 	for _, e := range d.Edges {
-		if e.From == contracts.StartNode {
+		if e.From == Start {
 			return e.To
 		}
 	}
-	return contracts.EndNode
+	return End
 }
 
-// Next returns the node to run after from returned condition (the caller passes the node's
+// next returns the node to run after from returned condition (the caller passes the node's
 // Condition, or its Intent when Condition is empty):
 //
 //   - if from has conditional edges, the target of the one whose When equals condition, and
-//     [contracts.EndNode] when none matches (the run ends silently, as in Kortyx);
+//     [End] when none matches (the run ends silently, as in Kortyx);
 //   - if from has a plain edge, its target (condition is ignored);
-//   - if from has no outgoing edge, [contracts.EndNode].
+//   - if from has no outgoing edge, [End].
 //
 // It is deterministic and scans Edges (no map iteration), so it is safe in workflow code.
-func (d *Definition) Next(from, condition string) string {
+func (d *Definition) next(from, condition string) string {
 	plain, conditional := "", false
 	for _, e := range d.Edges {
 		if e.From != from {
@@ -97,7 +97,7 @@ func (d *Definition) Next(from, condition string) string {
 		}
 	}
 	if conditional || plain == "" {
-		return contracts.EndNode
+		return End
 	}
 	return plain
 }
@@ -131,9 +131,9 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 	checkName := func(key, value string) {
 		switch {
 		case value == "":
-			add([]any{key}, IssueRequired, "%s is required: set a non-empty string", key)
+			add([]any{key}, issueRequired, "%s is required: set a non-empty string", key)
 		case strings.TrimSpace(value) == "":
-			add([]any{key}, IssueInvalidValue, "%s must not be blank", key)
+			add([]any{key}, issueInvalidValue, "%s must not be blank", key)
 		}
 	}
 	checkName("id", d.ID)
@@ -141,34 +141,34 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 
 	ids := sortedMapKeys(d.Nodes)
 	if len(ids) == 0 && !o.nodesUnknown {
-		add([]any{"nodes"}, IssueRequired, "a workflow needs at least one node")
+		add([]any{"nodes"}, issueRequired, "a workflow needs at least one node")
 	}
 	for _, id := range ids {
 		n := d.Nodes[id]
 		switch {
-		case id == contracts.StartNode || id == contracts.EndNode:
-			add([]any{"nodes", id}, IssueInvalidValue,
+		case id == Start || id == End:
+			add([]any{"nodes", id}, issueInvalidValue,
 				"node id %q is reserved for the graph's entry and exit: rename the node", id)
 		case !nodeIDPattern.MatchString(id):
-			add([]any{"nodes", id}, IssueInvalidValue,
+			add([]any{"nodes", id}, issueInvalidValue,
 				"node id %q is not allowed: use letters, digits and _ (then also . : -)", id)
 		}
 		switch {
 		case n.Run == nil && n.RunName == "":
-			add([]any{"nodes", id, "run"}, IssueRequired,
+			add([]any{"nodes", id, "run"}, issueRequired,
 				"node %q has nothing to run: set Run, or RunName (\"run\" in files) to a registered node function", id)
 		case n.Run != nil && n.RunName != "":
-			add([]any{"nodes", id, "run"}, IssueInvalidValue,
+			add([]any{"nodes", id, "run"}, issueInvalidValue,
 				"node %q sets both Run and RunName (%q): keep only one", id, n.RunName)
 		}
 		if r := n.Retry; r != nil {
 			if r.MaxAttempts < 1 {
-				add([]any{"nodes", id, "behavior", "retry", "maxAttempts"}, IssueInvalidValue,
+				add([]any{"nodes", id, "behavior", "retry", "maxAttempts"}, issueInvalidValue,
 					"maxAttempts of node %q is %d: it must be at least 1 (the total number of attempts; 1 means no retry)",
 					id, r.MaxAttempts)
 			}
 			if r.DelayMs < 0 {
-				add([]any{"nodes", id, "behavior", "retry", "delayMs"}, IssueInvalidValue,
+				add([]any{"nodes", id, "behavior", "retry", "delayMs"}, issueInvalidValue,
 					"delayMs of node %q is %d: it must be 0 or more", id, r.DelayMs)
 			}
 		}
@@ -191,22 +191,22 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 	for i, e := range d.Edges {
 		switch {
 		case e.From == "":
-			add(o.edge(i, 0), IssueRequired, "edge has no source node: name the node it leaves")
-		case e.From == contracts.EndNode:
-			add(o.edge(i, 0), IssueInvalidValue, "no edge may leave %s", contracts.EndNode)
-		case e.From != contracts.StartNode && !o.nodesUnknown && !known(e.From):
-			add(o.edge(i, 0), IssueUnknownNode, "edge leaves unknown node %q (nodes: %s)", e.From, knownList)
+			add(o.edge(i, 0), issueRequired, "edge has no source node: name the node it leaves")
+		case e.From == End:
+			add(o.edge(i, 0), issueInvalidValue, "no edge may leave %s", End)
+		case e.From != Start && !o.nodesUnknown && !known(e.From):
+			add(o.edge(i, 0), issueUnknownNode, "edge leaves unknown node %q (nodes: %s)", e.From, knownList)
 		}
 		switch {
 		case e.To == "":
-			add(o.edge(i, 1), IssueRequired, "edge has no target node: name the node it leads to, or %s", contracts.EndNode)
-		case e.To == contracts.StartNode:
-			add(o.edge(i, 1), IssueInvalidValue, "no edge may enter %s", contracts.StartNode)
-		case e.To != contracts.EndNode && !o.nodesUnknown && !known(e.To):
-			add(o.edge(i, 1), IssueUnknownNode, "edge enters unknown node %q (nodes: %s)", e.To, knownList)
+			add(o.edge(i, 1), issueRequired, "edge has no target node: name the node it leads to, or %s", End)
+		case e.To == Start:
+			add(o.edge(i, 1), issueInvalidValue, "no edge may enter %s", Start)
+		case e.To != End && !o.nodesUnknown && !known(e.To):
+			add(o.edge(i, 1), issueUnknownNode, "edge enters unknown node %q (nodes: %s)", e.To, knownList)
 		}
 		if j, dup := seen[e]; dup {
-			add(o.edge(i), IssueDuplicateEdge, "edge repeats edges[%d]: remove it", o.edge(j)[1])
+			add(o.edge(i), issueDuplicateEdge, "edge repeats edges[%d]: remove it", o.edge(j)[1])
 			continue
 		}
 		seen[e] = i
@@ -223,12 +223,12 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 			s.plain = append(s.plain, i)
 			continue
 		}
-		if e.From == contracts.StartNode {
-			add(o.edge(i, 2, "when"), IssueInvalidValue,
-				"the edge out of %s must be unconditional: remove when %q", contracts.StartNode, e.When)
+		if e.From == Start {
+			add(o.edge(i, 2, "when"), issueInvalidValue,
+				"the edge out of %s must be unconditional: remove when %q", Start, e.When)
 		}
 		if j, dup := s.when[e.When]; dup {
-			add(o.edge(i, 2, "when"), IssueParallelEdges,
+			add(o.edge(i, 2, "when"), issueParallelEdges,
 				"node %q already has an edge for when %q (edges[%d]): one condition leads to one node only; parallel edges are unsupported",
 				e.From, e.When, o.edge(j)[1])
 			continue
@@ -239,35 +239,35 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 
 	for _, from := range sourceOrder {
 		s := sources[from]
-		if from == contracts.StartNode {
+		if from == Start {
 			all := append(append([]int{}, s.plain...), s.conditional...)
 			sort.Ints(all)
 			for _, i := range all[1:] {
-				add(o.edge(i), IssueParallelEdges,
+				add(o.edge(i), issueParallelEdges,
 					"%s must have exactly one edge (edges[%d] is the first): remove this one; parallel edges are unsupported",
-					contracts.StartNode, o.edge(all[0])[1])
+					Start, o.edge(all[0])[1])
 			}
 			continue
 		}
 		for _, i := range s.plain[min(1, len(s.plain)):] {
-			add(o.edge(i), IssueParallelEdges,
+			add(o.edge(i), issueParallelEdges,
 				"node %q has more than one plain edge (edges[%d] and this one) and parallel edges are unsupported: keep one, or put when on each",
 				from, o.edge(s.plain[0])[1])
 		}
 		if len(s.plain) > 0 && len(s.conditional) > 0 {
-			add(o.edge(s.plain[0]), IssueParallelEdges,
+			add(o.edge(s.plain[0]), issueParallelEdges,
 				"node %q has both this plain edge and conditional edges; a plain edge would be taken together with them and parallel edges are unsupported: put when on every edge, or use a single plain edge",
 				from)
 		}
 	}
 
-	if _, ok := sources[contracts.StartNode]; !ok && !o.edgesPartial {
-		add([]any{"edges"}, IssueRequired, "no edge leaves %s: add [%s, <first node>]", contracts.StartNode, contracts.StartNode)
+	if _, ok := sources[Start]; !ok && !o.edgesPartial {
+		add([]any{"edges"}, issueRequired, "no edge leaves %s: add [%s, <first node>]", Start, Start)
 	}
 
 	if !o.edgesPartial && !o.nodesUnknown && len(ids) > 0 {
-		reached := map[string]bool{contracts.StartNode: true}
-		queue := []string{contracts.StartNode}
+		reached := map[string]bool{Start: true}
+		queue := []string{Start}
 		for len(queue) > 0 {
 			cur := queue[0]
 			queue = queue[1:]
@@ -280,8 +280,8 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 		}
 		for _, id := range ids {
 			if !reached[id] {
-				add([]any{"nodes", id}, IssueUnreachableNode,
-					"node %q cannot be reached from %s: add an edge into it or remove it", id, contracts.StartNode)
+				add([]any{"nodes", id}, issueUnreachableNode,
+					"node %q cannot be reached from %s: add an edge into it or remove it", id, Start)
 			}
 		}
 	}

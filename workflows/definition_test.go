@@ -46,8 +46,8 @@ func plainEdge(from, to string) Edge      { return Edge{From: from, To: to} }
 func whenEdge(from, to, when string) Edge { return Edge{From: from, To: to, When: when} }
 
 const (
-	startID = contracts.StartNode
-	endID   = contracts.EndNode
+	startID = Start
+	endID   = End
 )
 
 func TestDefinitionValidate(t *testing.T) {
@@ -70,61 +70,61 @@ func TestDefinitionValidate(t *testing.T) {
 			d := testDef([]string{"a"}, plainEdge(startID, "a"))
 			d.ID, d.Version = "", " "
 			return d
-		}, want: []issueKey{{ipath("id"), IssueRequired}, {ipath("version"), IssueInvalidValue}}},
+		}, want: []issueKey{{ipath("id"), issueRequired}, {ipath("version"), issueInvalidValue}}},
 		{name: "no nodes no edges", def: func() *Definition { return testDef(nil) },
-			want: []issueKey{{ipath("edges"), IssueRequired}, {ipath("nodes"), IssueRequired}}},
+			want: []issueKey{{ipath("edges"), issueRequired}, {ipath("nodes"), issueRequired}}},
 		{name: "run missing or doubled", def: func() *Definition {
 			d := testDef([]string{"ok"}, plainEdge(startID, "ok"), plainEdge("ok", "none"), plainEdge("ok", "both"))
 			d.Edges = []Edge{plainEdge(startID, "ok"), whenEdge("ok", "none", "x"), whenEdge("ok", "both", "y")}
 			d.Nodes["none"] = Node{}
 			d.Nodes["both"] = Node{Run: noopTestNode, RunName: "f"}
 			return d
-		}, want: []issueKey{{ipath("nodes", "both", "run"), IssueInvalidValue}, {ipath("nodes", "none", "run"), IssueRequired}}},
+		}, want: []issueKey{{ipath("nodes", "both", "run"), issueInvalidValue}, {ipath("nodes", "none", "run"), issueRequired}}},
 		{name: "bad retry", def: func() *Definition {
 			d := testDef([]string{"x", "y"}, plainEdge(startID, "x"), plainEdge("x", "y"))
 			d.Nodes["x"] = Node{Run: noopTestNode, Retry: &Retry{MaxAttempts: 0}}
 			d.Nodes["y"] = Node{Run: noopTestNode, Retry: &Retry{MaxAttempts: 2, DelayMs: -1}}
 			return d
 		}, want: []issueKey{
-			{ipath("nodes", "x", "behavior", "retry", "maxAttempts"), IssueInvalidValue},
-			{ipath("nodes", "y", "behavior", "retry", "delayMs"), IssueInvalidValue},
+			{ipath("nodes", "x", "behavior", "retry", "maxAttempts"), issueInvalidValue},
+			{ipath("nodes", "y", "behavior", "retry", "delayMs"), issueInvalidValue},
 		}},
 		{name: "reserved and malformed node ids", def: func() *Definition {
 			return testDef([]string{"a", endID, "b c"}, plainEdge(startID, "a"), plainEdge("a", "b c"), plainEdge("b c", endID))
-		}, want: []issueKey{{ipath("nodes", "__end__"), IssueInvalidValue}, {ipath("nodes", "b c"), IssueInvalidValue}}},
+		}, want: []issueKey{{ipath("nodes", "__end__"), issueInvalidValue}, {ipath("nodes", "b c"), issueInvalidValue}}},
 		{name: "unknown nodes", def: func() *Definition {
 			return testDef([]string{"a"}, plainEdge(startID, "a"), plainEdge("a", "nope"), plainEdge("ghost", "a"))
-		}, want: []issueKey{{ipath("edges", 1, 1), IssueUnknownNode}, {ipath("edges", 2, 0), IssueUnknownNode}}},
+		}, want: []issueKey{{ipath("edges", 1, 1), issueUnknownNode}, {ipath("edges", 2, 0), issueUnknownNode}}},
 		{name: "empty endpoints", def: func() *Definition {
 			return testDef([]string{"a"}, plainEdge(startID, "a"), plainEdge("a", ""), plainEdge("", "a"))
-		}, want: []issueKey{{ipath("edges", 1, 1), IssueRequired}, {ipath("edges", 2, 0), IssueRequired}}},
+		}, want: []issueKey{{ipath("edges", 1, 1), issueRequired}, {ipath("edges", 2, 0), issueRequired}}},
 		{name: "edge out of end and into start", def: func() *Definition {
 			return testDef([]string{"a"}, plainEdge(startID, "a"), plainEdge(endID, "a"), plainEdge("a", startID))
-		}, want: []issueKey{{ipath("edges", 1, 0), IssueInvalidValue}, {ipath("edges", 2, 1), IssueInvalidValue}}},
+		}, want: []issueKey{{ipath("edges", 1, 0), issueInvalidValue}, {ipath("edges", 2, 1), issueInvalidValue}}},
 		{name: "two start edges", def: func() *Definition {
 			return testDef([]string{"a", "b"}, plainEdge(startID, "a"), plainEdge(startID, "b"))
-		}, want: []issueKey{{ipath("edges", 1), IssueParallelEdges}}},
+		}, want: []issueKey{{ipath("edges", 1), issueParallelEdges}}},
 		{name: "conditional start edge", def: func() *Definition {
 			return testDef([]string{"a"}, whenEdge(startID, "a", "go"))
-		}, want: []issueKey{{ipath("edges", 0, 2, "when"), IssueInvalidValue}}},
+		}, want: []issueKey{{ipath("edges", 0, 2, "when"), issueInvalidValue}}},
 		{name: "no start edge", def: func() *Definition {
 			return testDef([]string{"a", "b"}, plainEdge("a", "b"))
-		}, want: []issueKey{{ipath("edges"), IssueRequired}, {ipath("nodes", "a"), IssueUnreachableNode}, {ipath("nodes", "b"), IssueUnreachableNode}}},
+		}, want: []issueKey{{ipath("edges"), issueRequired}, {ipath("nodes", "a"), issueUnreachableNode}, {ipath("nodes", "b"), issueUnreachableNode}}},
 		{name: "unreachable node", def: func() *Definition {
 			return testDef([]string{"a", "island", "b"}, plainEdge(startID, "a"), plainEdge("a", "b"), plainEdge("island", "b"))
-		}, want: []issueKey{{ipath("nodes", "island"), IssueUnreachableNode}}},
+		}, want: []issueKey{{ipath("nodes", "island"), issueUnreachableNode}}},
 		{name: "two plain edges", def: func() *Definition {
 			return testDef([]string{"a", "b", "c"}, plainEdge(startID, "a"), plainEdge("a", "b"), plainEdge("a", "c"))
-		}, want: []issueKey{{ipath("edges", 2), IssueParallelEdges}}},
+		}, want: []issueKey{{ipath("edges", 2), issueParallelEdges}}},
 		{name: "plain and conditional edges", def: func() *Definition {
 			return testDef([]string{"a", "b", "c"}, plainEdge(startID, "a"), whenEdge("a", "b", "x"), plainEdge("a", "c"))
-		}, want: []issueKey{{ipath("edges", 2), IssueParallelEdges}}},
+		}, want: []issueKey{{ipath("edges", 2), issueParallelEdges}}},
 		{name: "same condition twice", def: func() *Definition {
 			return testDef([]string{"a", "b", "c"}, plainEdge(startID, "a"), whenEdge("a", "b", "x"), whenEdge("a", "c", "x"))
-		}, want: []issueKey{{ipath("edges", 2, 2, "when"), IssueParallelEdges}}},
+		}, want: []issueKey{{ipath("edges", 2, 2, "when"), issueParallelEdges}}},
 		{name: "duplicate edge", def: func() *Definition {
 			return testDef([]string{"a", "b"}, plainEdge(startID, "a"), whenEdge("a", "b", "x"), whenEdge("a", "b", "x"))
-		}, want: []issueKey{{ipath("edges", 2), IssueDuplicateEdge}}},
+		}, want: []issueKey{{ipath("edges", 2), issueDuplicateEdge}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestDefinitionValidateError(t *testing.T) {
 	require.ErrorAs(t, err, &ke)
 	require.Equal(t, `workflow "wf" is invalid: 1 problem to fix`, ke.Message)
 	require.Contains(t, err.Error(), `nodes.b: node "b" cannot be reached from __start__`)
-	require.Equal(t, contracts.CategoryConfiguration, contracts.CodeOf(err).Category())
+	require.Equal(t, "configuration", contracts.CodeOf(err).Category())
 
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf((*Definition)(nil).Validate()))
 
@@ -166,8 +166,8 @@ func TestDefinitionRouting(t *testing.T) {
 		plainEdge("answer", "review"),
 	)
 	require.NoError(t, d.Validate())
-	require.Equal(t, "classify", d.StartNode())
-	require.Equal(t, endID, (&Definition{}).StartNode())
+	require.Equal(t, "classify", d.startNode())
+	require.Equal(t, endID, (&Definition{}).startNode())
 
 	tests := []struct {
 		name, from, condition, want string
@@ -185,7 +185,7 @@ func TestDefinitionRouting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.Equal(t, tt.want, d.Next(tt.from, tt.condition))
+			require.Equal(t, tt.want, d.next(tt.from, tt.condition))
 		})
 	}
 }

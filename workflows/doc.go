@@ -16,7 +16,7 @@
 //	err := reg.Add(&workflows.Definition{
 //		ID: "hello", Version: "1",
 //		Nodes: map[string]workflows.Node{"greet": {Run: greet}},
-//		Edges: []workflows.Edge{{From: contracts.StartNode, To: "greet"}},
+//		Edges: []workflows.Edge{{From: Start, To: "greet"}},
 //	})
 //	// handle err: a *contracts.Error with code INVALID_DEFINITION listing every problem
 //	acts, err := activities.New(activities.Config{Stream: broker, Providers: models})

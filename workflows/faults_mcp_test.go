@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/providers"
@@ -56,12 +58,12 @@ func TestRetryableMCPErrorReachesClientsAsSafeFailure(t *testing.T) {
 	model := fake.New(fake.Call("calc_add", `{"a":2,"b":3}`), fake.Text("unreachable"))
 	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{
 		"chat": reasonNode(hooks.ReasonOptions{
-			MCP: []contracts.MCPServer{{URL: proxy.URL, Include: []string{"add"}, Prefix: "calc"}},
-			ToolExecution: hooks.ToolExecution{Emit: hooks.All,
+			MCP: []hooks.MCPServer{{URL: proxy.URL, Include: []string{"add"}, Prefix: "calc"}},
+			ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true},
 				Retry: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 2}},
 		}, nil),
 	}, "__start__>chat"))
-	pool := mcp.NewPool()
+	pool := &mcp.Pool{}
 	t.Cleanup(func() { _ = pool.Close() })
 	h.acts.Providers, h.acts.DefaultProvider, h.acts.MCP = providers.NewSet(model), fake.ID, pool
 	h.run("agent", "2+3?")
@@ -73,7 +75,7 @@ func TestRetryableMCPErrorReachesClientsAsSafeFailure(t *testing.T) {
 	require.Zero(t, adds.Load())
 	require.Equal(t, []string{"tool-call-start", "error", "done"}, h.types())
 	require.Equal(t, "An unexpected error occurred.", h.chunks()[1].Message)
-	require.Equal(t, map[string]any{"activity": contracts.ToolActivityName}, h.chunks()[1].Failure.Context)
+	require.Equal(t, map[string]any{"activity": protocol.ToolActivityName}, h.chunks()[1].Failure.Context)
 	all, err := json.Marshal(h.chunks())
 	require.NoError(t, err)
 	require.NotContains(t, string(all), "hunter2")

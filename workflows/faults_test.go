@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/providers"
@@ -38,7 +40,7 @@ func TestRetryableToolErrorReachesClientsAsSafeFailure(t *testing.T) {
 	require.NoError(t, err)
 	model := fake.New(fake.Call("vault", `{}`), fake.Text("unreachable"))
 	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{
-		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"vault"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All,
+		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"vault"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true},
 			Retry: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3}}}, nil),
 	}, "__start__>agent"))
 	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, set
@@ -83,13 +85,13 @@ func lostAttempts[In, Out any](n int32, attempts *atomic.Int32, real func(contex
 func TestLostAttemptsDoNotExhaustTheDefaultRetries(t *testing.T) {
 	box := &toolbox{}
 	model := fake.New(fake.Call("lookup_order", `{"orderId":"A-1"}`), fake.Text("Shipped."))
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
 		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"lookup_order"}}, &res),
 	}, "__start__>agent")
 	var modelAttempts, toolAttempts atomic.Int32
-	h.env.OnActivity(contracts.ModelActivityName, mock.Anything, mock.Anything).Return(lostAttempts(8, &modelAttempts, h.acts.Model))
-	h.env.OnActivity(contracts.ToolActivityName, mock.Anything, mock.Anything).Return(lostAttempts(6, &toolAttempts, h.acts.Tool))
+	h.env.OnActivity(protocol.ModelActivityName, mock.Anything, mock.Anything).Return(lostAttempts(8, &modelAttempts, h.acts.Model))
+	h.env.OnActivity(protocol.ToolActivityName, mock.Anything, mock.Anything).Return(lostAttempts(6, &toolAttempts, h.acts.Tool))
 	h.run("agent", "where is A-1?")
 
 	_, err := h.result()
@@ -113,7 +115,7 @@ func TestModelPassThatNeverCompletesSaysWhy(t *testing.T) {
 		"agent": reasonNode(hooks.ReasonOptions{ID: "a"}, nil),
 	}, "__start__>agent")
 	var attempts atomic.Int32
-	h.env.OnActivity(contracts.ModelActivityName, mock.Anything, mock.Anything).Return(lostAttempts(1<<30, &attempts, h.acts.Model))
+	h.env.OnActivity(protocol.ModelActivityName, mock.Anything, mock.Anything).Return(lostAttempts(1<<30, &attempts, h.acts.Model))
 	h.run("agent", "hello")
 
 	_, err := h.result()
@@ -135,11 +137,11 @@ func TestModelPassThatNeverCompletesSaysWhy(t *testing.T) {
 func TestUnreachableMCPServerFailsWithinItsRetryWindow(t *testing.T) {
 	model := fake.New(fake.Text("unreachable"))
 	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
-		"agent": reasonNode(hooks.ReasonOptions{ID: "a", MCP: []contracts.MCPServer{{URL: "http://127.0.0.1:1/mcp"}}}, nil),
+		"agent": reasonNode(hooks.ReasonOptions{ID: "a", MCP: []hooks.MCPServer{{URL: "http://127.0.0.1:1/mcp"}}}, nil),
 	}, "__start__>agent")
 	var attempts atomic.Int32
-	h.env.OnActivity(contracts.ListToolsActivityName, mock.Anything, mock.Anything).Return(
-		func(context.Context, contracts.ListToolsInput) ([]contracts.OfferedTool, error) {
+	h.env.OnActivity(protocol.ListToolsActivityName, mock.Anything, mock.Anything).Return(
+		func(context.Context, protocol.ListToolsInput) ([]protocol.OfferedTool, error) {
 			attempts.Add(1)
 			return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 		})
@@ -157,7 +159,7 @@ func TestUnreachableMCPServerFailsWithinItsRetryWindow(t *testing.T) {
 	require.Equal(t, []string{"error", "done"}, h.types())
 	f := h.chunks()[0].Failure
 	require.Equal(t, "An unexpected error occurred.", f.Message)
-	require.Equal(t, map[string]any{"activity": contracts.ListToolsActivityName}, f.Context)
+	require.Equal(t, map[string]any{"activity": protocol.ListToolsActivityName}, f.Context)
 }
 
 // TestToolCallThatNeverCompletesSaysWhy: a tool call whose attempts are all lost fails the run
@@ -169,7 +171,7 @@ func TestToolCallThatNeverCompletesSaysWhy(t *testing.T) {
 		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"lookup_order"}}, nil),
 	}, "__start__>agent")
 	var attempts atomic.Int32
-	h.env.OnActivity(contracts.ToolActivityName, mock.Anything, mock.Anything).Return(lostAttempts(1<<30, &attempts, h.acts.Tool))
+	h.env.OnActivity(protocol.ToolActivityName, mock.Anything, mock.Anything).Return(lostAttempts(1<<30, &attempts, h.acts.Tool))
 	h.run("agent", "where is A-1?")
 
 	_, err := h.result()
@@ -180,7 +182,7 @@ func TestToolCallThatNeverCompletesSaysWhy(t *testing.T) {
 	require.Equal(t, []string{"error", "done"}, h.types())
 	f := h.chunks()[0].Failure
 	require.Equal(t, "Activity kortyx.Tool did not complete in time (Heartbeat timeout).", f.Message)
-	require.Equal(t, map[string]any{"activity": contracts.ToolActivityName, "timeout": "Heartbeat"}, f.Context)
+	require.Equal(t, map[string]any{"activity": protocol.ToolActivityName, "timeout": "Heartbeat"}, f.Context)
 }
 
 // TestPlainToolErrorTextIsForTheModelOnly: a tool's plain (non-retryable) error reaches the
@@ -199,9 +201,9 @@ func TestPlainToolErrorTextIsForTheModelOnly(t *testing.T) {
 	require.NoError(t, err)
 	set, err := tools.NewSet(vault, locked)
 	require.NoError(t, err)
-	model := fake.New(fake.Calls(contracts.ToolCall{Name: "vault"}, contracts.ToolCall{Name: "locked"}), fake.Text("Sorry."))
+	model := fake.New(fake.Calls(providers.ToolCall{Name: "vault"}, providers.ToolCall{Name: "locked"}), fake.Text("Sorry."))
 	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{
-		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"vault", "locked"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All}}, nil),
+		"agent": reasonNode(hooks.ReasonOptions{ID: "a", Tools: []string{"vault", "locked"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}}}, nil),
 	}, "__start__>agent"))
 	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, set
 	h.run("agent", "open the vault")

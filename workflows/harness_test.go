@@ -26,14 +26,14 @@ const testRunID = "default-test-workflow-id" // the workflow ID the test environ
 type harness struct {
 	t       *testing.T
 	env     *testsuite.TestWorkflowEnvironment
-	broker  *stream.Memory
+	broker  stream.Broker
 	acts    *activities.Activities // set Providers and Tools before running
 	effects atomic.Int32           // executions of the "sideEffect" activity
 }
 
 func newHarness(t *testing.T, defs ...*workflows.Definition) *harness {
 	t.Helper()
-	h := &harness{t: t, env: newEnv(), broker: stream.NewMemory()}
+	h := &harness{t: t, env: newEnv(), broker: stream.NewMemory(stream.MemoryOptions{})}
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(defs...))
 	workflows.NewRunner(reg).Register(h.env)

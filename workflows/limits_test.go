@@ -7,6 +7,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
@@ -23,7 +24,7 @@ func (h *harness) runLimited(wf string, input any, l contracts.Limits) {
 }
 
 func continueLimit(p contracts.PendingRequest) contracts.Response {
-	return contracts.Response{Token: p.Token, RequestID: p.RequestID, Selected: []string{contracts.LimitContinue}}
+	return contracts.Response{Token: p.Token, RequestID: p.RequestID, Selected: []string{protocol.LimitContinue}}
 }
 
 // MaxNodeExecutions 2 with a parallel group of two children: the parent's node and child a's
@@ -67,11 +68,11 @@ func TestNodeLimitPausesParallelChildren(t *testing.T) {
 	require.Equal(t, []int{1, 1}, []int{aRuns, bRuns})
 	require.Equal(t, []string{"limit-reached", "interrupt", "done", "done"}, h.types())
 	lr := h.chunks()[0]
-	require.Equal(t, contracts.LimitNodeExecutions, lr.Limit)
+	require.Equal(t, protocol.LimitNodeExecutions, lr.Limit)
 	require.Equal(t, 2, lr.Maximum)
 	require.Equal(t, 2, lr.Consumed)
 	require.Equal(t, testRunID, lr.RunID)
-	require.Equal(t, contracts.LimitQuestion, asked.Input.Question)
+	require.Equal(t, protocol.LimitQuestion, asked.Input.Question)
 	require.Equal(t, []contracts.Option{{ID: "continue", Label: "Continue"}}, asked.Input.Options)
 }
 
@@ -92,7 +93,7 @@ func TestModelPassLimitPausesAndContinues(t *testing.T) {
 	require.Equal(t, 10+0+10+2, out.State.Runtime.TokenUsage.Total)
 	types := h.types()
 	require.Equal(t, []string{"limit-reached", "interrupt", "done"}, types[:3])
-	require.Equal(t, contracts.LimitModelPasses, h.chunks()[0].Limit)
+	require.Equal(t, protocol.LimitModelPasses, h.chunks()[0].Limit)
 }
 
 // Cancelling at a limit pause cancels the run; a tool limit counts tool calls.
@@ -131,7 +132,7 @@ func TestChildInvocationLimit(t *testing.T) {
 	res, err := h.result()
 	require.NoError(t, err)
 	require.Equal(t, "AB", res.State.Data["got"])
-	require.Equal(t, contracts.LimitChildInvocations, h.chunks()[0].Limit)
+	require.Equal(t, protocol.LimitChildInvocations, h.chunks()[0].Limit)
 	require.Equal(t, []string{"limit-reached", "interrupt", "done", "done"}, h.types())
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// Workflow file name suffixes read by [LoadDir].
+// Workflow file name suffixes read by [Registry.AddDir].
 var fileSuffixes = []string{".workflow.json", ".workflow.yaml", ".workflow.yml"}
 
 // Load reads a workflow definition from YAML or JSON text and validates it (see
@@ -33,6 +33,7 @@ var fileSuffixes = []string{".workflow.json", ".workflow.yaml", ".workflow.yml"}
 //	inputSchema: {...}     # optional JSON Schema object, compiled with contracts.CompileSchema
 //	outputSchema: {...}    # optional JSON Schema object
 //	metadata: {...}        # optional, free-form
+//	fastPath: true         # optional boolean: model passes run as local activities (Definition.FastPath)
 //	nodes:                 # required, node id → node
 //	  classify:
 //	    run: classify      # required: a node function registered with Registry.RegisterNode
@@ -67,20 +68,6 @@ func Load(data []byte) (*Definition, error) {
 	return d, nil
 }
 
-// LoadFile reads and loads one workflow file (see [Load]); the error message starts with the
-// file's path, which is also in the error's Details under "file".
-func LoadFile(path string) (*Definition, error) {
-	data, err := readWorkflowFile(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := Load(data)
-	if err != nil {
-		return nil, inFile(path, err)
-	}
-	return d, nil
-}
-
 func readWorkflowFile(path string) ([]byte, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -102,7 +89,7 @@ func inFile(path string, err error) error {
 	return err
 }
 
-// workflowFiles lists the workflow files of dir (see [LoadDir]) in name order.
+// workflowFiles lists the workflow files of dir (see [Registry.AddDir]) in name order.
 func workflowFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -117,28 +104,6 @@ func workflowFiles(dir string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// LoadDir loads the files of dir (not its subdirectories) whose names end in ".workflow.json",
-// ".workflow.yaml" or ".workflow.yml", in name order. It returns the definitions that loaded and
-// the errors of the others joined with errors.Join (nil if all loaded). Duplicate ids are not
-// checked here: [Registry.Add] rejects them.
-func LoadDir(dir string) ([]*Definition, error) {
-	paths, err := workflowFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	var defs []*Definition
-	var errs []error
-	for _, path := range paths {
-		d, err := LoadFile(path)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		defs = append(defs, d)
-	}
-	return defs, errors.Join(errs...)
 }
 
 func isWorkflowFile(name string) bool {
@@ -161,13 +126,13 @@ func loadDefinition(data []byte) (*Definition, []contracts.Issue) {
 	case trimmed[0] == '{' || trimmed[0] == '[':
 		v, err := decodeJSON(data)
 		if err != nil {
-			return &Definition{}, []contracts.Issue{{Path: []any{}, Code: IssueInvalidValue, Message: "invalid JSON: " + err.Error()}}
+			return &Definition{}, []contracts.Issue{{Path: []any{}, Code: issueInvalidValue, Message: "invalid JSON: " + err.Error()}}
 		}
 		root = v
 	default:
 		var v any
 		if err := yaml.Unmarshal(data, &v); err != nil {
-			return &Definition{}, []contracts.Issue{{Path: []any{}, Code: IssueInvalidValue, Message: "invalid YAML: " + yamlMessage(err)}}
+			return &Definition{}, []contracts.Issue{{Path: []any{}, Code: issueInvalidValue, Message: "invalid YAML: " + yamlMessage(err)}}
 		}
 		if v == nil { // a document with only comments
 			v = map[string]any{}
@@ -347,12 +312,12 @@ func (r *defReader) normalizeYAML(v any, path []any) any {
 		return json.Number(strconv.FormatUint(t, 10))
 	case float64:
 		if math.IsNaN(t) || math.IsInf(t, 0) {
-			r.add(path, IssueInvalidValue, "numbers must be finite, got %v", t)
+			r.add(path, issueInvalidValue, "numbers must be finite, got %v", t)
 			return nil
 		}
 		return json.Number(strconv.FormatFloat(t, 'g', -1, 64))
 	}
-	r.add(path, IssueInvalidType, "unsupported YAML value of type %T: use a string, number, boolean, null, list or mapping", v)
+	r.add(path, issueInvalidType, "unsupported YAML value of type %T: use a string, number, boolean, null, list or mapping", v)
 	return nil
 }
 
@@ -378,7 +343,7 @@ func jsonTypeName(v any) string {
 func (r *defReader) object(v any, path []any, what string, allowed ...string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		r.add(path, IssueInvalidType, "%s must be an object, got %s", what, jsonTypeName(v))
+		r.add(path, issueInvalidType, "%s must be an object, got %s", what, jsonTypeName(v))
 		return nil, false
 	}
 	var unknown []string
@@ -396,7 +361,7 @@ func (r *defReader) object(v any, path []any, what string, allowed ...string) (m
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		r.add(pathAt(path, k), IssueUnrecognizedKeys, "unknown key %q in %s: allowed keys are %s", k, what, strings.Join(allowed, ", "))
+		r.add(pathAt(path, k), issueUnrecognizedKeys, "unknown key %q in %s: allowed keys are %s", k, what, strings.Join(allowed, ", "))
 	}
 	return m, true
 }
@@ -407,7 +372,7 @@ func (r *defReader) str(m map[string]any, key string, path []any, required strin
 	v, ok := m[key]
 	if !ok {
 		if required != "" {
-			r.add(pathAt(path, key), IssueRequired, "%s", required)
+			r.add(pathAt(path, key), issueRequired, "%s", required)
 		}
 		return ""
 	}
@@ -417,9 +382,22 @@ func (r *defReader) str(m map[string]any, key string, path []any, required strin
 		if _, num := v.(json.Number); num {
 			hint = " (quote it)"
 		}
-		r.add(pathAt(path, key), IssueInvalidType, "%s must be a string%s, got %s", key, hint, jsonTypeName(v))
+		r.add(pathAt(path, key), issueInvalidType, "%s must be a string%s, got %s", key, hint, jsonTypeName(v))
 	}
 	return s
+}
+
+// boolean reads an optional boolean field (false when absent or invalid).
+func (r *defReader) boolean(m map[string]any, key string, path []any) bool {
+	v, present := m[key]
+	if !present {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		r.add(pathAt(path, key), issueInvalidType, "%s must be true or false, got %s", key, describeValue(v))
+	}
+	return b
 }
 
 // integer reads an optional integer field; ok is false if absent or invalid.
@@ -431,11 +409,11 @@ func (r *defReader) integer(m map[string]any, key string, path []any) (int, bool
 	n, isNum := v.(json.Number)
 	f, err := strconv.ParseFloat(string(n), 64)
 	if !isNum || err != nil || f != math.Trunc(f) {
-		r.add(pathAt(path, key), IssueInvalidType, "%s must be an integer, got %s", key, describeValue(v))
+		r.add(pathAt(path, key), issueInvalidType, "%s must be an integer, got %s", key, describeValue(v))
 		return 0, false
 	}
 	if math.Abs(f) > 1<<53 {
-		r.add(pathAt(path, key), IssueInvalidValue, "%s is out of range: %s", key, n)
+		r.add(pathAt(path, key), issueInvalidValue, "%s is out of range: %s", key, n)
 		return 0, false
 	}
 	return int(f), true
@@ -466,7 +444,7 @@ func (r *defReader) plain(v any, path []any) any {
 	case json.Number:
 		f, err := strconv.ParseFloat(string(t), 64)
 		if err != nil {
-			r.add(path, IssueInvalidValue, "number %s is out of range", t)
+			r.add(path, issueInvalidValue, "number %s is out of range", t)
 			return nil
 		}
 		return f
@@ -481,7 +459,7 @@ func (r *defReader) freeMap(m map[string]any, key string, path []any) map[string
 		return nil
 	}
 	if _, ok := v.(map[string]any); !ok {
-		r.add(pathAt(path, key), IssueInvalidType, "%s must be an object, got %s", key, jsonTypeName(v))
+		r.add(pathAt(path, key), issueInvalidType, "%s must be an object, got %s", key, jsonTypeName(v))
 		return nil
 	}
 	return r.plain(v, pathAt(path, key)).(map[string]any)
@@ -494,12 +472,12 @@ func (r *defReader) schema(m map[string]any, key string) *contracts.Schema {
 	}
 	path := []any{key}
 	if _, ok := v.(map[string]any); !ok {
-		r.add(path, IssueInvalidType, "%s must be a JSON Schema object, got %s", key, jsonTypeName(v))
+		r.add(path, issueInvalidType, "%s must be a JSON Schema object, got %s", key, jsonTypeName(v))
 		return nil
 	}
 	doc, err := json.Marshal(v)
 	if err != nil {
-		r.add(path, IssueInvalidSchema, "%s cannot be encoded as JSON: %v", key, err)
+		r.add(path, issueInvalidSchema, "%s cannot be encoded as JSON: %v", key, err)
 		return nil
 	}
 	s, err := contracts.CompileSchema(doc)
@@ -510,7 +488,7 @@ func (r *defReader) schema(m map[string]any, key string) *contracts.Schema {
 			msg = ke.Message
 		}
 		msg = lineBreaksRE.ReplaceAllString(msg, " ")
-		r.add(path, IssueInvalidSchema, "%s is not a usable JSON Schema: %s", key, msg)
+		r.add(path, issueInvalidSchema, "%s is not a usable JSON Schema: %s", key, msg)
 		return nil
 	}
 	return s
@@ -520,7 +498,7 @@ func (r *defReader) definition(root any) (*Definition, checkOptions) {
 	d := &Definition{}
 	opts := checkOptions{edgeIndex: []int{}}
 	m, ok := r.object(root, []any{}, "a workflow definition",
-		"id", "version", "description", "inputSchema", "outputSchema", "nodes", "edges", "metadata")
+		"id", "version", "description", "inputSchema", "outputSchema", "nodes", "edges", "metadata", "fastPath")
 	if !ok {
 		opts.nodesUnknown, opts.edgesPartial = true, true
 		return d, opts
@@ -531,12 +509,13 @@ func (r *defReader) definition(root any) (*Definition, checkOptions) {
 	d.InputSchema = r.schema(m, "inputSchema")
 	d.OutputSchema = r.schema(m, "outputSchema")
 	d.Metadata = r.freeMap(m, "metadata", nil)
+	d.FastPath = r.boolean(m, "fastPath", nil)
 
 	if v, present := m["nodes"]; !present {
-		r.add([]any{"nodes"}, IssueRequired, "nodes is required: map node ids to nodes")
+		r.add([]any{"nodes"}, issueRequired, "nodes is required: map node ids to nodes")
 		opts.nodesUnknown = true
 	} else if nodes, ok := v.(map[string]any); !ok {
-		r.add([]any{"nodes"}, IssueInvalidType, "nodes must be an object mapping node ids to nodes, got %s", jsonTypeName(v))
+		r.add([]any{"nodes"}, issueInvalidType, "nodes must be an object mapping node ids to nodes, got %s", jsonTypeName(v))
 		opts.nodesUnknown = true
 	} else {
 		d.Nodes = make(map[string]Node, len(nodes))
@@ -546,10 +525,10 @@ func (r *defReader) definition(root any) (*Definition, checkOptions) {
 	}
 
 	if v, present := m["edges"]; !present {
-		r.add([]any{"edges"}, IssueRequired, "edges is required: list [from, to] pairs, starting with [%s, <first node>]", contracts.StartNode)
+		r.add([]any{"edges"}, issueRequired, "edges is required: list [from, to] pairs, starting with [%s, <first node>]", Start)
 		opts.edgesPartial = true
 	} else if edges, ok := v.([]any); !ok {
-		r.add([]any{"edges"}, IssueInvalidType, "edges must be a list of [from, to] or [from, to, {when: condition}], got %s", jsonTypeName(v))
+		r.add([]any{"edges"}, issueInvalidType, "edges must be a list of [from, to] or [from, to, {when: condition}], got %s", jsonTypeName(v))
 		opts.edgesPartial = true
 	} else {
 		d.Edges = make([]Edge, 0, len(edges))
@@ -609,7 +588,7 @@ func (r *defReader) node(id string, v any) Node {
 			if _, present := om["mode"]; present {
 				mode := r.str(om, "mode", opath, "")
 				if _, isString := om["mode"].(string); isString && !containsString(onErrorModes, mode) {
-					r.add(pathAt(opath, "mode"), IssueInvalidValue, "mode %q is not one of %s", mode, strings.Join(onErrorModes, ", "))
+					r.add(pathAt(opath, "mode"), issueInvalidValue, "mode %q is not one of %s", mode, strings.Join(onErrorModes, ", "))
 				}
 			}
 		}
@@ -631,17 +610,17 @@ func (r *defReader) edge(i int, v any) Edge {
 	path := []any{"edges", i}
 	t, ok := v.([]any)
 	if !ok {
-		r.add(path, IssueInvalidType, "an edge must be a list [from, to] or [from, to, {when: condition}], got %s", jsonTypeName(v))
+		r.add(path, issueInvalidType, "an edge must be a list [from, to] or [from, to, {when: condition}], got %s", jsonTypeName(v))
 		return e
 	}
 	if len(t) < 2 || len(t) > 3 {
-		r.add(path, IssueInvalidValue, "an edge is [from, to] or [from, to, {when: condition}], got %d element(s)", len(t))
+		r.add(path, issueInvalidValue, "an edge is [from, to] or [from, to, {when: condition}], got %d element(s)", len(t))
 		return e
 	}
 	endpoint := func(j int, name string) string {
 		s, ok := t[j].(string)
 		if !ok {
-			r.add(pathAt(path, j), IssueInvalidType, "the %s of an edge must be a node id string, got %s", name, jsonTypeName(t[j]))
+			r.add(pathAt(path, j), issueInvalidType, "the %s of an edge must be a node id string, got %s", name, jsonTypeName(t[j]))
 		}
 		return s
 	}
@@ -656,11 +635,11 @@ func (r *defReader) edge(i int, v any) Edge {
 		wv, present := cm["when"]
 		switch w, isString := wv.(string); {
 		case !present:
-			r.add(pathAt(cpath, "when"), IssueRequired, "when is required in an edge condition (drop the third element for a plain edge)")
+			r.add(pathAt(cpath, "when"), issueRequired, "when is required in an edge condition (drop the third element for a plain edge)")
 		case !isString:
-			r.add(pathAt(cpath, "when"), IssueInvalidType, "when must be a string (quote numbers and booleans), got %s", jsonTypeName(wv))
+			r.add(pathAt(cpath, "when"), issueInvalidType, "when must be a string (quote numbers and booleans), got %s", jsonTypeName(wv))
 		case w == "":
-			r.add(pathAt(cpath, "when"), IssueInvalidValue, "when must not be empty (drop the third element for a plain edge)")
+			r.add(pathAt(cpath, "when"), issueInvalidValue, "when must not be empty (drop the third element for a plain edge)")
 		default:
 			e.When = w
 		}

@@ -128,8 +128,8 @@ func TestLoadFull(t *testing.T) {
 	}
 	require.Equal(t, want, y)
 	require.NoError(t, want.Validate())
-	require.Equal(t, "answer", fromYAML.Next("classify", "question"))
-	require.Equal(t, endID, fromYAML.Next("classify", "done"))
+	require.Equal(t, "answer", fromYAML.next("classify", "question"))
+	require.Equal(t, endID, fromYAML.next("classify", "done"))
 
 	// The input schema compiled and works.
 	require.Empty(t, fromYAML.InputSchema.Validate(map[string]any{"question": "why?"}))
@@ -158,8 +158,8 @@ edges:
 		d.Nodes["a"].Params)
 	require.Nil(t, d.Nodes["b"].Params)
 	require.Equal(t, []Edge{plainEdge(startID, "a"), whenEdge("a", "b", "done")}, d.Edges)
-	require.Equal(t, "b", d.Next("a", "done"))
-	require.Equal(t, endID, d.Next("a", "nope"))
+	require.Equal(t, "b", d.next("a", "done"))
+	require.Equal(t, endID, d.next("a", "nope"))
 }
 
 func TestLoadErrors(t *testing.T) {
@@ -169,49 +169,51 @@ func TestLoadErrors(t *testing.T) {
 		want []issueKey
 	}{
 		{name: "blank", src: "   ", want: []issueKey{
-			{ipath("edges"), IssueRequired}, {ipath("id"), IssueRequired}, {ipath("nodes"), IssueRequired}, {ipath("version"), IssueRequired},
+			{ipath("edges"), issueRequired}, {ipath("id"), issueRequired}, {ipath("nodes"), issueRequired}, {ipath("version"), issueRequired},
 		}},
 		{name: "comment only", src: "# nothing\n", want: []issueKey{
-			{ipath("edges"), IssueRequired}, {ipath("id"), IssueRequired}, {ipath("nodes"), IssueRequired}, {ipath("version"), IssueRequired},
+			{ipath("edges"), issueRequired}, {ipath("id"), issueRequired}, {ipath("nodes"), issueRequired}, {ipath("version"), issueRequired},
 		}},
 		{name: "edge with one element", src: `{"id":"x","version":"1","nodes":{"a":{"run":"f"}},"edges":[["__start__"]]}`,
-			want: []issueKey{{ipath("edges", 0), IssueInvalidValue}}},
+			want: []issueKey{{ipath("edges", 0), issueInvalidValue}}},
 		{name: "unknown node key", src: `
 id: x
 version: "1"
 nodes:
   start: {run: f, foo: 1}
 edges: [[__start__, start]]
-`, want: []issueKey{{ipath("nodes", "start", "foo"), IssueUnrecognizedKeys}}},
+`, want: []issueKey{{ipath("nodes", "start", "foo"), issueUnrecognizedKeys}}},
 		{name: "unknown top-level key", src: `{"id":"x","version":"1","foo":true,"nodes":{"a":{"run":"f"}},"edges":[["__start__","a"]]}`,
-			want: []issueKey{{ipath("foo"), IssueUnrecognizedKeys}}},
-		{name: "root not an object", src: `[1, 2]`, want: []issueKey{{ipath(), IssueInvalidType}}},
-		{name: "scalar root", src: `hello`, want: []issueKey{{ipath(), IssueInvalidType}}},
+			want: []issueKey{{ipath("foo"), issueUnrecognizedKeys}}},
+		{name: "fastPath not a boolean", src: `{"id":"x","version":"1","fastPath":"yes","nodes":{"a":{"run":"f"}},"edges":[["__start__","a"]]}`,
+			want: []issueKey{{ipath("fastPath"), issueInvalidType}}},
+		{name: "root not an object", src: `[1, 2]`, want: []issueKey{{ipath(), issueInvalidType}}},
+		{name: "scalar root", src: `hello`, want: []issueKey{{ipath(), issueInvalidType}}},
 		{name: "maxAttempts 0", src: `
 id: x
 version: "1"
 nodes:
   x: {run: f, behavior: {retry: {maxAttempts: 0}}}
 edges: [[__start__, x]]
-`, want: []issueKey{{ipath("nodes", "x", "behavior", "retry", "maxAttempts"), IssueInvalidValue}}},
+`, want: []issueKey{{ipath("nodes", "x", "behavior", "retry", "maxAttempts"), issueInvalidValue}}},
 		{name: "unreachable node", src: `
 id: x
 version: "1"
 nodes: {a: {run: f}, b: {run: f}}
 edges: [[__start__, a]]
-`, want: []issueKey{{ipath("nodes", "b"), IssueUnreachableNode}}},
+`, want: []issueKey{{ipath("nodes", "b"), issueUnreachableNode}}},
 		{name: "two plain edges", src: `
 id: x
 version: "1"
 nodes: {a: {run: f}, b: {run: f}, c: {run: f}}
 edges: [[__start__, a], [a, b], [a, c]]
-`, want: []issueKey{{ipath("edges", 2), IssueParallelEdges}}},
+`, want: []issueKey{{ipath("edges", 2), issueParallelEdges}}},
 		{name: "plain and conditional edges", src: `
 id: x
 version: "1"
 nodes: {a: {run: f}, b: {run: f}, c: {run: f}}
 edges: [[__start__, a], [a, b], [a, c, {when: other}]]
-`, want: []issueKey{{ipath("edges", 1), IssueParallelEdges}}},
+`, want: []issueKey{{ipath("edges", 1), issueParallelEdges}}},
 		{name: "wrong types", src: `
 id: 7
 version: 1
@@ -227,24 +229,24 @@ nodes:
   b: just-a-string
 edges: [[__start__, a], [a, b, {when: 3}], [a, 5], "x", [a, b, {when: ""}], [a, b, {}], [a, b, {when: y, also: z}], [a, b, c, d]]
 `, want: []issueKey{
-			{ipath("description"), IssueInvalidType},
-			{ipath("edges", 1, 2, "when"), IssueInvalidType},
-			{ipath("edges", 2, 1), IssueInvalidType},
-			{ipath("edges", 3), IssueInvalidType},
-			{ipath("edges", 4, 2, "when"), IssueInvalidValue},
-			{ipath("edges", 5, 2, "when"), IssueRequired},
-			{ipath("edges", 6, 2, "also"), IssueUnrecognizedKeys},
-			{ipath("edges", 7), IssueInvalidValue},
-			{ipath("id"), IssueInvalidType},
-			{ipath("metadata"), IssueInvalidType},
-			{ipath("nodes", "a", "behavior", "onError", "mode"), IssueInvalidValue},
-			{ipath("nodes", "a", "behavior", "retry", "delayMs"), IssueInvalidType},
-			{ipath("nodes", "a", "behavior", "retry", "extra"), IssueUnrecognizedKeys},
-			{ipath("nodes", "a", "behavior", "retry", "maxAttempts"), IssueInvalidType},
-			{ipath("nodes", "a", "params"), IssueInvalidType},
-			{ipath("nodes", "a", "run"), IssueInvalidType},
-			{ipath("nodes", "b"), IssueInvalidType},
-			{ipath("version"), IssueInvalidType},
+			{ipath("description"), issueInvalidType},
+			{ipath("edges", 1, 2, "when"), issueInvalidType},
+			{ipath("edges", 2, 1), issueInvalidType},
+			{ipath("edges", 3), issueInvalidType},
+			{ipath("edges", 4, 2, "when"), issueInvalidValue},
+			{ipath("edges", 5, 2, "when"), issueRequired},
+			{ipath("edges", 6, 2, "also"), issueUnrecognizedKeys},
+			{ipath("edges", 7), issueInvalidValue},
+			{ipath("id"), issueInvalidType},
+			{ipath("metadata"), issueInvalidType},
+			{ipath("nodes", "a", "behavior", "onError", "mode"), issueInvalidValue},
+			{ipath("nodes", "a", "behavior", "retry", "delayMs"), issueInvalidType},
+			{ipath("nodes", "a", "behavior", "retry", "extra"), issueUnrecognizedKeys},
+			{ipath("nodes", "a", "behavior", "retry", "maxAttempts"), issueInvalidType},
+			{ipath("nodes", "a", "params"), issueInvalidType},
+			{ipath("nodes", "a", "run"), issueInvalidType},
+			{ipath("nodes", "b"), issueInvalidType},
+			{ipath("version"), issueInvalidType},
 		}},
 		{name: "many problems in one file", src: `
 id: multi
@@ -267,39 +269,39 @@ edges:
   - [norun, norun, {when: again}]
   - [__end__, start]
 `, want: []issueKey{
-			{ipath("edges", 2), IssueParallelEdges},
-			{ipath("edges", 3), IssueParallelEdges},
-			{ipath("edges", 3, 1), IssueUnknownNode},
-			{ipath("edges", 4, 1), IssueInvalidValue},
-			{ipath("edges", 5, 2, "when"), IssueParallelEdges},
-			{ipath("edges", 7), IssueDuplicateEdge},
-			{ipath("edges", 8, 0), IssueInvalidValue},
-			{ipath("extra"), IssueUnrecognizedKeys},
-			{ipath("nodes", "__end__"), IssueInvalidValue},
-			{ipath("nodes", "__end__"), IssueUnreachableNode},
-			{ipath("nodes", "lonely"), IssueUnreachableNode},
-			{ipath("nodes", "norun", "run"), IssueRequired},
-			{ipath("nodes", "start", "foo"), IssueUnrecognizedKeys},
-			{ipath("version"), IssueRequired},
+			{ipath("edges", 2), issueParallelEdges},
+			{ipath("edges", 3), issueParallelEdges},
+			{ipath("edges", 3, 1), issueUnknownNode},
+			{ipath("edges", 4, 1), issueInvalidValue},
+			{ipath("edges", 5, 2, "when"), issueParallelEdges},
+			{ipath("edges", 7), issueDuplicateEdge},
+			{ipath("edges", 8, 0), issueInvalidValue},
+			{ipath("extra"), issueUnrecognizedKeys},
+			{ipath("nodes", "__end__"), issueInvalidValue},
+			{ipath("nodes", "__end__"), issueUnreachableNode},
+			{ipath("nodes", "lonely"), issueUnreachableNode},
+			{ipath("nodes", "norun", "run"), issueRequired},
+			{ipath("nodes", "start", "foo"), issueUnrecognizedKeys},
+			{ipath("version"), issueRequired},
 		}},
 		{name: "bad edges skip graph-wide checks", src: `
 id: x
 version: "1"
 nodes: {a: {run: f}, b: {run: f}}
 edges: [[__start__, 1], [a, b]]
-`, want: []issueKey{{ipath("edges", 0, 1), IssueInvalidType}}},
+`, want: []issueKey{{ipath("edges", 0, 1), issueInvalidType}}},
 		{name: "unreadable nodes skip endpoint checks", src: `
 id: x
 version: "1"
 nodes: [a]
 edges: [[__start__, a], [a, b]]
-`, want: []issueKey{{ipath("nodes"), IssueInvalidType}}},
+`, want: []issueKey{{ipath("nodes"), issueInvalidType}}},
 		{name: "edges not a list", src: `
 id: x
 version: "1"
 nodes: {a: {run: f}}
 edges: {a: b}
-`, want: []issueKey{{ipath("edges"), IssueInvalidType}}},
+`, want: []issueKey{{ipath("edges"), issueInvalidType}}},
 		{name: "invalid input schema", src: `
 id: x
 version: "1"
@@ -307,15 +309,15 @@ inputSchema: {type: strnig}
 outputSchema: true
 nodes: {a: {run: f}}
 edges: [[__start__, a]]
-`, want: []issueKey{{ipath("inputSchema"), IssueInvalidSchema}, {ipath("outputSchema"), IssueInvalidType}}},
+`, want: []issueKey{{ipath("inputSchema"), issueInvalidSchema}, {ipath("outputSchema"), issueInvalidType}}},
 		{name: "non-finite number", src: `
 id: x
 version: "1"
 nodes: {a: {run: f, params: {x: .inf}}}
 edges: [[__start__, a]]
-`, want: []issueKey{{ipath("nodes", "a", "params", "x"), IssueInvalidValue}}},
+`, want: []issueKey{{ipath("nodes", "a", "params", "x"), issueInvalidValue}}},
 		{name: "huge JSON number", src: `{"id":"x","version":"1","nodes":{"a":{"run":"f","params":{"x":1e400}}},"edges":[["__start__","a"]]}`,
-			want: []issueKey{{ipath("nodes", "a", "params", "x"), IssueInvalidValue}}},
+			want: []issueKey{{ipath("nodes", "a", "params", "x"), issueInvalidValue}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,7 +360,7 @@ func TestLoadSyntaxErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load([]byte(tt.src))
-			require.Equal(t, []issueKey{{ipath(), IssueInvalidValue}}, issuesOf(t, err))
+			require.Equal(t, []issueKey{{ipath(), issueInvalidValue}}, issuesOf(t, err))
 			var ke *contracts.Error
 			require.ErrorAs(t, err, &ke)
 			for _, s := range tt.contains {
@@ -369,25 +371,25 @@ func TestLoadSyntaxErrors(t *testing.T) {
 }
 
 func TestLoadFile(t *testing.T) {
-	d, err := LoadFile(filepath.Join("testdata", "defs", "a-support.workflow.yaml"))
+	d, err := loadFile(filepath.Join("testdata", "defs", "a-support.workflow.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, "support", d.ID)
 	require.Equal(t, &Retry{MaxAttempts: 3, DelayMs: 250}, d.Nodes["answer"].Retry)
 
 	bad := filepath.Join("testdata", "defs", "c-broken.workflow.yml")
-	_, err = LoadFile(bad)
+	_, err = loadFile(bad)
 	var ke *contracts.Error
 	require.ErrorAs(t, err, &ke)
 	require.True(t, strings.HasPrefix(ke.Message, bad+`: workflow "broken" is invalid`), ke.Message)
 	require.Equal(t, bad, ke.Details["file"])
 
-	_, err = LoadFile(filepath.Join(t.TempDir(), "missing.workflow.yaml"))
+	_, err = loadFile(filepath.Join(t.TempDir(), "missing.workflow.yaml"))
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
 func TestLoadDir(t *testing.T) {
-	defs, err := LoadDir(filepath.Join("testdata", "defs"))
+	defs, err := loadDir(filepath.Join("testdata", "defs"))
 	require.Len(t, defs, 2)
 	require.Equal(t, "support", defs[0].ID) // a-support.workflow.yaml
 	require.Equal(t, "echo", defs[1].ID)    // b-echo.workflow.json
@@ -395,8 +397,8 @@ func TestLoadDir(t *testing.T) {
 
 	// Only the broken file failed; ignored.yaml was not read.
 	require.Equal(t, []issueKey{
-		{ipath("edges", 1, 1), IssueUnknownNode},
-		{ipath("nodes", "start", "foo"), IssueUnrecognizedKeys},
+		{ipath("edges", 1, 1), issueUnknownNode},
+		{ipath("nodes", "start", "foo"), issueUnrecognizedKeys},
 	}, issuesOf(t, err))
 	require.Contains(t, err.Error(), "c-broken.workflow.yml")
 	require.NotContains(t, err.Error(), "ignored.yaml")
@@ -404,10 +406,61 @@ func TestLoadDir(t *testing.T) {
 	require.True(t, errors.As(err, &joined))
 	require.Len(t, joined.Unwrap(), 1)
 
-	defs, err = LoadDir(t.TempDir())
+	defs, err = loadDir(t.TempDir())
 	require.NoError(t, err)
 	require.Empty(t, defs)
 
-	_, err = LoadDir(filepath.Join(t.TempDir(), "nope"))
+	_, err = loadDir(filepath.Join(t.TempDir(), "nope"))
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
+}
+
+// loadFile reads and loads (as Registry.AddFile does, without the registry) one workflow file (see [Load]); the error message starts with the
+// file's path, which is also in the error's Details under "file".
+func loadFile(path string) (*Definition, error) {
+	data, err := readWorkflowFile(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := Load(data)
+	if err != nil {
+		return nil, inFile(path, err)
+	}
+	return d, nil
+}
+
+// loadDir loads the files of dir (not its subdirectories) whose names end in ".workflow.json",
+// ".workflow.yaml" or ".workflow.yml", in name order. It returns the definitions that loaded and
+// the errors of the others joined with errors.Join (nil if all loaded). Duplicate ids are not
+// checked here: [Registry.Add] rejects them.
+func loadDir(dir string) ([]*Definition, error) {
+	paths, err := workflowFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	var defs []*Definition
+	var errs []error
+	for _, path := range paths {
+		d, err := loadFile(path)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		defs = append(defs, d)
+	}
+	return defs, errors.Join(errs...)
+}
+
+// TestLoadFastPath: fastPath: true turns the agent's fast path on, and is what its runs record.
+func TestLoadFastPath(t *testing.T) {
+	for _, src := range []string{"id: x\nversion: \"1\"\nfastPath: true\nnodes: {a: {run: f}}\nedges: [[__start__, a]]\n",
+		`{"id":"x","version":"1","fastPath":true,"nodes":{"a":{"run":"f"}},"edges":[["__start__","a"]]}`} {
+		d, err := Load([]byte(src))
+		require.NoError(t, err)
+		require.True(t, d.FastPath)
+		require.True(t, pinOf(d).FastPath, "runs record it")
+	}
+	d, err := Load([]byte(`{"id":"x","version":"1","nodes":{"a":{"run":"f"}},"edges":[["__start__","a"]]}`))
+	require.NoError(t, err)
+	require.False(t, d.FastPath)
+	require.False(t, pinOf(d).FastPath)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
@@ -46,10 +48,10 @@ func (s *toolStarts) add(local bool) {
 }
 
 // modeHarness is a harness whose registry runs the tools of set as local activities when
-// local is true (as app.Registry wires tools marked tools.Local).
+// local is true (as app.Run wires tools marked tools.Local).
 func modeHarness(t *testing.T, local bool, model *fake.Model, set *tools.Set, nodes map[string]workflows.NodeFunc, edges ...string) (*harness, *toolStarts) {
 	t.Helper()
-	h := &harness{t: t, env: newEnv(), broker: stream.NewMemory()}
+	h := &harness{t: t, env: newEnv(), broker: stream.NewMemory(stream.MemoryOptions{})}
 	reg := workflows.NewRegistry()
 	reg.SetToolNames(set.Names()...)
 	if local {
@@ -61,12 +63,12 @@ func modeHarness(t *testing.T, local bool, model *fake.Model, set *tools.Set, no
 	h.acts.Register(h.env)
 	starts := &toolStarts{}
 	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == contracts.ToolActivityName {
+		if info.ActivityType.Name == protocol.ToolActivityName {
 			starts.add(false)
 		}
 	})
 	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
-		if info.ActivityType.Name == contracts.ToolActivityName {
+		if info.ActivityType.Name == protocol.ToolActivityName {
 			starts.add(true)
 		}
 	})
@@ -125,9 +127,9 @@ func TestLocalToolLoop(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			box := &toolbox{}
 			model := fake.New(fake.Call("lookup_order", `{"orderId":"A-1"}`), fake.Call("lookup_order", `{"orderId":"B-2"}`), fake.Text("Both shipped."))
-			var res contracts.ReasonResult
+			var res hooks.ReasonResult
 			h, starts := modeHarness(t, m.local, model, box.set(t), map[string]workflows.NodeFunc{
-				"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All, MaxSteps: 3}}, &res),
+				"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}, MaxSteps: 3}}, &res),
 			}, "__start__>chat")
 			h.run("agent", "Where are A-1 and B-2?")
 			_, err := h.result()
@@ -166,12 +168,12 @@ func TestLocalToolErrorsAreTheRegularOnes(t *testing.T) {
 			set, err := tools.NewSet(broken, lookup, locked)
 			require.NoError(t, err)
 			model := fake.New(fake.Calls(
-				contracts.ToolCall{Name: "broken", Arguments: json.RawMessage(`{}`)},
-				contracts.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"order":7}`)},
-				contracts.ToolCall{Name: "locked", Arguments: json.RawMessage(`{}`)},
+				providers.ToolCall{Name: "broken", Arguments: json.RawMessage(`{}`)},
+				providers.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"order":7}`)},
+				providers.ToolCall{Name: "locked", Arguments: json.RawMessage(`{}`)},
 			), fake.Text("Sorry."))
 			h, starts := modeHarness(t, m.local, model, set, map[string]workflows.NodeFunc{
-				"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"broken", "lookup_order", "locked"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All}}, nil),
+				"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"broken", "lookup_order", "locked"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}}}, nil),
 			}, "__start__>chat")
 			h.run("agent", "x")
 			_, err = h.result()
@@ -258,9 +260,9 @@ func TestLocalToolRetries(t *testing.T) {
 					set, err := tools.NewSet(flaky)
 					require.NoError(t, err)
 					model := fake.New(fake.Call("flaky", `{}`), fake.Text("Done."))
-					var res contracts.ReasonResult
+					var res hooks.ReasonResult
 					h, starts := modeHarness(t, m.local, model, set, map[string]workflows.NodeFunc{
-						"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"flaky"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All, Retry: tc.retry}}, &res),
+						"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"flaky"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}, Retry: tc.retry}}, &res),
 					}, "__start__>chat")
 					h.run("agent", "x")
 					_, werr := h.result()
@@ -320,12 +322,12 @@ func TestLocalToolTimeout(t *testing.T) {
 			require.Equal(t, []string{"error", "done"}, h.types())
 			f := h.chunks()[0].Failure
 			require.Equal(t, "Activity kortyx.Tool did not complete in time (StartToClose timeout).", f.Message)
-			require.Equal(t, contracts.ToolActivityName, f.Context["activity"])
+			require.Equal(t, protocol.ToolActivityName, f.Context["activity"])
 			require.Equal(t, "StartToClose", f.Context["timeout"])
 			attempts := 1
 			if m.local {
 				attempts = 2
-				require.Equal(t, map[string]any{"activity": contracts.ToolActivityName, "timeout": "StartToClose"}, f.Context)
+				require.Equal(t, map[string]any{"activity": protocol.ToolActivityName, "timeout": "StartToClose"}, f.Context)
 			}
 			require.Equal(t, attempts, runs)
 			requireMode(t, m.local, starts, attempts)
@@ -349,7 +351,7 @@ func TestLocalToolApproval(t *testing.T) {
 			model := fake.New(fake.Call("refund", `{"orderId":"A-1"}`), fake.Text("Done."))
 			h, starts := modeHarness(t, true, model, box.set(t), map[string]workflows.NodeFunc{
 				"chat": reasonNode(hooks.ReasonOptions{ID: "r", Tools: []string{"refund"},
-					ToolExecution: hooks.ToolExecution{Emit: hooks.All, Approval: hooks.Only("refund")}}, nil),
+					ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}, Approval: hooks.Only("refund")}}, nil),
 			}, "__start__>chat")
 			asked := 0
 			var toolRunsWhenAsked int

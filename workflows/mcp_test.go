@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -54,14 +53,14 @@ func mcpServer(t *testing.T) (url string, lists, adds *atomic.Int32) {
 func TestReasonWithMCPTools(t *testing.T) {
 	url, lists, adds := mcpServer(t)
 	model := fake.New(fake.Call("calc_add", `{"a":2,"b":3}`), fake.Text("It is 5."))
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{
 		"chat": reasonNode(hooks.ReasonOptions{
-			MCP:           []contracts.MCPServer{{URL: url, Include: []string{"add"}, Prefix: "calc"}},
-			ToolExecution: hooks.ToolExecution{Emit: hooks.All},
+			MCP:           []hooks.MCPServer{{URL: url, Include: []string{"add"}, Prefix: "calc"}},
+			ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}},
 		}, &res),
 	}, "__start__>chat"))
-	pool := mcp.NewPool()
+	pool := &mcp.Pool{}
 	t.Cleanup(func() { _ = pool.Close() })
 	h.acts.Providers, h.acts.DefaultProvider, h.acts.MCP = providers.NewSet(model), fake.ID, pool
 	h.run("agent", "2+3?")

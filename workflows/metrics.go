@@ -12,19 +12,19 @@ import (
 
 // The run counters, recorded through the worker's Temporal metrics handler
 // (workflow.GetMetricsHandler: nothing is recorded while a workflow task replays, so each is
-// counted once however often its history is replayed), tagged with [MetricTagWorkflow].
+// counted once however often its history is replayed), tagged with metricTagWorkflow.
 const (
-	// MetricRunsStarted counts runs started (not the executions a run continues as new into).
-	MetricRunsStarted = "kortyx.runs.started"
-	// MetricRunsCompleted counts runs that ended with done.
-	MetricRunsCompleted = "kortyx.runs.completed"
-	// MetricRunsFailed counts runs that ended with an error.
-	MetricRunsFailed = "kortyx.runs.failed"
-	// MetricRunsCancelled counts runs that ended cancelled.
-	MetricRunsCancelled = "kortyx.runs.cancelled"
-	// MetricTagWorkflow is the tag of the run counters: the workflow (agent) id the run was
+	// metricRunsStarted counts runs started (not the executions a run continues as new into).
+	metricRunsStarted = "kortyx.runs.started"
+	// metricRunsCompleted counts runs that ended with done.
+	metricRunsCompleted = "kortyx.runs.completed"
+	// metricRunsFailed counts runs that ended with an error.
+	metricRunsFailed = "kortyx.runs.failed"
+	// metricRunsCancelled counts runs that ended cancelled.
+	metricRunsCancelled = "kortyx.runs.cancelled"
+	// metricTagWorkflow is the tag of the run counters: the workflow (agent) id the run was
 	// started with.
-	MetricTagWorkflow = "kortyx_workflow"
+	metricTagWorkflow = "kortyx_workflow"
 )
 
 // meteredRun is [Runner.Run] counting its start and its end.
@@ -33,20 +33,20 @@ func (r *Runner) meteredRun(ctx workflow.Context, in protocol.RunStart) (contrac
 	if wf == "" && in.Snapshot != nil {
 		wf = in.Snapshot.State.CurrentWorkflow
 	}
-	h := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTagWorkflow: wf})
+	h := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{metricTagWorkflow: wf})
 	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
-		h.Counter(MetricRunsStarted).Inc(1)
+		h.Counter(metricRunsStarted).Inc(1)
 	}
 	res, err := r.Run(ctx, in)
 	var can *workflow.ContinueAsNewError
 	switch {
 	case err == nil:
-		h.Counter(MetricRunsCompleted).Inc(1)
+		h.Counter(metricRunsCompleted).Inc(1)
 	case errors.As(err, &can):
 	case temporal.IsCanceledError(err):
-		h.Counter(MetricRunsCancelled).Inc(1)
+		h.Counter(metricRunsCancelled).Inc(1)
 	default:
-		h.Counter(MetricRunsFailed).Inc(1)
+		h.Counter(metricRunsFailed).Inc(1)
 	}
 	return res, err
 }

@@ -14,15 +14,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-func usage(in, out int) contracts.Usage {
-	return contracts.Usage{Input: in, Output: out, Total: in + out}
+func usage(in, out int) providers.Usage {
+	return providers.Usage{Input: in, Output: out, Total: in + out}
 }
 
 func TestMixedTurnReturnRunsLast(t *testing.T) {
-	card := output(t, "A card.", "card", cardSchema, map[string]contracts.StreamMode{"title": contracts.StreamSet})
-	answer := output(t, "The answer.", "answer", summarySchema, map[string]contracts.StreamMode{"text": contracts.StreamTextDelta})
+	card := output(t, "A card.", "card", cardSchema, map[string]contracts.StructuredKind{"title": contracts.StructuredSet})
+	answer := output(t, "The answer.", "answer", summarySchema, map[string]contracts.StructuredKind{"text": contracts.StructuredTextDelta})
 	model := fake.New(
-		fake.Turn{Usage: usage(3, 4), ToolCalls: []contracts.ToolCall{
+		fake.Turn{Usage: usage(3, 4), ToolCalls: []providers.ToolCall{
 			call("kortyx_stream_return__answer", `{"instruction":"answer from the evidence"}`),
 			call("lookup_order", `{"orderId":"A-1"}`),
 			call("lookup_order", `{"orderId":"A-2"}`),
@@ -31,8 +31,8 @@ func TestMixedTurnReturnRunsLast(t *testing.T) {
 		fake.Turn{Usage: usage(3, 4), Deltas: []string{`{"title":"Verified `, `evidence"}`}},
 		fake.Turn{Usage: usage(3, 4), Deltas: []string{`{"text":"Both `, `orders shipped."}`}},
 	)
-	var res contracts.ReasonResult
-	h, box := outputsHarness(t, model, hooks.ReasonOptions{Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All},
+	var res hooks.ReasonResult
+	h, box := outputsHarness(t, model, hooks.ReasonOptions{Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}},
 		Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"card": card}, Return: map[string]*contracts.OutputContract{"answer": answer}}}, &res)
 	h.run("agent", "check A-1 and A-2")
 	_, err := h.result()
@@ -45,7 +45,7 @@ func TestMixedTurnReturnRunsLast(t *testing.T) {
 	require.JSONEq(t, `{"title":"Verified evidence"}`, string(res.Emissions[0].Data))
 	require.JSONEq(t, `{"text":"Both orders shipped."}`, string(res.Returned.Data))
 	require.Equal(t, []int{0, 1, 2}, []int{res.Steps[0].Index, res.Steps[1].Index, res.Steps[2].Index})
-	require.Equal(t, contracts.Usage{Input: 9, Output: 12, Total: 21}, res.Usage)
+	require.Equal(t, providers.Usage{Input: 9, Output: 12, Total: 21}, res.Usage)
 	var order []string
 	for _, r := range res.Steps[0].ToolResults {
 		order = append(order, r.Name)
@@ -73,7 +73,7 @@ func TestMixedTurnPausesAndResumes(t *testing.T) {
 		fake.Text(`{"title":"Two refunds"}`),
 		fake.Text(`{"text":"Completed using both choices"}`),
 	)
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h, box := outputsHarness(t, model, hooks.ReasonOptions{Tools: []string{"refund"},
 		Interrupts: &hooks.Interrupts{MaxRequests: 2, Contracts: map[string]*contracts.InterruptContract{"ask": ask}},
 		Outputs:    &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"card": card}, Return: map[string]*contracts.OutputContract{"done": done}}}, &res)
@@ -111,7 +111,7 @@ func TestMixedTurnBudget(t *testing.T) {
 			fake.Text(`{"text":"Saved and done"}`),
 		)
 		model2 := model
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, box := outputsHarness(t, model2, hooks.ReasonOptions{Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{MaxSteps: maxSteps},
 			Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"card": card}, Return: map[string]*contracts.OutputContract{"done": done}}}, &res)
 		h.run("agent", "save")
@@ -142,7 +142,7 @@ func TestMultipleReturns(t *testing.T) {
 			fake.Calls(call("kortyx_return__a", `{"text":"x"}`), call("kortyx_return__b", `{"text":"y"}`)),
 			fake.Calls(call("kortyx_return__b", `{"text":"y"}`)),
 		)
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs}, &res)
 		h.run("agent", "x")
 		_, err := h.result()
@@ -171,7 +171,7 @@ func TestSchemaCorrections(t *testing.T) {
 	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"accounts": accounts}}
 	t.Run("default repairs once", func(t *testing.T) {
 		model := fake.New(fake.Calls(call("kortyx_emit__accounts", `{"accounts":3}`)), fake.Text(`{"accounts":["a","b","c"]}`), fake.Text("Listed."))
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: outs}, &res)
 		h.run("agent", "x")
 		_, err := h.result()
@@ -217,7 +217,7 @@ func TestSchemaCorrections(t *testing.T) {
 		require.Equal(t, contracts.CodeInvalidRequest, contracts.CodeOf(err))
 	})
 	t.Run("truncated output is not repaired", func(t *testing.T) {
-		model := fake.New(fake.Turn{Text: `{"text":"cut off`, FinishReason: contracts.FinishLength})
+		model := fake.New(fake.Turn{Text: `{"text":"cut off`, FinishReason: providers.FinishLength})
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{OutputSchema: contracts.MustCompileSchema(summarySchema)}, nil)
 		h.run("agent", "x")
 		_, err := h.result()
@@ -227,7 +227,7 @@ func TestSchemaCorrections(t *testing.T) {
 }
 
 func TestStreamedContractInvalidated(t *testing.T) {
-	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StructuredKind{"subject": contracts.StructuredSet, "body": contracts.StructuredTextDelta})
 	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}
 	partial := fake.Turn{Deltas: []string{`{"subject":"Hi",`, `"body":"Hel`, `lo"}`}} // no bullets: invalid
 	t.Run("no corrections", func(t *testing.T) {
@@ -266,7 +266,7 @@ func TestMissingReturn(t *testing.T) {
 	}
 	t.Run("one correction", func(t *testing.T) {
 		model := script()
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, box := outputsHarness(t, model, hooks.ReasonOptions{Tools: []string{"lookup_order"}, Outputs: &hooks.Outputs{Return: map[string]*contracts.OutputContract{"done": done}},
 			ToolExecution: hooks.ToolExecution{MaxSteps: 4, MissingReturnCorrections: 1}}, &res)
 		h.run("agent", "x")
@@ -293,7 +293,7 @@ func TestMissingReturn(t *testing.T) {
 func TestOutputSchemaAnswer(t *testing.T) {
 	schema := contracts.MustCompileSchema(summarySchema)
 	model := fake.New(fake.Text("```json\n{\"text\":\"hi\"}\n```"))
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h, _ := outputsHarness(t, model, hooks.ReasonOptions{OutputSchema: schema}, &res)
 	h.run("agent", "x")
 	_, err := h.result()
@@ -330,7 +330,7 @@ func TestFiveSequentialSuspensionsInOneNode(t *testing.T) {
 				return workflows.NodeResult{}, err
 			}
 			res, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "check", Tools: []string{"refund"},
-				ToolExecution: hooks.ToolExecution{Approval: hooks.All},
+				ToolExecution: hooks.ToolExecution{Approval: hooks.Switch{On: true}},
 				Interrupts:    &hooks.Interrupts{MaxRequests: 2, Contracts: map[string]*contracts.InterruptContract{"ask": review}}})
 			if err != nil {
 				return workflows.NodeResult{}, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -14,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-func output(t *testing.T, desc, id, schema string, fields map[string]contracts.StreamMode) *contracts.OutputContract {
+func output(t *testing.T, desc, id, schema string, fields map[string]contracts.StructuredKind) *contracts.OutputContract {
 	t.Helper()
 	c, err := contracts.NewOutputContract(desc, id, "1", contracts.MustCompileSchema(schema), fields)
 	require.NoError(t, err)
@@ -27,12 +28,12 @@ const (
 	letterSchema  = `{"type":"object","properties":{"subject":{"type":"string"},"body":{"type":"string"},"bullets":{"type":"array","items":{"type":"string"}}},"required":["subject","body","bullets"]}`
 )
 
-func call(name, args string) contracts.ToolCall {
-	return contracts.ToolCall{Name: name, Arguments: json.RawMessage(args)}
+func call(name, args string) providers.ToolCall {
+	return providers.ToolCall{Name: name, Arguments: json.RawMessage(args)}
 }
 
 // outputsHarness runs one node calling Reason with opts against model and the test tools.
-func outputsHarness(t *testing.T, model *fake.Model, opts hooks.ReasonOptions, out *contracts.ReasonResult) (*harness, *toolbox) {
+func outputsHarness(t *testing.T, model *fake.Model, opts hooks.ReasonOptions, out *hooks.ReasonResult) (*harness, *toolbox) {
 	box := &toolbox{}
 	h := newHarness(t, def("agent", map[string]workflows.NodeFunc{"chat": reasonNode(opts, out)}, "__start__>chat"))
 	h.acts.Providers, h.acts.DefaultProvider, h.acts.Tools = providers.NewSet(model), fake.ID, box.set(t)
@@ -54,13 +55,13 @@ func structuredKinds(h *harness) []string {
 }
 
 func TestStreamedEmitBetweenTexts(t *testing.T) {
-	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta, "bullets": contracts.StreamAppend})
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StructuredKind{"subject": contracts.StructuredSet, "body": contracts.StructuredTextDelta, "bullets": contracts.StructuredAppend})
 	model := fake.New(
-		fake.Turn{Text: "I found matches.", ToolCalls: []contracts.ToolCall{call("kortyx_stream_emit__letter", `{"instruction":"write it"}`)}},
+		fake.Turn{Text: "I found matches.", ToolCalls: []providers.ToolCall{call("kortyx_stream_emit__letter", `{"instruction":"write it"}`)}},
 		fake.Turn{Deltas: []string{`{"subject":"Hi",`, `"body":"Hello `, `there","bul`, `lets":["a",`, `"b"]}`}},
 		fake.Text("Done."),
 	)
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h, _ := outputsHarness(t, model, hooks.ReasonOptions{ID: "r", Outputs: &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}}, &res)
 	h.run("agent", "write")
 	_, err := h.result()
@@ -97,7 +98,7 @@ func TestEmitsAndReturnAcrossPasses(t *testing.T) {
 		fake.Calls(call("kortyx_emit__card", `{"title":"two"}`)),
 		fake.Calls(call("kortyx_return__completed", `{"text":"all done"}`)),
 	)
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: &hooks.Outputs{
 		Emit: map[string]*contracts.OutputContract{"card": card}, Return: map[string]*contracts.OutputContract{"completed": done}}}, &res)
 	h.run("agent", "go")
@@ -123,12 +124,12 @@ func TestEmitsAndReturnAcrossPasses(t *testing.T) {
 }
 
 func TestStreamedReturn(t *testing.T) {
-	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"body": contracts.StreamTextDelta})
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StructuredKind{"body": contracts.StructuredTextDelta})
 	model := fake.New(
 		fake.Calls(call("kortyx_stream_return__letter", `{"instruction":"finish"}`)),
 		fake.Turn{Deltas: []string{`{"subject":"S","body":"ab`, `cd","bullets":[]}`}},
 	)
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h, _ := outputsHarness(t, model, hooks.ReasonOptions{Outputs: &hooks.Outputs{Return: map[string]*contracts.OutputContract{"letter": letter}}}, &res)
 	h.run("agent", "go")
 	_, err := h.result()
@@ -145,7 +146,7 @@ func TestInterruptContract(t *testing.T) {
 	require.NoError(t, err)
 	t.Run("answered", func(t *testing.T) {
 		model := fake.New(fake.Calls(call("kortyx_request_input__approval", `{"question":"Which account?"}`)), fake.Text("Using B."))
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{ID: "pay", Interrupts: &hooks.Interrupts{Contracts: map[string]*contracts.InterruptContract{"approval": approval}}}, &res)
 		var asked contracts.PendingRequest
 		h.updateAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
@@ -160,7 +161,7 @@ func TestInterruptContract(t *testing.T) {
 		h.run("agent", "pay")
 		_, err := h.result()
 		require.NoError(t, err)
-		require.Equal(t, []contracts.InterruptRecord{{Contract: "approval", Request: json.RawMessage(`{"question":"Which account?"}`), Response: json.RawMessage(`{"account":"B"}`)}}, res.InterruptHistory)
+		require.Equal(t, []protocol.InterruptRecord{{Contract: "approval", Request: json.RawMessage(`{"question":"Which account?"}`), Response: json.RawMessage(`{"account":"B"}`)}}, res.InterruptHistory)
 		require.Equal(t, contracts.InterruptCustom, asked.Input.Kind)
 		require.Equal(t, "pay:approval:0", asked.Input.ID)
 		require.Equal(t, "Which account?", asked.Input.Question)
@@ -169,7 +170,7 @@ func TestInterruptContract(t *testing.T) {
 	})
 	t.Run("two asks in one turn with maxRequests 2", func(t *testing.T) {
 		model := fake.New(fake.Calls(call("kortyx_request_input__approval", `{"question":"First?"}`), call("kortyx_request_input__approval", `{"question":"Second?"}`)), fake.Text("ok"))
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Interrupts: &hooks.Interrupts{MaxRequests: 2, Contracts: map[string]*contracts.InterruptContract{"approval": approval}}}, &res)
 		answerB := func(p contracts.PendingRequest) contracts.Response {
 			return contracts.Response{Token: p.Token, RequestID: p.RequestID, Value: json.RawMessage(`{"account":"B"}`)}
@@ -198,7 +199,7 @@ func TestInterruptContract(t *testing.T) {
 			fake.Calls(call("kortyx_request_input__approval", `{"question":"Which account?"}`)),
 			fake.Text("Using A."),
 		)
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h, _ := outputsHarness(t, model, hooks.ReasonOptions{Interrupts: &hooks.Interrupts{Contracts: map[string]*contracts.InterruptContract{"approval": approval}}}, &res)
 		var questions int
 		h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
@@ -287,6 +288,6 @@ func TestReasonContractOptionsAreChecked(t *testing.T) {
 	}
 	_, err := contracts.NewOutputContract("d", "s", "1", contracts.MustCompileSchema(`{"type":"array"}`), nil)
 	require.Error(t, err, "an output contract's schema has an object root")
-	_, err = contracts.NewOutputContract("d", "s", "1", contracts.MustCompileSchema(cardSchema), map[string]contracts.StreamMode{"a..b": contracts.StreamSet})
+	_, err = contracts.NewOutputContract("d", "s", "1", contracts.MustCompileSchema(cardSchema), map[string]contracts.StructuredKind{"a..b": contracts.StructuredSet})
 	require.Error(t, err)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -19,7 +21,7 @@ import (
 )
 
 // overLimit is a string whose JSON is over the payload limit.
-var overLimit = strings.Repeat("x", contracts.PayloadLimit)
+var overLimit = strings.Repeat("x", protocol.PayloadLimit)
 
 // newPayloadHarness is a harness whose workflow tasks may take long: encoding megabytes of
 // state in workflow code takes seconds under the race detector.
@@ -58,8 +60,8 @@ func requirePayloadFailure(t *testing.T, h *harness, code contracts.Code, what s
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &d))
 	require.Equal(t, what, d.What, "%+v", f.Details)
-	require.Equal(t, contracts.PayloadLimit, d.Limit)
-	require.Greater(t, d.Size, contracts.PayloadLimit)
+	require.Equal(t, protocol.PayloadLimit, d.Limit)
+	require.Greater(t, d.Size, protocol.PayloadLimit)
 	require.NotEmpty(t, d.Fix)
 }
 
@@ -122,38 +124,38 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 			return contracts.RunResult{}, nil
 		})
 	b, _ := json.Marshal("hi")
-	var turns []contracts.TurnStarted
+	var turns []sessionapi.TurnStarted
 	startTurn := func(id string) {
-		h.env.UpdateWorkflow(contracts.SessionStartTurnUpdate, id, &testsuite.TestUpdateCallback{
+		h.env.UpdateWorkflow(protocol.SessionStartTurnUpdate, id, &testsuite.TestUpdateCallback{
 			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("turn %s: %v", id, err) },
 			OnComplete: func(res any, err error) {
 				require.NoError(t, err)
-				turns = append(turns, res.(contracts.TurnStarted))
+				turns = append(turns, res.(sessionapi.TurnStarted))
 			},
-		}, contracts.TurnRequest{Workflow: "echo", Input: b})
+		}, sessionapi.TurnRequest{Workflow: "echo", Input: b})
 	}
 	h.env.RegisterDelayedCallback(func() { startTurn("t1") }, time.Second)
 	h.env.RegisterDelayedCallback(func() {
 		run := turns[0].RunID
 		snap := protocol.RunSnapshot{State: contracts.GraphState{Data: map[string]any{"blob": overLimit}}}
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: run, TurnEnded: true,
-			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: run, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{}}, Snapshot: &snap}})
+		h.env.SignalWorkflow(protocol.SessionCheckpointSignal, protocol.CheckpointReport{RunID: run, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: "cp-1", SessionID: "s", RunID: run, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{}}, Snapshot: &snap}})
 	}, 2*time.Second)
 	var refused error
 	h.env.RegisterDelayedCallback(func() {
-		h.env.UpdateWorkflow(contracts.SessionStartTurnUpdate, "t2", &testsuite.TestUpdateCallback{
+		h.env.UpdateWorkflow(protocol.SessionStartTurnUpdate, "t2", &testsuite.TestUpdateCallback{
 			OnAccept: func() {}, OnReject: func(err error) { refused = err },
 			OnComplete: func(res any, err error) { refused = err },
-		}, contracts.TurnRequest{Input: b})
+		}, sessionapi.TurnRequest{Input: b})
 	}, 3*time.Second)
-	var view contracts.SessionView
+	var view sessionapi.SessionView
 	h.env.RegisterDelayedCallback(func() {
-		v, err := h.env.QueryWorkflow(contracts.SessionQueryName)
+		v, err := h.env.QueryWorkflow(protocol.SessionQueryName)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&view))
 	}, 4*time.Second)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, time.Minute)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 1})
+	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 1})
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "the session ran until cancelled: %v", h.env.GetWorkflowError())
 	require.Len(t, turns, 1)
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(refused), "the next turn's run would start from the head's state: %v", refused)

@@ -23,18 +23,18 @@ import (
 // error naming the nodes that changed: the run stops, and continues once a worker with a
 // compatible definition picks it up.
 
-// PinChangeID is the workflow.GetVersion change id behind which runs record their definition
+// pinChangeID is the workflow.GetVersion change id behind which runs record their definition
 // and give the activities of hooks node-named ids. Runs whose history has no marker of it
 // (started before) replay as they were recorded.
-const PinChangeID = "kortyx.pinned-definition"
+const pinChangeID = "kortyx.pinned-definition"
 
-// PinLimit bounds the JSON of a recorded definition. A larger definition records only its
+// pinLimit bounds the JSON of a recorded definition. A larger definition records only its
 // hashes (PinnedDefinition.Digest): a change is still detected, but cannot be rebound.
-const PinLimit = 256 << 10
+const pinLimit = 256 << 10
 
 // pinOf returns what a run records of d, a valid definition as added (RunName still set).
 func pinOf(d *Definition) *protocol.PinnedDefinition {
-	p := &protocol.PinnedDefinition{ID: d.ID, Version: d.Version, Nodes: make(map[string]protocol.PinnedNode, len(d.Nodes))}
+	p := &protocol.PinnedDefinition{ID: d.ID, Version: d.Version, Nodes: make(map[string]protocol.PinnedNode, len(d.Nodes)), FastPath: d.FastPath}
 	for id, n := range d.Nodes {
 		pn := protocol.PinnedNode{Run: n.RunName, Code: n.RunName == "", Version: n.Version, Params: n.Params}
 		if n.Retry != nil {
@@ -56,7 +56,7 @@ func pinOf(d *Definition) *protocol.PinnedDefinition {
 		p.OutputSchema = d.OutputSchema.Raw()
 	}
 	p.Hash = hashJSON(p)
-	if b, err := json.Marshal(p); err != nil || len(b) > PinLimit {
+	if b, err := json.Marshal(p); err != nil || len(b) > pinLimit {
 		p.Digest, p.InputSchema, p.OutputSchema = true, nil, nil
 		for id, n := range p.Nodes {
 			n.Params = nil
@@ -87,6 +87,21 @@ func (r *Registry) Fingerprint(id string) string {
 	return ""
 }
 
+// NodeRuns returns what each node of the registered definition id runs, by node id: the
+// registered node function or node kind (the "run" of a file, e.g. [ReasonNode]), or "" for a
+// Go function set in the definition. Nil when id is not registered.
+func (r *Registry) NodeRuns(id string) map[string]string {
+	d, ok := r.Lookup(id)
+	if !ok || d.pin == nil {
+		return nil
+	}
+	out := make(map[string]string, len(d.pin.Nodes))
+	for n, p := range d.pin.Nodes {
+		out[n] = p.Run
+	}
+	return out
+}
+
 // pinned returns the definition a run that recorded rec runs: cur (the worker's definition of
 // rec.ID, nil when none) when its hash is the recorded one, else rec rebound against this
 // registry. It fails with INVALID_DEFINITION naming the changed nodes when rec cannot be rebound.
@@ -102,7 +117,7 @@ func (r *Registry) pinned(cur *Definition, rec *protocol.PinnedDefinition) (*Def
 	if why := unbindable(rec); why != "" {
 		return nil, changedError(cur, rec, why)
 	}
-	d := &Definition{ID: rec.ID, Version: rec.Version, Nodes: make(map[string]Node, len(rec.Nodes))}
+	d := &Definition{ID: rec.ID, Version: rec.Version, Nodes: make(map[string]Node, len(rec.Nodes)), FastPath: rec.FastPath}
 	for id, n := range rec.Nodes {
 		node := Node{RunName: n.Run, Params: n.Params, Version: n.Version}
 		if n.Retry != nil {
@@ -147,7 +162,7 @@ func (r *Registry) pinned(cur *Definition, rec *protocol.PinnedDefinition) (*Def
 // unbindable says why rec cannot be rebound ("" when it can).
 func unbindable(rec *protocol.PinnedDefinition) string {
 	if rec.Digest {
-		return fmt.Sprintf("it was recorded as hashes only (its JSON is over %d bytes)", PinLimit)
+		return fmt.Sprintf("it was recorded as hashes only (its JSON is over %d bytes)", pinLimit)
 	}
 	var code []string
 	for _, id := range sortedMapKeys(rec.Nodes) {

@@ -53,7 +53,7 @@ func pinLoopRegistry(t *testing.T, file string) *workflows.Registry {
 func TestContinueAsNewKeepsThePinnedDefinition(t *testing.T) {
 	v1 := pinLoopRegistry(t, pinLoopV1)
 	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: "loop", Input: json.RawMessage(`{}`), ContinueAsNewAfterNodes: 2}}
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	execute := func(reg *workflows.Registry, in protocol.RunStart) (*protocol.RunStart, contracts.RunResult) {
 		env := newEnv()
 		workflows.NewRunner(reg).Register(env)

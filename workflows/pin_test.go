@@ -40,8 +40,8 @@ func TestPinHashIsTheGraphs(t *testing.T) {
 }
 
 func TestPinOfAHugeDefinitionKeepsOnlyHashes(t *testing.T) {
-	d := &Definition{ID: "big", Version: "1", Nodes: map[string]Node{"a": {RunName: "echo", Params: map[string]any{"text": strings.Repeat("x", PinLimit)}}},
-		Edges: []Edge{{From: contracts.StartNode, To: "a"}}}
+	d := &Definition{ID: "big", Version: "1", Nodes: map[string]Node{"a": {RunName: "echo", Params: map[string]any{"text": strings.Repeat("x", pinLimit)}}},
+		Edges: []Edge{{From: Start, To: "a"}}}
 	p := pinOf(d)
 	require.True(t, p.Digest)
 	require.Nil(t, p.Nodes["a"].Params)
@@ -84,7 +84,7 @@ func TestPinnedRebindsTheRecordedDefinition(t *testing.T) {
 	got, err := r.pinned(cur, rec)
 	require.NoError(t, err)
 	require.Equal(t, "1", got.Version)
-	require.Equal(t, "a", got.StartNode(), "the recorded graph: no node in front")
+	require.Equal(t, "a", got.startNode(), "the recorded graph: no node in front")
 	require.Equal(t, map[string]any{"label": "one"}, got.Nodes["a"].Params)
 	require.NotNil(t, got.Nodes["a"].Run)
 	require.Same(t, rec, got.pin)
@@ -104,7 +104,7 @@ func TestPinnedGoDefinitionCannotBeRebound(t *testing.T) {
 	mk := func(version string) *Definition {
 		return &Definition{ID: "g", Version: "1", Nodes: map[string]Node{
 			"a": {Run: func(workflow.Context, NodeInput) (NodeResult, error) { return NodeResult{}, nil }, Version: version}},
-			Edges: []Edge{{From: contracts.StartNode, To: "a"}}}
+			Edges: []Edge{{From: Start, To: "a"}}}
 	}
 	old := NewRegistry()
 	require.NoError(t, old.Add(mk("")))

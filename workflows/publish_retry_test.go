@@ -22,7 +22,7 @@ import (
 // stream is the one of a run whose publishes never failed, chunk for chunk.
 func TestPublishRetriedWhileTheStreamStoreIsDown(t *testing.T) {
 	run := func(failures int) (chunks []string, calls int) {
-		broker := stream.NewMemory()
+		broker := stream.NewMemory(stream.MemoryOptions{})
 		acts := &activities.Activities{Stream: broker, Providers: providers.NewSet(fake.New(fake.Text("Hello world"))), DefaultProvider: fake.ID}
 		env := newEnv()
 		reg := workflows.NewRegistry()
@@ -40,8 +40,8 @@ func TestPublishRetriedWhileTheStreamStoreIsDown(t *testing.T) {
 					Message: "The stream store (Redis at 127.0.0.1:1) does not answer."})
 			}
 			return acts.Publish(ctx, in)
-		}, activity.RegisterOptions{Name: contracts.PublishActivityName})
-		env.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: contracts.ModelActivityName})
+		}, activity.RegisterOptions{Name: protocol.PublishActivityName})
+		env.RegisterActivityWithOptions(acts.Model, activity.RegisterOptions{Name: protocol.ModelActivityName})
 		env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "agent", Input: []byte(`"x"`)})
 		require.True(t, env.IsWorkflowCompleted())
 		require.NoError(t, env.GetWorkflowError())

@@ -69,7 +69,7 @@ func (b *toolbox) set(t *testing.T) *tools.Set {
 }
 
 // reasonNode calls hooks.Reason with opts and keeps the result in data.
-func reasonNode(opts hooks.ReasonOptions, out *contracts.ReasonResult) workflows.NodeFunc {
+func reasonNode(opts hooks.ReasonOptions, out *hooks.ReasonResult) workflows.NodeFunc {
 	return func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		if opts.Input == "" {
 			opts.Input = in.Text()
@@ -96,8 +96,8 @@ func reasonHarness(t *testing.T, model *fake.Model, box *toolbox, nodes map[stri
 }
 
 func TestReasonStreamsText(t *testing.T) {
-	model := fake.New(fake.Turn{Text: "Hello there world", Usage: contracts.Usage{Input: 7, Output: 3, Total: 10}})
-	var res contracts.ReasonResult
+	model := fake.New(fake.Turn{Text: "Hello there world", Usage: providers.Usage{Input: 7, Output: 3, Total: 10}})
+	var res hooks.ReasonResult
 	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
 		"chat": reasonNode(hooks.ReasonOptions{ID: "answer", System: "Be brief."}, &res),
 	}, "__start__>chat")
@@ -114,9 +114,9 @@ func TestReasonStreamsText(t *testing.T) {
 	require.Equal(t, "there ", h.chunks()[2].Delta)
 	require.Equal(t, "Hello there world", res.Text)
 	require.Equal(t, 1, model.Calls())
-	require.Equal(t, []contracts.ModelMessage{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say hello"}}, model.Requests()[0].Messages)
-	require.Equal(t, &contracts.TokenUsage{Input: 7, Output: 3, Total: 10}, out.State.Runtime.TokenUsage)
-	require.Equal(t, contracts.FinishStop, res.FinishReason.Unified)
+	require.Equal(t, []providers.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: "Say hello"}}, model.Requests()[0].Messages)
+	require.Equal(t, &contracts.Usage{Input: 7, Output: 3, Total: 10}, out.State.Runtime.TokenUsage)
+	require.Equal(t, providers.FinishStop, res.FinishReason.Unified)
 	require.Len(t, res.Steps, 1)
 }
 
@@ -128,7 +128,7 @@ func TestReasonSilentAndBuffered(t *testing.T) {
 	}{
 		{name: "silent stream", opts: hooks.ReasonOptions{Silent: true}, want: []string{"done"}},
 		{name: "buffered", opts: hooks.ReasonOptions{Buffered: true}, want: []string{"text-start", "text-delta", "text-end", "done"}},
-		{name: "model option streaming false", opts: hooks.ReasonOptions{Model: contracts.ModelRef{Options: map[string]any{"streaming": false}}},
+		{name: "model option streaming false", opts: hooks.ReasonOptions{Model: providers.ModelRef{Options: map[string]any{"streaming": false}}},
 			want: []string{"text-start", "text-delta", "text-end", "done"}},
 	}
 	for _, tc := range tests {
@@ -149,9 +149,9 @@ func TestReasonSilentAndBuffered(t *testing.T) {
 func TestReasonToolLoop(t *testing.T) {
 	box := &toolbox{}
 	model := fake.New(fake.Call("lookup_order", `{"orderId":"A-1"}`), fake.Text("It shipped."))
-	var res contracts.ReasonResult
+	var res hooks.ReasonResult
 	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
-		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All}}, &res),
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}}}, &res),
 	}, "__start__>chat")
 	h.run("agent", "Where is A-1?")
 	out, err := h.result()
@@ -168,9 +168,9 @@ func TestReasonToolLoop(t *testing.T) {
 	require.Equal(t, testRunID+":"+res.OpID+":call-lookup_order-1", box.keys[0], "idempotency key: workflow id, op, call id")
 	second := model.Requests()[1].Messages
 	require.Len(t, second, 3)
-	require.Equal(t, contracts.RoleAssistant, second[1].Role)
+	require.Equal(t, providers.RoleAssistant, second[1].Role)
 	require.Equal(t, "lookup_order", second[1].ToolCalls[0].Name)
-	require.Equal(t, contracts.RoleTool, second[2].Role)
+	require.Equal(t, providers.RoleTool, second[2].Role)
 	require.Equal(t, "call-lookup_order-1", second[2].ToolCallID)
 	require.Equal(t, "lookup_order", model.Requests()[0].Tools[0].Name)
 	require.Equal(t, "It shipped.", res.Text)
@@ -202,7 +202,7 @@ func TestReasonApproval(t *testing.T) {
 			model := fake.New(fake.Call("refund", `{"orderId":"A-1"}`), fake.Text("Done."))
 			h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
 				"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"refund", "lookup_order"},
-					ToolExecution: hooks.ToolExecution{Emit: hooks.All, Approval: hooks.Only("refund")}}, nil),
+					ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}, Approval: hooks.Only("refund")}}, nil),
 			}, "__start__>chat")
 			var question contracts.InterruptInput
 			h.updateAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
@@ -233,11 +233,11 @@ func TestReasonApproval(t *testing.T) {
 func TestReasonToolErrorsReachTheModel(t *testing.T) {
 	box := &toolbox{}
 	model := fake.New(fake.Calls(
-		contracts.ToolCall{Name: "broken", Arguments: json.RawMessage(`{}`)},
-		contracts.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"order":7}`)},
+		providers.ToolCall{Name: "broken", Arguments: json.RawMessage(`{}`)},
+		providers.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"order":7}`)},
 	), fake.Text("Sorry."))
 	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
-		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"broken", "lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.All}}, nil),
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"broken", "lookup_order"}, ToolExecution: hooks.ToolExecution{Emit: hooks.Switch{On: true}}}, nil),
 	}, "__start__>chat")
 	h.run("agent", "x")
 	_, err := h.result()
@@ -260,8 +260,8 @@ func TestReasonRejectsBadToolCalls(t *testing.T) {
 		code contracts.Code
 	}{
 		{name: "unknown tool", turn: fake.Call("delete_everything", `{}`), code: contracts.CodeUnknownTool},
-		{name: "empty id", turn: fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{{Name: "lookup_order"}}}, code: contracts.CodeInvalidToolCall},
-		{name: "duplicate ids", turn: fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{{ID: "a", Name: "lookup_order"}, {ID: "a", Name: "lookup_order"}}}, code: contracts.CodeInvalidToolCall},
+		{name: "empty id", turn: fake.Turn{KeepIDs: true, ToolCalls: []providers.ToolCall{{Name: "lookup_order"}}}, code: contracts.CodeInvalidToolCall},
+		{name: "duplicate ids", turn: fake.Turn{KeepIDs: true, ToolCalls: []providers.ToolCall{{ID: "a", Name: "lookup_order"}, {ID: "a", Name: "lookup_order"}}}, code: contracts.CodeInvalidToolCall},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
 	"go.temporal.io/sdk/workflow"
@@ -49,23 +52,23 @@ const ReasonNode = "kortyx.reason"
 
 // reasonParams are the params of a [ReasonNode].
 type reasonParams struct {
-	ID              string                `json:"id"`
-	Model           string                `json:"model"`
-	ModelOptions    map[string]any        `json:"modelOptions"`
-	System          string                `json:"system"`
-	Input           string                `json:"input"`
-	Tools           []string              `json:"tools"`
-	MCP             []contracts.MCPServer `json:"mcp"`
-	MaxSteps        int                   `json:"maxSteps"`
-	EmitTools       json.RawMessage       `json:"emitTools"`
-	Approval        json.RawMessage       `json:"approval"`
-	Stream          *bool                 `json:"stream"`
-	Emit            *bool                 `json:"emit"`
-	Temperature     *float64              `json:"temperature"`
-	MaxOutputTokens int                   `json:"maxOutputTokens"`
-	Output          string                `json:"output"`
-	MaxFailures     int                   `json:"maxFailures"`
-	MaxToolFailures int                   `json:"maxToolFailures"`
+	ID              string               `json:"id"`
+	Model           string               `json:"model"`
+	ModelOptions    map[string]any       `json:"modelOptions"`
+	System          string               `json:"system"`
+	Input           string               `json:"input"`
+	Tools           []string             `json:"tools"`
+	MCP             []protocol.MCPServer `json:"mcp"`
+	MaxSteps        int                  `json:"maxSteps"`
+	EmitTools       json.RawMessage      `json:"emitTools"`
+	Approval        json.RawMessage      `json:"approval"`
+	Stream          *bool                `json:"stream"`
+	Emit            *bool                `json:"emit"`
+	Temperature     *float64             `json:"temperature"`
+	MaxOutputTokens int                  `json:"maxOutputTokens"`
+	Output          string               `json:"output"`
+	MaxFailures     int                  `json:"maxFailures"`
+	MaxToolFailures int                  `json:"maxToolFailures"`
 
 	Outputs *struct {
 		Emit         map[string]outputParams `json:"emit"`
@@ -88,7 +91,7 @@ type outputParams struct {
 	SchemaVersion string          `json:"schemaVersion"`
 	Schema        json.RawMessage `json:"schema"`
 	Stream        *struct {
-		Fields map[string]contracts.StreamMode `json:"fields"`
+		Fields map[string]contracts.StructuredKind `json:"fields"`
 	} `json:"stream"`
 }
 
@@ -179,13 +182,13 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 	if err != nil {
 		return nil, err
 	}
-	model := contracts.Model(p.Model)
+	model := providers.Model(p.Model)
 	model.Options = p.ModelOptions
 	opts := hooks.ReasonOptions{
 		ID:       p.ID,
 		Model:    model,
 		System:   p.System,
-		Options:  contracts.CallOptions{Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens},
+		Options:  providers.CallOptions{Temperature: p.Temperature, MaxOutputTokens: p.MaxOutputTokens},
 		Silent:   p.Emit != nil && !*p.Emit,
 		Buffered: p.Stream != nil && !*p.Stream,
 		Tools:    p.Tools,
@@ -202,12 +205,12 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 		issues = append(issues, contracts.Issue{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 	for i, t := range p.Tools {
-		prefix := contracts.ReservedToolPrefix(t)
+		prefix := protocol.ReservedToolPrefix(t)
 		if prefix != "" {
-			invalid([]any{"tools", i}, IssueInvalidValue, "tool %q uses the reserved prefix %s of output and interrupt contracts: rename the tool", t, prefix)
+			invalid([]any{"tools", i}, issueInvalidValue, "tool %q uses the reserved prefix %s of output and interrupt contracts: rename the tool", t, prefix)
 		}
 		if prefix == "" && tools != nil && !tools[t] {
-			invalid([]any{"tools", i}, IssueUnknownTool, "tool %q is not one of the worker's tools (%s): register it on the worker or fix the name", t, toolList(tools))
+			invalid([]any{"tools", i}, issueUnknownTool, "tool %q is not one of the worker's tools (%s): register it on the worker or fix the name", t, toolList(tools))
 		}
 	}
 	streaming := !opts.Buffered
@@ -216,15 +219,15 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 	}
 	if o := p.Outputs; o != nil {
 		if len(o.Emit)+len(o.Return) == 0 {
-			invalid([]any{"outputs"}, IssueInvalidValue, "outputs needs at least one emit or return contract")
+			invalid([]any{"outputs"}, issueInvalidValue, "outputs needs at least one emit or return contract")
 		}
 		if len(p.OutputSchema) > 0 {
-			invalid([]any{"outputSchema"}, IssueInvalidValue, "outputSchema cannot be combined with outputs: return the final value through a return contract (outputs.return), or drop outputs")
+			invalid([]any{"outputSchema"}, issueInvalidValue, "outputSchema cannot be combined with outputs: return the final value through a return contract (outputs.return), or drop outputs")
 		}
 		for kind, set := range map[string]map[string]outputParams{"emit": o.Emit, "return": o.Return} {
 			for name, op := range set {
 				if op.Stream != nil && len(op.Stream.Fields) > 0 && !streaming {
-					invalid([]any{"outputs", kind, name, "stream"}, IssueInvalidValue,
+					invalid([]any{"outputs", kind, name, "stream"}, issueInvalidValue,
 						"contract %q streams its fields, which needs a streaming call: remove stream: false (or modelOptions.streaming: false), or the contract's stream", name)
 				}
 			}
@@ -251,18 +254,18 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 				if schema == nil {
 					continue
 				}
-				var fields map[string]contracts.StreamMode
+				var fields map[string]contracts.StructuredKind
 				if op.Stream != nil {
 					fields = op.Stream.Fields
 				}
 				c, err := contracts.NewOutputContract(op.Description, op.SchemaID, op.SchemaVersion, schema, fields)
 				if err == nil {
-					prefix := map[bool]map[string]string{false: {"emit": contracts.PrefixEmit, "return": contracts.PrefixReturn},
-						true: {"emit": contracts.PrefixStreamEmit, "return": contracts.PrefixStreamReturn}}[c.Streamed()][kind]
-					err = contracts.CheckContractName(name, prefix)
+					prefix := map[bool]map[string]string{false: {"emit": protocol.PrefixEmit, "return": protocol.PrefixReturn},
+						true: {"emit": protocol.PrefixStreamEmit, "return": protocol.PrefixStreamReturn}}[len(c.StreamFields) > 0][kind]
+					err = protocol.CheckContractName(name, prefix)
 				}
 				if err != nil {
-					issues = append(issues, contracts.Issue{Path: path, Code: IssueInvalidValue, Message: contracts.FailureOf(err).Message})
+					issues = append(issues, contracts.Issue{Path: path, Code: issueInvalidValue, Message: contracts.FailureOf(err).Message})
 					continue
 				}
 				out[name] = c
@@ -283,10 +286,10 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 			}
 			c, err := contracts.NewInterruptContract(ip.Description, ip.SchemaID, ip.SchemaVersion, req, resp)
 			if err == nil {
-				err = contracts.CheckContractName(name, contracts.PrefixRequestInput)
+				err = protocol.CheckContractName(name, protocol.PrefixRequestInput)
 			}
 			if err != nil {
-				issues = append(issues, contracts.Issue{Path: path, Code: IssueInvalidValue, Message: contracts.FailureOf(err).Message})
+				issues = append(issues, contracts.Issue{Path: path, Code: issueInvalidValue, Message: contracts.FailureOf(err).Message})
 				continue
 			}
 			ints.Contracts[name] = c
@@ -309,7 +312,7 @@ func bindReason(raw map[string]any, tools map[string]bool) (NodeFunc, error) {
 			if err != nil {
 				return NodeResult{}, err
 			}
-			if call.Input, err = Render(input, map[string]any{"input": in.Input, "params": in.Params, "context": rc}); err != nil {
+			if call.Input, err = render(input, map[string]any{"input": in.Input, "params": in.Params, "context": rc}); err != nil {
 				return NodeResult{}, err
 			}
 		}
@@ -363,10 +366,10 @@ func toSwitch(raw json.RawMessage) (hooks.Switch, error) {
 	return hooks.Only(names...), nil
 }
 
-// Render fills a template: every "{{ path }}" is replaced by the value at path in vars (dotted
+// render fills a template: every "{{ path }}" is replaced by the value at path in vars (dotted
 // keys, numeric array indexes); strings are inserted as they are, other values as JSON, missing
 // values as "". A path whose first segment is not in vars is an error (a typo, not data).
-func Render(tpl string, vars map[string]any) (string, error) {
+func render(tpl string, vars map[string]any) (string, error) {
 	var b strings.Builder
 	rest := tpl
 	for {

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func TestDeclarativeReasonAgent(t *testing.T) {
 	require.Equal(t, 1, box.n("lookup_order"))
 	require.Equal(t, 1, box.n("refund"))
 	first := model.Requests()[0]
-	require.Equal(t, []contracts.ModelMessage{{Role: "system", Content: "You help with orders."},
+	require.Equal(t, []providers.Message{{Role: "system", Content: "You help with orders."},
 		{Role: "user", Content: "Customer Ada asks: refund A-7 please"}}, first.Messages)
 	require.Len(t, first.Tools, 2)
 	require.Equal(t, []string{"tool-call-start", "tool-call-result", "interrupt", "done", "tool-call-start", "tool-call-result",
@@ -79,7 +80,7 @@ edges:
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 	var paths []string
 	for _, is := range contracts.FailureOf(err).Issues {
-		paths = append(paths, contracts.PathString(is.Path))
+		paths = append(paths, issuePath(is))
 	}
 	require.Contains(t, paths, "nodes.agent.params.maxSteps")
 	require.Contains(t, paths, "nodes.agent.params.approval")
@@ -192,7 +193,7 @@ edges:
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 	var paths []string
 	for _, is := range contracts.FailureOf(err).Issues {
-		paths = append(paths, contracts.PathString(is.Path))
+		paths = append(paths, issuePath(is))
 	}
 	require.Contains(t, paths, "nodes.agent.params.outputs.emit.card", "an object-root schema is required")
 	require.Contains(t, paths, "nodes.agent.params.outputSchema", "a schema that does not compile")
@@ -288,4 +289,11 @@ edges:
 	err = workflows.NewRegistry().Add(bad)
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err), "err: %v", err)
 	require.Contains(t, err.Error(), "maxToolFailures")
+}
+
+// issuePath is the rendered path of an issue ("a.b[2].c", "(root)"): the part of its String
+// before the message.
+func issuePath(is contracts.Issue) string {
+	path, _, _ := strings.Cut(is.String(), ": ")
+	return path
 }

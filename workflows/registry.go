@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -22,7 +23,7 @@ type Registry struct {
 	mu       sync.RWMutex
 	nodes    map[string]NodeFunc
 	params   map[string]*contracts.Schema // params schema of node functions that declare one
-	binders  map[string]Binder            // node kinds that bind their params at Add
+	binders  map[string]binder            // node kinds that bind their params at Add
 	defs     map[string]*Definition
 	fallback string
 	limits   contracts.Limits
@@ -37,7 +38,7 @@ func NewRegistry() *Registry {
 	r := &Registry{
 		nodes:    map[string]NodeFunc{},
 		params:   map[string]*contracts.Schema{},
-		binders:  map[string]Binder{},
+		binders:  map[string]binder{},
 		defs:     map[string]*Definition{},
 		fallback: DefaultFallback,
 	}
@@ -49,21 +50,22 @@ func NewRegistry() *Registry {
 	return r
 }
 
-// Binder turns the params of a node into its node function when the definition is added:
-// the place to parse params and compile schemas once, outside workflow code. An error (ideally
-// a *contracts.Error with issues whose paths are relative to the params) rejects the definition.
-type Binder func(params map[string]any) (NodeFunc, error)
+// binder turns the params of a node into its node function when the definition is added.
+type binder = func(params map[string]any) (NodeFunc, error)
 
 // RegisterNodeKind registers a declarative node kind: nodes whose run is name get the node
 // function bind returns for their params (validated first against paramsSchema, when given).
-func (r *Registry) RegisterNodeKind(name string, paramsSchema *contracts.Schema, bind Binder) error {
+// bind runs when a definition is added: the place to parse params and compile schemas once,
+// outside workflow code. Its error (ideally a *contracts.Error with issues whose paths are
+// relative to the params) rejects the definition.
+func (r *Registry) RegisterNodeKind(name string, paramsSchema *contracts.Schema, bind func(params map[string]any) (NodeFunc, error)) error {
 	if bind == nil {
 		return contracts.Errorf(contracts.CodeInvalidDefinition, "node kind %q needs a binder", name)
 	}
 	placeholder := func(workflow.Context, NodeInput) (NodeResult, error) {
 		return NodeResult{}, contracts.Errorf(contracts.CodeInvalidDefinition, "node kind %q runs only through a registered definition", name)
 	}
-	if err := r.RegisterNode(name, placeholder, WithParamsSchema(paramsSchema)); err != nil {
+	if err := r.registerNode(name, placeholder, paramsSchema); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -72,24 +74,17 @@ func (r *Registry) RegisterNodeKind(name string, paramsSchema *contracts.Schema,
 	return nil
 }
 
-// NodeOption configures a registered node function.
-type NodeOption func(*nodeOptions)
-
-type nodeOptions struct{ params *contracts.Schema }
-
-// WithParamsSchema makes [Registry.Add] validate the params of every node that runs this
-// function against schema, so a bad YAML node fails at load time with the path of each problem.
-func WithParamsSchema(schema *contracts.Schema) NodeOption {
-	return func(o *nodeOptions) { o.params = schema }
-}
-
 // RegisterNode registers a node function under name, for nodes whose RunName ("run" in files)
 // is name. An empty name, a nil fn or an already registered name is an INVALID_DEFINITION error.
-func (r *Registry) RegisterNode(name string, fn NodeFunc, opts ...NodeOption) error {
-	var o nodeOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+// To have [Registry.Add] validate the params of the nodes that run it, register a node kind
+// ([Registry.RegisterNodeKind]) whose binder returns fn.
+func (r *Registry) RegisterNode(name string, fn NodeFunc) error {
+	return r.registerNode(name, fn, nil)
+}
+
+// registerNode registers fn under name; params, when not nil, validates the params of the
+// nodes that run it.
+func (r *Registry) registerNode(name string, fn NodeFunc, params *contracts.Schema) error {
 	switch {
 	case strings.TrimSpace(name) == "":
 		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function name is empty: give it a name")
@@ -102,8 +97,8 @@ func (r *Registry) RegisterNode(name string, fn NodeFunc, opts ...NodeOption) er
 		return contracts.Errorf(contracts.CodeInvalidDefinition, "node function %q is already registered: use another name", name)
 	}
 	r.nodes[name] = fn
-	if o.params != nil {
-		r.params[name] = o.params
+	if params != nil {
+		r.params[name] = params
 	}
 	return nil
 }
@@ -162,7 +157,7 @@ func (r *Registry) SetLocalTools(names ...string) {
 }
 
 // LocalTools returns the names given to [Registry.SetLocalTools], sorted.
-func (r *Registry) LocalTools() []string {
+func (r *Registry) localTools() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return append([]string(nil), r.local...)
@@ -180,7 +175,7 @@ func (r *Registry) prepare(defs []*Definition) ([]*Definition, error) {
 		}
 		issues := d.issues(checkOptions{})
 		if p := agentTypeProblem(d.ID); p != "" && strings.TrimSpace(d.ID) != "" {
-			issues = append(issues, contracts.Issue{Path: []any{"id"}, Code: IssueInvalidValue, Message: p})
+			issues = append(issues, contracts.Issue{Path: []any{"id"}, Code: issueInvalidValue, Message: p})
 		}
 		nodeIssues, bound := r.checkNodes(d)
 		issues = append(issues, nodeIssues...)
@@ -263,7 +258,7 @@ func (r *Registry) checkNodes(d *Definition) ([]contracts.Issue, map[string]Node
 			}
 		}
 		if _, ok := r.nodes[n.RunName]; !ok {
-			issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: IssueUnknownNodeFunction,
+			issues = append(issues, contracts.Issue{Path: []any{"nodes", id, "run"}, Code: issueUnknownNodeFunction,
 				Message: fmt.Sprintf("node function %q is not registered (registered: %s): register it with RegisterNode or fix the name",
 					n.RunName, r.nodeList())})
 		}
@@ -320,7 +315,7 @@ func (r *Registry) nodeList() string {
 	return strings.Join(sortedMapKeys(r.nodes), ", ")
 }
 
-// AddFile loads a workflow file as [LoadFile] does and adds it with [Registry.Add]. A file
+// AddFile loads a workflow file as [Load] does (its error starts with the path, also in Details["file"]) and adds it with [Registry.Add]. A file
 // with problems gets one error that lists all of them with their paths: those of the format
 // and those found against this registry (node functions, params), so that one round of fixes
 // suffices.
@@ -360,8 +355,9 @@ func (r *Registry) loadFile(path string) (*Definition, error) {
 	return nil, inFile(path, invalidError(d.ID, issues))
 }
 
-// AddDir loads the workflow files of a directory (see [LoadDir]) and adds their definitions
-// with [Registry.Add], reporting the problems of each file as [Registry.AddFile] does. It is
+// AddDir loads the workflow files of a directory (not its subdirectories) whose names end in
+// ".workflow.json", ".workflow.yaml" or ".workflow.yml", in name order, and adds their
+// definitions with [Registry.Add], reporting the problems of each file as [Registry.AddFile] does. It is
 // all-or-nothing: if any file fails to load or any definition fails to add, nothing is added
 // and the errors of all files are returned, joined.
 func (r *Registry) AddDir(dir string) error {
@@ -394,7 +390,7 @@ func (r *Registry) AddDir(dir string) error {
 // SetLimits sets the default execution limits of the runs of this registry's workflows
 // (spec F5.7; RunInput.Limits overrides them per run). Zero fields mean no limit.
 func (r *Registry) SetLimits(l contracts.Limits) error {
-	if err := l.Check(); err != nil {
+	if err := protocol.CheckLimits(l); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -468,7 +464,7 @@ func (r *Registry) Workflows() []*Definition {
 }
 
 // NodeNames returns the registered node function names, sorted.
-func (r *Registry) NodeNames() []string {
+func (r *Registry) nodeNames() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return sortedMapKeys(r.nodes)
@@ -485,6 +481,6 @@ func bindIssues(id, kind string, err error) []contracts.Issue {
 		}
 		return out
 	}
-	return []contracts.Issue{{Path: []any{"nodes", id, "params"}, Code: IssueInvalidValue,
+	return []contracts.Issue{{Path: []any{"nodes", id, "params"}, Code: issueInvalidValue,
 		Message: fmt.Sprintf("params of %s: %v", kind, err)}}
 }

@@ -47,7 +47,7 @@ func TestRegistryRegisterNode(t *testing.T) {
 			require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 		})
 	}
-	require.Equal(t, []string{"a", "b", ReasonNode}, r.NodeNames(), "plus the built-in node kinds")
+	require.Equal(t, []string{"a", "b", ReasonNode}, r.nodeNames(), "plus the built-in node kinds")
 }
 
 func TestRegistryAdd(t *testing.T) {
@@ -97,7 +97,7 @@ func TestRegistryAdd(t *testing.T) {
 		d.Nodes["a"] = Node{RunName: "clasify"}
 		d.Nodes["b"] = Node{RunName: "answer"}
 		err := r.Add(d)
-		require.Equal(t, []issueKey{{ipath("nodes", "a", "run"), IssueUnknownNodeFunction}}, issuesOf(t, err))
+		require.Equal(t, []issueKey{{ipath("nodes", "a", "run"), issueUnknownNodeFunction}}, issuesOf(t, err))
 		var ke *contracts.Error
 		require.ErrorAs(t, err, &ke)
 		require.Contains(t, ke.Issues[0].Message, `"clasify" is not registered (registered: answer, classify, kortyx.reason)`)
@@ -110,8 +110,8 @@ func TestRegistryAdd(t *testing.T) {
 		d.Nodes["a"] = Node{RunName: "missing"}
 		err := r.Add(d)
 		require.Equal(t, []issueKey{
-			{ipath("nodes", "a", "run"), IssueUnknownNodeFunction},
-			{ipath("nodes", "b"), IssueUnreachableNode},
+			{ipath("nodes", "a", "run"), issueUnknownNodeFunction},
+			{ipath("nodes", "b"), issueUnreachableNode},
 		}, issuesOf(t, err))
 		require.Contains(t, err.Error(), "(registered: kortyx.reason)")
 	})
@@ -220,7 +220,7 @@ func TestRegistryConcurrentReads(t *testing.T) {
 			defer wg.Done()
 			for range 100 {
 				d, err := r.Workflow("wf")
-				if err != nil || d.StartNode() != "a" || len(r.NodeNames()) != 2 || len(r.Workflows()) != 1 {
+				if err != nil || d.startNode() != "a" || len(r.nodeNames()) != 2 || len(r.Workflows()) != 1 {
 					t.Error("unexpected registry state")
 					return
 				}
@@ -242,8 +242,8 @@ func TestRegistryAddFiles(t *testing.T) {
 
 		err = r.AddFile(filepath.Join(dir, "a-support.workflow.yaml"))
 		require.Equal(t, []issueKey{
-			{ipath("nodes", "answer", "run"), IssueUnknownNodeFunction},
-			{ipath("nodes", "classify", "run"), IssueUnknownNodeFunction},
+			{ipath("nodes", "answer", "run"), issueUnknownNodeFunction},
+			{ipath("nodes", "classify", "run"), issueUnknownNodeFunction},
 		}, issuesOf(t, err))
 	})
 

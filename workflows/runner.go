@@ -31,7 +31,7 @@ func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
 // definitions before.
 func (r *Runner) Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(r.meteredRun, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
-	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: contracts.SessionWorkflowName})
+	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: protocol.SessionWorkflowName})
 	r.registerAgents(w)
 }
 
@@ -50,19 +50,19 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	}
 	run.BindChild(in.Child)
 	run.Resolve = r.resolve
-	run.LocalTools = r.reg.LocalTools()
+	run.LocalTools = r.reg.localTools()
 	var limitsErr error
 	if in.Child == nil {
 		if in.Limits != nil {
-			limitsErr = in.Limits.Check()
+			limitsErr = protocol.CheckLimits(*in.Limits)
 		}
-		run.SetLimits(r.reg.Limits().Over(in.Limits))
+		run.SetLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits))
 	}
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
 	// Runs started before pinning replay without it (and with the SDK's activity ids).
-	pinning := workflow.GetVersion(ctx, PinChangeID, workflow.DefaultVersion, 1) >= 1
+	pinning := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, 1) >= 1
 	run.NodeActivityIDs = pinning
 	var def *Definition
 	var err error
@@ -73,9 +73,9 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		}
 		if err == nil {
 			run.Snap.State, err = initialState(in, def)
-			run.Snap.NextNode = def.StartNode()
+			run.Snap.NextNode = def.startNode()
 			if p := in.Prior; p != nil && p.Hooks.WorkflowState != nil {
-				run.Snap.Hooks.WorkflowState = execution.Clone(p.Hooks.WorkflowState)
+				run.Snap.Hooks.WorkflowState = protocol.Clone(p.Hooks.WorkflowState)
 			}
 		}
 	} else if p := run.Snap.Pinned; pinning && p != nil && p.ID == run.Snap.State.CurrentWorkflow {
@@ -107,11 +107,13 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	}
 
 	executed := 0
-	for next := run.Snap.NextNode; next != contracts.EndNode && next != ""; next = run.Snap.NextNode {
+	for next := run.Snap.NextNode; next != End && next != ""; next = run.Snap.NextNode {
 		if executed > 0 && (workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
 			(in.ContinueAsNewAfterNodes > 0 && executed >= in.ContinueAsNewAfterNodes)) {
 			return r.continueAsNew(ctx, run, in)
 		}
+		// Only runs that pin their definition read FastPath from it (older runs never had one).
+		run.FastPath = pinning && def != nil && def.FastPath
 		res, err := r.execNode(ctx, run, def, next)
 		executed++
 		if isCancel(ctx, run, err) {
@@ -123,7 +125,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		if def, err = r.apply(ctx, run, def, next, res); err != nil {
 			return r.fail(ctx, run, err)
 		}
-		if run.Snap.NextNode != contracts.EndNode {
+		if run.Snap.NextNode != End {
 			run.Flush(ctx)
 		}
 	}
@@ -148,7 +150,7 @@ func (r *Runner) resolve(id string) (execution.ChildTarget, error) {
 // initialState builds the state of a fresh run (spec F2.1).
 func initialState(in protocol.RunStart, def *Definition) (contracts.GraphState, error) {
 	st := contracts.GraphState{
-		LastNode:            contracts.StartNode,
+		LastNode:            Start,
 		CurrentWorkflow:     def.ID,
 		Data:                map[string]any{},
 		ConversationHistory: []contracts.HistoryEntry{},
@@ -165,7 +167,7 @@ func initialState(in protocol.RunStart, def *Definition) (contracts.GraphState, 
 	}
 	if p := in.Prior; p != nil {
 		// A new turn of a session continues from the head's state (spec F5.3).
-		prior := execution.Clone(p.State)
+		prior := protocol.Clone(p.State)
 		if prior.Data != nil {
 			st.Data = prior.Data
 		}
@@ -202,16 +204,16 @@ func (r *Runner) execNode(ctx workflow.Context, run *execution.Run, def *Definit
 	}
 	run.BeginNode(id)
 	for attempt := 1; ; attempt++ {
-		if err := run.Reserve(ctx, contracts.LimitNodeExecutions); err != nil {
+		if err := run.Reserve(ctx, protocol.LimitNodeExecutions); err != nil {
 			return NodeResult{}, err
 		}
 		run.Snap.NodeExecutions++
 		nctx, scope := run.Enter(ctx, id, def.ID)
-		params := execution.Clone(node.Params)
+		params := protocol.Clone(node.Params)
 		if params == nil {
 			params = map[string]any{}
 		}
-		res, err := node.Run(nctx, NodeInput{Input: execution.Clone(run.Snap.State.Input), Params: params})
+		res, err := node.Run(nctx, NodeInput{Input: protocol.Clone(run.Snap.State.Input), Params: params})
 		scope.Close()
 		if err == nil && !run.Cancelled() {
 			run.EndNode()
@@ -261,13 +263,13 @@ func (r *Runner) apply(ctx workflow.Context, run *execution.Run, def *Definition
 		if payload == nil {
 			payload = map[string]any{}
 		}
-		run.Emit(contracts.Chunk{Type: contracts.ChunkTransition, TransitionTo: res.TransitionTo, Payload: contracts.RawJSON(payload)})
+		run.Emit(contracts.Chunk{Type: contracts.ChunkTransition, TransitionTo: res.TransitionTo, Payload: protocol.RawJSON(payload)})
 	}
 	// Deliberate difference from Kortyx: routing uses only what this node returned, so a
 	// condition set by an earlier node never routes a later one.
 	st.LastCondition, st.LastIntent = res.Condition, res.Intent
 	if res.Data != nil {
-		data := execution.Clone(res.Data)
+		data := protocol.Clone(res.Data)
 		st.Input = execution.DeepMerge(execution.ToRecord(st.Input), data)
 		st.Data = execution.DeepMerge(st.Data, data)
 	}
@@ -280,10 +282,10 @@ func (r *Runner) apply(ctx workflow.Context, run *execution.Run, def *Definition
 			ui.Message = res.UI.Message
 		}
 		if res.UI.Structured != nil {
-			structured := execution.Clone(res.UI.Structured)
+			structured := protocol.Clone(res.UI.Structured)
 			ui.Structured = execution.DeepMerge(ui.Structured, structured)
 			run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredData, Kind: contracts.StructuredFinal,
-				StreamID: run.NewStreamID(), DataType: inferDataType(structured), Node: id, Data: contracts.RawJSON(structured)})
+				StreamID: run.NewStreamID(), DataType: inferDataType(structured), Node: id, Data: protocol.RawJSON(structured)})
 		}
 		st.UI = &ui
 	}
@@ -294,7 +296,7 @@ func (r *Runner) apply(ctx workflow.Context, run *execution.Run, def *Definition
 	if cond == "" {
 		cond = res.Intent
 	}
-	run.Snap.NextNode = def.Next(id, cond)
+	run.Snap.NextNode = def.next(id, cond)
 	return def, nil
 }
 
@@ -338,7 +340,7 @@ func (r *Runner) transition(ctx workflow.Context, run *execution.Run, res NodeRe
 		data[k] = st.Data[k]
 	}
 	for _, k := range workflow.DeterministicKeys(res.Data) {
-		data[k] = execution.Clone(res.Data[k])
+		data[k] = protocol.Clone(res.Data[k])
 	}
 	st.Data = data
 	if raw, ok := res.Data["rawInput"].(string); ok {
@@ -355,7 +357,7 @@ func (r *Runner) transition(ctx workflow.Context, run *execution.Run, res NodeRe
 	st.CurrentWorkflow = target.ID
 	run.SetWorkflow(ctx, target.ID)
 	run.Snap.Hooks.NodeID, run.Snap.Hooks.NodeSlots, run.Snap.Hooks.Journal = "", nil, nil
-	run.Snap.NextNode = target.StartNode()
+	run.Snap.NextNode = target.startNode()
 	return target, nil
 }
 
@@ -382,14 +384,14 @@ func (r *Runner) complete(ctx workflow.Context, run *execution.Run, def *Definit
 		}
 	}
 	res := contracts.RunResult{Status: contracts.StatusCompleted, State: *st}
-	if err := contracts.CheckPayload("the run's result (its final state)", res, stateFix); err != nil {
+	if err := protocol.CheckPayload("the run's result (its final state)", res, stateFix); err != nil {
 		return r.fail(ctx, run, err)
 	}
 	if !run.Completed() && run.Child == nil {
 		if _, err := run.Checkpoint(ctx, nil, true); err != nil {
 			return r.fail(ctx, run, err)
 		}
-		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: contracts.RawJSON(st)})
+		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: protocol.RawJSON(st)})
 	}
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusCompleted)
@@ -452,7 +454,7 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in prot
 		Session:  run.Binding(),
 		Child:    in.Child, // a child stays its parent's (Temporal follows the chain)
 	}
-	if err := contracts.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
+	if err := protocol.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)
 	}
 	// The same workflow type: kortyx.Run, or the agent's own (see agents.go).

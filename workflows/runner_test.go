@@ -807,7 +807,7 @@ func TestRunFromSnapshotReusesJournal(t *testing.T) {
 		NextNode: "ask",
 		Seq:      3,
 		Hooks: protocol.HookState{NodeID: "ask", Journal: map[string]protocol.JournalEntry{
-			"structured#0":   {Kind: "structured", Value: contracts.RawJSON(published)},
+			"structured#0":   {Kind: "structured", Value: protocol.RawJSON(published)},
 			"interrupt:name": {Kind: "interrupt", Answer: &answered},
 		}},
 	}

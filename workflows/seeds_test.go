@@ -2,15 +2,17 @@ package workflows_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
 	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"os"
-	"path/filepath"
-	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
@@ -85,7 +87,7 @@ func TestSchemaCorrectionsAreOnePoolPerCall(t *testing.T) {
 		require.Equal(t, []string{"final"}, structuredKinds(h), "the repaired first value only")
 	})
 
-	retried := func(t *testing.T, model *fake.Model, out *contracts.ReasonResult) *harness {
+	retried := func(t *testing.T, model *fake.Model, out *hooks.ReasonResult) *harness {
 		d := def("agent", map[string]workflows.NodeFunc{
 			"chat": reasonNode(hooks.ReasonOptions{ID: "r", Outputs: outs, ToolExecution: hooks.ToolExecution{MaxSteps: 5}}, out),
 		}, "__start__>chat")
@@ -116,7 +118,7 @@ func TestSchemaCorrectionsAreOnePoolPerCall(t *testing.T) {
 			fake.Fail(contracts.CodeProviderHTTPError, false, "bad request"),
 			fake.Text("Listed."),
 		)
-		var res contracts.ReasonResult
+		var res hooks.ReasonResult
 		h := retried(t, model, &res)
 		h.run("agent", "x")
 		_, err := h.result()
@@ -172,7 +174,7 @@ func TestRetriedPassInvalidatesOnlyPublishedText(t *testing.T) {
 
 // The same for the provisional fields of a streamed output pass.
 func TestRetriedOutputPassInvalidatesOnlyPublishedFields(t *testing.T) {
-	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StructuredKind{"subject": contracts.StructuredSet, "body": contracts.StructuredTextDelta})
 	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}
 	full := fake.Turn{Deltas: []string{`{"subject":"Hi",`, `"body":"Hello",`, `"bullets":[]}`}}
 	for _, tc := range []struct {
@@ -203,7 +205,7 @@ func issueList(t *testing.T, err error) []string {
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err), "err: %v", err)
 	var out []string
 	for _, is := range contracts.FailureOf(err).Issues {
-		out = append(out, contracts.PathString(is.Path)+" "+is.Code)
+		out = append(out, issuePath(is)+" "+is.Code)
 	}
 	return out
 }
@@ -289,25 +291,25 @@ func TestReasonNodeProblemsAreReportedAtLoad(t *testing.T) {
 // A retry of a pass whose failed attempt ran on an older worker (whose heartbeats carried a
 // count of deltas) assumes that attempt published, as the older worker would have.
 func TestRetryAfterAnOlderWorkerInvalidatesItsSegment(t *testing.T) {
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	model := fake.New(fake.Text("Hello world"))
 	acts := &activities.Activities{Stream: broker, Providers: providers.NewSet(model), DefaultProvider: fake.ID}
 	env := newEnv()
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(def("agent", map[string]workflows.NodeFunc{"chat": reasonNode(hooks.ReasonOptions{}, nil)}, "__start__>chat")))
 	workflows.NewRunner(reg).Register(env)
-	env.RegisterActivityWithOptions(acts.Publish, activity.RegisterOptions{Name: contracts.PublishActivityName})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in contracts.ModelPassInput) (contracts.ModelResponse, error) {
+	env.RegisterActivityWithOptions(acts.Publish, activity.RegisterOptions{Name: protocol.PublishActivityName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in protocol.ModelPassInput) (protocol.ModelPassResult, error) {
 		if activity.GetInfo(ctx).Attempt == 1 { // the older worker: one delta, then a reset
 			err := broker.Publish(ctx, in.RunID,
 				stream.Keyed{Key: "m:" + in.OpID + ":step-0:start", Chunk: contracts.Chunk{Type: contracts.ChunkTextStart, OpID: in.OpID, SegmentID: "step-0"}},
 				stream.Keyed{Key: "m:" + in.OpID + ":step-0:1", Chunk: contracts.Chunk{Type: contracts.ChunkTextDelta, OpID: in.OpID, SegmentID: "step-0", Delta: "Hel"}})
 			require.NoError(t, err)
 			activity.RecordHeartbeat(ctx, 1)
-			return contracts.ModelResponse{}, temporal.NewApplicationError("connection reset", string(contracts.CodeProviderTransportError))
+			return protocol.ModelPassResult{}, temporal.NewApplicationError("connection reset", string(contracts.CodeProviderTransportError))
 		}
 		return acts.Model(ctx, in)
-	}, activity.RegisterOptions{Name: contracts.ModelActivityName})
+	}, activity.RegisterOptions{Name: protocol.ModelActivityName})
 	env.ExecuteWorkflow(contracts.RunWorkflowName, contracts.RunInput{Workflow: "agent", Input: []byte(`"x"`), SessionID: "s-1"})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
@@ -325,7 +327,7 @@ func TestRetryAfterAnOlderWorkerInvalidatesItsSegment(t *testing.T) {
 
 // A streamed output whose pass published no field is not invalidated: there is nothing to void.
 func TestInvalidStreamedOutputWithoutFieldsIsNotInvalidated(t *testing.T) {
-	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StreamMode{"subject": contracts.StreamSet, "body": contracts.StreamTextDelta})
+	letter := output(t, "A letter.", "letter", letterSchema, map[string]contracts.StructuredKind{"subject": contracts.StructuredSet, "body": contracts.StructuredTextDelta})
 	outs := &hooks.Outputs{Emit: map[string]*contracts.OutputContract{"letter": letter}}
 	emit := fake.Calls(call("kortyx_stream_emit__letter", `{"instruction":"x"}`))
 	t.Run("no corrections", func(t *testing.T) {

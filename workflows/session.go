@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -14,7 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Session is the session workflow ([contracts.SessionWorkflowName]): one execution per session
+// Session is the session workflow ([protocol.SessionWorkflowName]): one execution per session
 // id that holds the session's checkpoints and head, serializes its turns (starting each run as
 // a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
 func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
@@ -30,9 +32,9 @@ func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 	if err := s.install(ctx); err != nil {
 		return err
 	}
-	if s.m.State.Owner != "" && workflow.GetInfo(ctx).Memo.GetFields()[contracts.SessionOwnerMemo] == nil {
+	if s.m.State.Owner != "" && workflow.GetInfo(ctx).Memo.GetFields()[protocol.SessionOwnerMemo] == nil {
 		// A fork or a continued session that does not carry its owner's memo yet.
-		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: s.m.State.Owner}); err != nil {
+		if err := workflow.UpsertMemo(ctx, map[string]any{protocol.SessionOwnerMemo: s.m.State.Owner}); err != nil {
 			return err
 		}
 	}
@@ -74,13 +76,13 @@ func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 			}
 			s.drain(ctx)
 			next := s.m.Carry()
-			if err := contracts.CheckPayload("the session state carried into continue-as-new", next, ""); err != nil {
+			if err := protocol.CheckPayload("the session state carried into continue-as-new", next, ""); err != nil {
 				// Even without the older snapshots (the head's is kept): the session goes on in
 				// this execution.
 				workflow.GetLogger(ctx).Warn("kortyx: the session cannot continue as new", "session", s.m.In.SessionID, "error", err)
 				continue
 			}
-			return workflow.NewContinueAsNewError(ctx, contracts.SessionWorkflowName, next)
+			return workflow.NewContinueAsNewError(ctx, protocol.SessionWorkflowName, next)
 		}
 	}
 }
@@ -121,11 +123,16 @@ func (s *session) change() func() {
 func (s *session) install(ctx workflow.Context) error {
 	// First: an update buffered before its handler exists runs as soon as it is registered,
 	// and the handlers read reports.
-	s.reports = workflow.GetSignalChannel(ctx, contracts.SessionCheckpointSignal)
-	if err := workflow.SetQueryHandler(ctx, contracts.SessionQueryName, func() (contracts.SessionView, error) { return s.m.View(), nil }); err != nil {
+	s.reports = workflow.GetSignalChannel(ctx, protocol.SessionCheckpointSignal)
+	if err := workflow.SetQueryHandler(ctx, protocol.SessionQueryName, func() (sessionapi.SessionView, error) { return s.m.View(), nil }); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, contracts.SessionCheckpointQueryName, func(id string) (contracts.Checkpoint, error) {
+	if err := workflow.SetQueryHandler(ctx, protocol.SessionQuestionQuery, func(token string) (string, error) {
+		return s.m.QuestionRun(token), nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, protocol.SessionCheckpointQueryName, func(id string) (sessionapi.Checkpoint, error) {
 		// Query errors reach the client as text only: "not found" is the zero checkpoint.
 		return s.m.Checkpoint(id), nil
 	}); err != nil {
@@ -152,7 +159,7 @@ func (s *session) install(ctx workflow.Context) error {
 		handler  any
 		validate any
 	}{
-		{contracts.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req contracts.TurnRequest) error {
+		{protocol.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req sessionapi.TurnRequest) error {
 			return validate(func() error {
 				again, err := s.m.CheckStart(req)
 				if err == nil && again == nil {
@@ -161,15 +168,15 @@ func (s *session) install(ctx workflow.Context) error {
 				return err
 			})
 		}},
-		{contracts.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req contracts.ResumeTurnRequest) error {
+		{protocol.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req protocol.ResumeTurnRequest) error {
 			return validateSettled(func() error { _, _, err := s.m.CheckResume(req); return err })
 		}},
-		{contracts.SessionAbortTurnUpdate, s.abortTurn, nil},
-		{contracts.SessionStopUpdate, s.stop, nil},
-		{contracts.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
+		{protocol.SessionAbortTurnUpdate, s.abortTurn, nil},
+		{protocol.SessionStopUpdate, s.stop, nil},
+		{protocol.SessionRollbackUpdate, s.rollback, func(ctx workflow.Context, id string) error {
 			return validateSettled(func() error { _, err := s.m.CheckTarget(id); return err })
 		}},
-		{contracts.SessionForkUpdate, s.fork, func(ctx workflow.Context, req contracts.ForkRequest) error {
+		{protocol.SessionForkUpdate, s.fork, func(ctx workflow.Context, req sessionapi.ForkRequest) error {
 			return validateSettled(func() error { return s.m.CheckFork(req) })
 		}},
 	}
@@ -230,7 +237,7 @@ const emptySessionIdle = time.Minute
 
 // checkWorkflow checks, in the update validator only (it reads the registry, which may change
 // between deployments), that the turn's workflow is registered.
-func (s *session) checkWorkflow(req contracts.TurnRequest) error {
+func (s *session) checkWorkflow(req sessionapi.TurnRequest) error {
 	wf := s.m.TurnWorkflow(req)
 	if s.reg == nil {
 		return nil
@@ -239,15 +246,15 @@ func (s *session) checkWorkflow(req contracts.TurnRequest) error {
 	return err
 }
 
-func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (contracts.TurnStarted, error) {
+func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
 	if err := s.ready(ctx); err != nil {
-		return contracts.TurnStarted{}, err
+		return sessionapi.TurnStarted{}, err
 	}
 	defer s.change()()
 	s.drain(ctx)
 	again, err := s.m.CheckStart(req)
 	if err != nil {
-		return contracts.TurnStarted{}, contracts.ToTemporal(err)
+		return sessionapi.TurnStarted{}, contracts.ToTemporal(err)
 	}
 	if again != nil {
 		return *again, nil
@@ -255,8 +262,8 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	defer func() { s.changed = true }()
 	if s.m.Claim(req.Owner) {
 		// The owner is recorded in the session's memo, where it can be read without a worker.
-		if err := workflow.UpsertMemo(ctx, map[string]any{contracts.SessionOwnerMemo: req.Owner}); err != nil {
-			return contracts.TurnStarted{}, err
+		if err := workflow.UpsertMemo(ctx, map[string]any{protocol.SessionOwnerMemo: req.Owner}); err != nil {
+			return sessionapi.TurnStarted{}, err
 		}
 	}
 	if s.m.Head() == nil {
@@ -271,26 +278,42 @@ func (s *session) startTurn(ctx workflow.Context, req contracts.TurnRequest) (co
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
 		s.m.PromptNotStarted()
-		return contracts.TurnStarted{}, err
+		return sessionapi.TurnStarted{}, err
 	}
 	s.applyEarly(ctx, runID)
 	return started, nil
 }
 
-func (s *session) resumeTurn(ctx workflow.Context, req contracts.ResumeTurnRequest) (contracts.TurnStarted, error) {
+func (s *session) resumeTurn(ctx workflow.Context, req protocol.ResumeTurnRequest) (sessionapi.TurnStarted, error) {
 	if err := s.ready(ctx); err != nil {
-		return contracts.TurnStarted{}, err
+		return sessionapi.TurnStarted{}, err
 	}
 	s.drain(ctx)
 	p, again, err := s.m.CheckResume(req)
 	if err != nil {
-		return contracts.TurnStarted{}, contracts.ToTemporal(err)
+		return sessionapi.TurnStarted{}, contracts.ToTemporal(err)
 	}
 	if again != nil {
 		return *again, nil
 	}
 	defer func() { s.changed = true }()
+	if !sessionstate.Delivers(req, p) {
+		// A request without the answer (from before answers were carried): the caller delivers it.
+		started := s.m.Resume(req, p, workflow.Now(ctx))
+		s.applyEarly(ctx, p.RunID)
+		return started, nil
+	}
+	// The answer turn and its delivery are one update: the turn is active before the run gets
+	// the answer (the run's report after it must find its turn), and released if the run is gone.
+	defer s.change()()
 	started := s.m.Resume(req, p, workflow.Now(ctx))
+	if err := workflow.SignalExternalWorkflow(ctx, p.RunID, "", contracts.RespondName, *req.Answer).Get(ctx, nil); err != nil {
+		s.m.Abort(p.RunID)
+		workflow.GetLogger(ctx).Info("kortyx session: the answer could not reach its run", "run", p.RunID, "error", err)
+		// As a caller's delivery to a run that is gone is refused.
+		return sessionapi.TurnStarted{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeNotFound,
+			Message: fmt.Sprintf("run %q not found (or no longer running)", p.RunID)})
+	}
 	s.applyEarly(ctx, p.RunID)
 	return started, nil
 }
@@ -329,15 +352,15 @@ func (s *session) stop(ctx workflow.Context, runID string) (string, error) {
 // rollback makes a checkpoint the head (spec F5.4): later checkpoints are deleted, their runs
 // cancelled, their effects reported as invalidated, and the question open at the checkpoint is
 // asked again under its own token by a run restored from it.
-func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackResult, error) {
+func (s *session) rollback(ctx workflow.Context, id string) (sessionapi.RollbackResult, error) {
 	if err := s.ready(ctx); err != nil {
-		return contracts.RollbackResult{}, err
+		return sessionapi.RollbackResult{}, err
 	}
 	defer s.change()()
 	s.drain(ctx)
 	plan, err := s.m.PlanRollback(id)
 	if err != nil {
-		return contracts.RollbackResult{}, contracts.ToTemporal(err)
+		return sessionapi.RollbackResult{}, contracts.ToTemporal(err)
 	}
 	defer func() { s.changed = true }()
 	if plan.Noop {
@@ -353,7 +376,7 @@ func (s *session) rollback(ctx workflow.Context, id string) (contracts.RollbackR
 	if target := s.m.CommitRollback(plan); target != nil {
 		runID, err := s.restore(ctx, *target, "")
 		if err != nil {
-			return contracts.RollbackResult{}, err
+			return sessionapi.RollbackResult{}, err
 		}
 		res.RunID = runID
 		res.ActivePendingRequests = target.ActivePendingRequests
@@ -379,14 +402,14 @@ func (s *session) restore(ctx workflow.Context, cp protocol.Checkpoint, runID st
 
 // fork copies a checkpoint into a new session (spec F5.5): every open question gets a new token
 // and request id, and is asked again in the new session by a run restored from the copy.
-func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contracts.ForkResult, error) {
+func (s *session) fork(ctx workflow.Context, req sessionapi.ForkRequest) (sessionapi.ForkResult, error) {
 	if err := s.ready(ctx); err != nil {
-		return contracts.ForkResult{}, err
+		return sessionapi.ForkResult{}, err
 	}
 	defer s.change()()
 	s.drain(ctx)
 	if err := s.m.CheckFork(req); err != nil {
-		return contracts.ForkResult{}, contracts.ToTemporal(err)
+		return sessionapi.ForkResult{}, contracts.ToTemporal(err)
 	}
 	src := s.m.ForkSource(req.CheckpointID)
 	ids := sessionstate.ForkIDs{Session: req.NewSessionID}
@@ -396,26 +419,26 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 	ids.Checkpoint = execution.NewCheckpointID(ctx, ids.Session)
 	for range src.ActivePendingRequests {
 		token, requestID := execution.NewRequestIDs(ctx)
-		ids.Requests = append(ids.Requests, contracts.ReissuedRequest{Token: token, RequestID: requestID})
+		ids.Requests = append(ids.Requests, sessionapi.ReissuedRequest{Token: token, RequestID: requestID})
 	}
 	if len(src.ActivePendingRequests) > 0 {
 		ids.Run = execution.NewID(ctx, "run-")
 	}
 	fin, reissued := s.m.Fork(src, ids, workflow.Now(ctx))
 	opts := workflow.ChildWorkflowOptions{
-		WorkflowID:            contracts.SessionWorkflowID(ids.Session),
+		WorkflowID:            protocol.SessionWorkflowID(ids.Session),
 		TaskQueue:             workflow.GetInfo(ctx).TaskQueueName,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(contracts.SessionKey.ValueSet(ids.Session)),
+		TypedSearchAttributes: temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(ids.Session)),
 	}
 	if owner := s.m.State.Owner; owner != "" {
-		opts.Memo = map[string]any{contracts.SessionOwnerMemo: owner}
+		opts.Memo = map[string]any{protocol.SessionOwnerMemo: owner}
 	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the copy of checkpoint %q", src.ID), fin, "fork from a checkpoint whose state is smaller"); err != nil {
-		return contracts.ForkResult{}, contracts.ToTemporal(err)
+	if err := protocol.CheckPayload(fmt.Sprintf("the copy of checkpoint %q", src.ID), fin, "fork from a checkpoint whose state is smaller"); err != nil {
+		return sessionapi.ForkResult{}, contracts.ToTemporal(err)
 	}
-	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), contracts.SessionWorkflowName, fin)
+	f := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), protocol.SessionWorkflowName, fin)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		// The client gets a message of its own; Temporal's text stays in the worker's log.
 		workflow.GetLogger(ctx).Warn("kortyx session: the fork's session was not created", "session", ids.Session, "error", err)
@@ -424,26 +447,34 @@ func (s *session) fork(ctx workflow.Context, req contracts.ForkRequest) (contrac
 		if errors.As(err, &exists) {
 			msg = fmt.Sprintf("Session %q already exists: fork into another newSessionId, or send none.", ids.Session)
 		}
-		return contracts.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession, Message: msg,
+		return sessionapi.ForkResult{}, contracts.ToTemporal(&contracts.Error{Code: contracts.CodeInvalidSession, Message: msg,
 			Details: map[string]any{"newSessionId": ids.Session}})
 	}
 	s.changed = true
-	return contracts.ForkResult{SessionID: ids.Session, ParentSessionID: s.m.In.SessionID, ForkedFrom: src.ID, Checkpoint: fin.Initial.Public(), RunID: ids.Run,
+	return sessionapi.ForkResult{SessionID: ids.Session, ParentSessionID: s.m.In.SessionID, ForkedFrom: src.ID, Checkpoint: fin.Initial.Public(), RunID: ids.Run,
 		Reissued: reissued}, nil
 }
 
 func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.RunStart) error {
+	var taskTimeout time.Duration // the server's default
+	if d, err := s.reg.Workflow(wf); err == nil && d.FastPath {
+		// A fast-path run learns of a cancellation when the SDK heartbeats its workflow task
+		// (every 80% of this timeout) while a pass runs. Options of a started child are not
+		// part of replay (only its type is compared), so reading the file here is safe.
+		taskTimeout = FastPathTaskTimeout
+	}
 	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowTaskTimeout:   taskTimeout,
 		WorkflowID:            runID,
 		TaskQueue:             s.m.In.RunTaskQueue,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			contracts.SessionKey.ValueSet(s.m.In.SessionID),
-			contracts.WorkflowKey.ValueSet(wf),
-			contracts.StatusKey.ValueSet(string(contracts.StatusRunning))),
+			protocol.SessionKey.ValueSet(s.m.In.SessionID),
+			protocol.WorkflowKey.ValueSet(wf),
+			protocol.StatusKey.ValueSet(string(contracts.StatusRunning))),
 	})
-	if err := contracts.CheckPayload("the input of the turn's run (the turn's input and the head's state)", in,
+	if err := protocol.CheckPayload("the input of the turn's run (the turn's input and the head's state)", in,
 		"send a smaller input, or keep large values out of the run's state"); err != nil {
 		return contracts.ToTemporal(err)
 	}

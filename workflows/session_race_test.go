@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -23,7 +27,7 @@ func TestSessionPromptsDuringACancelDoNotBothStart(t *testing.T) {
 	done := 0
 	h.env.RegisterDelayedCallback(func() {
 		for _, id := range []string{"p1", "p2"} {
-			h.env.UpdateWorkflow(contracts.SessionStartTurnUpdate, id, &testsuite.TestUpdateCallback{
+			h.env.UpdateWorkflow(protocol.SessionStartTurnUpdate, id, &testsuite.TestUpdateCallback{
 				OnAccept: func() {},
 				OnReject: func(err error) { codes[id], done = contracts.CodeOf(err), done+1 },
 				OnComplete: func(_ any, err error) {
@@ -32,13 +36,13 @@ func TestSessionPromptsDuringACancelDoNotBothStart(t *testing.T) {
 						codes[id] = contracts.CodeOf(err)
 					}
 				},
-			}, contracts.TurnRequest{Workflow: "echo", Input: b})
+			}, sessionapi.TurnRequest{Workflow: "echo", Input: b})
 		}
 	}, 5*time.Second)
-	var v contracts.SessionView
+	var v sessionapi.SessionView
 	h.view(8*time.Second, &v)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, 9*time.Second)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s"})
+	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionInput{SessionID: "s"})
 
 	require.NoError(t, *refused)
 	require.Equal(t, 2, done)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -51,9 +53,9 @@ func (h *sessionHarness) update(d time.Duration, name string, arg any, out any, 
 	}, d)
 }
 
-func (h *sessionHarness) view(d time.Duration, out *contracts.SessionView) {
+func (h *sessionHarness) view(d time.Duration, out *sessionapi.SessionView) {
 	h.env.RegisterDelayedCallback(func() {
-		v, err := h.env.QueryWorkflow(contracts.SessionQueryName)
+		v, err := h.env.QueryWorkflow(protocol.SessionQueryName)
 		require.NoError(h.t, err)
 		require.NoError(h.t, v.Get(out))
 	}, d)
@@ -63,13 +65,13 @@ var question1 = contracts.PendingRequest{RequestID: "req-1", Token: "tok-1", Wor
 
 // firstTurnAsks starts a prompt turn at 1 s whose run reports, at reportAt, a checkpoint that
 // leaves question1 open; it returns the turn (filled in once started) and the update's refusal.
-func (h *sessionHarness) firstTurnAsks(reportAt time.Duration) (*contracts.TurnStarted, *error) {
+func (h *sessionHarness) firstTurnAsks(reportAt time.Duration) (*sessionapi.TurnStarted, *error) {
 	b, _ := json.Marshal("hi")
-	started, refused := new(contracts.TurnStarted), new(error)
-	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b}, started, refused)
+	started, refused := new(sessionapi.TurnStarted), new(error)
+	h.update(time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b}, started, refused)
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
-			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
+		h.env.SignalWorkflow(protocol.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
 	}, reportAt)
 	return started, refused
 }
@@ -79,20 +81,20 @@ func (h *sessionHarness) firstTurnAsks(reportAt time.Duration) (*contracts.TurnS
 func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
 	h := newSessionHarness(t)
 	b, _ := json.Marshal("hi")
-	var started contracts.TurnStarted
+	var started sessionapi.TurnStarted
 	var refused error
-	h.update(time.Second, contracts.SessionStartTurnUpdate, contracts.TurnRequest{Workflow: "echo", Input: b, Owner: "alice"}, &started, &refused)
-	var busy contracts.SessionView
+	h.update(time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b, Owner: "alice"}, &started, &refused)
+	var busy sessionapi.SessionView
 	h.view(2*time.Second, &busy)
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(contracts.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
-			Checkpoint: &protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
+		h.env.SignalWorkflow(protocol.SessionCheckpointSignal, protocol.CheckpointReport{RunID: started.RunID, TurnEnded: true,
+			Checkpoint: &protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: "cp-1", SessionID: "s", RunID: started.RunID, TurnIndex: 1, Workflow: "echo", ActivePendingRequests: []contracts.PendingRequest{question1}}}})
 	}, 3*time.Second)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 2})
+	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s"}, ContinueAsNewAfter: 2})
 
 	require.NoError(t, refused)
 	require.Regexp(t, `^run-`, started.RunID)
-	require.Equal(t, contracts.TurnStarted{SessionID: "s", RunID: started.RunID, TurnIndex: 1}, started)
+	require.Equal(t, sessionapi.TurnStarted{SessionID: "s", RunID: started.RunID, TurnIndex: 1}, started)
 	require.Len(t, h.runs, 1)
 	in := h.runs[0]
 	require.Equal(t, "echo", in.Workflow)
@@ -104,7 +106,7 @@ func TestSessionShellStartsTheRunAndCommitsItsReport(t *testing.T) {
 
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "%v", h.env.GetWorkflowError())
-	require.Equal(t, contracts.SessionWorkflowName, can.WorkflowType.Name)
+	require.Equal(t, protocol.SessionWorkflowName, can.WorkflowType.Name)
 	var next protocol.SessionStart
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, "cp-1", next.State.Head)
@@ -120,26 +122,26 @@ func TestSessionShellReleasesAnAbortedAnswerTurn(t *testing.T) {
 	h := newSessionHarness(t)
 	started, refused := h.firstTurnAsks(2 * time.Second)
 	var wrong error
-	var none contracts.TurnStarted
-	h.update(3*time.Second, contracts.SessionResumeTurnUpdate, contracts.ResumeTurnRequest{Token: "tok-x", RequestID: "req-1"}, &none, &wrong)
-	var claimed contracts.TurnStarted
-	h.update(4*time.Second, contracts.SessionResumeTurnUpdate, contracts.ResumeTurnRequest{Token: "tok-1", RequestID: "req-1"}, &claimed, refused)
-	var during contracts.SessionView
+	var none sessionapi.TurnStarted
+	h.update(3*time.Second, protocol.SessionResumeTurnUpdate, protocol.ResumeTurnRequest{Token: "tok-x", RequestID: "req-1"}, &none, &wrong)
+	var claimed sessionapi.TurnStarted
+	h.update(4*time.Second, protocol.SessionResumeTurnUpdate, protocol.ResumeTurnRequest{Token: "tok-1", RequestID: "req-1"}, &claimed, refused)
+	var during sessionapi.SessionView
 	h.view(5*time.Second, &during)
 	var aborted bool
 	h.env.RegisterDelayedCallback(func() {
-		h.update(0, contracts.SessionAbortTurnUpdate, claimed.RunID, &aborted, refused)
+		h.update(0, protocol.SessionAbortTurnUpdate, claimed.RunID, &aborted, refused)
 	}, 6*time.Second)
-	var after contracts.SessionView
+	var after sessionapi.SessionView
 	h.view(7*time.Second, &after)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, time.Minute)
-	h.env.ExecuteWorkflow(contracts.SessionWorkflowName, contracts.SessionInput{SessionID: "s"})
+	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionInput{SessionID: "s"})
 
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "%v", h.env.GetWorkflowError())
 	require.NoError(t, *refused)
 	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(wrong), "%v", wrong)
 	require.Empty(t, none.RunID)
-	require.Equal(t, contracts.TurnStarted{SessionID: "s", RunID: started.RunID, TurnIndex: 2}, claimed)
+	require.Equal(t, sessionapi.TurnStarted{SessionID: "s", RunID: started.RunID, TurnIndex: 2}, claimed)
 	require.Empty(t, during.Pending)
 	require.Equal(t, "interrupt-response", during.Active.Kind)
 	require.True(t, aborted)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -72,11 +73,11 @@ type UI struct {
 	Structured map[string]any `json:"structured,omitempty"`
 }
 
-// Start and End are the graph's entry and exit ([contracts.StartNode], [contracts.EndNode]):
+// Start and End are the graph's entry and exit ([Start], [End]):
 // the edge from Start names the first node, an edge to End ends the run.
 const (
-	Start = contracts.StartNode
-	End   = contracts.EndNode
+	Start = protocol.StartNode
+	End   = protocol.EndNode
 )
 
 // Edge connects two nodes; When makes it conditional (taken when the node that just ran returned
@@ -127,7 +128,23 @@ type Definition struct {
 	Nodes        map[string]Node   `json:"nodes"`
 	Edges        []Edge            `json:"edges"`
 	Metadata     map[string]any    `json:"metadata,omitempty"`
+	// FastPath runs the model passes of every Reason call of the agent (its kortyx.reason
+	// nodes and the hooks.Reason calls of its Go nodes) as Temporal local activities, as
+	// hooks.ReasonOptions.FastPath does for one call (YAML: fastPath: true). Runs record it
+	// with their definition. The session starts the runs of such an agent with a workflow task
+	// timeout of [FastPathTaskTimeout], which bounds how late a cancellation reaches a running
+	// pass; see docs/reason.md#fast-path.
+	FastPath bool `json:"fastPath,omitempty"`
 
 	// pin is what a run records of this definition (set by Registry.Add; see pin.go).
 	pin *protocol.PinnedDefinition
 }
+
+// FastPathTaskTimeout is the workflow task timeout the session starts the runs of a
+// [Definition.FastPath] agent with. The SDK heartbeats a workflow task whose local activities
+// run longer than 80% of its timeout, and a run learns of a cancellation only then, so a
+// cancellation reaches a running pass of such a run within about 0.8 s. Start a fast-path run
+// yourself with it (client.StartWorkflowOptions.WorkflowTaskTimeout,
+// kortyx.StartOptions.WorkflowTaskTimeout) for the same bound; the server's default (10 s)
+// gives 8 s.
+const FastPathTaskTimeout = time.Second

@@ -1,26 +1,23 @@
-// Package allproviders lists every model provider the Kortyx programs configure from the
-// environment: OpenAI and OpenAI-compatible servers ([app.OpenAIFromEnv]), Google (Gemini, Vertex
-// AI) and Anthropic. Package app links the OpenAI wire alone, so that a program that needs no
-// other provider (the starter's demo) does not compile the Anthropic and Google SDKs; a program
-// that serves them passes [FromEnv] as [app.BackendOptions].Providers:
+// Package allproviders lists the model providers the Kortyx programs configure from the
+// environment besides OpenAI and OpenAI-compatible servers (which package app always
+// configures): Google (Gemini, Vertex AI) and Anthropic. Package app links the OpenAI wire
+// alone, so that a program that needs no other provider (the starter's demo) does not compile
+// the Anthropic and Google SDKs; a program that serves them passes [FromEnv] as
+// [app.Options].Providers:
 //
-//	opts, err := chosen.Backend()
-//	if err != nil {
-//		return err
+//	o := app.Options{Register: hello.Register, Providers: allproviders.FromEnv()}
+//	if err := app.Run(ctx, app.ConfigFromEnv(), o); err != nil {
+//		return err // no provider configured: the error names the variables to set
 //	}
-//	opts.Providers = allproviders.FromEnv()
-//	opts.FakeServers = cfg.DevMode() || cfg.FakeModels // no key: the scripted fake servers
-//	backend, err := app.NewBackend(ctx, opts)
-//	if err != nil {
-//		return err // *app.NoProviderError names the variables to set
-//	}
-//	defer backend.Close()
+//
+// A provider none of whose variables is set answers, in dev mode or with
+// KORTYX_FAKE_MODELS=1, from the in-process fake model (package providers/fake) under its id.
 package allproviders
 
 import "github.com/kortyx-go/kortyx/app"
 
-// FromEnv is every provider of the environment, in the order [app.NewBackend] registers them:
-// openai, google, anthropic.
+// FromEnv is the providers of the environment after openai, in the order [app.Run] registers
+// them: google, anthropic.
 func FromEnv() []app.ProviderFromEnv {
-	return []app.ProviderFromEnv{app.OpenAIFromEnv(), Google(), Anthropic()}
+	return []app.ProviderFromEnv{googleFromEnv(), anthropicFromEnv()}
 }

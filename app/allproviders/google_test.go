@@ -6,35 +6,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/kortyx-go/kortyx/app"
-	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/kortyxtest"
 	"github.com/kortyx-go/kortyx/providers/google"
+	"github.com/kortyx-go/kortyx/providers/google/fakegemini"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/workflows"
 )
 
-// Without a Google key the "google" provider reaches a fake Gemini server playing the
-// program's script: the support agent runs end to end on it (through the genai SDK and the
-// Gemini wire), tool calls, approval and all.
-func TestBackendGoogleWithoutKeyRunsTheSupportAgent(t *testing.T) {
-	for _, k := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "KORTYX_MCP_SERVERS", google.EnvAPIKey, google.EnvGoogleAPIKey,
-		google.EnvBaseURL, google.EnvUseVertexAI} {
-		t.Setenv(k, "")
-	}
+// The support agent runs end to end on the google provider over a fake Gemini server playing
+// its script (through the genai SDK and the Gemini wire), tool calls, approval and all.
+func TestSupportAgentOnGoogle(t *testing.T) {
+	srv := fakegemini.New(support.FakeModel())
+	defer srv.Close()
+	gp, err := google.New(context.Background(), google.Options{APIKey: "fake", BaseURL: srv.URL()})
+	require.NoError(t, err)
 	store := support.NewStore()
 	shop, err := support.Tools(store)
 	require.NoError(t, err)
-	b, err := app.NewBackend(context.Background(), app.BackendOptions{Tools: shop, FakeModel: support.FakeModel(),
-		Providers: allproviders.FromEnv(), FakeServers: true})
-	require.NoError(t, err)
-	defer b.Close()
-	require.Equal(t, []string{"anthropic", "fake", "google", "openai"}, b.Providers.IDs())
-	gp, err := b.Providers.Get("google")
-	require.NoError(t, err)
-	require.Contains(t, gp.(*google.Provider).BaseURL(), "http://127.0.0.1:")
-
 	set, err := tools.NewSet(shop...)
 	require.NoError(t, err)
 	reg := workflows.NewRegistry()
@@ -45,19 +34,4 @@ func TestBackendGoogleWithoutKeyRunsTheSupportAgent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Done: order A-1001 is refunded (R-5001, full amount).", res.State.Data["answer"])
 	require.Equal(t, 1, store.Refunds())
-}
-
-// A configured key reaches Gemini itself (no fake server is started).
-func TestBackendGoogleWithKey(t *testing.T) {
-	t.Setenv("KORTYX_MCP_SERVERS", "")
-	t.Setenv(google.EnvUseVertexAI, "")
-	t.Setenv(google.EnvBaseURL, "")
-	t.Setenv(google.EnvGoogleAPIKey, "")
-	t.Setenv(google.EnvAPIKey, "a-key")
-	b, err := app.NewBackend(context.Background(), app.BackendOptions{Providers: allproviders.FromEnv()})
-	require.NoError(t, err)
-	defer b.Close()
-	gp, err := b.Providers.Get("google")
-	require.NoError(t, err)
-	require.Equal(t, "https://generativelanguage.googleapis.com/", gp.(*google.Provider).BaseURL())
 }

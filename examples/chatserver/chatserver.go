@@ -6,7 +6,7 @@
 // belongs to the user whose first turn it accepted (a fork to its source's owner), and every
 // route checks that ownership before any work — client-supplied ids are not proof of
 // ownership. Ownership is kept by the session workflow itself (chat.Options.Owner; read back
-// with kortyx.SessionOwner), so it survives a restart of this server, and a refused request
+// with sessions.Service.Owner), so it survives a restart of this server, and a refused request
 // claims nothing. The transcript (one user message and one assistant message per turn) is stored by the callbacks:
 // OnTurnAccepted saves the user's message before the turn runs (if that fails, the turn is
 // refused with 503 and nothing runs), OnResponseFinalized saves the finalized assistant
@@ -24,9 +24,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/sdk/client"
 )
@@ -56,8 +56,8 @@ type Entry struct {
 	// User wrote the turn (only the session owner's entries are shown).
 	User string `json:"user"`
 	// Status and Message are the finalized assistant message (assistant entries).
-	Status  stream.Status            `json:"status,omitempty"`
-	Message *stream.FinalizedMessage `json:"message,omitempty"`
+	Status  sessions.Status            `json:"status,omitempty"`
+	Message *sessions.FinalizedMessage `json:"message,omitempty"`
 }
 
 // Store holds transcripts, in memory.
@@ -148,7 +148,7 @@ func (s *Store) fork(ev chat.Forked) {
 			continue
 		}
 		msg := *kept[i].Message
-		msg.ContentPieces = append([]stream.ContentPiece(nil), msg.ContentPieces...)
+		msg.ContentPieces = append([]sessions.ContentPiece(nil), msg.ContentPieces...)
 		for j, p := range msg.ContentPieces {
 			for _, r := range ev.Reissued {
 				if p.ResumeToken == r.FromToken {
@@ -189,6 +189,10 @@ func New(o Options) (*Server, error) {
 	// owned checks that the caller owns session; unclaimed, when true, also lets a caller use a
 	// session that has no owner yet (a prompt: the session itself refuses it if another
 	// caller's first turn gets there first).
+	svc, err := sessions.New(sessions.Options{Client: o.Client, TaskQueue: o.TaskQueue})
+	if err != nil {
+		return nil, err
+	}
 	owned := func(r *http.Request, session string, unclaimed bool) error {
 		user := UserOf(r)
 		if user == "" {
@@ -198,7 +202,7 @@ func New(o Options) (*Server, error) {
 			return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "sessionId is required.",
 				Issues: []contracts.Issue{{Path: []any{"sessionId"}, Code: "required", Message: "sessionId is required"}}}
 		}
-		owner, err := kortyx.SessionOwner(r.Context(), o.Client, session)
+		owner, err := svc.Owner(r.Context(), session)
 		if err != nil {
 			return err
 		}

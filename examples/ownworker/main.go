@@ -19,6 +19,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/openai"
 	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/sse"
 	"github.com/kortyx-go/kortyx/tools"
 	"github.com/kortyx-go/kortyx/tools/mcp"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -61,7 +62,7 @@ func main() {
 		log.Fatal(err) // bad, duplicate or reserved tool names
 	}
 
-	broker := stream.NewMemory()
+	broker := stream.NewMemory(stream.MemoryOptions{})
 	wo := worker.Options{}
 	activities.WorkerOptions(&wo) // a stopped run's model request is aborted within 0.5 s
 	w := worker.New(c, contracts.DefaultTaskQueue, wo)
@@ -70,8 +71,8 @@ func main() {
 		Stream:          broker,                                         // local activity "kortyx.Publish"
 		Providers:       providers.NewSet(openai.New(openai.Options{})), // OPENAI_API_KEY / OPENAI_BASE_URL
 		DefaultProvider: "openai", DefaultModel: "gpt-4.1-mini",
-		Tools: toolSet,       // activity "kortyx.Tool"
-		MCP:   mcp.NewPool(), // MCP servers named by runs
+		Tools: toolSet,     // activity "kortyx.Tool"
+		MCP:   &mcp.Pool{}, // MCP servers named by runs
 	})
 	if err != nil {
 		log.Fatal(err) // a missing broker or provider, named at start
@@ -84,7 +85,7 @@ func main() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/runs/{runID}/stream", &stream.Server{Broker: broker})
+	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker})
 	mux.Handle("POST /api/chat", chatRoute)
 	go func() { log.Fatal(http.ListenAndServe("127.0.0.1:8080", mux)) }()
 

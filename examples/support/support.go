@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/tools"
@@ -134,12 +133,12 @@ var orderID = regexp.MustCompile(`\bA-[0-9]+\b`)
 func FakeModel() fake.Responder {
 	return func(req providers.Request) fake.Turn {
 		var ask string
-		var results []contracts.ModelMessage
+		var results []providers.Message
 		for _, m := range req.Messages {
 			switch m.Role {
-			case contracts.RoleUser:
+			case providers.RoleUser:
 				ask = m.Content
-			case contracts.RoleTool:
+			case providers.RoleTool:
 				results = append(results, m)
 			}
 		}

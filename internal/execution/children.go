@@ -38,13 +38,7 @@ type liveChild struct {
 }
 
 // callState is the journal entry of a child call.
-type callState struct {
-	Fingerprint string                 `json:"fingerprint"`
-	Child       string                 `json:"child"`
-	Outcome     *protocol.ChildOutcome `json:"outcome,omitempty"` // set once the call settled
-	// Snapshot is the child's state while it waits for an answer (cleared when it settles).
-	Snapshot *protocol.RunSnapshot `json:"snapshot,omitempty"`
-}
+type callState = protocol.CallState
 
 // childID is the workflow ID of a call of this run: "<run>/<node>#<activation>/<call id>".
 func (r *Run) childID(node, call string) string {
@@ -93,9 +87,9 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 	if r.Child != nil {
 		depth = r.Child.Depth
 	}
-	if depth+1 > contracts.MaxWorkflowDepth {
+	if depth+1 > protocol.MaxWorkflowDepth {
 		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed,
-			"Workflow calls nest at most %d levels deep.", contracts.MaxWorkflowDepth)
+			"Workflow calls nest at most %d levels deep.", protocol.MaxWorkflowDepth)
 	}
 	if r.Resolve == nil {
 		return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed, "kortyx: this run cannot call workflows")
@@ -109,7 +103,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		if err != nil {
 			return nil, err
 		}
-		members := contracts.RawJSON(ids)
+		members := protocol.RawJSON(ids)
 		if e, ok := s.journal(key); ok && string(e.Value) != string(members) {
 			return nil, contracts.Errorf(contracts.CodeWorkflowCallFailed, "Parallel call membership changed during replay.")
 		}
@@ -135,8 +129,8 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		}
 		seen[c.ID] = true
 		s.calls++
-		if s.calls > contracts.MaxWorkflowCallsPerActivation {
-			return nil, errWorkflowCall(c.Workflow, fmt.Sprintf("node %q made more than %d workflow calls in one activation", s.node, contracts.MaxWorkflowCallsPerActivation), nil, nil)
+		if s.calls > protocol.MaxWorkflowCallsPerActivation {
+			return nil, errWorkflowCall(c.Workflow, fmt.Sprintf("node %q made more than %d workflow calls in one activation", s.node, protocol.MaxWorkflowCallsPerActivation), nil, nil)
 		}
 		target, err := r.Resolve(c.Workflow)
 		if err != nil {
@@ -167,7 +161,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 					Message: fmt.Sprintf("Workflow '%s': input does not match its input schema", c.Workflow), Issues: issues}
 			}
 			sl.state = callState{Fingerprint: fp, Child: r.childID(s.node, c.ID)}
-			s.record(key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+			s.record(key, protocol.JournalEntry{Kind: entryWorkflow, Value: protocol.RawJSON(sl.state), At: workflow.Now(ctx)})
 		}
 		sl.call.Input = input
 		slots[i] = sl
@@ -209,8 +203,8 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			// Recorded by the run this one was restored from (rollback, fork): the call gets a
 			// child of this run, restored from the state the old child had while it waited.
 			sl.state.Child, from = r.childID(s.node, sl.call.ID), sl.state.Snapshot
-			s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
-		} else if err := r.Reserve(ctx, contracts.LimitChildInvocations); err != nil {
+			s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: protocol.RawJSON(sl.state), At: workflow.Now(ctx)})
+		} else if err := r.Reserve(ctx, protocol.LimitChildInvocations); err != nil {
 			cancelAll()
 			return nil, err
 		}
@@ -232,7 +226,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			r.addTokenUsage(sl.live.res.State.Runtime.TokenUsage)
 		}
 		sl.state.Outcome, sl.state.Snapshot = &out, nil
-		s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+		s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: protocol.RawJSON(sl.state), At: workflow.Now(ctx)})
 		delete(r.children, sl.state.Child)
 	}
 	for {
@@ -266,7 +260,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			// the checkpoint taken then lets a restored run restore them all.
 			if q := r.questions[sl.state.Child]; q != nil && q.Snapshot != nil && sl.state.Snapshot != q.Snapshot {
 				sl.state.Snapshot = q.Snapshot
-				s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: contracts.RawJSON(sl.state), At: workflow.Now(ctx)})
+				s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: protocol.RawJSON(sl.state), At: workflow.Now(ctx)})
 			}
 		}
 		var asking *slot
@@ -311,7 +305,7 @@ func (r *Run) relay(ctx workflow.Context, child string, q *protocol.ChildQuestio
 	if q.Request.Input.Kind == contracts.InterruptCustom {
 		resp.Value = ans.Value
 	}
-	if err := contracts.CheckPayload("the answer to a question of child workflow "+child, resp, "give a shorter answer"); err != nil {
+	if err := protocol.CheckPayload("the answer to a question of child workflow "+child, resp, "give a shorter answer"); err != nil {
 		return err
 	}
 	return workflow.SignalExternalWorkflow(ctx, child, "", contracts.RespondName, resp).Get(ctx, nil)
@@ -324,9 +318,9 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	if r.Child != nil {
 		root = r.Child.RootID
 	}
-	sa := []temporal.SearchAttributeUpdate{contracts.WorkflowKey.ValueSet(c.Workflow), contracts.StatusKey.ValueSet(string(contracts.StatusRunning))}
+	sa := []temporal.SearchAttributeUpdate{protocol.WorkflowKey.ValueSet(c.Workflow), protocol.StatusKey.ValueSet(string(contracts.StatusRunning))}
 	if r.SessionID != "" {
-		sa = append(sa, contracts.SessionKey.ValueSet(r.SessionID))
+		sa = append(sa, protocol.SessionKey.ValueSet(r.SessionID))
 	}
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            childID,
@@ -338,7 +332,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	})
 	var runtimeCtx json.RawMessage
 	if r.Snap.State.Config.Context != nil {
-		runtimeCtx = contracts.RawJSON(r.Snap.State.Config.Context)
+		runtimeCtx = protocol.RawJSON(r.Snap.State.Config.Context)
 	}
 	input, _ := c.Input.(json.RawMessage)
 	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx}, Snapshot: from,
@@ -346,7 +340,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 			Limits: r.limits()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
-	if err := contracts.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,
+	if err := protocol.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,
 		"pass the child less input, or keep large values outside the run and pass a reference"); err != nil {
 		lc.err, lc.done = err, true // never started: settled as a failed call
 		return lc
@@ -357,27 +351,4 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 		lc.done = true
 	})
 	return lc
-}
-
-// RewritePending gives a question waiting in a snapshot — in the run's journal, or in a child's
-// snapshot kept there, at any depth — a new token and request id (a fork).
-func RewritePending(snap *protocol.RunSnapshot, oldToken string, p contracts.PendingRequest) {
-	for _, key := range workflow.DeterministicKeys(snap.Hooks.Journal) {
-		e := snap.Hooks.Journal[key]
-		switch e.Kind {
-		case entryPending:
-			var req contracts.PendingRequest
-			if json.Unmarshal(e.Value, &req) == nil && req.Token == oldToken {
-				req.Token, req.RequestID = p.Token, p.RequestID
-				e.Value = contracts.RawJSON(req)
-			}
-		case entryWorkflow:
-			var st callState
-			if json.Unmarshal(e.Value, &st) == nil && st.Snapshot != nil {
-				RewritePending(st.Snapshot, oldToken, p)
-				e.Value = contracts.RawJSON(st)
-			}
-		}
-		snap.Hooks.Journal[key] = e
-	}
 }

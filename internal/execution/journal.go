@@ -1,5 +1,7 @@
 package execution
 
+import "github.com/kortyx-go/kortyx/internal/protocol"
+
 // Journal entry kinds and key formats. Journals are persisted in run snapshots — session
 // checkpoints, continue-as-new inputs, workflow histories — and read back by node retries,
 // rollback and fork: a changed value silently breaks those. Add new ones; never change one.
@@ -9,12 +11,12 @@ package execution
 // "<key>/tools", "<key>/pass/<n>", "<key>/call/<tool call id>".
 const (
 	// Families of positional keys and kinds of their entries.
-	entryInterrupt  = "interrupt"  // an answered question (Answer)
-	entryPending    = "pending"    // a question asked and not answered yet (Value: the request)
-	entryStructured = "structured" // a published structured-data chunk (Value: the chunk)
-	entryReason     = "reason"     // a finished Reason call (Value: its result)
-	entryWorkflow   = "workflow"   // a child workflow call (Value: its state)
-	entryParallel   = "parallel"   // a parallel group (Value: its members)
+	entryInterrupt  = "interrupt"              // an answered question (Answer)
+	entryPending    = protocol.JournalPending  // a question asked and not answered yet (Value: the request)
+	entryStructured = "structured"             // a published structured-data chunk (Value: the chunk)
+	entryReason     = "reason"                 // a finished Reason call (Value: its result)
+	entryWorkflow   = protocol.JournalWorkflow // a child workflow call (Value: its state)
+	entryParallel   = "parallel"               // a parallel group (Value: its members)
 
 	// Kinds of the parts of a Reason call.
 	entryReasonOp   = "reason-op"   // the call's op id

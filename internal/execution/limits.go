@@ -33,7 +33,7 @@ func (r *Run) limits() contracts.Limits {
 // root pauses with a "Limit reached — Continue?" question; Continue gives a fresh allowance and
 // Reserve returns once the unit is granted. It returns an error only when the run is cancelled.
 func (r *Run) Reserve(ctx workflow.Context, kind string) error {
-	if r.limits().Max(kind) <= 0 {
+	if protocol.LimitMax(r.limits(), kind) <= 0 {
 		return nil
 	}
 	if r.Child != nil {
@@ -51,10 +51,10 @@ func (r *Run) Reserve(ctx workflow.Context, kind string) error {
 // tryReserve takes one unit if the root's budget has one.
 func (r *Run) tryReserve(kind string) bool {
 	b := r.Snap.Budget
-	if b == nil || b.Limits.Max(kind) <= 0 {
+	if b == nil || protocol.LimitMax(b.Limits, kind) <= 0 {
 		return true
 	}
-	if b.Consumed[kind] >= b.Limits.Max(kind) {
+	if b.Consumed[kind] >= protocol.LimitMax(b.Limits, kind) {
 		return false
 	}
 	if b.Consumed == nil {
@@ -71,7 +71,7 @@ func (r *Run) reserveAtRoot(ctx workflow.Context, kind string) error {
 	}
 	r.Snap.Budget.Seq++
 	id := fmt.Sprintf("%s:%d", r.ID, r.Snap.Budget.Seq)
-	if err := workflow.SignalExternalWorkflow(ctx, r.Child.RootID, "", contracts.BudgetReserveSignal,
+	if err := workflow.SignalExternalWorkflow(ctx, r.Child.RootID, "", protocol.BudgetReserveSignal,
 		protocol.Reservation{ID: id, From: r.ID, Kind: kind}).Get(ctx, nil); err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (r *Run) serveReservations(ctx workflow.Context) {
 			return
 		}
 		r.reservations = r.reservations[1:]
-		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", contracts.BudgetGrantSignal, protocol.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
+		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", protocol.BudgetGrantSignal, protocol.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Info("kortyx: granting a reservation failed (the child may have ended)", "child", q.From, "error", err)
 		}
 	}
@@ -110,16 +110,16 @@ func (r *Run) limitBlocked() (string, bool) {
 // Continue resets the consumed counts (a fresh allowance; completed work is kept).
 func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
 	b := r.Snap.Budget
-	r.Emit(contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Maximum: b.Limits.Max(kind), Consumed: b.Consumed[kind]})
+	r.Emit(contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Maximum: protocol.LimitMax(b.Limits, kind), Consumed: b.Consumed[kind]})
 	token, requestID := NewRequestIDs(ctx)
 	req := contracts.PendingRequest{RequestID: requestID, Token: token, Workflow: r.Snap.State.CurrentWorkflow, Node: r.Node,
 		HookID: "execution-limit", CreatedAt: workflow.Now(ctx), Input: contracts.InterruptInput{
-			Kind: contracts.InterruptChoice, Question: contracts.LimitQuestion, ID: "execution-limit",
-			Options: []contracts.Option{{ID: contracts.LimitContinue, Label: "Continue"}}}}
+			Kind: contracts.InterruptChoice, Question: protocol.LimitQuestion, ID: "execution-limit",
+			Options: []contracts.Option{{ID: protocol.LimitContinue, Label: "Continue"}}}}
 	if r.session != nil {
-		r.session.Label(contracts.LimitCheckpoint)
+		r.session.Label(protocol.LimitCheckpoint)
 	}
-	workflow.GetLogger(ctx).Info("kortyx: execution limit reached; asking to continue", "limit", kind, "maximum", b.Limits.Max(kind))
+	workflow.GetLogger(ctx).Info("kortyx: execution limit reached; asking to continue", "limit", kind, "maximum", protocol.LimitMax(b.Limits, kind))
 	if _, err := r.Ask(ctx, req, nil); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -36,24 +38,24 @@ func TestLocalToolErrorIsTheRegularOne(t *testing.T) {
 		"timeout": contracts.CodeActivityTimeout, "panic": contracts.CodeExecutionFailed}
 	for name, cause := range causes {
 		t.Run(name, func(t *testing.T) {
-			regular := contracts.FailureOf(regularActivityError(cause, contracts.ToolActivityName))
+			regular := contracts.FailureOf(regularActivityError(cause, protocol.ToolActivityName))
 			require.Equal(t, want[name], regular.Code)
-			require.Equal(t, contracts.ToolActivityName, regular.Context["activity"])
+			require.Equal(t, protocol.ToolActivityName, regular.Context["activity"])
 			for shape, err := range map[string]error{
 				"worker":      cause,
 				"testsuite":   regularActivityError(cause, "func1"),
-				"already set": regularActivityError(cause, contracts.ToolActivityName),
+				"already set": regularActivityError(cause, protocol.ToolActivityName),
 			} {
-				got := localToolError(err)
+				got := localActivityError(err, protocol.ToolActivityName)
 				require.Equal(t, regular, contracts.FailureOf(got), shape)
 				var ae *temporal.ActivityError
 				require.True(t, errors.As(got, &ae), shape)
-				require.Equal(t, contracts.ToolActivityName, ae.ActivityType().GetName(), shape)
+				require.Equal(t, protocol.ToolActivityName, ae.ActivityType().GetName(), shape)
 			}
 		})
 	}
-	f := contracts.FailureOf(localToolError(causes["timeout"]))
+	f := contracts.FailureOf(localActivityError(causes["timeout"], protocol.ToolActivityName))
 	require.Equal(t, "Activity kortyx.Tool did not complete in time (StartToClose timeout).", f.Message)
 	cancelled := temporal.NewCanceledError()
-	require.Same(t, cancelled, localToolError(cancelled), "a cancellation stays what it is")
+	require.Same(t, cancelled, localActivityError(cancelled, protocol.ToolActivityName), "a cancellation stays what it is")
 }

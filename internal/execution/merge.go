@@ -1,9 +1,6 @@
 package execution
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -42,22 +39,4 @@ func ToRecord(v any) map[string]any {
 	default:
 		return map[string]any{"rawInput": v}
 	}
-}
-
-// Clone deep-copies a JSON-like value through its JSON encoding, so node code can never mutate
-// run state through what it was given. A value that cannot be encoded (or decoded back) is a
-// bug where it was let in: Clone panics rather than hand back the original (which the caller
-// would then share) — in workflow code the panic fails the workflow task, which Temporal
-// retries once the code is fixed. Values from node code are checked with a typed error first
-// (see workflows' node results).
-func Clone[T any](v T) T {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("kortyx: a %T that cannot be encoded as JSON reached Clone: %v", v, err))
-	}
-	var out T
-	if err := json.Unmarshal(b, &out); err != nil {
-		panic(fmt.Sprintf("kortyx: a %T cannot be decoded from its own JSON encoding in Clone: %v", v, err))
-	}
-	return out
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -12,59 +14,59 @@ import (
 // only the messages after it; a pass whose first messages differ from every prefix goes inline;
 // learnStored ignores prefixes it cannot use and keeps the newest keptPrefixes.
 func TestByReferencePicksLongestMatchingPrefix(t *testing.T) {
-	m := func(s string) contracts.ModelMessage {
-		return contracts.ModelMessage{Role: contracts.RoleUser, Content: s}
+	m := func(s string) providers.Message {
+		return providers.Message{Role: providers.RoleUser, Content: s}
 	}
 	l := &loop{}
-	in := contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b"), m("c")}}
+	in := protocol.ModelPassInput{Messages: []providers.Message{m("a"), m("b"), m("c")}}
 	require.Equal(t, in, l.byReference(in), "nothing learned: inline")
 
-	l.learnStored([]contracts.ModelMessage{m("a")}, &contracts.MessagePrefix{Count: 1, Hash: "h1"})
-	l.learnStored([]contracts.ModelMessage{m("a"), m("b")}, &contracts.MessagePrefix{Count: 2, Hash: "h2"})
-	l.learnStored([]contracts.ModelMessage{m("a"), m("x")}, &contracts.MessagePrefix{Count: 2, Hash: "hx"})
-	l.learnStored([]contracts.ModelMessage{m("a")}, &contracts.MessagePrefix{Count: 2, Hash: "bad"}) // more than it was sent
-	l.learnStored([]contracts.ModelMessage{m("a")}, nil)
+	l.learnStored([]providers.Message{m("a")}, &protocol.MessagePrefix{Count: 1, Hash: "h1"})
+	l.learnStored([]providers.Message{m("a"), m("b")}, &protocol.MessagePrefix{Count: 2, Hash: "h2"})
+	l.learnStored([]providers.Message{m("a"), m("x")}, &protocol.MessagePrefix{Count: 2, Hash: "hx"})
+	l.learnStored([]providers.Message{m("a")}, &protocol.MessagePrefix{Count: 2, Hash: "bad"}) // more than it was sent
+	l.learnStored([]providers.Message{m("a")}, nil)
 	require.Len(t, l.prefixes, 3)
 
 	got := l.byReference(in)
-	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
-	require.Equal(t, []contracts.ModelMessage{m("c")}, got.Messages)
+	require.Equal(t, &protocol.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
+	require.Equal(t, []providers.Message{m("c")}, got.Messages)
 	require.Len(t, in.Messages, 3, "the input itself is unchanged")
 
-	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("x"), m("y")}})
-	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "hx"}, got.Prefix)
-	require.Equal(t, []contracts.ModelMessage{m("y")}, got.Messages)
+	got = l.byReference(protocol.ModelPassInput{Messages: []providers.Message{m("a"), m("x"), m("y")}})
+	require.Equal(t, &protocol.MessagePrefix{Count: 2, Hash: "hx"}, got.Prefix)
+	require.Equal(t, []providers.Message{m("y")}, got.Messages)
 
-	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("z")}})
-	require.Equal(t, &contracts.MessagePrefix{Count: 1, Hash: "h1"}, got.Prefix, "the longest that matches")
-	require.Equal(t, []contracts.ModelMessage{m("z")}, got.Messages)
+	got = l.byReference(protocol.ModelPassInput{Messages: []providers.Message{m("a"), m("z")}})
+	require.Equal(t, &protocol.MessagePrefix{Count: 1, Hash: "h1"}, got.Prefix, "the longest that matches")
+	require.Equal(t, []providers.Message{m("z")}, got.Messages)
 
-	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("b"), m("a")}})
+	got = l.byReference(protocol.ModelPassInput{Messages: []providers.Message{m("b"), m("a")}})
 	require.Nil(t, got.Prefix, "no prefix matches: inline")
 	require.Len(t, got.Messages, 2)
 
-	got = l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b")}})
-	require.Equal(t, &contracts.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
-	require.Equal(t, []contracts.ModelMessage{}, got.Messages, "everything by reference")
+	got = l.byReference(protocol.ModelPassInput{Messages: []providers.Message{m("a"), m("b")}})
+	require.Equal(t, &protocol.MessagePrefix{Count: 2, Hash: "h2"}, got.Prefix)
+	require.Equal(t, []providers.Message{}, got.Messages, "everything by reference")
 
 	for i := range keptPrefixes + 2 {
-		l.learnStored([]contracts.ModelMessage{m("q")}, &contracts.MessagePrefix{Count: 1, Hash: "q" + string(rune('0'+i))})
+		l.learnStored([]providers.Message{m("q")}, &protocol.MessagePrefix{Count: 1, Hash: "q" + string(rune('0'+i))})
 	}
 	require.Len(t, l.prefixes, keptPrefixes)
 	require.Equal(t, "q5", l.prefixes[keptPrefixes-1].ref.Hash)
-	require.Nil(t, l.byReference(contracts.ModelPassInput{Messages: []contracts.ModelMessage{m("a"), m("b")}}).Prefix, "older prefixes are forgotten")
+	require.Nil(t, l.byReference(protocol.ModelPassInput{Messages: []providers.Message{m("a"), m("b")}}).Prefix, "older prefixes are forgotten")
 }
 
 // A message that differs from a stored one only in a tool call's arguments, an error flag or
 // its continuation is not the stored message: a prefix is sent only for identical messages.
 func TestSameMessageComparesEveryField(t *testing.T) {
-	call := contracts.ModelMessage{Role: contracts.RoleAssistant,
-		ToolCalls: []contracts.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":1}`)}}}
+	call := providers.Message{Role: providers.RoleAssistant,
+		ToolCalls: []providers.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":1}`)}}}
 	require.True(t, sameMessage(call, call))
 	other := call
-	other.ToolCalls = []contracts.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":2}`)}}
+	other.ToolCalls = []providers.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":2}`)}}
 	require.False(t, sameMessage(call, other), "arguments")
-	result := contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "c1", Content: "no"}
+	result := providers.Message{Role: providers.RoleTool, ToolCallID: "c1", Content: "no"}
 	failed := result
 	failed.IsError = true
 	require.False(t, sameMessage(result, failed), "error flag")

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -20,18 +23,18 @@ type ReasonOptions struct {
 	// ID is a stable id for this call within its node (recommended); it is copied into the
 	// text and tool chunks. Without it the call is identified by its position.
 	ID string
-	// Model names the model as data, e.g. contracts.Model("openai:gpt-4.1-mini"); an empty
+	// Model names the model as data, e.g. providers.Model("openai:gpt-4.1-mini"); an empty
 	// Provider uses the worker's default provider.
-	Model contracts.ModelRef
+	Model providers.ModelRef
 	// System is the system prompt.
 	System string
 	// Messages is the conversation so far (before Input).
-	Messages []contracts.ModelMessage
+	Messages []providers.Message
 	// Input is appended as the last user message when not empty.
 	Input string
 	// Options are the generation options (temperature, max output tokens, stop sequences,
 	// reasoning, response format, provider options).
-	Options contracts.CallOptions
+	Options providers.CallOptions
 	// Silent publishes no text chunks (Kortyx emit: false).
 	Silent bool
 	// Buffered calls the model without streaming (Kortyx stream: false). Without it the call
@@ -41,7 +44,7 @@ type ReasonOptions struct {
 	Tools []string
 	// MCP adds the tools of MCP servers; their list is read once per call and recorded, so
 	// replays and retries see the same tools.
-	MCP []contracts.MCPServer
+	MCP []protocol.MCPServer
 	// ToolExecution configures the tool loop.
 	ToolExecution ToolExecution
 	// Outputs lets the model publish typed values while it works (emit) and finish with one
@@ -67,6 +70,13 @@ type ReasonOptions struct {
 	// time bound limits: the failure that reaches the cap fails the pass with the provider's
 	// code. 0: 5 with the default Retry, no cap with your own; -1: no cap.
 	MaxFailures int
+	// FastPath runs the call's model passes as Temporal local activities, in the worker that
+	// runs the workflow task, instead of activity tasks through the server: a tool loop whose
+	// tools are local too advances in a few workflow tasks. An agent turns it on for all its
+	// Reason calls with Definition.FastPath (YAML fastPath: true). What changes (a crash
+	// re-runs the passes since the last completed workflow task; cancellation arrives with the
+	// next workflow task heartbeat) is in docs/reason.md#fast-path.
+	FastPath bool
 }
 
 // Outputs are the output contracts of a Reason call, by name (names match
@@ -98,7 +108,7 @@ type ToolExecution struct {
 	// Approval asks a human "Approve <tool>?" before each call (interrupt id "tool:<callId>").
 	Approval Switch
 	// MaxResultChars bounds the text of a tool result sent back to the model (default 32,000;
-	// -1: unbounded); the full result stays in the [contracts.ReasonResult].
+	// -1: unbounded); the full result stays in the [ReasonResult].
 	MaxResultChars int
 	// MissingReturnCorrections is the number of extra passes that ask the model to finish with
 	// a return contract when it answered without one (default 0).
@@ -181,13 +191,13 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 	bad := func(format string, args ...any) (reasonSpec, error) {
 		return reasonSpec{}, contracts.Errorf(contracts.CodeInvalidRequest, "hooks.Reason: "+format, args...)
 	}
-	var msgs []contracts.ModelMessage
+	var msgs []providers.Message
 	if opts.System != "" {
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleSystem, Content: opts.System})
+		msgs = append(msgs, providers.Message{Role: providers.RoleSystem, Content: opts.System})
 	}
 	msgs = append(msgs, opts.Messages...)
 	if strings.TrimSpace(opts.Input) != "" {
-		msgs = append(msgs, contracts.ModelMessage{Role: contracts.RoleUser, Content: opts.Input})
+		msgs = append(msgs, providers.Message{Role: providers.RoleUser, Content: opts.Input})
 	}
 	if len(msgs) == 0 {
 		return bad("nothing to send: give Input, Messages or System")
@@ -257,6 +267,7 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 		EmitTool: te.Emit.For, Approve: te.Approval.For, MaxResultChars: maxChars,
 		ModelOptions:  mo,
 		ToolOptions:   to,
+		FastPath:      opts.FastPath,
 		ModelFailures: modelFailures, ToolFailures: toolFailures,
 		SchemaCorrections: corrections, MissingReturnCorrections: te.MissingReturnCorrections,
 		OutputSchema: opts.OutputSchema, InterruptMode: ModeOptional,
@@ -278,14 +289,14 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 		for _, set := range []struct {
 			m              map[string]*contracts.OutputContract
 			prefix, stream string
-		}{{o.Emit, contracts.PrefixEmit, contracts.PrefixStreamEmit}, {o.Return, contracts.PrefixReturn, contracts.PrefixStreamReturn}} {
+		}{{o.Emit, protocol.PrefixEmit, protocol.PrefixStreamEmit}, {o.Return, protocol.PrefixReturn, protocol.PrefixStreamReturn}} {
 			for _, name := range workflow.DeterministicKeys(set.m) {
 				c := set.m[name]
 				prefix := set.prefix
-				if c != nil && c.Streamed() {
+				if c != nil && len(c.StreamFields) > 0 {
 					prefix = set.stream
 				}
-				if err := contracts.CheckContractName(name, prefix); err != nil {
+				if err := protocol.CheckContractName(name, prefix); err != nil {
 					return reasonSpec{}, err
 				}
 				if c == nil || c.Schema == nil {
@@ -300,7 +311,7 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 			return bad("Interrupts needs at least one contract")
 		}
 		for _, name := range workflow.DeterministicKeys(in.Contracts) {
-			if err := contracts.CheckContractName(name, contracts.PrefixRequestInput); err != nil {
+			if err := protocol.CheckContractName(name, protocol.PrefixRequestInput); err != nil {
 				return reasonSpec{}, err
 			}
 			if c := in.Contracts[name]; c == nil || c.RequestSchema == nil || c.ResponseSchema == nil {
@@ -324,7 +335,7 @@ func (opts ReasonOptions) spec() (reasonSpec, error) {
 		spec.Interrupts = in.Contracts
 	}
 	for _, t := range opts.Tools {
-		if p := contracts.ReservedToolPrefix(t); p != "" {
+		if p := protocol.ReservedToolPrefix(t); p != "" {
 			return bad("tool %q uses the reserved prefix %s", t, p)
 		}
 	}

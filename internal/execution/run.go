@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -64,6 +66,9 @@ type Run struct {
 	// tool call, which it keeps (nil: not recorded yet).
 	LocalTools []string
 	local      map[string]bool
+	// FastPath runs the model passes of every Reason call of the run as local activities (the
+	// agent's Definition.FastPath, from the definition the run pinned).
+	FastPath bool
 
 	// NodeActivityIDs makes the activities of hooks (model passes, tool calls, MCP tool lists)
 	// get ids that name their node ("<node>/<kind>#<n>"), so that Temporal's non-determinism
@@ -138,14 +143,14 @@ func (r *Run) Install(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	onSignal(ctx, contracts.ChildQuestionSignal, func(ctx workflow.Context, q protocol.ChildQuestion) {
+	onSignal(ctx, protocol.ChildQuestionSignal, func(ctx workflow.Context, q protocol.ChildQuestion) {
 		r.questions[q.Child] = &q
 	})
-	onSignal(ctx, contracts.BudgetReserveSignal, func(ctx workflow.Context, q protocol.Reservation) {
+	onSignal(ctx, protocol.BudgetReserveSignal, func(ctx workflow.Context, q protocol.Reservation) {
 		r.reservations = append(r.reservations, q)
 		r.serveReservations(ctx)
 	})
-	onSignal(ctx, contracts.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
+	onSignal(ctx, protocol.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
 		r.grants[g.ID] = true
 	})
 	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
@@ -200,13 +205,13 @@ func (r *Run) accept(resp contracts.Response) (contracts.Answer, bool, error) {
 		// will ask (its response schema is applied when it asks).
 		p, req = &pending{req: exp}, &exp
 	}
-	if err := contracts.CheckResponse(req, resp); err != nil {
+	if err := protocol.CheckResponse(req, resp); err != nil {
 		return contracts.Answer{}, false, err
 	}
 	if resp.Cancel {
 		return contracts.Answer{RequestID: p.req.RequestID, Kind: p.req.Input.Kind}, true, nil
 	}
-	ans, err := contracts.NormalizeAnswer(p.req.Input, resp, p.schema)
+	ans, err := protocol.NormalizeAnswer(p.req.Input, resp, p.schema)
 	if err != nil {
 		return contracts.Answer{}, false, err
 	}
@@ -243,7 +248,7 @@ func (r *Run) repeated(resp contracts.Response) bool {
 		if resp.Cancel || p.cancel {
 			return resp.Cancel && p.cancel
 		}
-		a, err := contracts.NormalizeAnswer(p.req.Input, resp, p.schema)
+		a, err := protocol.NormalizeAnswer(p.req.Input, resp, p.schema)
 		return err == nil && bytes.Equal(a.Value, p.answer.Value)
 	}
 	return false
@@ -261,26 +266,26 @@ func (r *Run) reject(ctx workflow.Context, resp contracts.Response, err error) {
 
 // AddUsage adds model usage into the run's token usage (spec F3.0); a Total of 0 counts as
 // Input+Output+Reasoning.
-func (r *Run) AddUsage(u contracts.Usage) {
-	if u.IsZero() {
+func (r *Run) AddUsage(u providers.Usage) {
+	if u == (providers.Usage{}) {
 		return
 	}
 	total := u.Total
 	if total == 0 {
 		total = u.Input + u.Output + u.Reasoning
 	}
-	r.addTokenUsage(&contracts.TokenUsage{Input: u.Input, Output: u.Output, Total: total})
+	r.addTokenUsage(&contracts.Usage{Input: u.Input, Output: u.Output, Total: total})
 }
 
 // addTokenUsage adds u into the run's token usage, the one place that sums it: model passes
 // (through [Run.AddUsage]) and child runs (counted once, when their call settles).
-func (r *Run) addTokenUsage(u *contracts.TokenUsage) {
+func (r *Run) addTokenUsage(u *contracts.Usage) {
 	if u == nil {
 		return
 	}
 	t := r.Snap.State.Runtime.TokenUsage
 	if t == nil {
-		t = &contracts.TokenUsage{}
+		t = &contracts.Usage{}
 		r.Snap.State.Runtime.TokenUsage = t
 	}
 	t.Input += u.Input
@@ -333,7 +338,7 @@ func (r *Run) Flush(ctx workflow.Context) {
 		},
 	})
 	for {
-		err := workflow.ExecuteLocalActivity(lctx, contracts.PublishActivityName,
+		err := workflow.ExecuteLocalActivity(lctx, protocol.PublishActivityName,
 			protocol.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
 		if err == nil {
 			return
@@ -359,6 +364,27 @@ func (r *Run) Flush(ctx workflow.Context) {
 	}
 }
 
+// takeOutbox returns the queued chunks and empties the outbox, after any flush in progress (a
+// model pass publishes them itself: [protocol.ModelPassInput.Chunks]).
+func (r *Run) takeOutbox(ctx workflow.Context) []protocol.KeyedChunk {
+	for r.flushing {
+		if err := workflow.Await(ctx, func() bool { return !r.flushing }); err != nil {
+			return nil
+		}
+	}
+	out := r.outbox
+	r.outbox = nil
+	return out
+}
+
+// requeue puts chunks taken by [Run.takeOutbox] back in front of the outbox (their pass never
+// ran: the final flush publishes them).
+func (r *Run) requeue(chunks []protocol.KeyedChunk) {
+	if len(chunks) > 0 {
+		r.outbox = append(append([]protocol.KeyedChunk(nil), chunks...), r.outbox...)
+	}
+}
+
 // publishRetryPause is the pause between two publish local activities while the stream store
 // does not answer (each retries for a minute itself).
 const publishRetryPause = 5 * time.Second
@@ -379,14 +405,14 @@ func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 		return
 	}
 	r.saStatus = s
-	if err := workflow.UpsertTypedSearchAttributes(ctx, contracts.StatusKey.ValueSet(string(s))); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, protocol.StatusKey.ValueSet(string(s))); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
 	}
 }
 
 // SetWorkflow mirrors a hand-off to another workflow into the KortyxWorkflow search attribute.
 func (r *Run) SetWorkflow(ctx workflow.Context, id string) {
-	if err := workflow.UpsertTypedSearchAttributes(ctx, contracts.WorkflowKey.ValueSet(id)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, protocol.WorkflowKey.ValueSet(id)); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
 	}
 }
@@ -396,18 +422,18 @@ func (r *Run) SetWorkflow(ctx workflow.Context, id string) {
 func (r *Run) InitSearchAttributes(ctx workflow.Context) {
 	r.saStatus = r.Status
 	cur := workflow.GetTypedSearchAttributes(ctx)
-	wf, _ := cur.GetKeyword(contracts.WorkflowKey)
-	st, _ := cur.GetKeyword(contracts.StatusKey)
-	sess, _ := cur.GetKeyword(contracts.SessionKey)
+	wf, _ := cur.GetKeyword(protocol.WorkflowKey)
+	st, _ := cur.GetKeyword(protocol.StatusKey)
+	sess, _ := cur.GetKeyword(protocol.SessionKey)
 	if wf == r.Snap.State.CurrentWorkflow && st == string(r.Status) && sess == r.SessionID {
 		return
 	}
 	ups := []temporal.SearchAttributeUpdate{
-		contracts.WorkflowKey.ValueSet(r.Snap.State.CurrentWorkflow),
-		contracts.StatusKey.ValueSet(string(r.Status)),
+		protocol.WorkflowKey.ValueSet(r.Snap.State.CurrentWorkflow),
+		protocol.StatusKey.ValueSet(string(r.Status)),
 	}
 	if r.SessionID != "" {
-		ups = append(ups, contracts.SessionKey.ValueSet(r.SessionID))
+		ups = append(ups, protocol.SessionKey.ValueSet(r.SessionID))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, ups...); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
@@ -432,11 +458,11 @@ func (r *Run) Ask(ctx workflow.Context, req contracts.PendingRequest, schema *co
 		}
 		return r.await(ctx, p)
 	}
-	r.Emit(req.Chunk())
+	r.Emit(protocol.InterruptChunk(req))
 	if r.session != nil && !r.completed {
 		if r.session.Reexposing() {
 			// The question a rollback or fork re-exposes: its checkpoint exists already.
-		} else if _, err := r.Checkpoint(ctx, &req, false); err != nil {
+		} else if _, err := r.checkpoint(ctx, &req, schema, false); err != nil {
 			// A question that cannot be checkpointed is not asked: its chunk is withdrawn
 			// before anything was published.
 			r.outbox = r.outbox[:len(r.outbox)-1]
@@ -480,15 +506,15 @@ func (r *Run) answeredEarly(ctx workflow.Context, req contracts.PendingRequest, 
 // its interrupt) and sends the answer back as a Respond signal with the same token.
 func (r *Run) askParent(ctx workflow.Context, req contracts.PendingRequest, schema *contracts.Schema) error {
 	r.Flush(ctx)
-	snap := Clone(r.Snap)
+	snap := protocol.Clone(r.Snap)
 	q := protocol.ChildQuestion{Child: r.ID, Request: req, Snapshot: &snap}
 	if schema != nil {
 		q.Schema = schema.Raw()
 	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, CheckpointFix); err != nil {
+	if err := protocol.CheckPayload(fmt.Sprintf("the question of child workflow %q with its state", r.ID), q, protocol.CheckpointFix); err != nil {
 		return err
 	}
-	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", contracts.ChildQuestionSignal, q).Get(ctx, nil)
+	return workflow.SignalExternalWorkflow(ctx, r.Child.ParentID, "", protocol.ChildQuestionSignal, q).Get(ctx, nil)
 }
 
 // await waits for the answer of the pending request p.
@@ -544,10 +570,6 @@ func NewCheckpointID(ctx workflow.Context, sessionID string) string {
 	return id
 }
 
-// CheckpointFix is what to do about a checkpoint (or a child's question with its state) over
-// the payload limit.
-const CheckpointFix = "keep large values (tool results, documents, node data) out of the run's state and hook results: store them outside the run and keep a reference"
-
 // SessionSide is the run's half of the session protocol (sessionstate.RunSide, next to the
 // session's state machine): it keeps the binding and what the current response ran and
 // streamed, and builds the checkpoints and reports; the run generates ids, reads the time,
@@ -567,7 +589,7 @@ type SessionSide interface {
 	// Checkpoint builds the checkpoint of the run as it stands (PAYLOAD_TOO_LARGE when its
 	// report would not fit); Report is the report that commits it; Committed moves on to the
 	// next turn once it was reported.
-	Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error)
+	Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, schema json.RawMessage, final bool) (protocol.Checkpoint, error)
 	Report(cp protocol.Checkpoint) protocol.CheckpointReport
 	Committed(cp protocol.Checkpoint)
 	// Closed is the report of a run that ended without a checkpoint.
@@ -597,11 +619,21 @@ func (r *Run) Binding() *protocol.SessionBinding {
 // and after CompleteResponse. A checkpoint whose report would exceed Temporal's payload limit
 // is not committed: PAYLOAD_TOO_LARGE.
 func (r *Run) Checkpoint(ctx workflow.Context, pending *contracts.PendingRequest, final bool) (string, error) {
+	return r.checkpoint(ctx, pending, nil, final)
+}
+
+// checkpoint is [Run.Checkpoint] of a question with its response schema (nil: none), which
+// the checkpoint carries so that the session checks answers as the run does.
+func (r *Run) checkpoint(ctx workflow.Context, pending *contracts.PendingRequest, schema *contracts.Schema, final bool) (string, error) {
 	if r.session == nil || r.completed {
 		return "", nil
 	}
+	var raw json.RawMessage
+	if schema != nil {
+		raw = schema.Raw()
+	}
 	id := NewCheckpointID(ctx, r.session.Binding().SessionID)
-	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, final)
+	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, raw, final)
 	if err != nil {
 		return "", err
 	}
@@ -643,7 +675,7 @@ func (r *Run) Completed() bool { return r.completed }
 func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 	for attempt := 1; ; attempt++ {
 		b := r.session.Binding()
-		err := workflow.SignalExternalWorkflow(ctx, b.WorkflowID, "", contracts.SessionCheckpointSignal, rep).Get(ctx, nil)
+		err := workflow.SignalExternalWorkflow(ctx, b.WorkflowID, "", protocol.SessionCheckpointSignal, rep).Get(ctx, nil)
 		if err == nil {
 			return
 		}

@@ -174,7 +174,7 @@ func (s *Scope) SetWorkflowValue(key string, v json.RawMessage) error {
 // RuntimeContext returns the run's request context ({} when none).
 func (s *Scope) RuntimeContext() map[string]any {
 	if c := s.run.Snap.State.Config.Context; c != nil {
-		return Clone(c)
+		return protocol.Clone(c)
 	}
 	return map[string]any{}
 }
@@ -204,7 +204,7 @@ func (s *Scope) Structured(ctx workflow.Context, c contracts.Chunk) (string, err
 	if c.StreamID == "" {
 		c.StreamID = s.run.NewStreamID()
 	}
-	body := contracts.RawJSON(c)
+	body := protocol.RawJSON(c)
 	if seen && bytes.Equal(prev.Value, body) {
 		return c.StreamID, nil
 	}
@@ -247,7 +247,7 @@ func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in cont
 		}
 		// Recorded before waiting, so that a checkpoint taken while waiting lets a restored run
 		// ask this question again under the same token.
-		s.record(key, protocol.JournalEntry{Kind: entryPending, Value: contracts.RawJSON(req), At: req.CreatedAt})
+		s.record(key, protocol.JournalEntry{Kind: entryPending, Value: protocol.RawJSON(req), At: req.CreatedAt})
 	}
 	ans, err := s.run.Ask(ctx, req, responseSchema)
 	if err != nil {

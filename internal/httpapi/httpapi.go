@@ -4,8 +4,10 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -55,8 +57,17 @@ func ErrorChunk(logger *slog.Logger, runID string, err error) contracts.Chunk {
 // overrides it). The body carries only the [Public] descriptor (its safe message, code and
 // fields, never its cause); a 5xx is logged on logger (nil: slog.Default()) with the full
 // error, its cause, the request's method and path (r may be nil), and so is the cause of a
-// 4xx that has one.
+// 4xx that has one. When the client left (r's context is done and err is context.Canceled)
+// nothing is written and the request is logged at debug level only.
 func WriteError(w http.ResponseWriter, r *http.Request, logger *slog.Logger, status int, err error) {
+	if r != nil && r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client left (a reload, a closed tab): nobody reads the answer, and nothing failed.
+		if logger == nil {
+			logger = slog.Default()
+		}
+		logger.Debug("kortyx http: the client left before the answer", "method", r.Method, "path", r.URL.Path)
+		return
+	}
 	f := Public(err)
 	if status == 0 {
 		status = Status(f)
@@ -190,7 +201,7 @@ func Status(f contracts.Failure) int {
 		category = f.Code.Category()
 	}
 	switch category {
-	case contracts.CategoryRequest:
+	case "request":
 		if f.Code == contracts.CodeNotFound || f.Code == contracts.CodeUnknownWorkflow {
 			return http.StatusNotFound
 		}
@@ -205,10 +216,40 @@ func Status(f contracts.Failure) int {
 			return http.StatusGone
 		}
 		return http.StatusBadRequest
-	case contracts.CategoryProvider:
+	case "provider":
 		return http.StatusBadGateway
-	case contracts.CategoryPersistence:
+	case "persistence":
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
+}
+
+// DefaultMaxBody is the request body limit of every wire (their MaxBodyBytes options' default).
+const DefaultMaxBody = 1 << 20
+
+// ReadBody reads r's body up to limit bytes, the one body rule of every wire: a larger body is
+// INVALID_REQUEST "Request body is larger than <limit> bytes.", a body that cannot be read
+// (the client left midway) INVALID_REQUEST without the reader's error text.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, contracts.Errorf(contracts.CodeInvalidRequest, "Request body is larger than %d bytes.", limit)
+		}
+		return nil, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body could not be read.", Err: err}
+	}
+	return body, nil
+}
+
+// Refusal is what a wire does with its authorization hook's error err (nil: allowed): a
+// *contracts.Error passes as it is (UNAUTHORIZED and FORBIDDEN refuse; another code, such as
+// TEMPORAL_UNAVAILABLE from an ownership lookup, is that failure), any other error refuses
+// with FORBIDDEN, its text kept as the cause for the log only. The same on every wire.
+func Refusal(err error) error {
+	var ke *contracts.Error
+	if err == nil || errors.As(err, &ke) {
+		return err
+	}
+	return &contracts.Error{Code: contracts.CodeForbidden, Message: "Forbidden.", Err: err}
 }

@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -137,4 +139,31 @@ func TestErrorChunkIsSafe(t *testing.T) {
 		"failure":{"version":1,"code":"STREAM_UNAVAILABLE","category":"persistence","message":"The stream store (Redis) did not answer; try again shortly.","retryable":true}}`, string(b))
 	require.Contains(t, logs.String(), "127.0.0.1:6390")
 	require.Contains(t, logs.String(), "run=run-1")
+}
+
+// A request whose client left (a page reload cancels what it had in flight) fails with the
+// request's context.Canceled: that is no server error, so nothing is logged as one.
+func TestWriteErrorWhenTheClientLeft(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := httptest.NewRequest(http.MethodPost, "/api/checkpoints", nil).WithContext(ctx)
+	httpapi.WriteError(httptest.NewRecorder(), r, logger, 0, fmt.Errorf("listing checkpoints: %w", context.Canceled))
+	require.Empty(t, logs.String())
+
+	// The same error on a request whose client is still there is a server error.
+	httpapi.WriteError(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/checkpoints", nil), logger, 0,
+		fmt.Errorf("listing checkpoints: %w", context.Canceled))
+	require.Contains(t, logs.String(), "level=ERROR")
+}
+
+// The hook's error on every wire: a coded error is that failure, any other refuses.
+func TestRefusal(t *testing.T) {
+	require.NoError(t, httpapi.Refusal(nil))
+	down := &contracts.Error{Code: contracts.CodeTemporalUnavailable, Message: "Temporal did not answer."}
+	require.Same(t, down, httpapi.Refusal(down))
+	f := contracts.FailureOf(httpapi.Refusal(errors.New("ldap: connection reset")))
+	require.Equal(t, contracts.CodeForbidden, f.Code)
+	require.Equal(t, "Forbidden.", f.Message)
 }

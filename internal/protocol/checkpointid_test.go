@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,7 +21,7 @@ func TestCheckpointIDCarriesItsSession(t *testing.T) {
 	} {
 		id := CheckpointID(u, tc.session)
 		require.Equal(t, tc.id, id, name)
-		require.Nil(t, contracts.CheckID("checkpointId", id), name)
+		require.Nil(t, CheckID("checkpointId", id), name)
 		s, ok := CheckpointSession(id)
 		if tc.id == "cp-"+u {
 			require.False(t, ok, name)

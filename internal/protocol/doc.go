@@ -8,6 +8,6 @@
 // These types are part of recorded histories: their JSON is exactly what it was when they were
 // public in package contracts (field names, order and omitempty), so histories recorded then
 // replay against this code, and a payload a user's plain Temporal client sends
-// ([contracts.RunInput], [contracts.SessionInput]) decodes into the embedding type. Like
+// ([contracts.RunInput], [protocol.SessionInput]) decodes into the embedding type. Like
 // contracts, it has no effects and is safe in workflow code.
 package protocol

@@ -22,6 +22,9 @@ type PinnedDefinition struct {
 	// (node params and schemas are left out), so a changed definition is detected but cannot
 	// be rebound.
 	Digest bool `json:"digest,omitempty"`
+	// FastPath: the definition runs its model passes as local activities
+	// (workflows.Definition.FastPath).
+	FastPath bool `json:"fastPath,omitempty"`
 }
 
 // PinnedNode is one node of a [PinnedDefinition].

@@ -1,17 +1,91 @@
 package protocol
 
-import "github.com/kortyx-go/kortyx/contracts"
+import (
+	"encoding/json"
+
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
+	"github.com/kortyx-go/kortyx/contracts"
+)
 
 // Checkpoint is a session checkpoint as the session keeps it: the public checkpoint and the
 // run state to continue from, which stays server-side ([Checkpoint.Public] drops it).
 type Checkpoint struct {
-	contracts.Checkpoint
+	sessionapi.Checkpoint
 	// Snapshot is the run state to continue from.
 	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
+	// Schemas are the response schemas of ActivePendingRequests, in their order (null: the
+	// question has none), so that the session checks an answer as the run does. Absent in
+	// checkpoints taken before it existed: the session then leaves the check to the run.
+	Schemas []json.RawMessage `json:"schemas,omitempty"`
+}
+
+// SessionQuestionQuery is the session's query that returns the run asking its open question of a
+// resume token ("" when no open question has it): the session service reads where an answer's
+// response will begin from that run's stream before it sends the answer.
+const SessionQuestionQuery = "kortyx.Session.Question"
+
+// Pending is the open question i of the checkpoint, asked by run.
+func (c Checkpoint) Pending(i int, run string) PendingTurn {
+	p := PendingTurn{Request: c.ActivePendingRequests[i], RunID: run, CheckpointID: c.ID}
+	if len(c.Schemas) == len(c.ActivePendingRequests) {
+		p.Checked = true
+		if s := c.Schemas[i]; len(s) > 0 && string(s) != "null" {
+			p.Schema = s
+		}
+	}
+	return p
 }
 
 // Public returns the checkpoint without its snapshot (what the checkpoint API returns).
-func (c Checkpoint) Public() contracts.Checkpoint { return c.Checkpoint }
+func (c Checkpoint) Public() sessionapi.Checkpoint { return c.Checkpoint }
+
+// DefaultMaxCheckpoints is how many checkpoints a session keeps by default (oldest pruned).
+const DefaultMaxCheckpoints = 50
+
+// MaxRecentTurns is how many ended turns a session remembers by clientTurnId.
+const MaxRecentTurns = 32
+
+// SessionWorkflowID is the workflow ID of a session.
+func SessionWorkflowID(sessionID string) string { return "kortyx-session:" + sessionID }
+
+// Summary returns the checkpoint's summary.
+func (c Checkpoint) Summary() sessionapi.CheckpointSummary {
+	return sessionapi.CheckpointSummary{ID: c.ID, SessionID: c.SessionID, TurnIndex: c.TurnIndex, CreatedAt: c.CreatedAt, Workflow: c.Workflow,
+		Nodes: c.Nodes, ParentCheckpointID: c.ParentCheckpointID, Label: c.Label, ParentSessionID: c.ParentSessionID, ForkedFrom: c.ForkedFrom}
+}
+
+// ResumeTurnRequest claims a turn that answers a pending question of the session.
+type ResumeTurnRequest struct {
+	Token        string `json:"token"`
+	RequestID    string `json:"requestId"`
+	ClientTurnID string `json:"clientTurnId,omitempty"`
+	// Reconnect: see [sessionapi.TurnRequest].
+	Reconnect bool `json:"reconnect,omitempty"`
+	// Digest identifies the answer's content; the session service sets it. The same
+	// ClientTurnID with another digest is refused with CLIENT_TURN_CONFLICT.
+	Digest string `json:"digest,omitempty"`
+	// Answer, when set, is the answer itself: the session checks it against the open question
+	// and delivers it to the question's run (the kortyx.Respond signal) in the same update, so
+	// that an answer is one update ([sessionapi.TurnStarted].Delivered). Without it (requests from before
+	// it existed) the session only claims the turn and the caller delivers the answer.
+	Answer *contracts.Response `json:"answer,omitempty"`
+	// StreamRun and From are where the answer's response begins: the end offset (From) of the
+	// stream of run StreamRun, read while the run waits for the answer. The session records it
+	// on the turn ([sessionapi.ActiveTurn].Begin) when StreamRun is the question's run.
+	StreamRun string `json:"streamRun,omitempty"`
+	From      int64  `json:"from,omitempty"`
+}
+
+// SessionInput starts a session workflow: what a client sets. The session workflow's parameter
+// embeds it and adds what only the session sets (a fork's origin, what continue-as-new
+// carries).
+type SessionInput struct {
+	SessionID      string `json:"sessionId"`
+	MaxCheckpoints int    `json:"maxCheckpoints,omitempty"`
+	// RunTaskQueue is where runs are started (default: the session's own task queue).
+	RunTaskQueue string `json:"runTaskQueue,omitempty"`
+}
 
 // SessionBinding ties a run to its session.
 type SessionBinding struct {
@@ -41,10 +115,10 @@ type CheckpointReport struct {
 }
 
 // SessionStart is the parameter of the session workflow: what a client sets
-// ([contracts.SessionInput], embedded) and what only the session sets — a fork's origin, and
+// ([SessionInput], embedded) and what only the session sets — a fork's origin, and
 // what continue-as-new carries. The fields are in the order of the recorded histories.
 type SessionStart struct {
-	contracts.SessionInput
+	SessionInput
 	ParentSessionID string `json:"parentSessionId,omitempty"`
 	ForkedFrom      string `json:"forkedFrom,omitempty"`
 	// Initial is the first checkpoint of a forked session; InitialRunID the id of the run that
@@ -64,16 +138,16 @@ type SessionStart struct {
 type SessionState struct {
 	Checkpoints []Checkpoint           `json:"checkpoints"`
 	Head        string                 `json:"head,omitempty"`
-	Active      *contracts.ActiveTurn  `json:"active,omitempty"`
+	Active      *sessionapi.ActiveTurn `json:"active,omitempty"`
 	Pending     map[string]PendingTurn `json:"pending,omitempty"` // by token
 	NextTurn    int                    `json:"nextTurn"`
 	// Owner is the session's owner, set by its first accepted turn (see
-	// [contracts.TurnRequest].Owner).
+	// [sessionapi.TurnRequest].Owner).
 	Owner string `json:"owner,omitempty"`
 	// Recent are the last turns that ended and had a clientTurnId, oldest first: the same
 	// clientTurnId asking again reattaches to its turn instead of running it twice (a turn that
 	// failed or was stopped only for a reconnecting reader: a retry runs it again).
-	Recent []contracts.ActiveTurn `json:"recent,omitempty"`
+	Recent []sessionapi.ActiveTurn `json:"recent,omitempty"`
 	// Early are reports of runs that were not the active turn's when they arrived: a workflow
 	// task can see a run's report before the start of its turn (events delivered together).
 	Early []CheckpointReport `json:"early,omitempty"`
@@ -84,12 +158,16 @@ type PendingTurn struct {
 	Request      contracts.PendingRequest `json:"request"`
 	RunID        string                   `json:"runId"`
 	CheckpointID string                   `json:"checkpointId"`
+	// Checked is set when the session knows how the run checks an answer (the question's
+	// response schema, Schema, or none): the session then checks and delivers answers itself.
+	Checked bool            `json:"checked,omitempty"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
 }
 
 // Checkpoint ids. A checkpoint id is "cp-<uuid>@<sessionId>": the checkpoint route finds the
 // session of a request that names only a checkpoint (Kortyx's rollback, get and fork) from the
 // id itself, in any API process and after a restart. A session id too long for the id rule
-// ([contracts.MaxIDLength]) gives "cp-<uuid>", as every checkpoint had before; such ids are
+// ([MaxIDLength]) gives "cp-<uuid>", as every checkpoint had before; such ids are
 // found by the API process's memory or sent with their sessionId.
 const (
 	checkpointPrefix = "cp-"
@@ -98,7 +176,7 @@ const (
 )
 
 // MaxCheckpointSessionLength is the longest session id a checkpoint id carries.
-const MaxCheckpointSessionLength = contracts.MaxIDLength - len(checkpointPrefix) - uuidLength - 1
+const MaxCheckpointSessionLength = MaxIDLength - len(checkpointPrefix) - uuidLength - 1
 
 // CheckpointID is the id of a new checkpoint of session sessionID; uuid is a new random UUID
 // (36 characters).

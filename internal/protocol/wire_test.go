@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
 )
@@ -31,19 +33,19 @@ func TestWireUnchanged(t *testing.T) {
 		Snapshot: snap,
 		Session:  &SessionBinding{WorkflowID: "kortyx-session:s", SessionID: "s", TurnIndex: 2, ParentCheckpointID: "cp", Restore: true, Expect: []contracts.PendingRequest{pr}},
 		Prior:    snap, Child: &ChildBinding{ParentID: "p", RootID: "r", Stream: "r", Depth: 1, Node: "n", CallID: "c", Limits: contracts.Limits{MaxModelPasses: 3}}}
-	cp := &Checkpoint{Checkpoint: contracts.Checkpoint{ID: "cp1", SessionID: "s", RunID: "run", TurnIndex: 1, CreatedAt: at, Workflow: "w", Nodes: []string{"a"},
-		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{"x"}, InterruptTokens: []string{"t"}}, ActivePendingRequests: []contracts.PendingRequest{pr},
+	cp := &Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: "cp1", SessionID: "s", RunID: "run", TurnIndex: 1, CreatedAt: at, Workflow: "w", Nodes: []string{"a"},
+		Effects: sessionapi.CheckpointEffects{StructuredStreamIDs: []string{"x"}, InterruptTokens: []string{"t"}}, ActivePendingRequests: []contracts.PendingRequest{pr},
 		ParentCheckpointID: "cp0", Label: "l", ParentSessionID: "ps", ForkedFrom: "ff"}, Snapshot: snap}
 	rep := CheckpointReport{RunID: "run", Checkpoint: cp, TurnEnded: true, Closed: true}
-	st := &SessionState{Checkpoints: []Checkpoint{*cp}, Head: "cp1", Active: &contracts.ActiveTurn{RunID: "run", TurnIndex: 1, ClientTurnID: "ct", Kind: "prompt", Since: at, Token: "tk", Committed: true},
+	st := &SessionState{Checkpoints: []Checkpoint{*cp}, Head: "cp1", Active: &sessionapi.ActiveTurn{RunID: "run", TurnIndex: 1, ClientTurnID: "ct", Kind: "prompt", Since: at, Token: "tk", Committed: true},
 		Pending: map[string]PendingTurn{"tk": {Request: pr, RunID: "run", CheckpointID: "cp1"}}, NextTurn: 2, Owner: "o",
-		Recent: []contracts.ActiveTurn{{RunID: "r0"}}, Early: []CheckpointReport{rep}}
-	sin := SessionStart{SessionInput: contracts.SessionInput{SessionID: "s", MaxCheckpoints: 3, RunTaskQueue: "q"},
+		Recent: []sessionapi.ActiveTurn{{RunID: "r0"}}, Early: []CheckpointReport{rep}}
+	sin := SessionStart{SessionInput: SessionInput{SessionID: "s", MaxCheckpoints: 3, RunTaskQueue: "q"},
 		ParentSessionID: "ps", ForkedFrom: "ff", Initial: cp, InitialRunID: "ir", Owner: "o", State: st, ContinueAsNewAfter: 4}
 	cq := ChildQuestion{Child: "c", Request: pr, Schema: json.RawMessage(`{"type":"object"}`), Snapshot: snap}
 	co := ChildOutcome{Data: map[string]any{"x": 1}, Failure: &contracts.Failure{Code: "X", Message: "m"}}
-	fr := contracts.ForkResult{SessionID: "s2", ParentSessionID: "s", ForkedFrom: "cp1", Checkpoint: cp.Public(), RunID: "r", Reissued: []contracts.ReissuedRequest{{FromToken: "a"}}}
-	sv := contracts.SessionView{SessionID: "s", Head: "cp1", Checkpoints: []contracts.CheckpointSummary{cp.Summary()}, Active: st.Active, Pending: []contracts.PendingRequest{pr}, Owner: "o"}
+	fr := sessionapi.ForkResult{SessionID: "s2", ParentSessionID: "s", ForkedFrom: "cp1", Checkpoint: cp.Public(), RunID: "r", Reissued: []sessionapi.ReissuedRequest{{FromToken: "a"}}}
+	sv := sessionapi.SessionView{SessionID: "s", Head: "cp1", Checkpoints: []sessionapi.CheckpointSummary{cp.Summary()}, Active: st.Active, Pending: []contracts.PendingRequest{pr}, Owner: "o"}
 	pub := PublishInput{RunID: "r", Chunks: []KeyedChunk{{Key: "w:1", Chunk: contracts.Chunk{Type: "text-delta"}}}}
 	values := []struct {
 		was string
@@ -57,9 +59,9 @@ func TestWireUnchanged(t *testing.T) {
 		{"contracts.ChildOutcome", co, func() any { return &ChildOutcome{} }},
 		{"contracts.Reservation", Reservation{ID: "1", From: "f", Kind: "k"}, func() any { return &Reservation{} }},
 		{"contracts.Grant", Grant{ID: "1"}, func() any { return &Grant{} }},
-		{"contracts.Checkpoint", cp.Public(), func() any { return &contracts.Checkpoint{} }},
-		{"contracts.ForkResult", fr, func() any { return &contracts.ForkResult{} }},
-		{"contracts.SessionView", sv, func() any { return &contracts.SessionView{} }},
+		{"contracts.Checkpoint", cp.Public(), func() any { return &sessionapi.Checkpoint{} }},
+		{"contracts.ForkResult", fr, func() any { return &sessionapi.ForkResult{} }},
+		{"contracts.SessionView", sv, func() any { return &sessionapi.SessionView{} }},
 		{"contracts.PublishInput", pub, func() any { return &PublishInput{} }},
 	}
 	f, err := os.Open("testdata/wire.golden")
@@ -98,7 +100,7 @@ func TestClientInputsDecode(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(b), string(again))
 
-	sin := contracts.SessionInput{SessionID: "s", MaxCheckpoints: 3, RunTaskQueue: "q"}
+	sin := SessionInput{SessionID: "s", MaxCheckpoints: 3, RunTaskQueue: "q"}
 	b, err = json.Marshal(sin)
 	require.NoError(t, err)
 	var ss SessionStart

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
@@ -15,7 +16,7 @@ import (
 // RollbackPlan is a rollback found possible by [Machine.PlanRollback]: its result, and the
 // runs of the discarded checkpoints to cancel before it is committed.
 type RollbackPlan struct {
-	Result contracts.RollbackResult
+	Result sessionapi.RollbackResult
 	// Cancel are the runs of the discarded checkpoints, in checkpoint order, each once.
 	Cancel []string
 	// Noop is set when the checkpoint is the last one: nothing is discarded or committed.
@@ -35,7 +36,7 @@ func (m *Machine) PlanRollback(id string) (RollbackPlan, error) {
 	}
 	target := m.State.Checkpoints[idx]
 	plan := RollbackPlan{idx: idx, target: target, cancelled: map[string]bool{},
-		Result: contracts.RollbackResult{SessionID: m.In.SessionID, Head: target.Summary(),
+		Result: sessionapi.RollbackResult{SessionID: m.In.SessionID, Head: target.Summary(),
 			InvalidatedStructuredStreamIDs: []string{}, InvalidatedInterruptTokens: []string{}, ActivePendingRequests: []contracts.PendingRequest{}}}
 	removed := m.State.Checkpoints[idx+1:]
 	if len(removed) == 0 {
@@ -113,14 +114,14 @@ func (m *Machine) RestoreInput(cp protocol.Checkpoint, sessionWorkflowID string)
 
 // Reopen opens cp's questions again, asked by run (restored from cp).
 func (m *Machine) Reopen(cp protocol.Checkpoint, run string) {
-	for _, p := range cp.ActivePendingRequests {
-		m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: run, CheckpointID: cp.ID}
+	for i, p := range cp.ActivePendingRequests {
+		m.State.Pending[p.Token] = cp.Pending(i, run)
 	}
 }
 
 // CheckFork checks a fork request: the checkpoint exists (a busy session may fork), and the new
 // session id, if any, is usable.
-func (m *Machine) CheckFork(req contracts.ForkRequest) error {
+func (m *Machine) CheckFork(req sessionapi.ForkRequest) error {
 	if _, err := m.CheckTarget(req.CheckpointID); err != nil && contracts.CodeOf(err) == contracts.CodeNotFound {
 		return err
 	}
@@ -146,7 +147,7 @@ type ForkIDs struct {
 	Session    string
 	Checkpoint string
 	// Requests are the new token and request id of each open question of the source, in order.
-	Requests []contracts.ReissuedRequest
+	Requests []sessionapi.ReissuedRequest
 	// Run is the run that asks the copied questions again ("" when there are none).
 	Run string
 }
@@ -155,25 +156,25 @@ type ForkIDs struct {
 // request id of ids.Requests (their From fields are filled in here), and is asked again in the
 // new session by run ids.Run, restored from the copy. It returns the new session's input and
 // the reissued questions.
-func (m *Machine) Fork(src protocol.Checkpoint, ids ForkIDs, now time.Time) (protocol.SessionStart, []contracts.ReissuedRequest) {
-	cp := execution.Clone(src)
+func (m *Machine) Fork(src protocol.Checkpoint, ids ForkIDs, now time.Time) (protocol.SessionStart, []sessionapi.ReissuedRequest) {
+	cp := protocol.Clone(src)
 	cp.ID, cp.SessionID, cp.ParentCheckpointID = ids.Checkpoint, ids.Session, ""
 	cp.ParentSessionID, cp.ForkedFrom, cp.CreatedAt = m.In.SessionID, src.ID, now
 	cp.Effects.InterruptTokens = []string{}
-	var reissued []contracts.ReissuedRequest
+	var reissued []sessionapi.ReissuedRequest
 	for i, p := range cp.ActivePendingRequests {
 		r := ids.Requests[i]
 		old := p.Token
-		reissued = append(reissued, contracts.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: r.Token, RequestID: r.RequestID})
+		reissued = append(reissued, sessionapi.ReissuedRequest{FromToken: p.Token, FromRequestID: p.RequestID, Token: r.Token, RequestID: r.RequestID})
 		p.Token, p.RequestID = r.Token, r.RequestID
 		cp.ActivePendingRequests[i] = p
 		cp.Effects.InterruptTokens = append(cp.Effects.InterruptTokens, p.Token)
 		if cp.Snapshot != nil {
-			execution.RewritePending(cp.Snapshot, old, p)
+			protocol.RewritePending(cp.Snapshot, old, p)
 		}
 	}
 	return protocol.SessionStart{
-		SessionInput:    contracts.SessionInput{SessionID: ids.Session, MaxCheckpoints: m.In.MaxCheckpoints, RunTaskQueue: m.In.RunTaskQueue},
+		SessionInput:    protocol.SessionInput{SessionID: ids.Session, MaxCheckpoints: m.In.MaxCheckpoints, RunTaskQueue: m.In.RunTaskQueue},
 		ParentSessionID: m.In.SessionID, ForkedFrom: src.ID, Initial: &cp, InitialRunID: ids.Run, Owner: m.State.Owner}, reissued
 }
 
@@ -190,7 +191,7 @@ func (m *Machine) ContinueAsNewDue(suggested bool, events int) bool {
 func (m *Machine) Carry() protocol.SessionStart {
 	next := m.In
 	next.Initial, next.InitialRunID = nil, ""
-	st := execution.Clone(m.State)
+	st := protocol.Clone(m.State)
 	for i := 0; i < len(st.Checkpoints); i++ {
 		b, err := json.Marshal(st)
 		if err != nil {

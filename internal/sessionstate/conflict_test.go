@@ -3,6 +3,8 @@ package sessionstate
 import (
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/stretchr/testify/require"
@@ -15,7 +17,7 @@ func promptedWith(digest string, end func(t *testing.T, m *Machine)) func(t *tes
 		m := fresh()
 		m.Claim("alice")
 		m.StartSession("cp-0", t0, "wf")
-		m.StartPrompt(contracts.TurnRequest{ClientTurnID: "c1", Workflow: "wf", Digest: digest}, "run-1", wfID, t0)
+		m.StartPrompt(sessionapi.TurnRequest{ClientTurnID: "c1", Workflow: "wf", Digest: digest}, "run-1", wfID, t0)
 		if end != nil {
 			end(t, m)
 		}
@@ -39,7 +41,7 @@ func stopTurn(t *testing.T, m *Machine) {
 func answeredWith(digest string, end bool) func(t *testing.T) *Machine {
 	return func(t *testing.T) *Machine {
 		m := asked(t)
-		req := contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2", Digest: digest}
+		req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2", Digest: digest}
 		p, again, err := m.CheckResume(req)
 		require.NoError(t, err)
 		require.Nil(t, again)
@@ -58,15 +60,15 @@ func answeredWith(digest string, end bool) func(t *testing.T) *Machine {
 // a turn or a request without a digest (from before digests) matches any.
 func TestClientTurnConflict(t *testing.T) {
 	const conflict = contracts.CodeClientTurnConflict
-	reattached := &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true}
-	ended := &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}
+	reattached := &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true}
+	ended := &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}
 	prompts := []struct {
 		name     string
 		setup    func(t *testing.T) *Machine
 		digest   string
 		validate bool
 		code     contracts.Code
-		again    *contracts.TurnStarted
+		again    *sessionapi.TurnStarted
 	}{
 		{name: "active turn, same input", setup: promptedWith("d1", nil), digest: "d1", again: reattached},
 		{name: "active turn, other input", setup: promptedWith("d1", nil), digest: "d2", code: conflict},
@@ -82,7 +84,7 @@ func TestClientTurnConflict(t *testing.T) {
 		t.Run("prompt/"+tc.name, func(t *testing.T) {
 			m := tc.setup(t)
 			m.Validating = tc.validate
-			again, err := m.CheckStart(contracts.TurnRequest{ClientTurnID: "c1", Owner: "alice", Digest: tc.digest})
+			again, err := m.CheckStart(sessionapi.TurnRequest{ClientTurnID: "c1", Owner: "alice", Digest: tc.digest})
 			require.Equal(t, tc.code, codeOf(err))
 			require.Equal(t, tc.again, again)
 			if tc.code == conflict {
@@ -109,7 +111,7 @@ func TestClientTurnConflict(t *testing.T) {
 	for _, tc := range answers {
 		t.Run("answer/"+tc.name, func(t *testing.T) {
 			m := tc.setup(t)
-			_, again, err := m.CheckResume(contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2", Digest: tc.digest})
+			_, again, err := m.CheckResume(protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2", Digest: tc.digest})
 			require.Equal(t, tc.code, codeOf(err))
 			if tc.code != "" {
 				require.Nil(t, again)
@@ -117,7 +119,7 @@ func TestClientTurnConflict(t *testing.T) {
 					err.Error())
 				return
 			}
-			require.Equal(t, &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2, Reattached: true, Ended: tc.ended}, again)
+			require.Equal(t, &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2, Reattached: true, Ended: tc.ended}, again)
 		})
 	}
 }

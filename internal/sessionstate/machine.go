@@ -1,16 +1,19 @@
 package sessionstate
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
-// Turn kinds (contracts.ActiveTurn.Kind; they persist in the session's state).
+// Turn kinds (sessionapi.ActiveTurn.Kind; they persist in the session's state).
 const (
 	KindPrompt = "prompt"
 	KindAnswer = "interrupt-response"
@@ -34,6 +37,9 @@ type Machine struct {
 	// Validating is set while an update validator runs: "a turn is active" is not decided
 	// there (the reports that arrived before the request are applied by the handlers).
 	Validating bool
+	// schemas caches the compiled response schemas of open questions, by token (not durable:
+	// compiling again gives the same schema).
+	schemas map[string]*contracts.Schema
 }
 
 // New returns the machine of a session started (or continued) with in; taskQueue is the
@@ -49,7 +55,7 @@ func New(in protocol.SessionStart, taskQueue string) *Machine {
 		m.State.Pending = map[string]protocol.PendingTurn{}
 	}
 	if in.MaxCheckpoints <= 0 {
-		m.In.MaxCheckpoints = contracts.DefaultMaxCheckpoints
+		m.In.MaxCheckpoints = protocol.DefaultMaxCheckpoints
 	}
 	if m.In.RunTaskQueue == "" {
 		m.In.RunTaskQueue = taskQueue
@@ -69,8 +75,8 @@ func (m *Machine) StartForked() bool {
 	m.State.Head = cp.ID
 	m.State.NextTurn = cp.TurnIndex + 1
 	if m.In.InitialRunID != "" {
-		for _, p := range cp.ActivePendingRequests {
-			m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: m.In.InitialRunID, CheckpointID: cp.ID}
+		for i, p := range cp.ActivePendingRequests {
+			m.State.Pending[p.Token] = cp.Pending(i, m.In.InitialRunID)
 		}
 	}
 	return len(cp.ActivePendingRequests) > 0
@@ -82,26 +88,33 @@ func (m *Machine) Empty() bool {
 }
 
 // View is the session query's answer.
-func (m *Machine) View() contracts.SessionView {
-	v := contracts.SessionView{SessionID: m.In.SessionID, Head: m.State.Head, Active: m.State.Active,
-		ParentSessionID: m.In.ParentSessionID, ForkedFrom: m.In.ForkedFrom, Owner: m.State.Owner, Checkpoints: []contracts.CheckpointSummary{}}
+func (m *Machine) View() sessionapi.SessionView {
+	v := sessionapi.SessionView{SessionID: m.In.SessionID, Head: m.State.Head, Active: m.State.Active,
+		ParentSessionID: m.In.ParentSessionID, ForkedFrom: m.In.ForkedFrom, Owner: m.State.Owner, Checkpoints: []sessionapi.CheckpointSummary{}}
 	for _, cp := range m.State.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, cp.Summary())
 	}
 	for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
-		v.Pending = append(v.Pending, m.State.Pending[tok].Request)
+		p := m.State.Pending[tok]
+		v.Pending = append(v.Pending, p.Request)
+		if len(p.Schema) > 0 {
+			if v.Schemas == nil {
+				v.Schemas = map[string]json.RawMessage{}
+			}
+			v.Schemas[p.Request.RequestID] = p.Schema
+		}
 	}
 	return v
 }
 
 // Checkpoint returns the public form of checkpoint id (the zero checkpoint: none).
-func (m *Machine) Checkpoint(id string) contracts.Checkpoint {
+func (m *Machine) Checkpoint(id string) sessionapi.Checkpoint {
 	for _, cp := range m.State.Checkpoints {
 		if cp.ID == id {
 			return cp.Public()
 		}
 	}
-	return contracts.Checkpoint{}
+	return sessionapi.Checkpoint{}
 }
 
 // Head returns the head checkpoint (nil: none yet).
@@ -128,7 +141,7 @@ func (m *Machine) busy() error {
 // one, or one that ended (nil: none) — one that failed or was stopped only for a reconnecting
 // reader. token, for answers, must match too. A turn whose digest differs from the request's
 // (both set) is not the same turn: the request is refused with CLIENT_TURN_CONFLICT.
-func (m *Machine) again(clientTurnID, kind, token, digest string, reconnect bool) (*contracts.ActiveTurn, bool, error) {
+func (m *Machine) again(clientTurnID, kind, token, digest string, reconnect bool) (*sessionapi.ActiveTurn, bool, error) {
 	if clientTurnID == "" {
 		return nil, false, nil
 	}
@@ -154,7 +167,7 @@ func (m *Machine) again(clientTurnID, kind, token, digest string, reconnect bool
 
 // conflict refuses a request of digest for turn t made with another content (turns and
 // requests without a digest, from before digests, match any).
-func (m *Machine) conflict(t *contracts.ActiveTurn, digest string) error {
+func (m *Machine) conflict(t *sessionapi.ActiveTurn, digest string) error {
 	if t.Digest == "" || digest == "" || t.Digest == digest {
 		return nil
 	}
@@ -168,18 +181,19 @@ func (m *Machine) conflict(t *contracts.ActiveTurn, digest string) error {
 		Details: map[string]any{"clientTurnId": t.ClientTurnID, "turnIndex": t.TurnIndex}}
 }
 
-func (m *Machine) reattached(t *contracts.ActiveTurn, ended bool) contracts.TurnStarted {
-	return contracts.TurnStarted{SessionID: m.In.SessionID, RunID: t.RunID, TurnIndex: t.TurnIndex, Reattached: true, Ended: ended}
+func (m *Machine) reattached(t *sessionapi.ActiveTurn, ended bool) sessionapi.TurnStarted {
+	return sessionapi.TurnStarted{SessionID: m.In.SessionID, RunID: t.RunID, TurnIndex: t.TurnIndex, Reattached: true, Ended: ended,
+		Begin: t.Begin, Delivered: t.Delivered}
 }
 
 // remember keeps an ended turn that had a clientTurnId.
-func (m *Machine) remember(t *contracts.ActiveTurn) {
+func (m *Machine) remember(t *sessionapi.ActiveTurn) {
 	if t == nil || t.ClientTurnID == "" {
 		return
 	}
 	m.State.Recent = append(m.State.Recent, *t)
-	if n := len(m.State.Recent); n > contracts.MaxRecentTurns {
-		m.State.Recent = append([]contracts.ActiveTurn(nil), m.State.Recent[n-contracts.MaxRecentTurns:]...)
+	if n := len(m.State.Recent); n > protocol.MaxRecentTurns {
+		m.State.Recent = append([]sessionapi.ActiveTurn(nil), m.State.Recent[n-protocol.MaxRecentTurns:]...)
 	}
 }
 
@@ -194,7 +208,7 @@ func (m *Machine) CheckOwner(owner string) error {
 
 // CheckStart checks that a prompt turn can start; it returns the turn to re-attach to when the
 // same clientTurnId started one already.
-func (m *Machine) CheckStart(req contracts.TurnRequest) (*contracts.TurnStarted, error) {
+func (m *Machine) CheckStart(req sessionapi.TurnRequest) (*sessionapi.TurnStarted, error) {
 	if err := m.CheckOwner(req.Owner); err != nil {
 		return nil, err
 	}
@@ -216,7 +230,7 @@ func (m *Machine) CheckStart(req contracts.TurnRequest) (*contracts.TurnStarted,
 }
 
 // TurnWorkflow is the workflow a prompt turn runs: the request's, or the head's.
-func (m *Machine) TurnWorkflow(req contracts.TurnRequest) string {
+func (m *Machine) TurnWorkflow(req sessionapi.TurnRequest) string {
 	wf := strings.TrimSpace(req.Workflow)
 	if wf == "" {
 		if head := m.Head(); head != nil {
@@ -239,9 +253,9 @@ func (m *Machine) Claim(owner string) bool {
 // StartSession adds the "session start" checkpoint a session's first turn starts from
 // (spec F5.3), when there is no head yet; id and now are its id and time.
 func (m *Machine) StartSession(id string, now time.Time, wf string) {
-	m.append(protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: id, SessionID: m.In.SessionID, TurnIndex: 0, CreatedAt: now,
+	m.append(protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: id, SessionID: m.In.SessionID, TurnIndex: 0, CreatedAt: now,
 		Workflow: wf, Nodes: []string{}, Label: "session start", ActivePendingRequests: []contracts.PendingRequest{},
-		Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}})
+		Effects: sessionapi.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}}})
 }
 
 // PendingRuns are the runs of the open questions, one per question in token order (a new
@@ -262,7 +276,7 @@ func (m *Machine) ClearPending() { m.State.Pending = map[string]protocol.Pending
 // report its end in the same workflow task that sees it started, and that report must find
 // its turn) and returns the run's input. sessionWorkflowID is the session's workflow id, to
 // which the run reports. The head must exist ([Machine.StartSession]).
-func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowID string, now time.Time) (wf string, in protocol.RunStart, started contracts.TurnStarted) {
+func (m *Machine) StartPrompt(req sessionapi.TurnRequest, runID, sessionWorkflowID string, now time.Time) (wf string, in protocol.RunStart, started sessionapi.TurnStarted) {
 	head := m.Head()
 	wf = req.Workflow
 	if strings.TrimSpace(wf) == "" {
@@ -272,8 +286,8 @@ func (m *Machine) StartPrompt(req contracts.TurnRequest, runID, sessionWorkflowI
 	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits},
 		Prior:   head.Snapshot,
 		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
-	m.State.Active = &contracts.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now, Digest: req.Digest}
-	return wf, in, contracts.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
+	m.State.Active = &sessionapi.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now, Digest: req.Digest}
+	return wf, in, sessionapi.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
 }
 
 // PromptNotStarted releases the turn of a run that could not be started.
@@ -281,7 +295,7 @@ func (m *Machine) PromptNotStarted() { m.State.Active = nil }
 
 // CheckResume finds the open question an answer turn claims; it returns the turn to re-attach
 // to when the same clientTurnId answered the same question already.
-func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (protocol.PendingTurn, *contracts.TurnStarted, error) {
+func (m *Machine) CheckResume(req protocol.ResumeTurnRequest) (protocol.PendingTurn, *sessionapi.TurnStarted, error) {
 	t, ended, err := m.again(req.ClientTurnID, KindAnswer, req.Token, req.Digest, req.Reconnect)
 	if err != nil {
 		return protocol.PendingTurn{}, nil, err
@@ -302,13 +316,55 @@ func (m *Machine) CheckResume(req contracts.ResumeTurnRequest) (protocol.Pending
 		return p, nil, &contracts.Error{Code: contracts.CodeResumeMismatch,
 			Message: fmt.Sprintf("Answer names request %q but the token belongs to %q.", req.RequestID, p.Request.RequestID)}
 	}
+	if req.Answer != nil && p.Checked {
+		if err := m.checkAnswer(p, *req.Answer); err != nil {
+			return p, nil, err
+		}
+	}
 	return p, nil, nil
+}
+
+// checkAnswer checks an answer as the run that asks p checks it (the same calls, with the
+// question's response schema), so that an answer the run would refuse is refused by the
+// session's validator and writes nothing to history.
+func (m *Machine) checkAnswer(p protocol.PendingTurn, ans contracts.Response) error {
+	if err := protocol.CheckResponse(&p.Request, ans); err != nil {
+		return err
+	}
+	if ans.Cancel {
+		return nil
+	}
+	var schema *contracts.Schema
+	if len(p.Schema) > 0 {
+		if m.schemas == nil {
+			m.schemas = map[string]*contracts.Schema{}
+		}
+		schema = m.schemas[p.Request.Token]
+		if schema == nil {
+			sc, err := contracts.CompileSchema(p.Schema)
+			if err != nil {
+				// The run compiled it; a schema that does not compile here is checked by the run.
+				return nil
+			}
+			schema = sc
+			m.schemas[p.Request.Token] = sc
+		}
+	}
+	_, err := protocol.NormalizeAnswer(p.Request.Input, ans, schema)
+	return err
+}
+
+// Delivers reports whether the session delivers the answer of req to the run of question p
+// itself (the request carries the answer, and the session knows how the run checks it):
+// otherwise the caller does, as before answers were carried.
+func Delivers(req protocol.ResumeTurnRequest, p protocol.PendingTurn) bool {
+	return req.Answer != nil && p.Checked
 }
 
 // Resume makes the answer turn of question p (found by [Machine.CheckResume]) active; the
 // question is no longer open. Its run's reports that arrived early are applied next
 // ([Machine.ApplyEarly]).
-func (m *Machine) Resume(req contracts.ResumeTurnRequest, p protocol.PendingTurn, now time.Time) contracts.TurnStarted {
+func (m *Machine) Resume(req protocol.ResumeTurnRequest, p protocol.PendingTurn, now time.Time) sessionapi.TurnStarted {
 	delete(m.State.Pending, req.Token)
 	claimed := p
 	m.Resumed = &claimed
@@ -316,9 +372,31 @@ func (m *Machine) Resume(req contracts.ResumeTurnRequest, p protocol.PendingTurn
 	if head := m.Head(); head != nil {
 		turn = head.TurnIndex + 1
 	}
-	m.State.Active = &contracts.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindAnswer,
-		Since: now, Token: req.Token, Digest: req.Digest}
-	return contracts.TurnStarted{SessionID: m.In.SessionID, RunID: p.RunID, TurnIndex: turn}
+	a := &sessionapi.ActiveTurn{RunID: p.RunID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindAnswer,
+		Since: now, Token: req.Token, Digest: req.Digest, Delivered: Delivers(req, p)}
+	if a.Delivered && req.StreamRun == p.RunID && m.askedBy(p) {
+		a.Begin = req.From
+	}
+	m.State.Active = a
+	return sessionapi.TurnStarted{SessionID: m.In.SessionID, RunID: p.RunID, TurnIndex: turn, Begin: a.Begin, Delivered: a.Delivered}
+}
+
+// askedBy reports whether question p is asked by the run that took its checkpoint: a run
+// restored by a rollback or fork asks it again at its start, possibly after the caller read
+// where the response would begin, so no offset is recorded for it (the caller then finds the
+// response in the stream).
+func (m *Machine) askedBy(p protocol.PendingTurn) bool {
+	for _, cp := range m.State.Checkpoints {
+		if cp.ID == p.CheckpointID {
+			return cp.RunID == p.RunID
+		}
+	}
+	return false
+}
+
+// QuestionRun returns the run that asks the open question of token ("" when none does).
+func (m *Machine) QuestionRun(token string) string {
+	return m.State.Pending[token].RunID
 }
 
 // Abort releases the active turn of run runID that did not start (its answer was refused):
@@ -338,7 +416,7 @@ func (m *Machine) Abort(runID string) bool {
 
 // Stoppable is the turn a stop request ends: the active one (with runID != "", only when it
 // is that run's; nil: none). The shell cancels its run, then calls [Machine.Stopped].
-func (m *Machine) Stoppable(runID string) *contracts.ActiveTurn {
+func (m *Machine) Stoppable(runID string) *sessionapi.ActiveTurn {
 	a := m.State.Active
 	if a == nil || (runID != "" && a.RunID != runID) {
 		return nil
@@ -347,7 +425,7 @@ func (m *Machine) Stoppable(runID string) *contracts.ActiveTurn {
 }
 
 // Stopped frees the session of the stopped turn a, remembered by its clientTurnId.
-func (m *Machine) Stopped(a *contracts.ActiveTurn) {
+func (m *Machine) Stopped(a *sessionapi.ActiveTurn) {
 	m.remember(a)
 	m.State.Active, m.Resumed = nil, nil
 }
@@ -375,7 +453,7 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 				delete(m.State.Pending, tok)
 			}
 		}
-		a = &contracts.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: KindAnswer, Since: now}
+		a = &sessionapi.ActiveTurn{RunID: rep.RunID, TurnIndex: rep.Checkpoint.TurnIndex, Kind: KindAnswer, Since: now}
 		m.State.Active = a
 	}
 	if a == nil || a.RunID != rep.RunID {
@@ -388,8 +466,8 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 	if cp := rep.Checkpoint; cp != nil {
 		a.Committed = true
 		m.append(*cp)
-		for _, p := range cp.ActivePendingRequests {
-			m.State.Pending[p.Token] = protocol.PendingTurn{Request: p, RunID: rep.RunID, CheckpointID: cp.ID}
+		for i, p := range cp.ActivePendingRequests {
+			m.State.Pending[p.Token] = cp.Pending(i, rep.RunID)
 		}
 	}
 	if rep.TurnEnded {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/stretchr/testify/require"
@@ -27,15 +29,15 @@ func checkpoint(id, run string, turn int, questions ...contracts.PendingRequest)
 	if questions == nil {
 		questions = []contracts.PendingRequest{}
 	}
-	return protocol.Checkpoint{Checkpoint: contracts.Checkpoint{ID: id, SessionID: "s1", RunID: run, TurnIndex: turn, CreatedAt: t0, Workflow: "wf", Nodes: []string{"n"},
+	return protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: id, SessionID: "s1", RunID: run, TurnIndex: turn, CreatedAt: t0, Workflow: "wf", Nodes: []string{"n"},
 		ActivePendingRequests: questions,
-		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: []string{"st-" + id}, InterruptTokens: []string{}}},
+		Effects:               sessionapi.CheckpointEffects{StructuredStreamIDs: []string{"st-" + id}, InterruptTokens: []string{}}},
 		Snapshot: &protocol.RunSnapshot{NextNode: "n-" + id}}
 }
 
 // fresh is a new session.
 func fresh() *Machine {
-	return New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}}, "q")
+	return New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1"}}, "q")
 }
 
 // prompted is a session whose first prompt turn (run-1, clientTurnId c1) is active.
@@ -44,7 +46,7 @@ func prompted(t *testing.T) *Machine {
 	m := fresh()
 	m.Claim("alice")
 	m.StartSession("cp-0", t0, "wf")
-	m.StartPrompt(contracts.TurnRequest{ClientTurnID: "c1", Workflow: "wf"}, "run-1", wfID, t0)
+	m.StartPrompt(sessionapi.TurnRequest{ClientTurnID: "c1", Workflow: "wf"}, "run-1", wfID, t0)
 	return m
 }
 
@@ -63,21 +65,21 @@ func TestNew(t *testing.T) {
 		in    protocol.SessionStart
 		check func(t *testing.T, m *Machine)
 	}{
-		{"defaults", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}}, func(t *testing.T, m *Machine) {
-			require.Equal(t, contracts.DefaultMaxCheckpoints, m.In.MaxCheckpoints)
+		{"defaults", protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1"}}, func(t *testing.T, m *Machine) {
+			require.Equal(t, protocol.DefaultMaxCheckpoints, m.In.MaxCheckpoints)
 			require.Equal(t, "q", m.In.RunTaskQueue)
 			require.NotNil(t, m.State.Pending)
 			require.True(t, m.Empty())
 			require.False(t, m.Forked())
 		}},
-		{"explicit settings kept", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 3, RunTaskQueue: "runs"}}, func(t *testing.T, m *Machine) {
+		{"explicit settings kept", protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1", MaxCheckpoints: 3, RunTaskQueue: "runs"}}, func(t *testing.T, m *Machine) {
 			require.Equal(t, 3, m.In.MaxCheckpoints)
 			require.Equal(t, "runs", m.In.RunTaskQueue)
 		}},
-		{"a fork belongs to its source's owner", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Owner: "alice"}, func(t *testing.T, m *Machine) {
+		{"a fork belongs to its source's owner", protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1"}, Owner: "alice"}, func(t *testing.T, m *Machine) {
 			require.Equal(t, "alice", m.State.Owner)
 		}},
-		{"continued state is carried, not the input's owner", protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Owner: "bob", State: &protocol.SessionState{Owner: "alice", Head: "cp-1", NextTurn: 2}}, func(t *testing.T, m *Machine) {
+		{"continued state is carried, not the input's owner", protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1"}, Owner: "bob", State: &protocol.SessionState{Owner: "alice", Head: "cp-1", NextTurn: 2}}, func(t *testing.T, m *Machine) {
 			require.Equal(t, "alice", m.State.Owner)
 			require.Equal(t, "cp-1", m.State.Head)
 			require.NotNil(t, m.State.Pending)
@@ -91,7 +93,7 @@ func TestNew(t *testing.T) {
 func TestStartForked(t *testing.T) {
 	t.Run("open questions are asked by the initial run", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 4, question("t1"), question("t2"))
-		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2"}, Initial: &cp, InitialRunID: "run-f"}, "q")
+		m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s2"}, Initial: &cp, InitialRunID: "run-f"}, "q")
 		require.True(t, m.Forked())
 		require.True(t, m.StartForked())
 		require.Equal(t, "cp-f", m.State.Head)
@@ -101,7 +103,7 @@ func TestStartForked(t *testing.T) {
 	})
 	t.Run("no open questions: nothing to restore", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 4)
-		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2"}, Initial: &cp}, "q")
+		m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s2"}, Initial: &cp}, "q")
 		require.False(t, m.StartForked())
 		require.Empty(t, m.State.Pending)
 		require.False(t, m.Empty())
@@ -112,35 +114,35 @@ func TestCheckStart(t *testing.T) {
 	tests := []struct {
 		name     string
 		setup    func(t *testing.T) *Machine
-		req      contracts.TurnRequest
+		req      sessionapi.TurnRequest
 		code     contracts.Code
-		again    *contracts.TurnStarted
+		again    *sessionapi.TurnStarted
 		validate bool
 	}{
 		{name: "first turn of a new session", setup: func(*testing.T) *Machine { return fresh() },
-			req: contracts.TurnRequest{Workflow: "wf", Owner: "alice"}},
+			req: sessionapi.TurnRequest{Workflow: "wf", Owner: "alice"}},
 		{name: "first turn names no workflow", setup: func(*testing.T) *Machine { return fresh() },
-			req: contracts.TurnRequest{Workflow: "  "}, code: contracts.CodeUnknownWorkflow},
-		{name: "later turn uses the head's workflow", setup: asked, req: contracts.TurnRequest{Owner: "alice"}},
+			req: sessionapi.TurnRequest{Workflow: "  "}, code: contracts.CodeUnknownWorkflow},
+		{name: "later turn uses the head's workflow", setup: asked, req: sessionapi.TurnRequest{Owner: "alice"}},
 		{name: "another owner is refused", setup: asked,
-			req: contracts.TurnRequest{Workflow: "wf", Owner: "bob"}, code: contracts.CodeForbidden},
+			req: sessionapi.TurnRequest{Workflow: "wf", Owner: "bob"}, code: contracts.CodeForbidden},
 		{name: "no owner on an owned session is refused", setup: asked,
-			req: contracts.TurnRequest{Workflow: "wf"}, code: contracts.CodeForbidden},
+			req: sessionapi.TurnRequest{Workflow: "wf"}, code: contracts.CodeForbidden},
 		{name: "busy", setup: prompted,
-			req: contracts.TurnRequest{Workflow: "wf", Owner: "alice"}, code: contracts.CodeSessionBusy},
+			req: sessionapi.TurnRequest{Workflow: "wf", Owner: "alice"}, code: contracts.CodeSessionBusy},
 		{name: "busy is not decided while validating", setup: prompted, validate: true,
-			req: contracts.TurnRequest{Workflow: "wf", Owner: "alice"}},
+			req: sessionapi.TurnRequest{Workflow: "wf", Owner: "alice"}},
 		{name: "same clientTurnId reattaches to the active turn", setup: prompted,
-			req:   contracts.TurnRequest{ClientTurnID: "c1", Owner: "alice"},
-			again: &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true}},
+			req:   sessionapi.TurnRequest{ClientTurnID: "c1", Owner: "alice"},
+			again: &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true}},
 		{name: "same clientTurnId reattaches to its committed turn", setup: asked,
-			req:   contracts.TurnRequest{ClientTurnID: "c1", Owner: "alice"},
-			again: &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}},
+			req:   sessionapi.TurnRequest{ClientTurnID: "c1", Owner: "alice"},
+			again: &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}},
 		{name: "a stopped turn runs again on retry", setup: stopped,
-			req: contracts.TurnRequest{ClientTurnID: "c1", Owner: "alice"}},
+			req: sessionapi.TurnRequest{ClientTurnID: "c1", Owner: "alice"}},
 		{name: "a stopped turn is given back to a reconnecting reader", setup: stopped,
-			req:   contracts.TurnRequest{ClientTurnID: "c1", Owner: "alice", Reconnect: true},
-			again: &contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}},
+			req:   sessionapi.TurnRequest{ClientTurnID: "c1", Owner: "alice", Reconnect: true},
+			again: &sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1, Reattached: true, Ended: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,18 +183,18 @@ func TestStartPrompt(t *testing.T) {
 		require.Equal(t, "session start", head.Label)
 		require.Equal(t, 0, head.TurnIndex)
 		require.Equal(t, 1, m.State.NextTurn)
-		wf, in, started := m.StartPrompt(contracts.TurnRequest{Workflow: "wf", ClientTurnID: "c1", Input: []byte(`"hi"`)}, "run-1", wfID, t0)
+		wf, in, started := m.StartPrompt(sessionapi.TurnRequest{Workflow: "wf", ClientTurnID: "c1", Input: []byte(`"hi"`)}, "run-1", wfID, t0)
 		require.Equal(t, "wf", wf)
-		require.Equal(t, contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1}, started)
+		require.Equal(t, sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 1}, started)
 		require.Equal(t, &protocol.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 1, ParentCheckpointID: "cp-0"}, in.Session)
 		require.Nil(t, in.Prior)
-		require.Equal(t, &contracts.ActiveTurn{RunID: "run-1", TurnIndex: 1, ClientTurnID: "c1", Kind: KindPrompt, Since: t0}, m.State.Active)
+		require.Equal(t, &sessionapi.ActiveTurn{RunID: "run-1", TurnIndex: 1, ClientTurnID: "c1", Kind: KindPrompt, Since: t0}, m.State.Active)
 	})
 	t.Run("next turn starts from the head and supersedes open questions", func(t *testing.T) {
 		m := asked(t)
 		require.Equal(t, []string{"run-1"}, m.PendingRuns())
 		m.ClearPending()
-		wf, in, started := m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
+		wf, in, started := m.StartPrompt(sessionapi.TurnRequest{}, "run-2", wfID, t0)
 		require.Equal(t, "wf", wf, "the head's workflow")
 		require.Equal(t, "n-cp-1", in.Prior.NextNode)
 		require.Equal(t, 2, started.TurnIndex)
@@ -209,17 +211,17 @@ func TestCheckResume(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(t *testing.T) *Machine
-		req   contracts.ResumeTurnRequest
+		req   protocol.ResumeTurnRequest
 		code  contracts.Code
 		again bool
 	}{
-		{"open question", asked, contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}, "", false},
-		{"unknown token", asked, contracts.ResumeTurnRequest{Token: "nope", RequestID: "req-tok"}, contracts.CodeInvalidResume, false},
-		{"blank token", asked, contracts.ResumeTurnRequest{Token: " ", RequestID: "req-tok"}, contracts.CodeInvalidResume, false},
-		{"request id of another question", asked, contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-x"}, contracts.CodeResumeMismatch, false},
-		{"busy", prompted, contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}, contracts.CodeSessionBusy, false},
-		{"same clientTurnId and token reattach", resumed, contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2"}, "", true},
-		{"same clientTurnId, other token: busy", resumed, contracts.ResumeTurnRequest{Token: "tok2", RequestID: "req-tok", ClientTurnID: "c2"}, contracts.CodeSessionBusy, false},
+		{"open question", asked, protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}, "", false},
+		{"unknown token", asked, protocol.ResumeTurnRequest{Token: "nope", RequestID: "req-tok"}, contracts.CodeInvalidResume, false},
+		{"blank token", asked, protocol.ResumeTurnRequest{Token: " ", RequestID: "req-tok"}, contracts.CodeInvalidResume, false},
+		{"request id of another question", asked, protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-x"}, contracts.CodeResumeMismatch, false},
+		{"busy", prompted, protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}, contracts.CodeSessionBusy, false},
+		{"same clientTurnId and token reattach", resumed, protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2"}, "", true},
+		{"same clientTurnId, other token: busy", resumed, protocol.ResumeTurnRequest{Token: "tok2", RequestID: "req-tok", ClientTurnID: "c2"}, contracts.CodeSessionBusy, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,11 +239,11 @@ func TestCheckResume(t *testing.T) {
 func resumed(t *testing.T) *Machine {
 	t.Helper()
 	m := asked(t)
-	req := contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2"}
+	req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2"}
 	p, again, err := m.CheckResume(req)
 	require.NoError(t, err)
 	require.Nil(t, again)
-	require.Equal(t, contracts.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2}, m.Resume(req, p, t0))
+	require.Equal(t, sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2}, m.Resume(req, p, t0))
 	return m
 }
 
@@ -249,7 +251,7 @@ func TestResumeAndAbort(t *testing.T) {
 	t.Run("claiming closes the question", func(t *testing.T) {
 		m := resumed(t)
 		require.Empty(t, m.State.Pending)
-		require.Equal(t, &contracts.ActiveTurn{RunID: "run-1", TurnIndex: 2, ClientTurnID: "c2", Kind: KindAnswer, Since: t0, Token: "tok"}, m.State.Active)
+		require.Equal(t, &sessionapi.ActiveTurn{RunID: "run-1", TurnIndex: 2, ClientTurnID: "c2", Kind: KindAnswer, Since: t0, Token: "tok"}, m.State.Active)
 	})
 	t.Run("abort on refusal opens the question again", func(t *testing.T) {
 		m := resumed(t)
@@ -257,7 +259,7 @@ func TestResumeAndAbort(t *testing.T) {
 		require.Nil(t, m.State.Active)
 		require.Nil(t, m.Resumed)
 		require.Equal(t, []string{"run-1"}, m.PendingRuns())
-		_, _, err := m.CheckResume(contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"})
+		_, _, err := m.CheckResume(protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"})
 		require.NoError(t, err)
 	})
 	t.Run("abort of another run changes nothing", func(t *testing.T) {
@@ -313,7 +315,7 @@ func TestApply(t *testing.T) {
 		require.False(t, m.Apply(rep, t0, yes))
 		require.Equal(t, []protocol.CheckpointReport{rep}, m.State.Early)
 		require.Equal(t, "cp-1", m.State.Head)
-		m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
+		m.StartPrompt(sessionapi.TurnRequest{}, "run-2", wfID, t0)
 		require.True(t, m.ApplyEarly("run-2", t0, yes))
 		require.Empty(t, m.State.Early)
 		require.Equal(t, "cp-2", m.State.Head)
@@ -324,9 +326,9 @@ func TestApply(t *testing.T) {
 		m := prompted(t)
 		cp := checkpoint("cp-1", "run-1", 1)
 		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
-		_, err := m.CheckStart(contracts.TurnRequest{Owner: "alice"})
+		_, err := m.CheckStart(sessionapi.TurnRequest{Owner: "alice"})
 		require.NoError(t, err)
-		_, _, started := m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
+		_, _, started := m.StartPrompt(sessionapi.TurnRequest{}, "run-2", wfID, t0)
 		require.Equal(t, 2, started.TurnIndex)
 		require.False(t, m.ApplyEarly("run-2", t0, yes))
 	})
@@ -338,7 +340,7 @@ func TestApply(t *testing.T) {
 		rep := protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}
 		require.False(t, m.Apply(rep, t0, func() bool { return false }))
 		require.Len(t, m.State.Early, 1)
-		req := contracts.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}
+		req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}
 		p, _, err := m.CheckResume(req)
 		require.NoError(t, err)
 		m.Resume(req, p, t0)
@@ -353,7 +355,7 @@ func TestApply(t *testing.T) {
 		gate := func() bool { asks++; return true }
 		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp}, t0, gate))
 		require.Equal(t, 1, asks)
-		require.Equal(t, &contracts.ActiveTurn{RunID: "run-1", TurnIndex: 2, Kind: KindAnswer, Since: t0, Committed: true}, m.State.Active)
+		require.Equal(t, &sessionapi.ActiveTurn{RunID: "run-1", TurnIndex: 2, Kind: KindAnswer, Since: t0, Committed: true}, m.State.Active)
 		require.Equal(t, "cp-2", m.State.Head)
 		require.Equal(t, []string{"run-1"}, m.PendingRuns(), "only the new question is open")
 		require.Contains(t, m.State.Pending, "tok2")
@@ -392,7 +394,7 @@ func TestStop(t *testing.T) {
 	t.Run("stop frees the session and remembers the turn", func(t *testing.T) {
 		m := stopped(t)
 		require.Nil(t, m.State.Active)
-		require.Equal(t, []contracts.ActiveTurn{{RunID: "run-1", TurnIndex: 1, ClientTurnID: "c1", Kind: KindPrompt, Since: t0}}, m.State.Recent)
+		require.Equal(t, []sessionapi.ActiveTurn{{RunID: "run-1", TurnIndex: 1, ClientTurnID: "c1", Kind: KindPrompt, Since: t0}}, m.State.Recent)
 	})
 	t.Run("stop of another run is no stop", func(t *testing.T) {
 		require.Nil(t, prompted(t).Stoppable("run-9"))
@@ -504,14 +506,14 @@ func TestFork(t *testing.T) {
 	t.Run("checks", func(t *testing.T) {
 		tests := []struct {
 			name string
-			req  contracts.ForkRequest
+			req  sessionapi.ForkRequest
 			code contracts.Code
 		}{
-			{"a checkpoint", contracts.ForkRequest{CheckpointID: "cp-1"}, ""},
-			{"a new id", contracts.ForkRequest{CheckpointID: "cp-1", NewSessionID: "s9"}, ""},
-			{"unknown checkpoint", contracts.ForkRequest{CheckpointID: "cp-9"}, contracts.CodeNotFound},
-			{"padded id", contracts.ForkRequest{CheckpointID: "cp-1", NewSessionID: " s9"}, contracts.CodeInvalidSession},
-			{"its own id", contracts.ForkRequest{CheckpointID: "cp-1", NewSessionID: "s1"}, contracts.CodeInvalidSession},
+			{"a checkpoint", sessionapi.ForkRequest{CheckpointID: "cp-1"}, ""},
+			{"a new id", sessionapi.ForkRequest{CheckpointID: "cp-1", NewSessionID: "s9"}, ""},
+			{"unknown checkpoint", sessionapi.ForkRequest{CheckpointID: "cp-9"}, contracts.CodeNotFound},
+			{"padded id", sessionapi.ForkRequest{CheckpointID: "cp-1", NewSessionID: " s9"}, contracts.CodeInvalidSession},
+			{"its own id", sessionapi.ForkRequest{CheckpointID: "cp-1", NewSessionID: "s1"}, contracts.CodeInvalidSession},
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
@@ -520,16 +522,16 @@ func TestFork(t *testing.T) {
 		}
 	})
 	t.Run("a busy session may fork", func(t *testing.T) {
-		require.NoError(t, resumed(t).CheckFork(contracts.ForkRequest{CheckpointID: "cp-1"}))
+		require.NoError(t, resumed(t).CheckFork(sessionapi.ForkRequest{CheckpointID: "cp-1"}))
 	})
 	t.Run("the copy reissues its questions under the given ids", func(t *testing.T) {
 		m := twoTurns(t)
 		src := m.ForkSource("cp-2")
 		ids := ForkIDs{Session: "s2", Checkpoint: "cp-n", Run: "run-n",
-			Requests: []contracts.ReissuedRequest{{Token: "new-tok", RequestID: "new-req"}}}
+			Requests: []sessionapi.ReissuedRequest{{Token: "new-tok", RequestID: "new-req"}}}
 		at := t0.Add(time.Hour)
 		fin, reissued := m.Fork(src, ids, at)
-		require.Equal(t, []contracts.ReissuedRequest{{FromToken: "tok2", FromRequestID: "req-tok2", Token: "new-tok", RequestID: "new-req"}}, reissued)
+		require.Equal(t, []sessionapi.ReissuedRequest{{FromToken: "tok2", FromRequestID: "req-tok2", Token: "new-tok", RequestID: "new-req"}}, reissued)
 		cp := fin.Initial
 		require.Equal(t, "cp-n", cp.ID)
 		require.Equal(t, "s2", cp.SessionID)
@@ -538,21 +540,21 @@ func TestFork(t *testing.T) {
 		require.Equal(t, at, cp.CreatedAt)
 		require.Equal(t, []string{"new-tok"}, cp.Effects.InterruptTokens)
 		require.Equal(t, "new-tok", cp.ActivePendingRequests[0].Token)
-		require.Equal(t, protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s2", MaxCheckpoints: contracts.DefaultMaxCheckpoints, RunTaskQueue: "q"}, ParentSessionID: "s1", ForkedFrom: "cp-2", Initial: cp, InitialRunID: "run-n", Owner: "alice"}, fin)
+		require.Equal(t, protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s2", MaxCheckpoints: protocol.DefaultMaxCheckpoints, RunTaskQueue: "q"}, ParentSessionID: "s1", ForkedFrom: "cp-2", Initial: cp, InitialRunID: "run-n", Owner: "alice"}, fin)
 		require.Equal(t, "tok2", m.ForkSource("cp-2").ActivePendingRequests[0].Token, "the source is unchanged")
 	})
 }
 
 func TestPrune(t *testing.T) {
-	m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1", MaxCheckpoints: 2}}, "q")
+	m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1", MaxCheckpoints: 2}}, "q")
 	m.StartSession("cp-0", t0, "wf")
 	for i, run := range []string{"run-1", "run-2"} {
-		m.StartPrompt(contracts.TurnRequest{}, run, wfID, t0)
+		m.StartPrompt(sessionapi.TurnRequest{}, run, wfID, t0)
 		cp := checkpoint("cp-"+run, run, i+1)
 		m.Apply(protocol.CheckpointReport{RunID: run, Checkpoint: &cp, TurnEnded: true}, t0, yes)
 	}
 	require.Equal(t, []string{"cp-run-1", "cp-run-2"}, []string{m.State.Checkpoints[0].ID, m.State.Checkpoints[1].ID})
-	require.Equal(t, contracts.Checkpoint{}, m.Checkpoint("cp-0"))
+	require.Equal(t, sessionapi.Checkpoint{}, m.Checkpoint("cp-0"))
 	public, err := json.Marshal(m.Checkpoint("cp-run-2"))
 	require.NoError(t, err)
 	require.NotContains(t, string(public), `"snapshot"`, "the public checkpoint has no snapshot")
@@ -581,7 +583,7 @@ func TestContinueAsNew(t *testing.T) {
 	}
 	t.Run("carries the state, not the fork's start", func(t *testing.T) {
 		cp := checkpoint("cp-f", "", 1)
-		m := New(protocol.SessionStart{SessionInput: contracts.SessionInput{SessionID: "s1"}, Initial: &cp, InitialRunID: "run-f"}, "q")
+		m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s1"}, Initial: &cp, InitialRunID: "run-f"}, "q")
 		m.StartForked()
 		next := m.Carry()
 		require.Nil(t, next.Initial)
@@ -597,7 +599,7 @@ func TestContinueAsNew(t *testing.T) {
 		}
 		cp := checkpoint("cp-2", "run-2", 2)
 		cp.Snapshot = &protocol.RunSnapshot{NextNode: big}
-		m.StartPrompt(contracts.TurnRequest{}, "run-2", wfID, t0)
+		m.StartPrompt(sessionapi.TurnRequest{}, "run-2", wfID, t0)
 		m.Apply(protocol.CheckpointReport{RunID: "run-2", Checkpoint: &cp, TurnEnded: true}, t0, yes)
 		st := m.Carry().State
 		require.Nil(t, st.Checkpoints[0].Snapshot)
@@ -605,4 +607,89 @@ func TestContinueAsNew(t *testing.T) {
 		require.NotNil(t, st.Checkpoints[2].Snapshot, "the head keeps its snapshot")
 		require.NotNil(t, m.State.Checkpoints[0].Snapshot, "the live state is unchanged")
 	})
+}
+
+// checkedAsked is asked with question tok (a choice of "a" or "b") asked by run-1 whose
+// checkpoint carries the question's response schema (schema; nil: none).
+func checkedAsked(t *testing.T, schema json.RawMessage) *Machine {
+	t.Helper()
+	m := prompted(t)
+	q := question("tok")
+	q.Input = contracts.InterruptInput{Kind: contracts.InterruptChoice, Options: []contracts.Option{{ID: "a"}, {ID: "b"}}}
+	cp := checkpoint("cp-1", "run-1", 1, q)
+	cp.Schemas = []json.RawMessage{schema}
+	require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, t0, yes))
+	return m
+}
+
+// An answer carried in the request is checked as the run checks it, when the session knows the
+// question's schema: a refused answer claims nothing. The turn records where its response
+// begins when the offset is of the question's run, and the session delivers the answer itself.
+func TestCarriedAnswer(t *testing.T) {
+	onlyB := json.RawMessage(`{"const":"b"}`)
+	ans := func(sel ...string) *contracts.Response {
+		return &contracts.Response{Token: "tok", RequestID: "req-tok", Selected: sel}
+	}
+	tests := []struct {
+		name      string
+		setup     func(t *testing.T) *Machine
+		answer    *contracts.Response
+		streamRun string
+		code      contracts.Code
+		begin     int64
+		delivered bool
+	}{
+		{"valid choice", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, ans("a"), "run-1", "", 7, true},
+		{"unknown option", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, ans("c"), "run-1", contracts.CodeInvalidResponse, 0, false},
+		{"two options for one choice", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, ans("a", "b"), "run-1", contracts.CodeInvalidResponse, 0, false},
+		{"schema allows", func(t *testing.T) *Machine { return checkedAsked(t, onlyB) }, ans("b"), "run-1", "", 7, true},
+		{"schema refuses", func(t *testing.T) *Machine { return checkedAsked(t, onlyB) }, ans("a"), "run-1", contracts.CodeInvalidResponse, 0, false},
+		{"cancel needs no content", func(t *testing.T) *Machine { return checkedAsked(t, onlyB) }, &contracts.Response{Token: "tok", RequestID: "req-tok", Cancel: true}, "run-1", "", 7, true},
+		{"answer of another token", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, &contracts.Response{Token: "other", RequestID: "req-tok", Selected: []string{"a"}}, "run-1", contracts.CodeInvalidResume, 0, false},
+		{"offset of another run is not recorded", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, ans("a"), "run-9", "", 0, true},
+		{"question from before schemas: the caller delivers", asked, ans("zzz"), "run-1", "", 0, false},
+		{"no answer: the caller delivers", func(t *testing.T) *Machine { return checkedAsked(t, nil) }, nil, "run-1", "", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.setup(t)
+			req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", ClientTurnID: "c2", Answer: tc.answer, StreamRun: tc.streamRun, From: 7}
+			p, again, err := m.CheckResume(req)
+			require.Equal(t, tc.code, codeOf(err), "%v", err)
+			require.Nil(t, again)
+			if tc.code != "" {
+				return
+			}
+			require.Equal(t, tc.delivered, Delivers(req, p))
+			ts := m.Resume(req, p, t0)
+			require.Equal(t, sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2, Begin: tc.begin, Delivered: tc.delivered}, ts)
+			// The same answer turn again gets the recorded offset back.
+			_, again, err = m.CheckResume(req)
+			require.NoError(t, err)
+			require.Equal(t, sessionapi.TurnStarted{SessionID: "s1", RunID: "run-1", TurnIndex: 2, Reattached: true, Begin: tc.begin, Delivered: tc.delivered}, *again)
+		})
+	}
+	t.Run("a restored run's question records no offset", func(t *testing.T) {
+		m := checkedAsked(t, nil)
+		m.Reopen(m.State.Checkpoints[len(m.State.Checkpoints)-1], "run-2")
+		require.Equal(t, "run-2", m.QuestionRun("tok"))
+		req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok", Answer: ans("a"), StreamRun: "run-2", From: 7}
+		p, _, err := m.CheckResume(req)
+		require.NoError(t, err)
+		require.Equal(t, sessionapi.TurnStarted{SessionID: "s1", RunID: "run-2", TurnIndex: 2, Delivered: true}, m.Resume(req, p, t0),
+			"run-2 asks the question again at its start: the caller finds the response in the stream")
+	})
+	t.Run("no open question: no run", func(t *testing.T) {
+		require.Empty(t, fresh().QuestionRun("tok"))
+	})
+}
+
+// The view shows each open question's response schema by request id, when it has one.
+func TestViewSchemas(t *testing.T) {
+	onlyB := json.RawMessage(`{"const":"b"}`)
+	v := checkedAsked(t, onlyB).View()
+	require.Equal(t, []string{"req-tok"}, []string{v.Pending[0].RequestID})
+	require.Equal(t, map[string]json.RawMessage{"req-tok": onlyB}, v.Schemas)
+	require.Nil(t, checkedAsked(t, nil).View().Schemas, "a question without a schema")
+	require.Nil(t, asked(t).View().Schemas, "a question from before schemas")
 }

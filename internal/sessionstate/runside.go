@@ -1,11 +1,13 @@
 package sessionstate
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 )
 
@@ -63,20 +65,20 @@ func (s *RunSide) Reexposing() bool {
 
 // Checkpoint builds the checkpoint of the run as it stands: id and now are its id and time,
 // snap the run's snapshot (copied), pending the question the run waits for (nil at the end of
-// a response), final marks the run's end (the snapshot keeps only the workflow state). A
+// a response) and schema its response schema (nil: none), final marks the run's end (the snapshot keeps only the workflow state). A
 // checkpoint whose report would exceed Temporal's payload limit fails with PAYLOAD_TOO_LARGE.
 // Nothing changes until [RunSide.Committed].
-func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, final bool) (protocol.Checkpoint, error) {
+func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, schema json.RawMessage, final bool) (protocol.Checkpoint, error) {
 	wf := snap.State.CurrentWorkflow
-	snap = execution.Clone(snap)
+	snap = protocol.Clone(snap)
 	if final {
 		snap.NextNode = ""
 		snap.Hooks = protocol.HookState{WorkflowState: snap.Hooks.WorkflowState}
 	}
-	cp := protocol.Checkpoint{Checkpoint: contracts.Checkpoint{
+	cp := protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{
 		ID: id, SessionID: s.b.SessionID, RunID: runID, TurnIndex: s.b.TurnIndex, CreatedAt: now,
 		Workflow: wf, Nodes: append([]string{}, s.nodes...),
-		Effects:               contracts.CheckpointEffects{StructuredStreamIDs: append([]string{}, s.streams...), InterruptTokens: []string{}},
+		Effects:               sessionapi.CheckpointEffects{StructuredStreamIDs: append([]string{}, s.streams...), InterruptTokens: []string{}},
 		ActivePendingRequests: []contracts.PendingRequest{},
 		ParentCheckpointID:    s.b.ParentCheckpointID,
 		Label:                 s.label,
@@ -84,9 +86,10 @@ func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunS
 	if pending != nil {
 		cp.Effects.InterruptTokens = []string{pending.Token}
 		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
+		cp.Schemas = []json.RawMessage{schema}
 	}
-	if err := contracts.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
-		protocol.CheckpointReport{RunID: runID, Checkpoint: &cp, TurnEnded: true}, execution.CheckpointFix); err != nil {
+	if err := protocol.CheckPayload(fmt.Sprintf("the checkpoint of session turn %d", cp.TurnIndex),
+		protocol.CheckpointReport{RunID: runID, Checkpoint: &cp, TurnEnded: true}, protocol.CheckpointFix); err != nil {
 		return cp, err
 	}
 	return cp, nil

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/stretchr/testify/require"
@@ -30,25 +32,27 @@ func TestRunSideCheckpointAndCommit(t *testing.T) {
 	for _, id := range []string{"st-1", "", "st-2", "st-1"} {
 		s.Published(id)
 	}
-	s.Label(contracts.LimitCheckpoint)
+	s.Label(protocol.LimitCheckpoint)
 	q := question("tok")
-	cp, err := s.Checkpoint("cp-3", "run-1", t0, runSnap(), &q, false)
+	cp, err := s.Checkpoint("cp-3", "run-1", t0, runSnap(), &q, json.RawMessage(`{"type":"string"}`), false)
 	require.NoError(t, err)
-	require.Equal(t, contracts.Checkpoint{ID: "cp-3", SessionID: "s1", RunID: "run-1", TurnIndex: 3, CreatedAt: t0, Workflow: "wf",
-		Nodes: []string{"a", "b"}, Effects: contracts.CheckpointEffects{StructuredStreamIDs: []string{"st-1", "st-2"}, InterruptTokens: []string{"tok"}},
-		ActivePendingRequests: []contracts.PendingRequest{q}, ParentCheckpointID: "cp-2", Label: contracts.LimitCheckpoint}, cp.Public())
+	require.Equal(t, sessionapi.Checkpoint{ID: "cp-3", SessionID: "s1", RunID: "run-1", TurnIndex: 3, CreatedAt: t0, Workflow: "wf",
+		Nodes: []string{"a", "b"}, Effects: sessionapi.CheckpointEffects{StructuredStreamIDs: []string{"st-1", "st-2"}, InterruptTokens: []string{"tok"}},
+		ActivePendingRequests: []contracts.PendingRequest{q}, ParentCheckpointID: "cp-2", Label: protocol.LimitCheckpoint}, cp.Public())
 	require.Equal(t, runSnap(), *cp.Snapshot, "not final: the whole snapshot")
+	require.Equal(t, []json.RawMessage{json.RawMessage(`{"type":"string"}`)}, cp.Schemas, "the question's response schema, for the session")
 	require.Equal(t, &protocol.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 3, ParentCheckpointID: "cp-2"}, s.Binding(),
 		"building a checkpoint changes nothing")
 
 	require.Equal(t, protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}, s.Report(cp))
 	s.Committed(cp)
 	require.Equal(t, &protocol.SessionBinding{WorkflowID: wfID, SessionID: "s1", TurnIndex: 4, ParentCheckpointID: "cp-3"}, s.Binding())
-	next, err := s.Checkpoint("cp-4", "run-1", t0, runSnap(), nil, false)
+	next, err := s.Checkpoint("cp-4", "run-1", t0, runSnap(), nil, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{}, next.Nodes, "the next response starts afresh")
-	require.Equal(t, contracts.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}, next.Effects)
+	require.Equal(t, sessionapi.CheckpointEffects{StructuredStreamIDs: []string{}, InterruptTokens: []string{}}, next.Effects)
 	require.Equal(t, []contracts.PendingRequest{}, next.ActivePendingRequests)
+	require.Nil(t, next.Schemas)
 	require.Empty(t, next.Label, "a label names one checkpoint")
 }
 
@@ -57,7 +61,7 @@ func TestRunSideCheckpointAndCommit(t *testing.T) {
 func TestRunSideFinalCheckpoint(t *testing.T) {
 	s := boundRun()
 	snap := runSnap()
-	cp, err := s.Checkpoint("cp-3", "run-1", t0, snap, nil, true)
+	cp, err := s.Checkpoint("cp-3", "run-1", t0, snap, nil, nil, true)
 	require.NoError(t, err)
 	require.Equal(t, "", cp.Snapshot.NextNode)
 	require.Equal(t, protocol.HookState{WorkflowState: map[string]json.RawMessage{"w": json.RawMessage(`1`)}}, cp.Snapshot.Hooks)
@@ -70,10 +74,10 @@ func TestRunSideCheckpointTooLarge(t *testing.T) {
 	s := boundRun()
 	s.Touched("a")
 	snap := runSnap()
-	snap.State.Data["blob"] = strings.Repeat("x", contracts.PayloadLimit)
-	_, err := s.Checkpoint("cp-3", "run-1", t0, snap, nil, false)
+	snap.State.Data["blob"] = strings.Repeat("x", protocol.PayloadLimit)
+	_, err := s.Checkpoint("cp-3", "run-1", t0, snap, nil, nil, false)
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(err))
-	cp, err := s.Checkpoint("cp-3", "run-1", t0, runSnap(), nil, false)
+	cp, err := s.Checkpoint("cp-3", "run-1", t0, runSnap(), nil, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{"a"}, cp.Nodes)
 	require.Equal(t, 3, cp.TurnIndex)
@@ -90,7 +94,7 @@ func TestRunSideReexposing(t *testing.T) {
 	require.False(t, s.Reexposing())
 	require.False(t, s.Binding().Restore)
 	require.Equal(t, []contracts.PendingRequest{question("tok")}, s.Binding().Expect)
-	cp, err := s.Checkpoint("cp-5", "run-1", t0, runSnap(), nil, false)
+	cp, err := s.Checkpoint("cp-5", "run-1", t0, runSnap(), nil, nil, false)
 	require.NoError(t, err)
 	require.Equal(t, []string{}, cp.Nodes)
 

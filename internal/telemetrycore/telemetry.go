@@ -43,7 +43,7 @@ type Options struct {
 	// Shutdown, when set, is called by [Telemetry.Shutdown] (flush and stop your providers).
 	Shutdown func(context.Context) error
 	// WaitingRunsInterval is how often [Telemetry.ObserveWaitingRuns] counts the waiting runs
-	// (0: [DefaultWaitingRunsInterval]).
+	// (0: 15 s).
 	WaitingRunsInterval time.Duration
 }
 

@@ -15,16 +15,16 @@ import (
 // WaitingRunsMetric is the gauge of [Telemetry.ObserveWaitingRuns].
 const WaitingRunsMetric = "kortyx.runs.waiting"
 
-// WaitingRunsQuery is the visibility query the waiting-runs gauge counts.
-var WaitingRunsQuery = fmt.Sprintf("%s = '%s' AND ExecutionStatus = 'Running'", contracts.SearchAttributeStatus, contracts.StatusWaiting)
+// waitingRunsQuery is the visibility query the waiting-runs gauge counts.
+const waitingRunsQuery = contracts.SearchAttributeStatus + " = '" + string(contracts.StatusWaiting) + "' AND ExecutionStatus = 'Running'"
 
 // DefaultWaitingRunsInterval is how often the waiting runs are counted by default.
 const DefaultWaitingRunsInterval = 15 * time.Second
 
 // ObserveWaitingRuns registers the gauge kortyx.runs.waiting ({run}): the number of running
-// executions of c's namespace whose KortyxStatus is "waiting" ([WaitingRunsQuery], Temporal
-// visibility's CountWorkflow), counted every [Options.WaitingRunsInterval] (default
-// [DefaultWaitingRunsInterval]) by a goroutine that [Telemetry.Shutdown] stops. The count is
+// executions of c's namespace whose KortyxStatus is "waiting" (Temporal visibility's
+// CountWorkflow of KortyxStatus = 'waiting' AND ExecutionStatus = 'Running'), counted every
+// [Options.WaitingRunsInterval] (default 15 s) by a goroutine that [Telemetry.Shutdown] stops. The count is
 // never made inside a collection: a Temporal call there would record its own SDK metrics on
 // the meter being collected, which deadlocks the OpenTelemetry SDK (seen in a test: every later
 // Temporal call of the process blocked), and a slow count would hold up the scrape. The count
@@ -56,7 +56,7 @@ func (t *Telemetry) ObserveWaitingRuns(c client.Client) error {
 		defer close(done)
 		for {
 			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := c.CountWorkflow(cctx, &workflowservice.CountWorkflowExecutionsRequest{Query: WaitingRunsQuery})
+			resp, err := c.CountWorkflow(cctx, &workflowservice.CountWorkflowExecutionsRequest{Query: waitingRunsQuery})
 			ccancel()
 			if err != nil {
 				last.Store(-1)

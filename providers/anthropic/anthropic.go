@@ -19,12 +19,12 @@ import (
 // ID is the provider id unless [Options.ID] sets another: models are named "anthropic:<model>".
 const ID = "anthropic"
 
-// DefaultBaseURL is Anthropic's own API.
-const DefaultBaseURL = "https://api.anthropic.com"
+// defaultBaseURL is Anthropic's own API.
+const defaultBaseURL = "https://api.anthropic.com"
 
-// DefaultMaxTokens is the max_tokens of a pass that sets no MaxOutputTokens (the Messages API
+// defaultMaxTokens is the max_tokens of a pass that sets no MaxOutputTokens (the Messages API
 // requires one) unless [Options.DefaultMaxTokens] sets another.
-const DefaultMaxTokens = 4096
+const defaultMaxTokens = 4096
 
 // Environment variables read by [FromEnv].
 const (
@@ -47,8 +47,7 @@ type Options struct {
 	// as the model talks) but bounds connecting (30s), the TLS handshake (10s) and the wait for
 	// response headers (10m).
 	HTTPClient *http.Client
-	// DefaultMaxTokens is the max_tokens of a pass without MaxOutputTokens (default
-	// [DefaultMaxTokens]).
+	// DefaultMaxTokens is the max_tokens of a pass without MaxOutputTokens (default 4096).
 	DefaultMaxTokens int
 }
 
@@ -70,13 +69,13 @@ func New(opts Options) *Provider {
 		p.id = ID
 	}
 	if p.baseURL == "" {
-		p.baseURL = DefaultBaseURL
+		p.baseURL = defaultBaseURL
 	}
 	if p.http == nil {
 		p.http = httperr.DefaultHTTPClient()
 	}
 	if p.maxTokens <= 0 {
-		p.maxTokens = DefaultMaxTokens
+		p.maxTokens = defaultMaxTokens
 	}
 	return p
 }
@@ -94,45 +93,45 @@ func (p *Provider) ID() string { return p.id }
 func (p *Provider) BaseURL() string { return p.baseURL }
 
 // Generate implements [providers.Provider]. It streams when onDelta is not nil.
-func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	u, err := url.Parse(p.baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return contracts.ModelResponse{}, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
+		return providers.Response{}, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
 			Message: "The base URL '" + p.baseURL + "' is not an http(s) URL: set " + EnvBaseURL + " (or anthropic.Options.BaseURL) to the API root, e.g. https://api.anthropic.com."}
 	}
 	if p.apiKey == "" && strings.EqualFold(u.Hostname(), "api.anthropic.com") {
-		return contracts.ModelResponse{}, &contracts.Error{Code: contracts.CodeProviderConfiguration,
+		return providers.Response{}, &contracts.Error{Code: contracts.CodeProviderConfiguration,
 			Message: EnvAPIKey + " is not set: export it (or set anthropic.Options.APIKey); for another Anthropic-compatible server set " + EnvBaseURL,
 			Details: map[string]any{"env": EnvAPIKey}}
 	}
-	var warnings []contracts.Warning
+	var warnings []providers.Warning
 	for k := range req.ModelOptions {
 		if k == "streaming" {
 			continue // Kortyx's own model option, honoured by the caller (hooks.Reason)
 		}
-		warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: "modelOptions." + k,
+		warnings = append(warnings, providers.Warning{Type: providers.WarningUnsupported, Setting: "modelOptions." + k,
 			Message: "The anthropic provider has no model options ('" + k + "' was ignored); set provider options in CallOptions.ProviderOptions[\"anthropic\"]."})
 	}
 	sortWarnings(warnings)
 	params, more, err := buildParams(req, p.maxTokens, p.id)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	warnings = append(warnings, more...)
 
 	h := &capture{}
 	client := sdk.NewClient(p.options(h)...)
-	var resp contracts.ModelResponse
+	var resp providers.Response
 	if onDelta != nil {
 		resp, err = p.stream(ctx, &client, params, onDelta, h, u.Redacted())
 	} else {
 		resp, err = p.complete(ctx, &client, params, h, u.Redacted())
 	}
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	resp.Warnings = append(warnings, resp.Warnings...)
 	return resp, nil

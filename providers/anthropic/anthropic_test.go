@@ -28,7 +28,7 @@ func serve(t *testing.T, turns ...fake.Turn) (*fakeanthropic.Server, *anthropic.
 }
 
 func ask(text string) providers.Request {
-	return providers.Request{Model: "claude-test", Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
+	return providers.Request{Model: "claude-test", Messages: []providers.Message{{Role: providers.RoleUser, Content: text}}}
 }
 
 var (
@@ -86,16 +86,16 @@ func TestNoKeyForAnotherServerSendsNoCredentials(t *testing.T) {
 
 func TestStreamedTextAndUsage(t *testing.T) {
 	srv, p := serve(t, fake.Turn{Deltas: []string{"Hel", "lo, ", "", "world"},
-		Usage: contracts.Usage{Input: 100, Output: 4, Total: 104, CacheRead: 60, CacheWrite: 30}})
+		Usage: providers.Usage{Input: 100, Output: 4, Total: 104, CacheRead: 60, CacheWrite: 30}})
 	req := ask("hi")
-	req.Messages = append([]contracts.ModelMessage{{Role: contracts.RoleSystem, Content: "Be brief."}}, req.Messages...)
+	req.Messages = append([]providers.Message{{Role: providers.RoleSystem, Content: "Be brief."}}, req.Messages...)
 	resp, deltas, err := generate(p, req, true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Hel", "lo, ", "world"}, deltas, "in order; empty deltas are not passed on")
 	require.Equal(t, "Hello, world", resp.Text)
 	require.Empty(t, resp.ToolCalls)
-	require.Equal(t, contracts.FinishReason{Unified: contracts.FinishStop, Raw: "end_turn"}, resp.FinishReason)
-	require.Equal(t, contracts.Usage{Input: 100, Output: 4, Total: 104, CacheRead: 60, CacheWrite: 30}, resp.Usage)
+	require.Equal(t, providers.FinishReason{Unified: providers.FinishStop, Raw: "end_turn"}, resp.FinishReason)
+	require.Equal(t, providers.Usage{Input: 100, Output: 4, Total: 104, CacheRead: 60, CacheWrite: 30}, resp.Usage)
 	require.Equal(t, map[string]any{"id": "msg_fake_1", "model": "claude-test"}, resp.ProviderMetadata)
 	require.Empty(t, resp.Warnings)
 	require.Empty(t, resp.Continuation)
@@ -114,25 +114,25 @@ func TestStreamedTextAndUsage(t *testing.T) {
 }
 
 func TestNotStreamed(t *testing.T) {
-	srv, p := serve(t, fake.Turn{Text: "Hello there", Usage: contracts.Usage{Input: 12, Output: 3, Reasoning: 1, CacheRead: 2}})
+	srv, p := serve(t, fake.Turn{Text: "Hello there", Usage: providers.Usage{Input: 12, Output: 3, Reasoning: 1, CacheRead: 2}})
 	resp, deltas, err := generate(p, ask("hi"), false)
 	require.NoError(t, err)
 	require.Empty(t, deltas)
 	require.Equal(t, "Hello there", resp.Text)
-	require.Equal(t, contracts.Usage{Input: 12, Output: 3, Total: 15, Reasoning: 1, CacheRead: 2}, resp.Usage)
-	require.Equal(t, contracts.FinishReason{Unified: contracts.FinishStop, Raw: "end_turn"}, resp.FinishReason)
+	require.Equal(t, providers.Usage{Input: 12, Output: 3, Total: 15, Reasoning: 1, CacheRead: 2}, resp.Usage)
+	require.Equal(t, providers.FinishReason{Unified: providers.FinishStop, Raw: "end_turn"}, resp.FinishReason)
 	require.False(t, srv.Captured()[0].Stream)
 }
 
 func TestSeveralToolCallsWithFragmentedArguments(t *testing.T) {
-	calls := []contracts.ToolCall{
+	calls := []providers.ToolCall{
 		{ID: "toolu_1", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1001","verbose":true}`)},
 		{ID: "toolu_2", Name: "weather", Arguments: json.RawMessage(`{"city":"Zürich"}`)},
 	}
 	for _, stream := range []bool{true, false} {
 		srv, p := serve(t, fake.Turn{Text: "Checking.", ToolCalls: calls})
 		req := ask("order A-1001 and the weather")
-		req.Tools = []contracts.ToolDefinition{
+		req.Tools = []providers.ToolDefinition{
 			{Name: "lookup_order", Description: "Look an order up.", InputSchema: json.RawMessage(`{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}`)},
 			{Name: "weather"},
 		}
@@ -140,7 +140,7 @@ func TestSeveralToolCallsWithFragmentedArguments(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "Checking.", resp.Text)
 		require.Equal(t, calls, resp.ToolCalls)
-		require.Equal(t, contracts.FinishReason{Unified: contracts.FinishToolCalls, Raw: "tool_use"}, resp.FinishReason)
+		require.Equal(t, providers.FinishReason{Unified: providers.FinishToolCalls, Raw: "tool_use"}, resp.FinishReason)
 		require.JSONEq(t, `[{"name":"lookup_order","description":"Look an order up.","input_schema":{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}},
 			{"name":"weather","input_schema":{"type":"object","properties":{}}}]`, string(srv.Captured()[0].Field("tools")))
 	}
@@ -150,12 +150,12 @@ func TestToolErrorResult(t *testing.T) {
 	srv, p := serve(t, fake.Text("Sorry, that failed."))
 	req := ask("refund A-1")
 	req.Messages = append(req.Messages,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: []contracts.ToolCall{
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: []providers.ToolCall{
 			{ID: "toolu_1", Name: "refund", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 			{ID: "toolu_2", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 		}},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "toolu_1", Name: "refund", Content: "refund service down", IsError: true},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "toolu_2", Name: "lookup_order", StructuredContent: json.RawMessage(`{"status":"delivered"}`)},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "toolu_1", Name: "refund", Content: "refund service down", IsError: true},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "toolu_2", Name: "lookup_order", StructuredContent: json.RawMessage(`{"status":"delivered"}`)},
 	)
 	_, _, err := generate(p, req, true)
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestToolErrorResult(t *testing.T) {
 	]`, string(c.Field("messages")), "both results in one user message; is_error on the failed one")
 	got := c.Request.Request.Messages
 	require.Len(t, got, 4)
-	require.Equal(t, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "toolu_1", Name: "refund", Content: "refund service down", IsError: true}, got[2])
+	require.Equal(t, providers.Message{Role: providers.RoleTool, ToolCallID: "toolu_1", Name: "refund", Content: "refund service down", IsError: true}, got[2])
 }
 
 func TestJSONSchemaOutput(t *testing.T) {
@@ -183,14 +183,14 @@ func TestJSONSchemaOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, p := serve(t, fake.Text(tc.text))
 			req := ask("answer")
-			req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema), Name: "output"}
+			req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema), Name: "output"}
 			resp, _, err := generate(p, req, true)
 			require.NoError(t, err)
 			require.Equal(t, tc.text, resp.Text)
 			require.Empty(t, resp.Warnings)
 			c := srv.Captured()[0]
 			require.Equal(t, `{"format":{"type":"json_schema","schema":`+schema+`}}`, string(c.Field("output_config")), "the schema's exact bytes")
-			require.Equal(t, &contracts.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema)}, c.Request.Request.Options.ResponseFormat)
+			require.Equal(t, &providers.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema)}, c.Request.Request.Options.ResponseFormat)
 		})
 	}
 }
@@ -198,7 +198,7 @@ func TestJSONSchemaOutput(t *testing.T) {
 func TestJSONObjectOutput(t *testing.T) {
 	srv, p := serve(t, fake.Text(`{}`))
 	req := ask("json please")
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json"}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json"}
 	_, _, err := generate(p, req, false)
 	require.NoError(t, err)
 	require.Equal(t, `{"format":{"type":"json_schema","schema":{"type":"object"}}}`, string(srv.Captured()[0].Field("output_config")))
@@ -207,14 +207,14 @@ func TestJSONObjectOutput(t *testing.T) {
 func TestStopSequenceAndMaxTokens(t *testing.T) {
 	srv, p := serve(t,
 		fake.Turn{Text: "one two", FinishReason: "stop_sequence"},
-		fake.Turn{Text: "truncat", FinishReason: contracts.FinishLength},
+		fake.Turn{Text: "truncat", FinishReason: providers.FinishLength},
 	)
 	req := ask("count")
 	req.Options.StopSequences = []string{"three", "END"}
 	req.Options.MaxOutputTokens = 5
 	resp, _, err := generate(p, req, true)
 	require.NoError(t, err)
-	require.Equal(t, contracts.FinishReason{Unified: contracts.FinishStop, Raw: "stop_sequence"}, resp.FinishReason)
+	require.Equal(t, providers.FinishReason{Unified: providers.FinishStop, Raw: "stop_sequence"}, resp.FinishReason)
 	c := srv.Captured()[0]
 	require.Equal(t, []any{"three", "END"}, field(t, c, "stop_sequences"))
 	require.Equal(t, float64(5), field(t, c, "max_tokens"))
@@ -222,7 +222,7 @@ func TestStopSequenceAndMaxTokens(t *testing.T) {
 
 	resp, _, err = generate(p, ask("long"), true)
 	require.NoError(t, err)
-	require.Equal(t, contracts.FinishReason{Unified: contracts.FinishLength, Raw: "max_tokens"}, resp.FinishReason)
+	require.Equal(t, providers.FinishReason{Unified: providers.FinishLength, Raw: "max_tokens"}, resp.FinishReason)
 }
 
 func TestRefusal(t *testing.T) {
@@ -363,8 +363,8 @@ func TestNoUsageWarning(t *testing.T) {
 		_, p := serve(t, fake.Turn{Text: "hi", NoUsage: true})
 		resp, _, err := generate(p, ask("hi"), stream)
 		require.NoError(t, err)
-		require.Equal(t, contracts.Usage{}, resp.Usage)
-		require.Equal(t, []contracts.Warning{{Type: contracts.WarningOther, Setting: "usage",
+		require.Equal(t, providers.Usage{}, resp.Usage)
+		require.Equal(t, []providers.Warning{{Type: providers.WarningOther, Setting: "usage",
 			Message: "The anthropic provider's server reported no token usage for this pass; its usage is counted as 0."}}, resp.Warnings)
 	}
 }
@@ -408,16 +408,17 @@ func TestOnDeltaErrorAborts(t *testing.T) {
 
 func TestThinkingRoundTrip(t *testing.T) {
 	for _, stream := range []bool{true, false} {
-		srv := fakeanthropic.NewScriptWith([]fakeanthropic.Option{fakeanthropic.WithThinking(
-			fakeanthropic.Thinking{Text: "The user wants order A-1. ", Signature: "sig-1"},
-			fakeanthropic.Thinking{Redacted: "opaque=="},
-		)},
+		srv := fakeanthropic.NewScript(
 			fake.Call("lookup_order", `{"orderId":"A-1"}`),
 			fake.Text("Order A-1 shipped."),
 		)
+		srv.Thinking = []fakeanthropic.Thinking{
+			{Text: "The user wants order A-1. ", Signature: "sig-1"},
+			{Redacted: "opaque=="},
+		}
 		p := anthropic.New(anthropic.Options{BaseURL: srv.URL(), APIKey: "k"})
 		req := ask("where is A-1?")
-		req.Options.Reasoning = &contracts.ReasoningOptions{MaxTokens: 2048, IncludeThoughts: true}
+		req.Options.Reasoning = &providers.ReasoningOptions{MaxTokens: 2048, IncludeThoughts: true}
 		resp, _, err := generate(p, req, stream)
 		require.NoError(t, err)
 		require.Equal(t, "The user wants order A-1. ", resp.ProviderMetadata["thinking"])
@@ -428,8 +429,8 @@ func TestThinkingRoundTrip(t *testing.T) {
 
 		// The next pass sends the thinking back before the tool call, as the API requires.
 		req.Messages = append(req.Messages,
-			contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
-			contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Name: "lookup_order", Content: `{"status":"shipped"}`})
+			providers.Message{Role: providers.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
+			providers.Message{Role: providers.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Name: "lookup_order", Content: `{"status":"shipped"}`})
 		_, _, err = generate(p, req, stream)
 		require.NoError(t, err)
 		var msgs []struct {
@@ -450,11 +451,11 @@ func TestThinkingRoundTrip(t *testing.T) {
 func TestForeignContinuationIsNotSent(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"))
 	req := ask("hi")
-	req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleAssistant, Content: "earlier", Continuation: json.RawMessage(`{"provider":"google","x":1}`)},
-		contracts.ModelMessage{Role: contracts.RoleUser, Content: "again"})
+	req.Messages = append(req.Messages, providers.Message{Role: providers.RoleAssistant, Content: "earlier", Continuation: json.RawMessage(`{"provider":"google","x":1}`)},
+		providers.Message{Role: providers.RoleUser, Content: "again"})
 	resp, _, err := generate(p, req, true)
 	require.NoError(t, err)
-	require.Equal(t, []contracts.Warning{{Type: contracts.WarningCompatibility, Setting: "messages.continuation",
+	require.Equal(t, []providers.Warning{{Type: providers.WarningCompatibility, Setting: "messages.continuation",
 		Message: "An assistant message carries continuation data of another provider; it was not sent (thinking of another model cannot be continued)."}}, resp.Warnings)
 	require.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"hi"}]},{"role":"assistant","content":[{"type":"text","text":"earlier"}]},{"role":"user","content":[{"type":"text","text":"again"}]}]`,
 		string(srv.Captured()[0].Field("messages")))
@@ -467,8 +468,8 @@ func TestUnsupportedOptionsWarn(t *testing.T) {
 	req.ModelOptions = map[string]any{"baseURL": "http://elsewhere", "streaming": true} // streaming is the caller's
 	req.Options.Temperature = &temp
 	req.Options.MaxOutputTokens = -1
-	req.Options.Reasoning = &contracts.ReasoningOptions{Effort: "extreme", IncludeThoughts: true}
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "yaml"}
+	req.Options.Reasoning = &providers.ReasoningOptions{Effort: "extreme", IncludeThoughts: true}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "yaml"}
 	req.Options.ProviderOptions = map[string]any{
 		"anthropic": map[string]any{"topK": 40, "userId": "u-1"},
 		"openai":    map[string]any{"seed": 1}, // another provider's: not read
@@ -480,13 +481,13 @@ func TestUnsupportedOptionsWarn(t *testing.T) {
 		settings[w.Setting] = w.Type
 	}
 	require.Equal(t, map[string]string{
-		"modelOptions.baseURL":           contracts.WarningUnsupported,
-		"providerOptions.anthropic.topK": contracts.WarningUnsupported,
-		"temperature":                    contracts.WarningUnsupported,
-		"maxOutputTokens":                contracts.WarningOther,
-		"reasoning.includeThoughts":      contracts.WarningOther,
-		"reasoning.effort":               contracts.WarningUnsupported,
-		"responseFormat.type":            contracts.WarningUnsupported,
+		"modelOptions.baseURL":           providers.WarningUnsupported,
+		"providerOptions.anthropic.topK": providers.WarningUnsupported,
+		"temperature":                    providers.WarningUnsupported,
+		"maxOutputTokens":                providers.WarningOther,
+		"reasoning.includeThoughts":      providers.WarningOther,
+		"reasoning.effort":               providers.WarningUnsupported,
+		"responseFormat.type":            providers.WarningUnsupported,
 	}, settings)
 	require.Len(t, resp.Warnings, 7)
 	c := srv.Captured()[0]
@@ -499,10 +500,10 @@ func TestUnsupportedOptionsWarn(t *testing.T) {
 func TestProviderOptions(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"), fake.Text("ok"))
 	req := ask("hi")
-	req.Messages = append([]contracts.ModelMessage{{Role: contracts.RoleSystem, Content: "A long, stable system prompt."}}, req.Messages...)
-	req.Tools = []contracts.ToolDefinition{{Name: "a"}, {Name: "b"}}
+	req.Messages = append([]providers.Message{{Role: providers.RoleSystem, Content: "A long, stable system prompt."}}, req.Messages...)
+	req.Tools = []providers.ToolDefinition{{Name: "a"}, {Name: "b"}}
 	req.Options.MaxOutputTokens = 8000
-	req.Options.Reasoning = &contracts.ReasoningOptions{Effort: "high"}
+	req.Options.Reasoning = &providers.ReasoningOptions{Effort: "high"}
 	req.Options.ProviderOptions = map[string]any{"anthropic": anthropic.ProviderOptions{
 		ThinkingBudget: 4000, CacheControl: "1h", CacheSystem: true, CacheTools: true,
 		ServiceTier: "standard_only", DisableParallelToolUse: true,
@@ -575,13 +576,13 @@ func TestSDKReadsNoEnvironment(t *testing.T) {
 
 func TestFinishReasons(t *testing.T) {
 	for raw, unified := range map[string]string{
-		"end_turn": contracts.FinishStop, "stop_sequence": contracts.FinishStop, "max_tokens": contracts.FinishLength,
-		"model_context_window_exceeded": contracts.FinishLength, "tool_use": contracts.FinishToolCalls, "pause_turn": contracts.FinishOther,
+		"end_turn": providers.FinishStop, "stop_sequence": providers.FinishStop, "max_tokens": providers.FinishLength,
+		"model_context_window_exceeded": providers.FinishLength, "tool_use": providers.FinishToolCalls, "pause_turn": providers.FinishOther,
 	} {
 		_, p := serve(t, fake.Turn{Text: "x", FinishReason: raw})
 		resp, _, err := generate(p, ask("hi"), true)
 		require.NoError(t, err)
-		require.Equal(t, contracts.FinishReason{Unified: unified, Raw: raw}, resp.FinishReason)
+		require.Equal(t, providers.FinishReason{Unified: unified, Raw: raw}, resp.FinishReason)
 	}
 }
 
@@ -606,7 +607,7 @@ func TestStopSequenceInMetadata(t *testing.T) {
 	resp, _, err := generate(p, ask("count"), false)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"id": "msg_1", "model": "claude-x", "stopSequence": "three"}, resp.ProviderMetadata)
-	require.Equal(t, contracts.Usage{Input: 3, Output: 2, Total: 5}, resp.Usage)
+	require.Equal(t, providers.Usage{Input: 3, Output: 2, Total: 5}, resp.Usage)
 }
 
 func TestAnswerWithoutStopReason(t *testing.T) {
@@ -649,7 +650,7 @@ func TestLargeNonStreamedPassIsAConfigurationError(t *testing.T) {
 
 func TestInvalidToolArgumentsAreKeptAsText(t *testing.T) {
 	for _, stream := range []bool{true, false} {
-		_, p := serve(t, fake.Turn{ToolCalls: []contracts.ToolCall{{ID: "t1", Name: "lookup", Arguments: json.RawMessage(`{"orderId":`)}}})
+		_, p := serve(t, fake.Turn{ToolCalls: []providers.ToolCall{{ID: "t1", Name: "lookup", Arguments: json.RawMessage(`{"orderId":`)}}})
 		resp, _, err := generate(p, ask("hi"), stream)
 		require.NoError(t, err)
 		require.Equal(t, `"{\"orderId\":"`, string(resp.ToolCalls[0].Arguments), "stream %v", stream)

@@ -25,7 +25,7 @@
 // input schema's exact bytes (none: an empty object schema).
 //
 // Call options, natively: MaxOutputTokens (max_tokens; the API requires one, so a pass without
-// it sends [DefaultMaxTokens] = 4096 unless [Options.DefaultMaxTokens] says otherwise),
+// it sends max_tokens 4096 unless [Options.DefaultMaxTokens] says otherwise),
 // StopSequences (stop_sequences), Reasoning.MaxTokens (enabled thinking with that
 // budget_tokens), Reasoning.IncludeThoughts (thinking display "summarized"), Reasoning.Effort
 // (output_config.effort: low, medium, high, xhigh or max), and ResponseFormat through the API's
@@ -38,7 +38,7 @@
 // cacheSystem and cacheTools mark the system prompt's and the last tool's block), userId,
 // serviceTier and disableParallelToolUse.
 //
-// What cannot be sent comes back as a [contracts.Warning] in the response, never dropped
+// What cannot be sent comes back as a [providers.Warning] in the response, never dropped
 // silently: Temperature (API version 2026-10-21 has no temperature, top_p or top_k), a negative
 // MaxOutputTokens, an effort Anthropic does not know, IncludeThoughts without thinking, a
 // response format other than text, json and json-schema, model options (this provider has

@@ -18,8 +18,8 @@ import (
 	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 )
 
-// StatusOverloaded is Anthropic's status for an overloaded API (retryable).
-const StatusOverloaded = 529
+// statusOverloaded is Anthropic's status for an overloaded API (retryable).
+const statusOverloaded = 529
 
 // server is how the messages name the server.
 const server = httperr.Server("the Anthropic API")
@@ -122,7 +122,7 @@ func httpError(e *sdk.Error, header http.Header, cause error) *contracts.Error {
 }
 
 func statusText(status int) string {
-	if status == StatusOverloaded {
+	if status == statusOverloaded {
 		return "Overloaded"
 	}
 	return http.StatusText(status)

@@ -15,17 +15,17 @@ import (
 // anthropic.FromEnv() with ANTHROPIC_API_KEY set).
 func Example() {
 	srv := fakeanthropic.NewScript(fake.Turn{Deltas: []string{"Hello", ", world."},
-		Usage: contracts.Usage{Input: 120, Output: 2, CacheRead: 100}})
+		Usage: providers.Usage{Input: 120, Output: 2, CacheRead: 100}})
 	defer srv.Close()
 
 	model := anthropic.New(anthropic.Options{BaseURL: srv.URL(), APIKey: "test"})
 	resp, err := model.Generate(context.Background(), providers.Request{
 		Model: "claude-sonnet-4-5",
-		Messages: []contracts.ModelMessage{
-			{Role: contracts.RoleSystem, Content: "Be brief."},
-			{Role: contracts.RoleUser, Content: "Say hello"},
+		Messages: []providers.Message{
+			{Role: providers.RoleSystem, Content: "Be brief."},
+			{Role: providers.RoleUser, Content: "Say hello"},
 		},
-		Options: contracts.CallOptions{ProviderOptions: map[string]any{
+		Options: providers.CallOptions{ProviderOptions: map[string]any{
 			"anthropic": anthropic.ProviderOptions{CacheSystem: true},
 		}},
 	}, func(delta string) error {
@@ -61,7 +61,7 @@ func Example_errors() {
 	model := anthropic.New(anthropic.Options{BaseURL: srv.URL(), APIKey: "test"})
 	_, err := model.Generate(context.Background(), providers.Request{
 		Model:    "claude-sonnet-4-5",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}},
 	}, nil)
 	f := contracts.FailureOf(err)
 	fmt.Println(f.Code, f.Status, f.Retryable, f.Details["retryAfterMs"], f.Details["type"])

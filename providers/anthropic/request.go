@@ -73,10 +73,10 @@ func configError(format string, args ...any) *contracts.Error {
 
 // buildParams maps a request onto the SDK's message parameters. Options it cannot send become
 // warnings; a request that cannot be sent is a PROVIDER_CONFIGURATION error.
-func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.MessageNewParams, []contracts.Warning, error) {
-	var warnings []contracts.Warning
+func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.MessageNewParams, []providers.Warning, error) {
+	var warnings []providers.Warning
 	warn := func(typ, setting, format string, args ...any) {
-		warnings = append(warnings, contracts.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
+		warnings = append(warnings, providers.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
 	if req.Model == "" {
 		return sdk.MessageNewParams{}, nil, configError("No model id: name the model, e.g. anthropic:claude-sonnet-4-5.")
@@ -90,7 +90,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	msgs, sys, foreign := messages(req.Messages)
 	p.Messages, p.System = msgs, sys
 	if foreign {
-		warn(contracts.WarningCompatibility, "messages.continuation",
+		warn(providers.WarningCompatibility, "messages.continuation",
 			"An assistant message carries continuation data of another provider; it was not sent (thinking of another model cannot be continued).")
 	}
 
@@ -111,14 +111,14 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 
 	o := req.Options
 	if o.Temperature != nil {
-		warn(contracts.WarningUnsupported, "temperature",
+		warn(providers.WarningUnsupported, "temperature",
 			"The Anthropic Messages API (version 2026-10-21, the SDK's) has no temperature; temperature %v was not sent.", *o.Temperature)
 	}
 	switch {
 	case o.MaxOutputTokens > 0:
 		p.MaxTokens = int64(o.MaxOutputTokens)
 	case o.MaxOutputTokens < 0:
-		warn(contracts.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; the default %d was sent.", o.MaxOutputTokens, defaultMaxTokens)
+		warn(providers.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; the default %d was sent.", o.MaxOutputTokens, defaultMaxTokens)
 	}
 	p.StopSequences = o.StopSequences
 
@@ -135,7 +135,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	switch mode {
 	case "":
 		if summarized {
-			warn(contracts.WarningOther, "reasoning.includeThoughts",
+			warn(providers.WarningOther, "reasoning.includeThoughts",
 				"reasoning.includeThoughts needs thinking: set reasoning.maxTokens or providerOptions.%s.thinking; it was ignored.", id)
 		}
 	case "enabled":
@@ -164,7 +164,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 		case sdk.OutputConfigEffortLow, sdk.OutputConfigEffortMedium, sdk.OutputConfigEffortHigh, sdk.OutputConfigEffortXhigh, sdk.OutputConfigEffortMax:
 			p.OutputConfig.Effort = e
 		default:
-			warn(contracts.WarningUnsupported, "reasoning.effort",
+			warn(providers.WarningUnsupported, "reasoning.effort",
 				"reasoning.effort %q is not one of Anthropic's (low, medium, high, xhigh, max); it was not sent.", r.Effort)
 		}
 	}
@@ -181,7 +181,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 			}
 			p.OutputConfig.Format = param.Override[sdk.JSONOutputFormatParam](wireFormat{Type: "json_schema", Schema: json.RawMessage(schema)})
 		default:
-			warn(contracts.WarningUnsupported, "responseFormat.type",
+			warn(providers.WarningUnsupported, "responseFormat.type",
 				"Response format '%s' is not supported (supported: text, json, json-schema); the answer is free text.", f.Type)
 		}
 	}
@@ -200,14 +200,14 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	}
 	if po.CacheSystem {
 		if len(p.System) == 0 {
-			warn(contracts.WarningOther, "providerOptions."+id+".cacheSystem", "There is no system prompt to cache; cacheSystem was ignored.")
+			warn(providers.WarningOther, "providerOptions."+id+".cacheSystem", "There is no system prompt to cache; cacheSystem was ignored.")
 		} else {
 			p.System[len(p.System)-1].CacheControl = cacheControl(ttl)
 		}
 	}
 	if po.CacheTools {
 		if len(p.Tools) == 0 {
-			warn(contracts.WarningOther, "providerOptions."+id+".cacheTools", "There are no tools to cache; cacheTools was ignored.")
+			warn(providers.WarningOther, "providerOptions."+id+".cacheTools", "There are no tools to cache; cacheTools was ignored.")
 		} else {
 			p.Tools[len(p.Tools)-1].OfTool.CacheControl = cacheControl(ttl)
 		}
@@ -224,7 +224,7 @@ func buildParams(req providers.Request, defaultMaxTokens int, id string) (sdk.Me
 	}
 	if po.DisableParallelToolUse {
 		if len(p.Tools) == 0 {
-			warn(contracts.WarningOther, "providerOptions."+id+".disableParallelToolUse", "There are no tools; disableParallelToolUse was ignored.")
+			warn(providers.WarningOther, "providerOptions."+id+".disableParallelToolUse", "There are no tools; disableParallelToolUse was ignored.")
 		} else {
 			p.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{DisableParallelToolUse: param.NewOpt(true)}}
 		}
@@ -243,14 +243,14 @@ func cacheControl(ttl sdk.CacheControlEphemeralTTL) sdk.CacheControlEphemeralPar
 // order), tool results user messages with tool_result blocks, and consecutive messages of the
 // same wire role one message (the API wants all results of a pass in the next user message).
 // foreign reports continuation data of another provider, which is not sent.
-func messages(in []contracts.ModelMessage) (out []sdk.MessageParam, system []sdk.TextBlockParam, foreign bool) {
+func messages(in []providers.Message) (out []sdk.MessageParam, system []sdk.TextBlockParam, foreign bool) {
 	var role string
 	var blocks []sdk.ContentBlockParamUnion
 	flush := func() {
 		if len(blocks) == 0 {
 			return
 		}
-		if role == contracts.RoleAssistant {
+		if role == providers.RoleAssistant {
 			out = append(out, sdk.NewAssistantMessage(blocks...))
 		} else {
 			out = append(out, sdk.NewUserMessage(blocks...))
@@ -269,11 +269,11 @@ func messages(in []contracts.ModelMessage) (out []sdk.MessageParam, system []sdk
 	}
 	for _, m := range in {
 		switch m.Role {
-		case contracts.RoleSystem:
+		case providers.RoleSystem:
 			if m.Content != "" {
 				system = append(system, sdk.TextBlockParam{Text: m.Content})
 			}
-		case contracts.RoleAssistant:
+		case providers.RoleAssistant:
 			var bs []sdk.ContentBlockParamUnion
 			thinking, ok := thinkingBlocks(m.Continuation)
 			foreign = foreign || !ok
@@ -284,8 +284,8 @@ func messages(in []contracts.ModelMessage) (out []sdk.MessageParam, system []sdk
 			for _, c := range m.ToolCalls {
 				bs = append(bs, sdk.NewToolUseBlock(c.ID, inputJSON(c.Arguments), c.Name))
 			}
-			add(contracts.RoleAssistant, bs...)
-		case contracts.RoleTool:
+			add(providers.RoleAssistant, bs...)
+		case providers.RoleTool:
 			content := m.Content
 			if content == "" && len(m.StructuredContent) > 0 {
 				content = string(m.StructuredContent)
@@ -297,10 +297,10 @@ func messages(in []contracts.ModelMessage) (out []sdk.MessageParam, system []sdk
 			if m.IsError {
 				tr.IsError = param.NewOpt(true)
 			}
-			add(contracts.RoleUser, sdk.ContentBlockParamUnion{OfToolResult: tr})
+			add(providers.RoleUser, sdk.ContentBlockParamUnion{OfToolResult: tr})
 		default: // user
 			if m.Content != "" {
-				add(contracts.RoleUser, sdk.NewTextBlock(m.Content))
+				add(providers.RoleUser, sdk.NewTextBlock(m.Content))
 			}
 		}
 	}
@@ -345,6 +345,6 @@ func inputJSON(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(t)
 }
 
-func sortWarnings(ws []contracts.Warning) {
-	slices.SortFunc(ws, func(a, b contracts.Warning) int { return strings.Compare(a.Setting, b.Setting) })
+func sortWarnings(ws []providers.Warning) {
+	slices.SortFunc(ws, func(a, b providers.Warning) int { return strings.Compare(a.Setting, b.Setting) })
 }

@@ -14,16 +14,16 @@ import (
 )
 
 // complete runs a non-streamed pass.
-func (p *Provider) complete(ctx context.Context, client *sdk.Client, params sdk.MessageNewParams, h *capture, baseURL string) (contracts.ModelResponse, error) {
+func (p *Provider) complete(ctx context.Context, client *sdk.Client, params sdk.MessageNewParams, h *capture, baseURL string) (providers.Response, error) {
 	// The SDK refuses a non-streamed pass whose max_tokens could take over 10 minutes; say so
 	// with what to change.
 	if _, err := sdk.CalculateNonStreamingTimeout(int(params.MaxTokens), params.Model, nil); err != nil {
-		return contracts.ModelResponse{}, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
+		return providers.Response{}, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
 			Message: fmt.Sprintf("A non-streamed pass with max_tokens %d is refused by the Anthropic SDK (%v): stream the pass, or lower MaxOutputTokens.", params.MaxTokens, err)}
 	}
 	msg, err := client.Messages.New(ctx, params)
 	if err != nil {
-		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
+		return providers.Response{}, classify(ctx, err, h, baseURL)
 	}
 	var a assembly
 	a.id, a.model = msg.ID, string(msg.Model)
@@ -49,14 +49,14 @@ func (p *Provider) complete(ctx context.Context, client *sdk.Client, params sdk.
 
 // stream runs a streamed pass, calling onDelta with each non-empty text delta in order.
 func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.MessageNewParams,
-	onDelta func(string) error, h *capture, baseURL string) (contracts.ModelResponse, error) {
+	onDelta func(string) error, h *capture, baseURL string) (providers.Response, error) {
 	s := client.Messages.NewStreaming(ctx, params)
 	defer func() { _ = s.Close() }()
 	var a assembly
 	var in, out, cacheWrite, cacheRead, thinking int64
 	for s.Next() {
 		if err := ctx.Err(); err != nil {
-			return contracts.ModelResponse{}, err // cancelled while events were still buffered
+			return providers.Response{}, err // cancelled while events were still buffered
 		}
 		ev := s.Current()
 		switch ev.Type {
@@ -80,13 +80,13 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 			if cb.Text != "" {
 				pb.text.WriteString(cb.Text)
 				if err := onDelta(cb.Text); err != nil {
-					return contracts.ModelResponse{}, err
+					return providers.Response{}, err
 				}
 			}
 		case "content_block_delta":
 			pb := a.block(int(ev.Index))
 			if pb == nil {
-				return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
+				return providers.Response{}, server.InvalidResponse(baseURL, "a content_block_delta for a block that did not start", nil)
 			}
 			d := ev.Delta
 			switch d.Type {
@@ -94,7 +94,7 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 				if d.Text != "" {
 					pb.text.WriteString(d.Text)
 					if err := onDelta(d.Text); err != nil {
-						return contracts.ModelResponse{}, err
+						return providers.Response{}, err
 					}
 				}
 			case "input_json_delta":
@@ -131,13 +131,13 @@ func (p *Provider) stream(ctx context.Context, client *sdk.Client, params sdk.Me
 		}
 	}
 	if err := s.Err(); err != nil {
-		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
+		return providers.Response{}, classify(ctx, err, h, baseURL)
 	}
 	if err := ctx.Err(); err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	if !a.stopped {
-		return contracts.ModelResponse{}, server.Transport(baseURL, errStreamCut)
+		return providers.Response{}, server.Transport(baseURL, errStreamCut)
 	}
 	a.usage = usageOf(in, out, cacheWrite, cacheRead, thinking)
 	return a.response(p.id, baseURL)
@@ -149,7 +149,7 @@ type assembly struct {
 	blocks                   []*partialBlock
 	stopReason, stopSequence string
 	refusal, category        string
-	usage                    contracts.Usage
+	usage                    providers.Usage
 	usageSeen, stopped       bool
 }
 
@@ -178,22 +178,22 @@ func (a *assembly) block(index int) *partialBlock {
 }
 
 // response builds the model response; a refusal is a PROVIDER_REFUSAL error.
-func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse, error) {
+func (a *assembly) response(providerID, baseURL string) (providers.Response, error) {
 	if a.stopReason == string(sdk.StopReasonRefusal) {
-		return contracts.ModelResponse{}, refusal(a.refusal, a.category)
+		return providers.Response{}, refusal(a.refusal, a.category)
 	}
 	if a.stopReason == "" {
-		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the answer has no stop_reason", nil)
+		return providers.Response{}, server.InvalidResponse(baseURL, "the answer has no stop_reason", nil)
 	}
 	var text, thoughts strings.Builder
-	var calls []contracts.ToolCall
+	var calls []providers.ToolCall
 	var kept []json.RawMessage
 	for _, b := range a.blocks {
 		switch b.typ {
 		case "text":
 			text.WriteString(b.text.String())
 		case "tool_use":
-			calls = append(calls, contracts.ToolCall{ID: b.id, Name: b.name, Arguments: toolargs.Parse(b.input.String())})
+			calls = append(calls, providers.ToolCall{ID: b.id, Name: b.name, Arguments: toolargs.Parse(b.input.String())})
 		case "thinking":
 			thoughts.WriteString(b.text.String())
 			raw, _ := json.Marshal(wireBlock{Type: "thinking", Thinking: b.text.String(), Signature: b.signature})
@@ -203,7 +203,7 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 			kept = append(kept, raw)
 		}
 	}
-	resp := contracts.ModelResponse{
+	resp := providers.Response{
 		Text:         text.String(),
 		ToolCalls:    calls,
 		Usage:        a.usage,
@@ -222,7 +222,7 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 		resp.Continuation, _ = json.Marshal(continuation{Provider: continuationKind, Blocks: kept})
 	}
 	if !a.usageSeen {
-		resp.Usage = contracts.Usage{}
+		resp.Usage = providers.Usage{}
 		resp.Warnings = append(resp.Warnings, providers.NoUsageWarning(providerID))
 	}
 	return resp, nil
@@ -230,8 +230,8 @@ func (a *assembly) response(providerID, baseURL string) (contracts.ModelResponse
 
 // usageOf normalizes Anthropic's counts: input_tokens excludes the cached prompt, so Input is
 // input + cache writes + cache reads (the whole prompt), as the other providers count it.
-func usageOf(in, out, cacheWrite, cacheRead, thinking int64) contracts.Usage {
-	u := contracts.Usage{
+func usageOf(in, out, cacheWrite, cacheRead, thinking int64) providers.Usage {
+	u := providers.Usage{
 		Input: int(in + cacheWrite + cacheRead), Output: int(out),
 		Reasoning: int(thinking), CacheWrite: int(cacheWrite), CacheRead: int(cacheRead),
 	}
@@ -240,15 +240,15 @@ func usageOf(in, out, cacheWrite, cacheRead, thinking int64) contracts.Usage {
 }
 
 // finishReason maps Anthropic's stop_reason onto the unified finish reasons.
-func finishReason(raw string) contracts.FinishReason {
-	unified := contracts.FinishOther
+func finishReason(raw string) providers.FinishReason {
+	unified := providers.FinishOther
 	switch sdk.StopReason(raw) {
 	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
-		unified = contracts.FinishStop
+		unified = providers.FinishStop
 	case sdk.StopReasonMaxTokens, sdk.StopReasonModelContextWindowExceeded:
-		unified = contracts.FinishLength
+		unified = providers.FinishLength
 	case sdk.StopReasonToolUse:
-		unified = contracts.FinishToolCalls
+		unified = providers.FinishToolCalls
 	}
-	return contracts.FinishReason{Unified: unified, Raw: raw}
+	return providers.FinishReason{Unified: unified, Raw: raw}
 }

@@ -71,10 +71,13 @@ type Target struct {
 	// NewProvider returns the provider talking to baseURL.
 	NewProvider func(baseURL string) providers.Provider
 	// ToolErrorFlag: the wire marks a failed tool result (Anthropic's is_error) and the server
-	// decodes it into ModelMessage.IsError; without it the suite checks that IsError is false
+	// decodes it into providers.Message.IsError; without it the suite checks that IsError is false
 	// on the server's side (the failure is in the content).
 	ToolErrorFlag bool
-	// Skip names scenarios (the Scenario* constants) the target does not run, with the reason
-	// the subtest reports. docs/reason.md's provider table lists every skip.
+	// Skip names scenarios the target does not run, with the reason the subtest reports. The
+	// scenarios are the subtests of [Run]: text, tool-calls, tool-error-result,
+	// json-schema-valid, json-schema-invalid, stop-sequence, max-tokens, refusal,
+	// rate-limit-then-success, unauthorized, stream-cut, no-usage, unknown-provider-option,
+	// bad-provider-option, cancelled-mid-stream. docs/reason.md's provider table lists every skip.
 	Skip map[string]string
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 )
@@ -67,7 +66,7 @@ type recording struct{ s *inProcess }
 
 func (r *recording) ID() string { return r.s.model.ID() }
 
-func (r *recording) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (r *recording) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	r.s.mu.Lock()
 	r.s.streams = append(r.s.streams, onDelta != nil)
 	r.s.mu.Unlock()

@@ -18,21 +18,21 @@ import (
 
 // Scenario names: the subtests of [Run], under "<Target.Name>/". Target.Skip takes them.
 const (
-	ScenarioText               = "text"
-	ScenarioToolCalls          = "tool-calls"
-	ScenarioToolError          = "tool-error-result"
-	ScenarioSchemaValid        = "json-schema-valid"
-	ScenarioSchemaInvalid      = "json-schema-invalid"
-	ScenarioStopSequence       = "stop-sequence"
-	ScenarioMaxTokens          = "max-tokens"
-	ScenarioRefusal            = "refusal"
-	ScenarioRateLimit          = "rate-limit-then-success"
-	ScenarioUnauthorized       = "unauthorized"
-	ScenarioStreamCut          = "stream-cut"
-	ScenarioNoUsage            = "no-usage"
-	ScenarioUnknownOption      = "unknown-provider-option"
-	ScenarioBadOption          = "bad-provider-option"
-	ScenarioCancelledMidStream = "cancelled-mid-stream"
+	scenarioText               = "text"
+	scenarioToolCalls          = "tool-calls"
+	scenarioToolError          = "tool-error-result"
+	scenarioSchemaValid        = "json-schema-valid"
+	scenarioSchemaInvalid      = "json-schema-invalid"
+	scenarioStopSequence       = "stop-sequence"
+	scenarioMaxTokens          = "max-tokens"
+	scenarioRefusal            = "refusal"
+	scenarioRateLimit          = "rate-limit-then-success"
+	scenarioUnauthorized       = "unauthorized"
+	scenarioStreamCut          = "stream-cut"
+	scenarioNoUsage            = "no-usage"
+	scenarioUnknownOption      = "unknown-provider-option"
+	scenarioBadOption          = "bad-provider-option"
+	scenarioCancelledMidStream = "cancelled-mid-stream"
 )
 
 const (
@@ -63,21 +63,21 @@ func Run(t *testing.T, target Target) {
 			run  func(t *testing.T, stream bool)
 			both bool // stream and complete
 		}{
-			{ScenarioText, s.text, true},
-			{ScenarioToolCalls, s.toolCalls, true},
-			{ScenarioToolError, s.toolError, false},
-			{ScenarioSchemaValid, func(t *testing.T, stream bool) { s.schema(t, stream, `{"answer":"42"}`) }, true},
-			{ScenarioSchemaInvalid, func(t *testing.T, stream bool) { s.schema(t, stream, `{"answer":42}`) }, false},
-			{ScenarioStopSequence, s.stopSequence, false},
-			{ScenarioMaxTokens, s.maxTokens, true},
-			{ScenarioRefusal, s.refusal, true},
-			{ScenarioRateLimit, s.rateLimit, true},
-			{ScenarioUnauthorized, s.unauthorized, false},
-			{ScenarioStreamCut, s.streamCut, false},
-			{ScenarioNoUsage, s.noUsage, true},
-			{ScenarioUnknownOption, s.unknownOption, false},
-			{ScenarioBadOption, s.badOption, false},
-			{ScenarioCancelledMidStream, s.cancelled, false},
+			{scenarioText, s.text, true},
+			{scenarioToolCalls, s.toolCalls, true},
+			{scenarioToolError, s.toolError, false},
+			{scenarioSchemaValid, func(t *testing.T, stream bool) { s.schema(t, stream, `{"answer":"42"}`) }, true},
+			{scenarioSchemaInvalid, func(t *testing.T, stream bool) { s.schema(t, stream, `{"answer":42}`) }, false},
+			{scenarioStopSequence, s.stopSequence, false},
+			{scenarioMaxTokens, s.maxTokens, true},
+			{scenarioRefusal, s.refusal, true},
+			{scenarioRateLimit, s.rateLimit, true},
+			{scenarioUnauthorized, s.unauthorized, false},
+			{scenarioStreamCut, s.streamCut, false},
+			{scenarioNoUsage, s.noUsage, true},
+			{scenarioUnknownOption, s.unknownOption, false},
+			{scenarioBadOption, s.badOption, false},
+			{scenarioCancelledMidStream, s.cancelled, false},
 		} {
 			t.Run(sc.name, func(t *testing.T) {
 				if why, ok := target.Skip[sc.name]; ok {
@@ -114,14 +114,14 @@ func (s suite) start(t *testing.T, turns ...fake.Turn) (Server, providers.Provid
 
 // ask is the conversation most scenarios send.
 func (s suite) ask() providers.Request {
-	return providers.Request{Model: s.target.Model, Messages: []contracts.ModelMessage{
-		{Role: contracts.RoleSystem, Content: "Be brief."},
-		{Role: contracts.RoleUser, Content: "Say hello"},
+	return providers.Request{Model: s.target.Model, Messages: []providers.Message{
+		{Role: providers.RoleSystem, Content: "Be brief."},
+		{Role: providers.RoleUser, Content: "Say hello"},
 	}}
 }
 
 // generate runs one pass (streamed or not) and returns the deltas it streamed.
-func generate(t *testing.T, p providers.Provider, req providers.Request, stream bool) (contracts.ModelResponse, []string, error) {
+func generate(t *testing.T, p providers.Provider, req providers.Request, stream bool) (providers.Response, []string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -157,7 +157,7 @@ func codeError(t *testing.T, err error, code contracts.Code) *contracts.Error {
 // text: the deltas arrive in order and make the text; usage and the finish reason are mapped;
 // the conversation reaches the server.
 func (s suite) text(t *testing.T, stream bool) {
-	usage := contracts.Usage{Input: 12, Output: 4, Total: 16}
+	usage := providers.Usage{Input: 12, Output: 4, Total: 16}
 	srv, p := s.start(t, fake.Turn{Text: "Hello, world!", Deltas: []string{"Hel", "lo, ", "world", "!"}, Usage: usage})
 	resp, deltas, err := generate(t, p, s.ask(), stream)
 	require.NoError(t, err)
@@ -167,13 +167,13 @@ func (s suite) text(t *testing.T, stream bool) {
 	require.Equal(t, "Hello, world!", resp.Text)
 	require.Empty(t, resp.ToolCalls)
 	require.Equal(t, usage, resp.Usage)
-	require.Equal(t, contracts.FinishStop, resp.FinishReason.Unified)
+	require.Equal(t, providers.FinishStop, resp.FinishReason.Unified)
 	require.Empty(t, resp.Warnings)
 	got := s.one(t, srv, stream)
 	require.Equal(t, s.ask().Messages, got.Messages)
 }
 
-var toolDefs = []contracts.ToolDefinition{
+var toolDefs = []providers.ToolDefinition{
 	{Name: "lookup_order", Description: "Look up an order.", InputSchema: json.RawMessage(`{"type":"object","properties":{"orderId":{"type":"string"}},"required":["orderId"]}`)},
 	{Name: "refund", Description: "Refund an order.", InputSchema: json.RawMessage(`{"type":"object","properties":{"orderId":{"type":"string"},"reason":{"type":"string"}},"required":["orderId"]}`)},
 }
@@ -181,7 +181,7 @@ var toolDefs = []contracts.ToolDefinition{
 // toolCalls: several calls in one turn, their arguments streamed in fragments by the server,
 // come back with their ids, names and arguments exactly; the tools reach the server.
 func (s suite) toolCalls(t *testing.T, stream bool) {
-	calls := []contracts.ToolCall{
+	calls := []providers.ToolCall{
 		{ID: "call_a", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 		{ID: "call_b", Name: "refund", Arguments: json.RawMessage(`{"orderId":"B-2","reason":"arrived late, box damaged"}`)},
 		{ID: "call_c", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"C-3"}`)},
@@ -199,7 +199,7 @@ func (s suite) toolCalls(t *testing.T, stream bool) {
 		require.Equal(t, c.Name, resp.ToolCalls[i].Name, "call %d", i)
 		require.JSONEq(t, string(c.Arguments), string(resp.ToolCalls[i].Arguments), "call %d", i)
 	}
-	require.Equal(t, contracts.FinishToolCalls, resp.FinishReason.Unified)
+	require.Equal(t, providers.FinishToolCalls, resp.FinishReason.Unified)
 	got := s.one(t, srv, stream)
 	require.Len(t, got.Tools, len(toolDefs))
 	for i, d := range toolDefs {
@@ -215,10 +215,10 @@ func (s suite) toolError(t *testing.T, stream bool) {
 	srv, p := s.start(t, fake.Text("Sorry, the warehouse is offline."))
 	req := s.ask()
 	req.Tools = toolDefs
-	call := contracts.ToolCall{ID: "call_a", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)}
+	call := providers.ToolCall{ID: "call_a", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)}
 	req.Messages = append(req.Messages,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: []contracts.ToolCall{call}},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call_a", Name: "lookup_order", Content: "warehouse offline", IsError: true})
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: []providers.ToolCall{call}},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call_a", Name: "lookup_order", Content: "warehouse offline", IsError: true})
 	resp, _, err := generate(t, p, req, stream)
 	require.NoError(t, err)
 	require.Equal(t, "Sorry, the warehouse is offline.", resp.Text)
@@ -226,13 +226,13 @@ func (s suite) toolError(t *testing.T, stream bool) {
 	require.Len(t, got.Messages, 4)
 	require.Equal(t, req.Messages[:2], got.Messages[:2])
 	a := got.Messages[2]
-	require.Equal(t, contracts.RoleAssistant, a.Role)
+	require.Equal(t, providers.RoleAssistant, a.Role)
 	require.Len(t, a.ToolCalls, 1)
 	require.Equal(t, call.ID, a.ToolCalls[0].ID)
 	require.Equal(t, call.Name, a.ToolCalls[0].Name)
 	require.JSONEq(t, string(call.Arguments), string(a.ToolCalls[0].Arguments))
 	r := got.Messages[3]
-	require.Equal(t, contracts.RoleTool, r.Role)
+	require.Equal(t, providers.RoleTool, r.Role)
 	require.Equal(t, "call_a", r.ToolCallID)
 	require.Equal(t, "lookup_order", r.Name)
 	require.Equal(t, "warehouse offline", r.Content)
@@ -246,7 +246,7 @@ const answerSchema = `{"type":"object","properties":{"answer":{"type":"string"}}
 func (s suite) schema(t *testing.T, stream bool, text string) {
 	srv, p := s.start(t, fake.Turn{Text: text})
 	req := s.ask()
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Name: "answer", Schema: json.RawMessage(answerSchema)}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Name: "answer", Schema: json.RawMessage(answerSchema)}
 	resp, deltas, err := generate(t, p, req, stream)
 	require.NoError(t, err)
 	require.Equal(t, text, resp.Text)
@@ -262,13 +262,13 @@ func (s suite) schema(t *testing.T, stream bool, text string) {
 
 // stopSequence: stop sequences are sent; a pass that stopped on one finishes with "stop".
 func (s suite) stopSequence(t *testing.T, stream bool) {
-	srv, p := s.start(t, fake.Turn{Text: "one two", FinishReason: contracts.FinishStop})
+	srv, p := s.start(t, fake.Turn{Text: "one two", FinishReason: providers.FinishStop})
 	req := s.ask()
 	req.Options.StopSequences = []string{"END", "\n\n"}
 	resp, _, err := generate(t, p, req, stream)
 	require.NoError(t, err)
 	require.Equal(t, "one two", resp.Text)
-	require.Equal(t, contracts.FinishStop, resp.FinishReason.Unified)
+	require.Equal(t, providers.FinishStop, resp.FinishReason.Unified)
 	require.Empty(t, resp.Warnings)
 	require.Equal(t, []string{"END", "\n\n"}, s.one(t, srv, stream).Options.StopSequences)
 }
@@ -276,13 +276,13 @@ func (s suite) stopSequence(t *testing.T, stream bool) {
 // maxTokens: the limit is sent; a pass cut by it finishes with "length" (the Reason loop turns
 // a cut JSON value into OUTPUT_TRUNCATED) and keeps the text written so far.
 func (s suite) maxTokens(t *testing.T, stream bool) {
-	srv, p := s.start(t, fake.Turn{Text: `{"answer":"the long`, FinishReason: contracts.FinishLength})
+	srv, p := s.start(t, fake.Turn{Text: `{"answer":"the long`, FinishReason: providers.FinishLength})
 	req := s.ask()
 	req.Options.MaxOutputTokens = 5
 	resp, _, err := generate(t, p, req, stream)
 	require.NoError(t, err)
 	require.Equal(t, `{"answer":"the long`, resp.Text)
-	require.Equal(t, contracts.FinishLength, resp.FinishReason.Unified)
+	require.Equal(t, providers.FinishLength, resp.FinishReason.Unified)
 	require.Equal(t, 5, s.one(t, srv, stream).Options.MaxOutputTokens)
 }
 
@@ -345,8 +345,8 @@ func (s suite) noUsage(t *testing.T, stream bool) {
 	resp, _, err := generate(t, p, s.ask(), stream)
 	require.NoError(t, err)
 	require.Equal(t, "fine", resp.Text)
-	require.Equal(t, contracts.Usage{}, resp.Usage)
-	require.Equal(t, []contracts.Warning{providers.NoUsageWarning(p.ID())}, resp.Warnings)
+	require.Equal(t, providers.Usage{}, resp.Usage)
+	require.Equal(t, []providers.Warning{providers.NoUsageWarning(p.ID())}, resp.Warnings)
 }
 
 // unknownOption: a key under the provider's own id that it does not know is an unsupported
@@ -362,7 +362,7 @@ func (s suite) unknownOption(t *testing.T, stream bool) {
 	require.NoError(t, err)
 	require.Equal(t, "ok", resp.Text)
 	require.Len(t, resp.Warnings, 1, "%v", resp.Warnings)
-	require.Equal(t, contracts.WarningUnsupported, resp.Warnings[0].Type)
+	require.Equal(t, providers.WarningUnsupported, resp.Warnings[0].Type)
 	require.Equal(t, "providerOptions."+p.ID()+"."+unknownOptionKey, resp.Warnings[0].Setting)
 	require.NotEmpty(t, resp.Warnings[0].Message)
 	s.one(t, srv, stream)

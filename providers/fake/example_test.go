@@ -17,7 +17,7 @@ func Example() {
 		fake.Text("Your order ships tomorrow."),
 	)
 	ctx := context.Background()
-	req := providers.Request{Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Where is A-1?"}}}
+	req := providers.Request{Messages: []providers.Message{{Role: providers.RoleUser, Content: "Where is A-1?"}}}
 
 	res, err := model.Generate(ctx, req, nil)
 	if err != nil {

@@ -22,17 +22,17 @@ type Turn struct {
 	// Deltas, when set, are the streamed pieces of Text (default: Text split after spaces).
 	Deltas []string
 	// ToolCalls are requested tool calls; an empty ID becomes "call-<name>-<n>" unless KeepIDs.
-	ToolCalls []contracts.ToolCall
+	ToolCalls []providers.ToolCall
 	// KeepIDs sends tool call ids exactly as scripted, empty ones included.
 	KeepIDs bool
 	// Usage is reported as is; zero means {Input: 10, Output: number of deltas, Total: sum}.
-	Usage contracts.Usage
+	Usage providers.Usage
 	// NoUsage reports no usage at all (a provider or stream that sends none). Providers then
 	// return zero usage and [providers.NoUsageWarning], never silence.
 	NoUsage bool
 	// FinishReason defaults to "tool-calls" with tool calls, else "stop".
 	FinishReason string
-	Warnings     []contracts.Warning
+	Warnings     []providers.Warning
 	// Err fails the pass. A *contracts.Error keeps its code and Retryable flag.
 	Err error
 	// FailAfter, with Err, streams this many deltas before failing (a mid-stream failure).
@@ -69,7 +69,7 @@ func (h *Hang) Wait(done <-chan struct{}) {
 // "call-<name>-<n>" (n from *counter, incremented; unless KeepIDs) and empty arguments become
 // {}. The caller guards counter.
 func (t Turn) Normalize(counter *int) Turn {
-	calls := make([]contracts.ToolCall, len(t.ToolCalls))
+	calls := make([]providers.ToolCall, len(t.ToolCalls))
 	for i, c := range t.ToolCalls {
 		if c.ID == "" && !t.KeepIDs {
 			*counter++
@@ -90,11 +90,11 @@ func Text(s string) Turn { return Turn{Text: s} }
 // Call is a turn requesting one tool call with JSON arguments; its id is "call-<name>-<n>",
 // n counting the calls of the model so far.
 func Call(name, args string) Turn {
-	return Turn{ToolCalls: []contracts.ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
+	return Turn{ToolCalls: []providers.ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
 }
 
 // Calls is a turn requesting several tool calls in one pass.
-func Calls(calls ...contracts.ToolCall) Turn { return Turn{ToolCalls: calls} }
+func Calls(calls ...providers.ToolCall) Turn { return Turn{ToolCalls: calls} }
 
 // Fail is a turn that fails with a provider error of the given code.
 func Fail(code contracts.Code, retryable bool, message string) Turn {
@@ -143,7 +143,7 @@ func (m *Model) Requests() []providers.Request {
 }
 
 // Generate implements [providers.Provider].
-func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	m.mu.Lock()
 	n := m.calls
 	m.calls++
@@ -158,7 +158,7 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		t = m.script[n]
 	default:
 		m.mu.Unlock()
-		return contracts.ModelResponse{}, contracts.Errorf(contracts.CodeProviderInvalidResponse,
+		return providers.Response{}, contracts.Errorf(contracts.CodeProviderInvalidResponse,
 			"fake model script exhausted: pass %d requested, %d scripted", n+1, len(m.script))
 	}
 	calls := t.Normalize(&m.toolN).ToolCalls
@@ -167,14 +167,14 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 	// The fake has no options of its own: every key under its id is reported.
 	_, optWarnings, err := providers.DecodeOptions[struct{}](req.Options.ProviderOptions, m.id)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 
 	if t.Delay > 0 {
 		select {
 		case <-time.After(t.Delay):
 		case <-ctx.Done():
-			return contracts.ModelResponse{}, ctx.Err()
+			return providers.Response{}, ctx.Err()
 		}
 	}
 	deltas := t.Deltas
@@ -182,28 +182,28 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 		deltas = strings.SplitAfter(t.Text, " ")
 	}
 	if t.Err != nil && t.FailAfter == 0 {
-		return contracts.ModelResponse{}, t.Err
+		return providers.Response{}, t.Err
 	}
 	if onDelta != nil {
 		for i, d := range deltas {
 			if t.Err != nil && i == t.FailAfter {
-				return contracts.ModelResponse{}, t.Err
+				return providers.Response{}, t.Err
 			}
 			if t.Hang != nil && i == t.Hang.After {
 				t.Hang.Wait(ctx.Done())
-				return contracts.ModelResponse{}, ctx.Err()
+				return providers.Response{}, ctx.Err()
 			}
 			if err := onDelta(d); err != nil {
-				return contracts.ModelResponse{}, err
+				return providers.Response{}, err
 			}
 		}
 	}
 	if t.Err != nil {
-		return contracts.ModelResponse{}, t.Err
+		return providers.Response{}, t.Err
 	}
 	if t.Hang != nil {
 		t.Hang.Wait(ctx.Done())
-		return contracts.ModelResponse{}, ctx.Err()
+		return providers.Response{}, ctx.Err()
 	}
 	text := t.Text
 	if text == "" {
@@ -212,24 +212,24 @@ func (m *Model) Generate(ctx context.Context, req providers.Request, onDelta fun
 	usage := t.Usage
 	warnings := append(optWarnings, t.Warnings...)
 	if t.NoUsage {
-		usage = contracts.Usage{}
+		usage = providers.Usage{}
 		warnings = append(warnings, providers.NoUsageWarning(m.id))
-	} else if usage.IsZero() {
-		usage = contracts.Usage{Input: 10, Output: len(deltas)}
+	} else if usage == (providers.Usage{}) {
+		usage = providers.Usage{Input: 10, Output: len(deltas)}
 		usage.Total = usage.Input + usage.Output
 	}
 	finish := t.FinishReason
 	if finish == "" {
-		finish = contracts.FinishStop
+		finish = providers.FinishStop
 		if len(calls) > 0 {
-			finish = contracts.FinishToolCalls
+			finish = providers.FinishToolCalls
 		}
 	}
-	return contracts.ModelResponse{
+	return providers.Response{
 		Text:         text,
 		ToolCalls:    calls,
 		Usage:        usage,
-		FinishReason: contracts.FinishReason{Unified: finish, Raw: finish},
+		FinishReason: providers.FinishReason{Unified: finish, Raw: finish},
 		Warnings:     warnings,
 	}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
@@ -21,14 +20,14 @@ func ExampleNewScript() {
 	model := openai.New(openai.Options{BaseURL: srv.URL()})
 	ctx := context.Background()
 
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Where is A-1?"}}
+	msgs := []providers.Message{{Role: providers.RoleUser, Content: "Where is A-1?"}}
 	resp, _ := model.Generate(ctx, providers.Request{Model: "fake-model", Messages: msgs}, nil)
 	call := resp.ToolCalls[0]
 	fmt.Println(call.ID, call.Name, string(call.Arguments))
 
 	msgs = append(msgs,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: resp.ToolCalls},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Content: `{"status":"packed"}`},
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: resp.ToolCalls},
+		providers.Message{Role: providers.RoleTool, ToolCallID: call.ID, Content: `{"status":"packed"}`},
 	)
 	resp, _ = model.Generate(ctx, providers.Request{Model: "fake-model", Messages: msgs}, nil)
 	fmt.Println(resp.Text)
@@ -48,7 +47,7 @@ func ExampleCanned() {
 	model := openai.New(openai.Options{BaseURL: srv.URL()})
 	resp, _ := model.Generate(context.Background(), providers.Request{
 		Model:    "any",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hello"}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello"}},
 	}, func(string) error { return nil })
 	fmt.Println(resp.Text)
 	// Output: (fake model) You said: hello

@@ -21,11 +21,9 @@ const Model = "fake-model"
 
 // Captured is one request the server received.
 type Captured struct {
-	// Model, Messages, Tools and Options are the request decoded as the [fake.Responder] saw it.
-	Model    string
-	Messages []contracts.ModelMessage
-	Tools    []contracts.ToolDefinition
-	Options  contracts.CallOptions
+	// Request is the request decoded as the [fake.Responder] saw it (Model, Messages, Tools,
+	// Options).
+	providers.Request
 	// Stream is the request's "stream" flag; IncludeUsage its stream_options.include_usage.
 	Stream       bool
 	IncludeUsage bool
@@ -33,11 +31,6 @@ type Captured struct {
 	Header http.Header
 	// Raw is the request body exactly as received.
 	Raw json.RawMessage
-}
-
-// Request returns the request as the [fake.Responder] saw it.
-func (c Captured) Request() providers.Request {
-	return providers.Request{Model: c.Model, Messages: c.Messages, Tools: c.Tools, Options: c.Options}
 }
 
 // Field returns a top-level field of the raw request body (e.g. "response_format",
@@ -51,8 +44,7 @@ type Server struct {
 	player *fakewire.Player
 	reqs   fakewire.Log[Captured]
 
-	handler http.Handler
-	srv     *httptest.Server
+	srv *httptest.Server
 }
 
 // New starts a server that answers every request with the turn respond(req) returns; a nil
@@ -84,16 +76,12 @@ func start(s *Server) *Server {
 			Type:    "invalid_request_error",
 		}})
 	})
-	s.handler = mux
 	s.srv = httptest.NewServer(mux)
 	return s
 }
 
 // URL returns the base URL of the API, ending in "/v1" (for openai.Options.BaseURL).
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
-
-// Handler returns the server's handler (it serves /v1/...), to mount it on another server.
-func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close shuts the server down.
 func (s *Server) Close() { s.srv.Close() }
@@ -107,7 +95,7 @@ func (s *Server) Requests() []Captured {
 // message is the user's ("(fake model) You said: …"), and answers "(fake model) OK." otherwise.
 func Canned() fake.Responder {
 	return func(req providers.Request) fake.Turn {
-		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == contracts.RoleUser {
+		if n := len(req.Messages); n > 0 && req.Messages[n-1].Role == providers.RoleUser {
 			return fake.Text("(fake model) You said: " + req.Messages[n-1].Content)
 		}
 		return fake.Text("(fake model) OK.")
@@ -126,8 +114,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req := wr.toRequest()
 	s.reqs.Add(Captured{
-		Model: req.Model, Messages: req.Messages, Tools: req.Tools, Options: req.Options,
-		Stream: wr.Stream, IncludeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage,
+		Request: req, Stream: wr.Stream, IncludeUsage: wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage,
 		Header: r.Header.Clone(), Raw: body,
 	})
 
@@ -163,7 +150,7 @@ type play struct {
 	sse          fakewire.SSE
 }
 
-func (p *play) parts(t fake.Turn) (deltas []string, text string, usage *contracts.Usage, finish string) {
+func (p *play) parts(t fake.Turn) (deltas []string, text string, usage *providers.Usage, finish string) {
 	deltas, text = fakewire.Text(t)
 	return deltas, text, fakewire.Usage(t, len(deltas)), wireFinish(fakewire.Finish(t))
 }
@@ -200,7 +187,7 @@ func (p *play) complete(t fake.Turn) {
 	p.writeCompletion(msg, finish, usage)
 }
 
-func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage *contracts.Usage) {
+func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage *providers.Usage) {
 	fakewire.WriteJSON(p.w, http.StatusOK, wireCompletion{
 		ID: p.id, Object: "chat.completion", Created: p.created, Model: p.model, SystemFingerprint: "fp_fakeserver",
 		Choices: []wireChoice{{Message: msg, FinishReason: &finish}},
@@ -208,7 +195,7 @@ func (p *play) writeCompletion(msg *wireOutMsg, finish string, usage *contracts.
 	})
 }
 
-func wireUsageOf(u *contracts.Usage) *wireUsage {
+func wireUsageOf(u *providers.Usage) *wireUsage {
 	if u == nil {
 		return nil
 	}
@@ -272,7 +259,7 @@ func (p *play) stream(t fake.Turn) {
 // toolFragments streams the tool calls round by round: the first fragment of each call carries
 // its id, type, name and the start of its arguments; later rounds carry argument pieces. The
 // calls' fragments interleave, so a client must accumulate them by index.
-func (p *play) toolFragments(calls []contracts.ToolCall) bool {
+func (p *play) toolFragments(calls []providers.ToolCall) bool {
 	pieces := make([][]string, len(calls))
 	for i, c := range calls {
 		pieces[i] = fakewire.SplitRunes(string(c.Arguments), 3)

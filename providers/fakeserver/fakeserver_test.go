@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -84,11 +83,11 @@ type chunk struct {
 func TestStreamWire(t *testing.T) {
 	srv := start(t, fakeserver.NewScript(fake.Turn{
 		Text: "Hi there",
-		ToolCalls: []contracts.ToolCall{
+		ToolCalls: []providers.ToolCall{
 			{ID: "call_a", Name: "weather", Arguments: json.RawMessage(`{"city":"Zürich"}`)},
 			{Name: "lookup", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 		},
-		Usage: contracts.Usage{Input: 5, Output: 3, Reasoning: 2, CacheRead: 4},
+		Usage: providers.Usage{Input: 5, Output: 3, Reasoning: 2, CacheRead: 4},
 	}))
 	data := events(t, post(t, srv.URL(), `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`))
 	require.Equal(t, "[DONE]", data[len(data)-1])
@@ -162,7 +161,7 @@ func TestStreamWithoutUsage(t *testing.T) {
 func TestCompletionWire(t *testing.T) {
 	srv := start(t, fakeserver.NewScript(
 		fake.Text("Hello."),
-		fake.Turn{ToolCalls: []contracts.ToolCall{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}, FinishReason: "length"},
+		fake.Turn{ToolCalls: []providers.ToolCall{{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}, FinishReason: "length"},
 	))
 	var body struct {
 		Object  string `json:"object"`
@@ -340,33 +339,33 @@ func TestRequestDecoding(t *testing.T) {
 	temp := 0.2
 	require.Equal(t, providers.Request{
 		Model: "m",
-		Messages: []contracts.ModelMessage{
+		Messages: []providers.Message{
 			{Role: "system", Content: "sys"},
 			{Role: "user", Content: "ab"},
-			{Role: "assistant", ToolCalls: []contracts.ToolCall{
+			{Role: "assistant", ToolCalls: []providers.ToolCall{
 				{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
 				{ID: "c2", Name: "g", Arguments: json.RawMessage(`"oops"`)},
 			}},
 			{Role: "tool", ToolCallID: "c1", Name: "f", Content: "done"},
 		},
-		Tools: []contracts.ToolDefinition{{Name: "f", Description: "F.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-		Options: contracts.CallOptions{
+		Tools: []providers.ToolDefinition{{Name: "f", Description: "F.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Options: providers.CallOptions{
 			Temperature: &temp, MaxOutputTokens: 9, StopSequences: []string{"END"},
-			Reasoning:      &contracts.ReasoningOptions{Effort: "low"},
-			ResponseFormat: &contracts.ResponseFormat{Type: "json-schema", Name: "r", Schema: json.RawMessage(`{"type":"object"}`)},
+			Reasoning:      &providers.ReasoningOptions{Effort: "low"},
+			ResponseFormat: &providers.ResponseFormat{Type: "json-schema", Name: "r", Schema: json.RawMessage(`{"type":"object"}`)},
 		},
 	}, got)
-	require.Equal(t, got, srv.Requests()[0].Request())
+	require.Equal(t, got, srv.Requests()[0].Request)
 	require.Equal(t, json.RawMessage(`0.2`), srv.Requests()[0].Field("temperature"))
 	require.Nil(t, srv.Requests()[0].Field("seed"))
 }
 
 func TestCanned(t *testing.T) {
 	respond := fakeserver.Canned()
-	require.Equal(t, "(fake model) You said: hello", respond(providers.Request{Messages: []contracts.ModelMessage{
+	require.Equal(t, "(fake model) You said: hello", respond(providers.Request{Messages: []providers.Message{
 		{Role: "system", Content: "sys"}, {Role: "user", Content: "hello"},
 	}}).Text)
-	require.Equal(t, "(fake model) OK.", respond(providers.Request{Messages: []contracts.ModelMessage{
+	require.Equal(t, "(fake model) OK.", respond(providers.Request{Messages: []providers.Message{
 		{Role: "tool", Content: "result"},
 	}}).Text)
 	require.Equal(t, "(fake model) OK.", respond(providers.Request{}).Text)
@@ -376,20 +375,6 @@ func TestCanned(t *testing.T) {
 	require.Contains(t, string(b), "(fake model) You said: hey")
 }
 
-func TestHandlerMount(t *testing.T) {
-	srv := start(t, fakeserver.NewScript(fake.Text("mounted")))
-	other := httptest.NewServer(srv.Handler())
-	defer other.Close()
-	b, _ := io.ReadAll(post(t, other.URL+"/v1", `{"messages":[]}`).Body)
-	require.Contains(t, string(b), "mounted")
-
-	resp, err := http.Get(other.URL + "/v1/models")
-	require.NoError(t, err)
-	defer func() { _ = resp.Body.Close() }()
-	b, _ = io.ReadAll(resp.Body)
-	require.Contains(t, string(b), fakeserver.Model)
-}
-
 // A responder written for the in-process fake gives the same answers through the server and
 // the openai provider.
 func TestParityWithInProcessFake(t *testing.T) {
@@ -397,32 +382,32 @@ func TestParityWithInProcessFake(t *testing.T) {
 	t.Setenv(openai.EnvBaseURL, "")
 	respond := func(req providers.Request) fake.Turn {
 		last := req.Messages[len(req.Messages)-1]
-		if last.Role == contracts.RoleTool {
+		if last.Role == providers.RoleTool {
 			return fake.Text("The order " + last.Name + " said: " + last.Content)
 		}
-		return fake.Calls(contracts.ToolCall{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":"A-1"}`)})
+		return fake.Calls(providers.ToolCall{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{"id":"A-1"}`)})
 	}
 	srv := start(t, fakeserver.New(respond))
 	models := map[string]providers.Provider{
 		"in-process": fake.NewResponder(respond),
 		"server":     openai.New(openai.Options{BaseURL: srv.URL()}),
 	}
-	results := map[string][]contracts.ModelResponse{}
+	results := map[string][]providers.Response{}
 	for name, m := range models {
-		msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "where is A-1?"}}
+		msgs := []providers.Message{{Role: providers.RoleUser, Content: "where is A-1?"}}
 		for range 2 {
 			resp, err := m.Generate(context.Background(), providers.Request{Model: "m", Messages: msgs}, func(string) error { return nil })
 			require.NoError(t, err, name)
-			got := contracts.ModelResponse{Text: resp.Text, Usage: resp.Usage,
-				FinishReason: contracts.FinishReason{Unified: resp.FinishReason.Unified}}
+			got := providers.Response{Text: resp.Text, Usage: resp.Usage,
+				FinishReason: providers.FinishReason{Unified: resp.FinishReason.Unified}}
 			if len(resp.ToolCalls) > 0 {
 				got.ToolCalls = resp.ToolCalls
 			}
 			results[name] = append(results[name], got)
 			if len(resp.ToolCalls) > 0 {
 				msgs = append(msgs,
-					contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: resp.ToolCalls},
-					contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Name: resp.ToolCalls[0].Name, Content: "shipped"})
+					providers.Message{Role: providers.RoleAssistant, ToolCalls: resp.ToolCalls},
+					providers.Message{Role: providers.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Name: resp.ToolCalls[0].Name, Content: "shipped"})
 			}
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 )
 
@@ -123,14 +122,14 @@ func (w *wireRequest) toRequest() providers.Request {
 	req := providers.Request{Model: w.Model}
 	names := map[string]string{} // tool call id → tool name, to name tool results
 	for _, m := range w.Messages {
-		msg := contracts.ModelMessage{Role: m.Role, Content: contentText(m.Content), Name: m.Name}
+		msg := providers.Message{Role: m.Role, Content: contentText(m.Content), Name: m.Name}
 		for _, c := range m.ToolCalls {
 			names[c.ID] = c.Function.Name
-			msg.ToolCalls = append(msg.ToolCalls, contracts.ToolCall{
+			msg.ToolCalls = append(msg.ToolCalls, providers.ToolCall{
 				ID: c.ID, Name: c.Function.Name, Arguments: argumentsJSON(c.Function.Arguments),
 			})
 		}
-		if m.Role == contracts.RoleTool {
+		if m.Role == providers.RoleTool {
 			msg.ToolCallID = m.ToolCallID
 			if msg.Name == "" {
 				msg.Name = names[m.ToolCallID]
@@ -139,7 +138,7 @@ func (w *wireRequest) toRequest() providers.Request {
 		req.Messages = append(req.Messages, msg)
 	}
 	for _, t := range w.Tools {
-		req.Tools = append(req.Tools, contracts.ToolDefinition{
+		req.Tools = append(req.Tools, providers.ToolDefinition{
 			Name: t.Function.Name, Description: t.Function.Description, InputSchema: t.Function.Parameters,
 		})
 	}
@@ -157,20 +156,20 @@ func (w *wireRequest) toRequest() providers.Request {
 		}
 	}
 	if w.ReasoningEffort != "" {
-		req.Options.Reasoning = &contracts.ReasoningOptions{Effort: w.ReasoningEffort}
+		req.Options.Reasoning = &providers.ReasoningOptions{Effort: w.ReasoningEffort}
 	}
 	if rf := w.ResponseFormat; rf != nil {
 		switch rf.Type {
 		case "json_object":
-			req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json"}
+			req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json"}
 		case "json_schema":
-			f := &contracts.ResponseFormat{Type: "json-schema"}
+			f := &providers.ResponseFormat{Type: "json-schema"}
 			if rf.JSONSchema != nil {
 				f.Name, f.Schema = rf.JSONSchema.Name, rf.JSONSchema.Schema
 			}
 			req.Options.ResponseFormat = f
 		case "text":
-			req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "text"}
+			req.Options.ResponseFormat = &providers.ResponseFormat{Type: "text"}
 		}
 	}
 	return req
@@ -218,15 +217,15 @@ func argumentsJSON(s string) json.RawMessage {
 // wireFinish is the OpenAI word for a unified finish reason; other values are sent verbatim.
 func wireFinish(unified string) string {
 	switch unified {
-	case contracts.FinishToolCalls:
+	case providers.FinishToolCalls:
 		return "tool_calls"
-	case contracts.FinishContentFilter:
+	case providers.FinishContentFilter:
 		return "content_filter"
 	}
 	return unified
 }
 
-func toWireUsage(u contracts.Usage) *wireUsage {
+func toWireUsage(u providers.Usage) *wireUsage {
 	w := &wireUsage{PromptTokens: u.Input, CompletionTokens: u.Output, TotalTokens: u.Total}
 	if w.TotalTokens == 0 {
 		w.TotalTokens = u.Input + u.Output

@@ -43,7 +43,7 @@
 // are other providers' and are not read. A value that is not an object, or a field of the wrong
 // type, is a PROVIDER_CONFIGURATION error naming the setting, and nothing is sent.
 //
-// Returned as a [contracts.Warning], never dropped silently: model options; unknown fields of
+// Returned as a [providers.Warning], never dropped silently: model options; unknown fields of
 // providerOptions.google (unsupported, "providerOptions.google.<key>"); a reasoning effort or
 // thinking level Gemini does not have; an unsupported response format; a negative
 // maxOutputTokens; a system message after the start; an answer without usage metadata
@@ -57,7 +57,7 @@
 // "call-<name>-<n>", n counting the tool calls of the conversation, this one included (unique
 // across the tool loop, and the same when a pass is retried); such calls, and any part
 // carrying a thought signature, make the response keep the model's parts as they came in
-// [contracts.ModelResponse.Continuation], and the assistant message that carries it back is
+// [providers.Response.Continuation], and the assistant message that carries it back is
 // sent with those parts (signatures included, no invented ids); its function responses then go
 // without an id and Gemini matches them by name. Usage: promptTokenCount (+ tool-use prompt
 // tokens) → Input, candidatesTokenCount → Output, thoughtsTokenCount → Reasoning,

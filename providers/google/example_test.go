@@ -15,7 +15,7 @@ import (
 // GEMINI_API_KEY exported, google.New(ctx, google.FromEnv()) reaches Gemini itself).
 func Example() {
 	srv := fakegemini.NewScript(fake.Turn{Deltas: []string{"Hello", ", world."},
-		Usage: contracts.Usage{Input: 8, Output: 3, Reasoning: 12, Total: 23}})
+		Usage: providers.Usage{Input: 8, Output: 3, Reasoning: 12, Total: 23}})
 	defer srv.Close()
 
 	ctx := context.Background()
@@ -26,9 +26,9 @@ func Example() {
 	}
 	resp, err := model.Generate(ctx, providers.Request{
 		Model:    "gemini-2.5-flash",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Say hello"}},
-		Options: contracts.CallOptions{ProviderOptions: map[string]any{
-			google.ProviderOptionsKey: google.ProviderOptions{ThinkingBudget: ptr(1024)},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Say hello"}},
+		Options: providers.CallOptions{ProviderOptions: map[string]any{
+			google.ID: google.ProviderOptions{ThinkingBudget: ptr(1024)},
 		}},
 	}, func(delta string) error {
 		fmt.Printf("delta %q\n", delta)
@@ -63,7 +63,7 @@ func Example_refusal() {
 	}
 	_, err = model.Generate(ctx, providers.Request{
 		Model:    "gemini-2.5-flash",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "…"}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "…"}},
 	}, nil)
 	f := contracts.FailureOf(err)
 	fmt.Println(f.Code, f.Retryable, f.Details["category"])

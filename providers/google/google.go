@@ -25,10 +25,10 @@ const (
 	EnvGoogleAPIKey = "GOOGLE_API_KEY" // wins over GEMINI_API_KEY when both are set, as in the SDK
 	EnvBaseURL      = "GOOGLE_GEMINI_BASE_URL"
 	EnvUseVertexAI  = "GOOGLE_GENAI_USE_VERTEXAI"
-	EnvProject      = "GOOGLE_CLOUD_PROJECT"
-	EnvLocation     = "GOOGLE_CLOUD_LOCATION"
-	EnvRegion       = "GOOGLE_CLOUD_REGION" // read when GOOGLE_CLOUD_LOCATION is unset
-	EnvVertexURL    = "GOOGLE_VERTEX_BASE_URL"
+	envProject      = "GOOGLE_CLOUD_PROJECT"
+	envLocation     = "GOOGLE_CLOUD_LOCATION"
+	envRegion       = "GOOGLE_CLOUD_REGION" // read when GOOGLE_CLOUD_LOCATION is unset
+	envVertexURL    = "GOOGLE_VERTEX_BASE_URL"
 )
 
 // Backend is the API a [Provider] talks to.
@@ -43,7 +43,7 @@ const (
 	BackendVertexAI
 )
 
-func (b Backend) String() string {
+func (b Backend) name() string {
 	if b == BackendVertexAI {
 		return "vertex-ai"
 	}
@@ -83,11 +83,11 @@ func FromEnv() Options {
 	}
 	if v := strings.ToLower(os.Getenv(EnvUseVertexAI)); v == "1" || v == "true" {
 		o.Backend = BackendVertexAI
-		o.BaseURL = os.Getenv(EnvVertexURL)
-		o.Project = os.Getenv(EnvProject)
-		o.Location = os.Getenv(EnvLocation)
+		o.BaseURL = os.Getenv(envVertexURL)
+		o.Project = os.Getenv(envProject)
+		o.Location = os.Getenv(envLocation)
 		if o.Location == "" {
-			o.Location = os.Getenv(EnvRegion)
+			o.Location = os.Getenv(envRegion)
 		}
 	} else {
 		o.BaseURL = os.Getenv(EnvBaseURL)
@@ -157,8 +157,8 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 			cc.Project, cc.Location = opts.Project, opts.Location
 			if opts.Project == "" && opts.BaseURL == "" {
 				return nil, &contracts.Error{Code: contracts.CodeProviderConfiguration,
-					Message: "Vertex AI needs a project: set " + EnvProject + " (and " + EnvLocation + ") or google.Options.Project, or an API key.",
-					Details: map[string]any{"env": EnvProject}}
+					Message: "Vertex AI needs a project: set " + envProject + " (and " + envLocation + ") or google.Options.Project, or an API key.",
+					Details: map[string]any{"env": envProject}}
 			}
 		}
 	default:
@@ -182,7 +182,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	client, err := genai.NewClient(ctx, cc)
 	if err != nil {
 		return nil, &contracts.Error{Code: contracts.CodeProviderConfiguration, Err: err,
-			Message: "The Google GenAI client could not be created (" + opts.Backend.String() + "): " + err.Error()}
+			Message: "The Google GenAI client could not be created (" + opts.Backend.name() + "): " + err.Error()}
 	}
 	p.client = client
 	if p.baseURL == "" {
@@ -199,16 +199,16 @@ func (p *Provider) BaseURL() string { return p.baseURL }
 
 // Generate implements [providers.Provider]. It streams (streamGenerateContent) when onDelta is
 // not nil, and calls generateContent otherwise.
-func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	b, err := buildRequest(req, p.id)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(req.ModelOptions)) {
-		b.warnings = append(b.warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: "modelOptions." + k,
+		b.warnings = append(b.warnings, providers.Warning{Type: providers.WarningUnsupported, Setting: "modelOptions." + k,
 			Message: "The google provider has no model options (got '" + k + "'); it was ignored. Configure the provider with google.Options instead."})
 	}
 	h := &capture{}
@@ -219,21 +219,21 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	if onDelta == nil {
 		resp, err := p.client.Models.GenerateContent(ctx, req.Model, b.contents, b.config)
 		if err != nil {
-			return contracts.ModelResponse{}, p.classify(ctx, err, h)
+			return providers.Response{}, p.classify(ctx, err, h)
 		}
 		if err := acc.add(resp); err != nil {
-			return contracts.ModelResponse{}, err
+			return providers.Response{}, err
 		}
 	} else {
 		for chunk, err := range p.client.Models.GenerateContentStream(ctx, req.Model, b.contents, b.config) {
 			if err != nil {
-				return contracts.ModelResponse{}, p.classify(ctx, err, h)
+				return providers.Response{}, p.classify(ctx, err, h)
 			}
 			if err := ctx.Err(); err != nil {
-				return contracts.ModelResponse{}, err
+				return providers.Response{}, err
 			}
 			if err := acc.add(chunk); err != nil {
-				return contracts.ModelResponse{}, err // a refusal, or onDelta's error unchanged
+				return providers.Response{}, err // a refusal, or onDelta's error unchanged
 			}
 		}
 	}
@@ -242,7 +242,7 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 	}
 	resp, err := acc.result(p.baseURL)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	resp.Warnings = append(b.warnings, resp.Warnings...)
 	return resp, nil

@@ -47,7 +47,7 @@ func serve(t *testing.T, turns ...fake.Turn) (*fakegemini.Server, *google.Provid
 }
 
 func ask(text string) providers.Request {
-	return providers.Request{Model: model, Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
+	return providers.Request{Model: model, Messages: []providers.Message{{Role: providers.RoleUser, Content: text}}}
 }
 
 var (
@@ -161,14 +161,14 @@ func TestVertexAI(t *testing.T) {
 }
 
 func TestStreamedTextAndUsage(t *testing.T) {
-	u := contracts.Usage{Input: 12, Output: 5, Reasoning: 7, CacheRead: 4, Total: 24}
+	u := providers.Usage{Input: 12, Output: 5, Reasoning: 7, CacheRead: 4, Total: 24}
 	srv, p := serve(t, fake.Turn{Deltas: []string{"Hel", "lo, ", "", "world"}, Usage: u})
 	resp, deltas, err := generate(p, ask("hi"), true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Hel", "lo, ", "world"}, deltas, "deltas in order, empty ones not passed on")
 	require.Equal(t, "Hello, world", resp.Text)
 	require.Empty(t, resp.ToolCalls)
-	require.Equal(t, contracts.FinishReason{Unified: "stop", Raw: "STOP"}, resp.FinishReason)
+	require.Equal(t, providers.FinishReason{Unified: "stop", Raw: "STOP"}, resp.FinishReason)
 	require.Equal(t, u, resp.Usage, "thoughts are Reasoning, cached tokens CacheRead")
 	require.Equal(t, map[string]any{"id": "fake-gemini-1", "model": model}, resp.ProviderMetadata)
 	require.Empty(t, resp.Warnings)
@@ -188,17 +188,17 @@ func TestNotStreamed(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, deltas)
 	require.Equal(t, "All good.", resp.Text)
-	require.Equal(t, contracts.Usage{Input: 10, Output: 2, Total: 12}, resp.Usage)
+	require.Equal(t, providers.Usage{Input: 10, Output: 2, Total: 12}, resp.Usage)
 	require.False(t, srv.Requests()[0].Stream)
 }
 
 func TestSystemInstructionAndOptionsOnTheWire(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"))
 	temp := 0.0
-	req := providers.Request{Model: model, Messages: []contracts.ModelMessage{
-		{Role: contracts.RoleSystem, Content: "Be brief."},
-		{Role: contracts.RoleUser, Content: "hi"},
-	}, Options: contracts.CallOptions{Temperature: &temp, MaxOutputTokens: 50, StopSequences: []string{"END", "STOP"}}}
+	req := providers.Request{Model: model, Messages: []providers.Message{
+		{Role: providers.RoleSystem, Content: "Be brief."},
+		{Role: providers.RoleUser, Content: "hi"},
+	}, Options: providers.CallOptions{Temperature: &temp, MaxOutputTokens: 50, StopSequences: []string{"END", "STOP"}}}
 	resp, _, err := generate(p, req, true)
 	require.NoError(t, err)
 	require.Empty(t, resp.Warnings)
@@ -215,22 +215,22 @@ func TestSystemInstructionAndOptionsOnTheWire(t *testing.T) {
 func TestSeveralFunctionCalls(t *testing.T) {
 	both(t, func(t *testing.T, stream bool) {
 		srv, p := serve(t, fake.Calls(
-			contracts.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
-			contracts.ToolCall{Name: "weather", Arguments: json.RawMessage(`{"city":"Paris","days":[1,2]}`)},
+			providers.ToolCall{Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
+			providers.ToolCall{Name: "weather", Arguments: json.RawMessage(`{"city":"Paris","days":[1,2]}`)},
 		))
 		req := ask("where is my order")
-		req.Tools = []contracts.ToolDefinition{
+		req.Tools = []providers.ToolDefinition{
 			{Name: "lookup_order", Description: "Finds an order.", InputSchema: json.RawMessage(`{"type":"object","properties":{"orderId":{"type":"string"}}}`)},
 			{Name: "weather"},
 		}
 		resp, deltas, err := generate(p, req, stream)
 		require.NoError(t, err)
 		require.Empty(t, deltas)
-		require.Equal(t, []contracts.ToolCall{
+		require.Equal(t, []providers.ToolCall{
 			{ID: "call-lookup_order-1", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 			{ID: "call-weather-2", Name: "weather", Arguments: json.RawMessage(`{"city":"Paris","days":[1,2]}`)},
 		}, resp.ToolCalls)
-		require.Equal(t, contracts.FinishReason{Unified: "tool-calls", Raw: "STOP"}, resp.FinishReason)
+		require.Equal(t, providers.FinishReason{Unified: "tool-calls", Raw: "STOP"}, resp.FinishReason)
 		require.Nil(t, resp.Continuation, "the model sent ids and no signatures: nothing to keep")
 		require.Equal(t, `[{"functionDeclarations":[{"description":"Finds an order.","name":"lookup_order","parametersJsonSchema":{"properties":{"orderId":{"type":"string"}},"type":"object"}},{"name":"weather"}]}]`,
 			field(t, srv.Requests()[0].Raw, "tools"))
@@ -246,11 +246,11 @@ func TestSeveralFunctionCalls(t *testing.T) {
 // name.
 func TestFunctionCallsWithoutIDs(t *testing.T) {
 	srv, p := serve(t,
-		fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{
+		fake.Turn{KeepIDs: true, ToolCalls: []providers.ToolCall{
 			{Name: "lookup", Arguments: json.RawMessage(`{"q":"a"}`)},
 			{Name: "lookup", Arguments: json.RawMessage(`{"q":"b"}`)},
 		}},
-		fake.Turn{KeepIDs: true, ToolCalls: []contracts.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"q":"c"}`)}}},
+		fake.Turn{KeepIDs: true, ToolCalls: []providers.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"q":"c"}`)}}},
 	)
 	req := ask("look both up")
 	resp, _, err := generate(p, req, true)
@@ -259,9 +259,9 @@ func TestFunctionCallsWithoutIDs(t *testing.T) {
 	require.NotNil(t, resp.Continuation)
 
 	req.Messages = append(req.Messages,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup-1", Name: "lookup", Content: "A"},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup-2", Name: "lookup", Content: "B"},
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call-lookup-1", Name: "lookup", Content: "A"},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call-lookup-2", Name: "lookup", Content: "B"},
 	)
 	resp, _, err = generate(p, req, true)
 	require.NoError(t, err)
@@ -282,13 +282,13 @@ func TestToolErrorResultOnTheWire(t *testing.T) {
 	srv, p := serve(t, fake.Text("Sorry, the lookup failed."))
 	req := ask("where is A-1")
 	req.Messages = append(req.Messages,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, Content: "Let me check.", ToolCalls: []contracts.ToolCall{
+		providers.Message{Role: providers.RoleAssistant, Content: "Let me check.", ToolCalls: []providers.ToolCall{
 			{ID: "call-lookup_order-1", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 			{ID: "call-refund-2", Name: "refund", Arguments: json.RawMessage(`{}`)},
 		}},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup_order-1", Name: "lookup_order",
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call-lookup_order-1", Name: "lookup_order",
 			Content: "order service unavailable", IsError: true},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-refund-2", // no name: found from the call
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call-refund-2", // no name: found from the call
 			Content: `{"ok":true}`, StructuredContent: json.RawMessage(`{"ok":true}`)},
 	)
 	_, _, err := generate(p, req, true)
@@ -300,14 +300,14 @@ func TestToolErrorResultOnTheWire(t *testing.T) {
 		`{"functionResponse":{"id":"call-refund-2","name":"refund","response":{"output":{"ok":true}}}}],"role":"user"}]`,
 		field(t, raw, "contents"))
 	got := srv.Requests()[0].Messages
-	require.Equal(t, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup_order-1", Name: "lookup_order",
+	require.Equal(t, providers.Message{Role: providers.RoleTool, ToolCallID: "call-lookup_order-1", Name: "lookup_order",
 		Content: "order service unavailable", IsError: true}, got[2])
-	require.Equal(t, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-refund-2", Name: "refund",
+	require.Equal(t, providers.Message{Role: providers.RoleTool, ToolCallID: "call-refund-2", Name: "refund",
 		Content: `{"ok":true}`, StructuredContent: json.RawMessage(`{"ok":true}`)}, got[3])
 
 	// A tool result that answers no call and names no tool cannot be sent.
 	bad := ask("x")
-	bad.Messages = append(bad.Messages, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "nope", Content: "?"})
+	bad.Messages = append(bad.Messages, providers.Message{Role: providers.RoleTool, ToolCallID: "nope", Content: "?"})
 	_, _, err = generate(p, bad, true)
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 	require.Len(t, srv.Requests(), 1, "nothing was sent")
@@ -322,7 +322,7 @@ func TestJSONSchemaOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, p := serve(t, fake.Text(tc.text))
 			req := ask("answer in JSON")
-			req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Name: "answer", Schema: json.RawMessage(schema)}
+			req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Name: "answer", Schema: json.RawMessage(schema)}
 			resp, _, err := generate(p, req, true)
 			require.NoError(t, err)
 			require.Equal(t, tc.text, resp.Text)
@@ -335,26 +335,26 @@ func TestJSONSchemaOutput(t *testing.T) {
 	}
 	srv, p := serve(t, fake.Text(`{}`))
 	req := ask("json")
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json"}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json"}
 	_, _, err := generate(p, req, false)
 	require.NoError(t, err)
 	require.Equal(t, `{"responseMimeType":"application/json"}`, field(t, srv.Requests()[0].Raw, "generationConfig"))
 
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(`{nope`)}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(`{nope`)}
 	_, _, err = generate(p, req, false)
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 }
 
 func TestMaxTokensFinishLength(t *testing.T) {
 	both(t, func(t *testing.T, stream bool) {
-		srv, p := serve(t, fake.Turn{Text: "It was a dark and", FinishReason: contracts.FinishLength})
+		srv, p := serve(t, fake.Turn{Text: "It was a dark and", FinishReason: providers.FinishLength})
 		req := ask("tell a story")
 		req.Options.MaxOutputTokens = 5
 		req.Options.StopSequences = []string{"THE END"}
 		resp, _, err := generate(p, req, stream)
 		require.NoError(t, err)
 		require.Equal(t, "It was a dark and", resp.Text)
-		require.Equal(t, contracts.FinishReason{Unified: "length", Raw: "MAX_TOKENS"}, resp.FinishReason)
+		require.Equal(t, providers.FinishReason{Unified: "length", Raw: "MAX_TOKENS"}, resp.FinishReason)
 		require.Equal(t, `{"maxOutputTokens":5,"stopSequences":["THE END"]}`, field(t, srv.Requests()[0].Raw, "generationConfig"))
 	})
 }
@@ -371,7 +371,7 @@ func TestSafetyBlockIsRefusal(t *testing.T) {
 			"categories": []string{"HARM_CATEGORY_HARASSMENT"}}, ke.Details)
 		require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_HARASSMENT: blocked.", ke.Message,
 			"the finishMessage is read from the response body (the SDK drops it on the Gemini API)")
-		require.Equal(t, &contracts.FinishReason{Unified: "content-filter", Raw: "SAFETY"}, ke.FinishReason)
+		require.Equal(t, &providers.FinishReason{Unified: "content-filter", Raw: "SAFETY"}, ke.FinishReason)
 		if stream {
 			require.Equal(t, []string{"Here ", "is "}, deltas, "the text before the block was streamed")
 		}
@@ -421,7 +421,7 @@ func TestRefusalFinishMessage(t *testing.T) {
 	require.Equal(t, contracts.CodeProviderRefusal, ke.Code)
 	require.Equal(t, "Gemini stopped the answer (SAFETY) for HARM_CATEGORY_DANGEROUS_CONTENT: The response was blocked: it may contain dangerous content!", ke.Message)
 	require.Equal(t, "The response was blocked: it may contain dangerous content!", ke.Details["finishMessage"])
-	require.Equal(t, &contracts.Usage{Input: 7, Total: 7}, ke.Usage)
+	require.Equal(t, &providers.Usage{Input: 7, Total: 7}, ke.Usage)
 
 	_, deltas, err := generate(p, ask("hi"), true)
 	ke = asError(t, err)
@@ -451,8 +451,8 @@ func TestPromptBlockedIsRefusal(t *testing.T) {
 		_, _, err := generate(p, ask("something bad"), stream)
 		ke := asError(t, err)
 		require.Equal(t, contracts.CodeProviderRefusal, ke.Code)
-		require.Equal(t, map[string]any{"blockReason": "PROHIBITED_CONTENT", "category": fakegemini.DefaultCategory,
-			"categories": []string{fakegemini.DefaultCategory}}, ke.Details)
+		require.Equal(t, map[string]any{"blockReason": "PROHIBITED_CONTENT", "category": "HARM_CATEGORY_DANGEROUS_CONTENT",
+			"categories": []string{"HARM_CATEGORY_DANGEROUS_CONTENT"}}, ke.Details)
 		require.Equal(t, 10, ke.Usage.Input)
 	})
 }
@@ -568,8 +568,8 @@ func TestNoUsageIsAWarning(t *testing.T) {
 		_, p := serve(t, fake.Turn{Text: "hi there", NoUsage: true})
 		resp, _, err := generate(p, ask("hi"), stream)
 		require.NoError(t, err)
-		require.Equal(t, contracts.Usage{}, resp.Usage)
-		require.Equal(t, []contracts.Warning{providers.NoUsageWarning(google.ID)}, resp.Warnings)
+		require.Equal(t, providers.Usage{}, resp.Usage)
+		require.Equal(t, []providers.Warning{providers.NoUsageWarning(google.ID)}, resp.Warnings)
 	})
 	t.Run("under another id", func(t *testing.T) {
 		srv := fakegemini.NewScript(fake.Turn{Text: "hi", NoUsage: true})
@@ -578,7 +578,7 @@ func TestNoUsageIsAWarning(t *testing.T) {
 		require.NoError(t, err)
 		resp, _, err := generate(p, ask("hi"), true)
 		require.NoError(t, err)
-		require.Equal(t, []contracts.Warning{providers.NoUsageWarning("gemini")}, resp.Warnings)
+		require.Equal(t, []providers.Warning{providers.NoUsageWarning("gemini")}, resp.Warnings)
 		require.Contains(t, resp.Warnings[0].Message, "The gemini provider's server")
 	})
 }
@@ -650,7 +650,7 @@ func TestThinkingOptionsOnTheWire(t *testing.T) {
 	t.Run("typed provider options", func(t *testing.T) {
 		srv, p := serve(t, fake.Text("ok"))
 		req := ask("think")
-		req.Options.Reasoning = &contracts.ReasoningOptions{MaxTokens: 100}
+		req.Options.Reasoning = &providers.ReasoningOptions{MaxTokens: 100}
 		req.Options.ProviderOptions = map[string]any{"google": google.ProviderOptions{
 			ThinkingBudget: ptr(1024), IncludeThoughts: ptr(true), ThinkingLevel: "high", TopK: ptr(40.0), Seed: ptr(7),
 			PresencePenalty: ptr(0.5), FrequencyPenalty: ptr(0.25), CachedContent: "cachedContents/abc",
@@ -668,7 +668,7 @@ func TestThinkingOptionsOnTheWire(t *testing.T) {
 	t.Run("reasoning options", func(t *testing.T) {
 		srv, p := serve(t, fake.Text("ok"))
 		req := ask("think")
-		req.Options.Reasoning = &contracts.ReasoningOptions{MaxTokens: 2048, IncludeThoughts: true, Effort: "low"}
+		req.Options.Reasoning = &providers.ReasoningOptions{MaxTokens: 2048, IncludeThoughts: true, Effort: "low"}
 		_, _, err := generate(p, req, true)
 		require.NoError(t, err)
 		require.Equal(t, `{"includeThoughts":true,"thinkingBudget":2048,"thinkingLevel":"LOW"}`,
@@ -699,10 +699,10 @@ func TestThinkingOptionsOnTheWire(t *testing.T) {
 func TestWarnings(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"))
 	req := ask("hi")
-	req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleSystem, Content: "late rule"})
+	req.Messages = append(req.Messages, providers.Message{Role: providers.RoleSystem, Content: "late rule"})
 	req.ModelOptions = map[string]any{"baseURL": "http://elsewhere/"}
-	req.Options.Reasoning = &contracts.ReasoningOptions{Effort: "extreme"}
-	req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "xml"}
+	req.Options.Reasoning = &providers.ReasoningOptions{Effort: "extreme"}
+	req.Options.ResponseFormat = &providers.ResponseFormat{Type: "xml"}
 	req.Options.MaxOutputTokens = -1
 	req.Options.ProviderOptions = map[string]any{
 		"openai": map[string]any{"seed": 1}, // another provider's: not read, not reported
@@ -715,12 +715,12 @@ func TestWarnings(t *testing.T) {
 		settings[w.Setting] = w.Type
 	}
 	require.Equal(t, map[string]string{
-		"messages":                              contracts.WarningCompatibility,
-		"modelOptions.baseURL":                  contracts.WarningUnsupported,
-		"reasoning.effort":                      contracts.WarningUnsupported,
-		"responseFormat.type":                   contracts.WarningUnsupported,
-		"maxOutputTokens":                       contracts.WarningOther,
-		"providerOptions.google.candidateCount": contracts.WarningUnsupported,
+		"messages":                              providers.WarningCompatibility,
+		"modelOptions.baseURL":                  providers.WarningUnsupported,
+		"reasoning.effort":                      providers.WarningUnsupported,
+		"responseFormat.type":                   providers.WarningUnsupported,
+		"maxOutputTokens":                       providers.WarningOther,
+		"providerOptions.google.candidateCount": providers.WarningUnsupported,
 	}, settings)
 	require.Len(t, resp.Warnings, 6)
 	raw := srv.Requests()[0].Raw
@@ -777,7 +777,7 @@ func TestProviderOptionsUnderTheProvidersID(t *testing.T) {
 	}
 	resp, _, err := generate(p, req, true)
 	require.NoError(t, err)
-	require.Equal(t, []contracts.Warning{{Type: contracts.WarningUnsupported, Setting: "providerOptions.gemini.nope",
+	require.Equal(t, []providers.Warning{{Type: providers.WarningUnsupported, Setting: "providerOptions.gemini.nope",
 		Message: "The gemini provider has no option 'nope' (known: cachedContent, frequencyPenalty, includeThoughts, presencePenalty, safetySettings, seed, thinkingBudget, thinkingLevel, topK, topP); it was ignored."}}, resp.Warnings)
 	require.Equal(t, `{"seed":7}`, field(t, srv.Requests()[0].Raw, "generationConfig"))
 }
@@ -804,19 +804,19 @@ func TestThoughtsAndSignatures(t *testing.T) {
 	defer srv.Close()
 	p := newProvider(t, srv.URL+"/")
 	req := ask("hi")
-	req.Options.Reasoning = &contracts.ReasoningOptions{IncludeThoughts: true}
+	req.Options.Reasoning = &providers.ReasoningOptions{IncludeThoughts: true}
 	resp, deltas, err := generate(p, req, true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Calling."}, deltas, "thoughts are not text")
 	require.Equal(t, "Calling.", resp.Text)
 	require.Equal(t, "Let me think.", resp.ProviderMetadata["thoughts"])
-	require.Equal(t, contracts.Usage{Input: 5, Output: 4, Reasoning: 5, Total: 14}, resp.Usage, "tool-use prompt tokens are input")
-	require.Equal(t, []contracts.ToolCall{{ID: "call-lookup-1", Name: "lookup", Arguments: json.RawMessage(`{"q":1}`)}}, resp.ToolCalls)
+	require.Equal(t, providers.Usage{Input: 5, Output: 4, Reasoning: 5, Total: 14}, resp.Usage, "tool-use prompt tokens are input")
+	require.Equal(t, []providers.ToolCall{{ID: "call-lookup-1", Name: "lookup", Arguments: json.RawMessage(`{"q":1}`)}}, resp.ToolCalls)
 
 	// The signatures go back with the assistant message.
 	req.Messages = append(req.Messages,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: "call-lookup-1", Name: "lookup", Content: "found"})
+		providers.Message{Role: providers.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
+		providers.Message{Role: providers.RoleTool, ToolCallID: "call-lookup-1", Name: "lookup", Content: "found"})
 	_, _, err = generate(p, req, true)
 	require.NoError(t, err)
 	require.Equal(t, `[{"parts":[{"text":"hi"}],"role":"user"},`+
@@ -845,7 +845,7 @@ func TestRequestErrors(t *testing.T) {
 	_, _, err := generate(p, providers.Request{}, true)
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 	bad := ask("x")
-	bad.Tools = []contracts.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{bad`)}}
+	bad.Tools = []providers.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{bad`)}}
 	_, _, err = generate(p, bad, true)
 	require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 	bad = ask("x")

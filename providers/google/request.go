@@ -12,17 +12,13 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 )
 
-// ProviderOptionsKey is the key of [contracts.CallOptions.ProviderOptions] whose value (a
-// [ProviderOptions], a pointer to one, or the same fields as a JSON object) a provider of the
-// default id reads: provider options are keyed by provider id, so a provider made with
-// [Options.ID] reads its options under that id instead.
-const ProviderOptionsKey = ID
-
 // ProviderOptions are Gemini's own generation options, under the provider's id in
-// [contracts.CallOptions.ProviderOptions] (see [ProviderOptionsKey]), decoded by
+// [providers.CallOptions.ProviderOptions] ([ID], or [Options.ID] for a provider made with
+// another id; the value is a ProviderOptions, a pointer to one, or the same fields as a JSON
+// object), decoded by
 // [providers.DecodeOptions]: a key it does not declare is an unsupported warning, a value of the
 // wrong type a PROVIDER_CONFIGURATION error. Every field is optional; a field set here wins over
-// the [contracts.CallOptions] field of the same meaning.
+// the [providers.CallOptions] field of the same meaning.
 type ProviderOptions struct {
 	// ThinkingBudget is the thinking token budget (thinkingConfig.thinkingBudget): 0 turns
 	// thinking off where the model allows it, -1 lets the model decide.
@@ -53,7 +49,7 @@ type SafetySetting struct {
 	Threshold string `json:"threshold"`
 }
 
-// continuation is what a response keeps in [contracts.ModelResponse.Continuation] to be sent
+// continuation is what a response keeps in [providers.Response.Continuation] to be sent
 // back with the assistant message: the model's parts as received (thought signatures
 // included, function call ids absent where the model sent none).
 type continuation struct {
@@ -65,7 +61,7 @@ type continuation struct {
 type built struct {
 	contents []*genai.Content
 	config   *genai.GenerateContentConfig
-	warnings []contracts.Warning
+	warnings []providers.Warning
 }
 
 func configError(format string, args ...any) *contracts.Error {
@@ -78,7 +74,7 @@ func configError(format string, args ...any) *contracts.Error {
 func buildRequest(req providers.Request, id string) (*built, error) {
 	b := &built{config: &genai.GenerateContentConfig{AutomaticContinuation: genai.Ptr(false)}}
 	warn := func(typ, setting, format string, args ...any) {
-		b.warnings = append(b.warnings, contracts.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
+		b.warnings = append(b.warnings, providers.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
 	if req.Model == "" {
 		return nil, configError("No model id: name the model, e.g. google:gemini-2.5-flash.")
@@ -112,7 +108,7 @@ func buildRequest(req providers.Request, id string) (*built, error) {
 	case o.MaxOutputTokens > 0:
 		cfg.MaxOutputTokens = int32(min(o.MaxOutputTokens, 1<<31-1))
 	case o.MaxOutputTokens < 0:
-		warn(contracts.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; it was ignored.", o.MaxOutputTokens)
+		warn(providers.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; it was ignored.", o.MaxOutputTokens)
 	}
 	cfg.StopSequences = o.StopSequences
 	var thinking genai.ThinkingConfig
@@ -125,7 +121,7 @@ func buildRequest(req providers.Request, id string) (*built, error) {
 			if lvl, ok := thinkingLevel(r.Effort); ok {
 				thinking.ThinkingLevel = lvl
 			} else {
-				warn(contracts.WarningUnsupported, "reasoning.effort",
+				warn(providers.WarningUnsupported, "reasoning.effort",
 					"reasoning.effort '%s' has no Gemini thinking level (known: minimal, low, medium, high); it was ignored.", r.Effort)
 			}
 		}
@@ -143,7 +139,7 @@ func buildRequest(req providers.Request, id string) (*built, error) {
 			cfg.ResponseMIMEType = "application/json"
 			cfg.ResponseJsonSchema = v
 		default:
-			warn(contracts.WarningUnsupported, "responseFormat.type",
+			warn(providers.WarningUnsupported, "responseFormat.type",
 				"Response format '%s' is not supported (supported: text, json, json-schema); the answer is free text.", f.Type)
 		}
 	}
@@ -162,7 +158,7 @@ func buildRequest(req providers.Request, id string) (*built, error) {
 		if lvl, ok := thinkingLevel(po.ThinkingLevel); ok {
 			thinking.ThinkingLevel = lvl
 		} else {
-			warn(contracts.WarningOther, "providerOptions."+id+".thinkingLevel",
+			warn(providers.WarningOther, "providerOptions."+id+".thinkingLevel",
 				"thinkingLevel '%s' is not one of minimal, low, medium, high; it was ignored.", po.ThinkingLevel)
 		}
 	}
@@ -206,7 +202,7 @@ func thinkingLevel(s string) (genai.ThinkingLevel, bool) {
 // [providers.DecodeOptions]: an unknown key is an unsupported warning, a value of the wrong type
 // a PROVIDER_CONFIGURATION error; keys under other ids are other providers' and are not read. A
 // ProviderOptions value or a pointer to one is taken as it is (a nil pointer as none).
-func readProviderOptions(opts map[string]any, id string) (ProviderOptions, []contracts.Warning, error) {
+func readProviderOptions(opts map[string]any, id string) (ProviderOptions, []providers.Warning, error) {
 	switch x := opts[id].(type) {
 	case ProviderOptions:
 		return x, nil, nil
@@ -222,7 +218,7 @@ func readProviderOptions(opts map[string]any, id string) (ProviderOptions, []con
 // messages maps the conversation: system messages become the system instruction, assistant
 // messages "model" contents (their continuation's parts when they carry one), tool results
 // function responses (consecutive ones in one "user" content).
-func (b *built) messages(msgs []contracts.ModelMessage, warn func(typ, setting, format string, args ...any)) error {
+func (b *built) messages(msgs []providers.Message, warn func(typ, setting, format string, args ...any)) error {
 	var system []*genai.Part
 	// The calls the conversation requested, by id: their name, and whether the model sent the
 	// id itself (a function response names the id only then).
@@ -234,14 +230,14 @@ func (b *built) messages(msgs []contracts.ModelMessage, warn func(typ, setting, 
 	lateSystem := false
 	for i, m := range msgs {
 		switch m.Role {
-		case contracts.RoleSystem:
+		case providers.RoleSystem:
 			if len(b.contents) > 0 {
 				lateSystem = true
 			}
 			system = append(system, &genai.Part{Text: m.Content})
-		case contracts.RoleUser:
+		case providers.RoleUser:
 			b.contents = append(b.contents, &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{Text: m.Content}}})
-		case contracts.RoleAssistant:
+		case providers.RoleAssistant:
 			parts := continuationParts(m)
 			if parts == nil {
 				if m.Content != "" {
@@ -265,7 +261,7 @@ func (b *built) messages(msgs []contracts.ModelMessage, warn func(typ, setting, 
 				parts = []*genai.Part{{Text: ""}}
 			}
 			b.contents = append(b.contents, &genai.Content{Role: genai.RoleModel, Parts: parts})
-		case contracts.RoleTool:
+		case providers.RoleTool:
 			ci, known := calls[m.ToolCallID]
 			name := m.Name
 			if name == "" {
@@ -289,7 +285,7 @@ func (b *built) messages(msgs []contracts.ModelMessage, warn func(typ, setting, 
 		}
 	}
 	if lateSystem {
-		warn(contracts.WarningCompatibility, "messages",
+		warn(providers.WarningCompatibility, "messages",
 			"Gemini has one system instruction: system messages after the start of the conversation were moved into it.")
 	}
 	if len(system) > 0 {
@@ -309,7 +305,7 @@ func isResponses(c *genai.Content) bool {
 
 // continuationParts returns the parts an assistant message's continuation kept, when it was
 // made by this provider for the same tool calls; nil otherwise.
-func continuationParts(m contracts.ModelMessage) []*genai.Part {
+func continuationParts(m providers.Message) []*genai.Part {
 	if len(m.Continuation) == 0 {
 		return nil
 	}
@@ -339,7 +335,7 @@ func continuationParts(m contracts.ModelMessage) []*genai.Part {
 
 // toolResponse is the response object of a tool result: {"error": content} for a failure,
 // else {"output": the structured result, or the content}.
-func toolResponse(m contracts.ModelMessage) map[string]any {
+func toolResponse(m providers.Message) map[string]any {
 	if m.IsError {
 		return map[string]any{"error": m.Content}
 	}

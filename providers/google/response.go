@@ -25,7 +25,7 @@ type accumulator struct {
 	text       strings.Builder
 	thoughts   strings.Builder
 	parts      []*genai.Part // the model's parts, merged text runs, for the continuation
-	calls      []contracts.ToolCall
+	calls      []providers.ToolCall
 	prior      int             // tool calls of the conversation before this answer
 	taken      map[string]bool // their ids
 	reason     genai.FinishReason
@@ -37,7 +37,7 @@ type accumulator struct {
 	signed     bool // a part carries a thought signature, or a call has no id of the model's
 }
 
-func newAccumulator(providerID string, onDelta func(string) error, conversation []contracts.ModelMessage) *accumulator {
+func newAccumulator(providerID string, onDelta func(string) error, conversation []providers.Message) *accumulator {
 	a := &accumulator{providerID: providerID, onDelta: onDelta, taken: map[string]bool{}}
 	for _, m := range conversation {
 		for _, c := range m.ToolCalls {
@@ -104,7 +104,7 @@ func (a *accumulator) add(r *genai.GenerateContentResponse) error {
 			if fc.Args == nil {
 				args = []byte(`{}`)
 			}
-			a.calls = append(a.calls, contracts.ToolCall{ID: id, Name: fc.Name, Arguments: args})
+			a.calls = append(a.calls, providers.ToolCall{ID: id, Name: fc.Name, Arguments: args})
 			a.parts = append(a.parts, p)
 		case p.Thought:
 			a.thoughts.WriteString(p.Text)
@@ -142,12 +142,12 @@ func (a *accumulator) keepText(p *genai.Part) {
 	a.parts = append(a.parts, &cp)
 }
 
-func (a *accumulator) usageValue() contracts.Usage {
+func (a *accumulator) usageValue() providers.Usage {
 	u := a.usage
 	if u == nil {
-		return contracts.Usage{}
+		return providers.Usage{}
 	}
-	out := contracts.Usage{
+	out := providers.Usage{
 		Input:     int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
 		Output:    int(u.CandidatesTokenCount),
 		Reasoning: int(u.ThoughtsTokenCount),
@@ -161,15 +161,15 @@ func (a *accumulator) usageValue() contracts.Usage {
 }
 
 // finish returns the response of a pass whose chunks all arrived.
-func (a *accumulator) result(baseURL string) (contracts.ModelResponse, error) {
+func (a *accumulator) result(baseURL string) (providers.Response, error) {
 	usage := a.usageValue()
 	if refusalReasons[a.reason] {
-		return contracts.ModelResponse{}, a.refusal(usage)
+		return providers.Response{}, a.refusal(usage)
 	}
 	if a.reason == "" {
-		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the answer ended without a finish reason", nil)
+		return providers.Response{}, server.InvalidResponse(baseURL, "the answer ended without a finish reason", nil)
 	}
-	resp := contracts.ModelResponse{
+	resp := providers.Response{
 		Text:         a.text.String(),
 		ToolCalls:    a.calls,
 		Usage:        usage,
@@ -203,7 +203,7 @@ func (a *accumulator) result(baseURL string) (contracts.ModelResponse, error) {
 
 // refusal is the PROVIDER_REFUSAL of an answer stopped for its content; Details name the
 // finish reason and the harm categories Gemini blocked.
-func (a *accumulator) refusal(usage contracts.Usage) *contracts.Error {
+func (a *accumulator) refusal(usage providers.Usage) *contracts.Error {
 	cats := blockedCategories(a.ratings)
 	msg := fmt.Sprintf("Gemini stopped the answer (%s)", a.reason)
 	if len(cats) > 0 {
@@ -221,14 +221,14 @@ func (a *accumulator) refusal(usage contracts.Usage) *contracts.Error {
 		details["categories"] = cats
 	}
 	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: sentence(msg), Details: details,
-		FinishReason: &contracts.FinishReason{Unified: contracts.FinishContentFilter, Raw: string(a.reason)}}
-	if !usage.IsZero() {
+		FinishReason: &providers.FinishReason{Unified: providers.FinishContentFilter, Raw: string(a.reason)}}
+	if usage != (providers.Usage{}) {
 		e.Usage = &usage
 	}
 	return e
 }
 
-func promptBlocked(pf *genai.GenerateContentResponsePromptFeedback, usage contracts.Usage) *contracts.Error {
+func promptBlocked(pf *genai.GenerateContentResponsePromptFeedback, usage providers.Usage) *contracts.Error {
 	cats := blockedCategories(pf.SafetyRatings)
 	msg := fmt.Sprintf("Gemini blocked the prompt (%s)", pf.BlockReason)
 	if len(cats) > 0 {
@@ -243,8 +243,8 @@ func promptBlocked(pf *genai.GenerateContentResponsePromptFeedback, usage contra
 		details["categories"] = cats
 	}
 	e := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: sentence(msg), Details: details,
-		FinishReason: &contracts.FinishReason{Unified: contracts.FinishContentFilter, Raw: string(pf.BlockReason)}}
-	if !usage.IsZero() {
+		FinishReason: &providers.FinishReason{Unified: providers.FinishContentFilter, Raw: string(pf.BlockReason)}}
+	if usage != (providers.Usage{}) {
 		e.Usage = &usage
 	}
 	return e
@@ -273,18 +273,18 @@ func blockedCategories(ratings []*genai.SafetyRating) []string {
 
 // finishReason maps Gemini's finish reason onto the unified ones; STOP with function calls is
 // tool-calls (Gemini has no finish reason of its own for them).
-func finishReason(raw genai.FinishReason, calls bool) contracts.FinishReason {
-	unified := contracts.FinishOther
+func finishReason(raw genai.FinishReason, calls bool) providers.FinishReason {
+	unified := providers.FinishOther
 	switch raw {
 	case genai.FinishReasonStop:
-		unified = contracts.FinishStop
+		unified = providers.FinishStop
 		if calls {
-			unified = contracts.FinishToolCalls
+			unified = providers.FinishToolCalls
 		}
 	case genai.FinishReasonMaxTokens:
-		unified = contracts.FinishLength
+		unified = providers.FinishLength
 	}
-	return contracts.FinishReason{Unified: unified, Raw: string(raw)}
+	return providers.FinishReason{Unified: unified, Raw: string(raw)}
 }
 
 // sentence ends msg with a full stop unless it already ends with a sentence's punctuation (a

@@ -16,7 +16,7 @@ type fakeServer struct{ *fakeserver.Server }
 func (s fakeServer) Requests() []conformance.Request {
 	var out []conformance.Request
 	for _, c := range s.Server.Requests() {
-		out = append(out, conformance.Request{Request: c.Request(), Stream: c.Stream, Raw: c.Raw})
+		out = append(out, conformance.Request{Request: c.Request, Stream: c.Stream, Raw: c.Raw})
 	}
 	return out
 }

@@ -32,7 +32,7 @@
 // frequencyPenalty, parallelToolCalls, serviceTier, store and metadata map to the request
 // fields of the same meaning, e.g. ProviderOptions{"openai": {"seed": 7}}. The same keys at the
 // top level of ProviderOptions (how earlier versions read them) still apply, with a deprecated
-// warning. What cannot be sent comes back as a [contracts.Warning] in the response, never
+// warning. What cannot be sent comes back as a [providers.Warning] in the response, never
 // silently dropped: a temperature (or topP) of 0, which go-openai omits from the request (the
 // server's default then applies); Reasoning.MaxTokens and Reasoning.IncludeThoughts, which chat
 // completions do not have; unknown keys under the provider's id. A provider option of the wrong
@@ -83,7 +83,7 @@
 //	// Or call it directly:
 //	resp, err := model.Generate(ctx, providers.Request{
 //		Model:    "gpt-4.1-mini", // "llama3.2" on Ollama
-//		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Say hi"}},
+//		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Say hi"}},
 //	}, func(delta string) error { fmt.Print(delta); return nil })
 //	if err != nil {
 //		log.Fatal(contracts.CodeOf(err), ": ", err)

@@ -20,7 +20,7 @@ func Example() {
 	model := openai.New(openai.Options{BaseURL: srv.URL()})
 	resp, err := model.Generate(context.Background(), providers.Request{
 		Model:    "llama3.2",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Say hello"}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Say hello"}},
 	}, func(delta string) error {
 		fmt.Printf("delta %q\n", delta)
 		return nil
@@ -50,7 +50,7 @@ func Example_errors() {
 	model := openai.New(openai.Options{BaseURL: srv.URL()})
 	_, err := model.Generate(context.Background(), providers.Request{
 		Model:    "gpt-4.1-mini",
-		Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "hi"}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}},
 	}, nil)
 	f := contracts.FailureOf(err)
 	fmt.Println(f.Code, f.Status, f.Retryable, f.Details["retryAfterMs"])

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	goopenai "github.com/sashabaranov/go-openai"
 	"github.com/stretchr/testify/require"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
@@ -19,30 +20,30 @@ func TestToolAccumulator(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		frags []goopenai.ToolCall
-		want  []contracts.ToolCall
+		want  []providers.ToolCall
 	}{
 		{"interleaved by index", []goopenai.ToolCall{
 			frag(idx(1), "b", "second", `{"y"`),
 			frag(idx(0), "a", "first", `{"x":`),
 			frag(idx(1), "", "", `:2}`),
 			frag(idx(0), "", "", `1}`),
-		}, []contracts.ToolCall{
+		}, []providers.ToolCall{
 			{ID: "a", Name: "first", Arguments: json.RawMessage(`{"x":1}`)},
 			{ID: "b", Name: "second", Arguments: json.RawMessage(`{"y":2}`)},
 		}},
 		{"name repeated in every fragment", []goopenai.ToolCall{
 			frag(idx(0), "a", "f", `{"x"`), frag(idx(0), "", "f", `:1}`),
-		}, []contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}},
+		}, []providers.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}}},
 		{"no index: new id starts a call, no id continues", []goopenai.ToolCall{
 			frag(nil, "a", "f", `{"x"`), frag(nil, "", "", `:1}`), frag(nil, "b", "g", `{}`),
-		}, []contracts.ToolCall{
+		}, []providers.ToolCall{
 			{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
 			{ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)},
 		}},
 		{"no arguments", []goopenai.ToolCall{frag(idx(0), "a", "f", "")},
-			[]contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}},
+			[]providers.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}}},
 		{"invalid arguments kept as a string", []goopenai.ToolCall{frag(idx(0), "a", "f", `{"x":`)},
-			[]contracts.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`"{\"x\":"`)}}},
+			[]providers.ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`"{\"x\":"`)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var a toolAccumulator
@@ -70,6 +71,6 @@ func TestFinishReasonMapping(t *testing.T) {
 		"stop": "stop", "length": "length", "content_filter": "content-filter", "tool_calls": "tool-calls",
 		"function_call": "tool-calls", "": "other", "end_turn": "other",
 	} {
-		require.Equal(t, contracts.FinishReason{Unified: unified, Raw: raw}, finishReason(raw), raw)
+		require.Equal(t, providers.FinishReason{Unified: unified, Raw: raw}, finishReason(raw), raw)
 	}
 }

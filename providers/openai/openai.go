@@ -19,8 +19,8 @@ import (
 // ID is the provider id unless [Options.ID] sets another.
 const ID = "openai"
 
-// DefaultBaseURL is OpenAI's own API.
-const DefaultBaseURL = "https://api.openai.com/v1"
+// defaultBaseURL is OpenAI's own API.
+const defaultBaseURL = "https://api.openai.com/v1"
 
 // Environment variables read by [New].
 const (
@@ -31,10 +31,10 @@ const (
 // Per-request options read from [providers.Request.ModelOptions] (the options of the model
 // reference, plain data set by node code).
 const (
-	// OptionBaseURL (string) sends this request to another OpenAI-compatible server.
-	OptionBaseURL = "baseURL"
-	// OptionAPIKey (string) is the API key of this request.
-	OptionAPIKey = "apiKey"
+	// optionBaseURL (string) sends this request to another OpenAI-compatible server.
+	optionBaseURL = "baseURL"
+	// optionAPIKey (string) is the API key of this request.
+	optionAPIKey = "apiKey"
 )
 
 // Options configures a [Provider]. The zero value talks to $OPENAI_BASE_URL (or OpenAI) with
@@ -79,7 +79,7 @@ func New(opts Options) *Provider {
 		p.baseURL = os.Getenv(EnvBaseURL)
 	}
 	if p.baseURL == "" {
-		p.baseURL = DefaultBaseURL
+		p.baseURL = defaultBaseURL
 	}
 	if p.apiKey == "" {
 		p.apiKey = os.Getenv(EnvAPIKey)
@@ -100,30 +100,30 @@ func (p *Provider) ID() string { return p.id }
 func (p *Provider) BaseURL() string { return p.baseURL }
 
 // Generate implements [providers.Provider]. It streams when onDelta is not nil.
-func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (contracts.ModelResponse, error) {
+func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta func(string) error) (providers.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	client, baseURL, warnings, err := p.client(req.ModelOptions)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	creq, more, err := buildRequest(p.id, req)
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	warnings = append(warnings, more...)
 
 	h := &httperr.Capture{}
 	ctx = httperr.WithCapture(ctx, h)
-	var resp contracts.ModelResponse
+	var resp providers.Response
 	if onDelta != nil {
 		resp, err = streamCompletion(ctx, p.id, client, creq, onDelta, h, baseURL)
 	} else {
 		resp, err = complete(ctx, p.id, client, creq, h, baseURL)
 	}
 	if err != nil {
-		return contracts.ModelResponse{}, err
+		return providers.Response{}, err
 	}
 	resp.Warnings = append(warnings, resp.Warnings...)
 	return resp, nil
@@ -134,27 +134,27 @@ func (p *Provider) Generate(ctx context.Context, req providers.Request, onDelta 
 // The provider's own key (and organization) is sent only to the provider's own server (same
 // scheme and host): a request that sets baseURL to another server sends only the apiKey it sets
 // itself, so a key meant for one server never leaks to another.
-func (p *Provider) client(opts map[string]any) (*goopenai.Client, string, []contracts.Warning, error) {
-	var warnings []contracts.Warning
+func (p *Provider) client(opts map[string]any) (*goopenai.Client, string, []providers.Warning, error) {
+	var warnings []providers.Warning
 	baseURL, key, org := p.baseURL, p.apiKey, p.org
 	overridden := false
 	var reqKey string
 	for _, k := range slices.Sorted(maps.Keys(opts)) {
 		v := opts[k]
 		switch k {
-		case OptionBaseURL, OptionAPIKey:
+		case optionBaseURL, optionAPIKey:
 			s, ok := v.(string)
 			if !ok && v != nil {
 				return nil, "", nil, &contracts.Error{Code: contracts.CodeProviderConfiguration,
 					Message: "model option '" + k + "' must be a string."}
 			}
-			if k == OptionBaseURL && s != "" {
+			if k == optionBaseURL && s != "" {
 				baseURL, overridden = s, true
-			} else if k == OptionAPIKey {
+			} else if k == optionAPIKey {
 				reqKey = s
 			}
 		default:
-			warnings = append(warnings, contracts.Warning{Type: contracts.WarningUnsupported, Setting: "modelOptions." + k,
+			warnings = append(warnings, providers.Warning{Type: providers.WarningUnsupported, Setting: "modelOptions." + k,
 				Message: "The openai provider does not know model option '" + k + "' (known: baseURL, apiKey); it was ignored."})
 		}
 	}

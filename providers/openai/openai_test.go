@@ -38,7 +38,7 @@ func serve(t *testing.T, turns ...fake.Turn) (*fakeserver.Server, *openai.Provid
 }
 
 func ask(text string) providers.Request {
-	return providers.Request{Model: "fake-model", Messages: []contracts.ModelMessage{{Role: contracts.RoleUser, Content: text}}}
+	return providers.Request{Model: "fake-model", Messages: []providers.Message{{Role: providers.RoleUser, Content: text}}}
 }
 
 var (
@@ -60,8 +60,8 @@ func TestStreamedText(t *testing.T) {
 	require.Equal(t, []string{"Hel", "lo, ", "world"}, deltas, "empty deltas are not passed on")
 	require.Equal(t, "Hello, world", resp.Text)
 	require.Empty(t, resp.ToolCalls)
-	require.Equal(t, contracts.FinishReason{Unified: "stop", Raw: "stop"}, resp.FinishReason)
-	require.Equal(t, contracts.Usage{Input: 10, Output: 4, Total: 14}, resp.Usage)
+	require.Equal(t, providers.FinishReason{Unified: "stop", Raw: "stop"}, resp.FinishReason)
+	require.Equal(t, providers.Usage{Input: 10, Output: 4, Total: 14}, resp.Usage)
 	require.Equal(t, map[string]any{"id": "chatcmpl-fake-1", "model": "fake-model", "systemFingerprint": "fp_fakeserver"},
 		resp.ProviderMetadata)
 	require.Empty(t, resp.Warnings)
@@ -76,7 +76,7 @@ func TestStreamedText(t *testing.T) {
 func TestStreamedToolCallsInterleaved(t *testing.T) {
 	_, p := serve(t, fake.Turn{
 		Text: "Checking. ",
-		ToolCalls: []contracts.ToolCall{
+		ToolCalls: []providers.ToolCall{
 			{ID: "call_a", Name: "weather", Arguments: json.RawMessage(`{"city":"Zürich","unit":"celsius","days":3}`)},
 			{ID: "call_b", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 			{Name: "no_args"},
@@ -85,24 +85,24 @@ func TestStreamedToolCallsInterleaved(t *testing.T) {
 	resp, deltas, err := generate(p, ask("weather?"), true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Checking. "}, deltas)
-	require.Equal(t, []contracts.ToolCall{
+	require.Equal(t, []providers.ToolCall{
 		{ID: "call_a", Name: "weather", Arguments: json.RawMessage(`{"city":"Zürich","unit":"celsius","days":3}`)},
 		{ID: "call_b", Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"A-1"}`)},
 		{ID: "call-no_args-1", Name: "no_args", Arguments: json.RawMessage(`{}`)},
 	}, resp.ToolCalls)
-	require.Equal(t, contracts.FinishReason{Unified: "tool-calls", Raw: "tool_calls"}, resp.FinishReason)
+	require.Equal(t, providers.FinishReason{Unified: "tool-calls", Raw: "tool_calls"}, resp.FinishReason)
 }
 
 func TestUsage(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		usage contracts.Usage
-		want  contracts.Usage
+		usage providers.Usage
+		want  providers.Usage
 	}{
-		{"full", contracts.Usage{Input: 120, Output: 30, Total: 150, Reasoning: 12, CacheRead: 64},
-			contracts.Usage{Input: 120, Output: 30, Total: 150, Reasoning: 12, CacheRead: 64}},
-		{"total defaults to input+output", contracts.Usage{Input: 7, Output: 5},
-			contracts.Usage{Input: 7, Output: 5, Total: 12}},
+		{"full", providers.Usage{Input: 120, Output: 30, Total: 150, Reasoning: 12, CacheRead: 64},
+			providers.Usage{Input: 120, Output: 30, Total: 150, Reasoning: 12, CacheRead: 64}},
+		{"total defaults to input+output", providers.Usage{Input: 7, Output: 5},
+			providers.Usage{Input: 7, Output: 5, Total: 12}},
 	} {
 		for _, stream := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
@@ -121,21 +121,21 @@ func TestNonStreamed(t *testing.T) {
 		resp, _, err := generate(p, ask("hi"), false)
 		require.NoError(t, err)
 		require.Equal(t, "Hello there.", resp.Text)
-		require.Equal(t, contracts.FinishReason{Unified: "stop", Raw: "stop"}, resp.FinishReason)
-		require.Equal(t, contracts.Usage{Input: 10, Output: 2, Total: 12}, resp.Usage)
+		require.Equal(t, providers.FinishReason{Unified: "stop", Raw: "stop"}, resp.FinishReason)
+		require.Equal(t, providers.Usage{Input: 10, Output: 2, Total: 12}, resp.Usage)
 		require.Equal(t, "chatcmpl-fake-1", resp.ProviderMetadata["id"])
 		require.False(t, srv.Requests()[0].Stream)
 		require.Nil(t, srv.Requests()[0].Field("stream_options"))
 	})
 	t.Run("tool calls", func(t *testing.T) {
 		_, p := serve(t, fake.Calls(
-			contracts.ToolCall{ID: "c1", Name: "a", Arguments: json.RawMessage(`{"x":1}`)},
-			contracts.ToolCall{ID: "c2", Name: "b", Arguments: json.RawMessage(`[1,2]`)},
+			providers.ToolCall{ID: "c1", Name: "a", Arguments: json.RawMessage(`{"x":1}`)},
+			providers.ToolCall{ID: "c2", Name: "b", Arguments: json.RawMessage(`[1,2]`)},
 		))
 		resp, _, err := generate(p, ask("go"), false)
 		require.NoError(t, err)
 		require.Empty(t, resp.Text)
-		require.Equal(t, []contracts.ToolCall{
+		require.Equal(t, []providers.ToolCall{
 			{ID: "c1", Name: "a", Arguments: json.RawMessage(`{"x":1}`)},
 			{ID: "c2", Name: "b", Arguments: json.RawMessage(`[1,2]`)},
 		}, resp.ToolCalls)
@@ -146,7 +146,7 @@ func TestNonStreamed(t *testing.T) {
 func TestInvalidToolArgumentsKeptAsString(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			_, p := serve(t, fake.Turn{ToolCalls: []contracts.ToolCall{
+			_, p := serve(t, fake.Turn{ToolCalls: []providers.ToolCall{
 				{ID: "c1", Name: "f", Arguments: json.RawMessage(`{"city": "Par`)},
 			}})
 			resp, _, err := generate(p, ask("go"), stream)
@@ -162,18 +162,18 @@ func TestMessageConversion(t *testing.T) {
 	srv, p := serve(t, fake.Text("done"))
 	req := providers.Request{
 		Model: "gpt-test",
-		Messages: []contracts.ModelMessage{
-			{Role: contracts.RoleSystem, Content: "Be brief."},
-			{Role: contracts.RoleUser, Content: "Where is A-1?"},
-			{Role: contracts.RoleAssistant, Content: "Let me look.", ToolCalls: []contracts.ToolCall{
+		Messages: []providers.Message{
+			{Role: providers.RoleSystem, Content: "Be brief."},
+			{Role: providers.RoleUser, Content: "Where is A-1?"},
+			{Role: providers.RoleAssistant, Content: "Let me look.", ToolCalls: []providers.ToolCall{
 				{ID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"z":"A-1"}`)},
 				{ID: "call_2", Name: "audit", Arguments: json.RawMessage(`"not json {"`)},
 			}},
-			{Role: contracts.RoleTool, ToolCallID: "call_1", Name: "lookup", Content: `{"status":"shipped"}`},
-			{Role: contracts.RoleTool, ToolCallID: "call_2", Name: "audit", Content: "audit failed: denied", IsError: true},
-			{Role: contracts.RoleTool, ToolCallID: "call_3", Name: "structured", StructuredContent: json.RawMessage(`{"n":1}`)},
+			{Role: providers.RoleTool, ToolCallID: "call_1", Name: "lookup", Content: `{"status":"shipped"}`},
+			{Role: providers.RoleTool, ToolCallID: "call_2", Name: "audit", Content: "audit failed: denied", IsError: true},
+			{Role: providers.RoleTool, ToolCallID: "call_3", Name: "structured", StructuredContent: json.RawMessage(`{"n":1}`)},
 		},
-		Tools: []contracts.ToolDefinition{
+		Tools: []providers.ToolDefinition{
 			{Name: "lookup", Description: "Find an order.", InputSchema: json.RawMessage(schema)},
 			{Name: "ping"},
 		},
@@ -183,10 +183,10 @@ func TestMessageConversion(t *testing.T) {
 
 	got := srv.Requests()[0]
 	require.Equal(t, "gpt-test", got.Model)
-	require.Equal(t, []contracts.ModelMessage{
+	require.Equal(t, []providers.Message{
 		{Role: "system", Content: "Be brief."},
 		{Role: "user", Content: "Where is A-1?"},
-		{Role: "assistant", Content: "Let me look.", ToolCalls: []contracts.ToolCall{
+		{Role: "assistant", Content: "Let me look.", ToolCalls: []providers.ToolCall{
 			{ID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"z":"A-1"}`)},
 			// Arguments kept as a JSON string go back as the model's text.
 			{ID: "call_2", Name: "audit", Arguments: json.RawMessage(`"not json {"`)},
@@ -195,7 +195,7 @@ func TestMessageConversion(t *testing.T) {
 		{Role: "tool", ToolCallID: "call_2", Name: "audit", Content: "audit failed: denied"},
 		{Role: "tool", ToolCallID: "call_3", Content: `{"n":1}`},
 	}, got.Messages)
-	require.Equal(t, []contracts.ToolDefinition{
+	require.Equal(t, []providers.ToolDefinition{
 		{Name: "lookup", Description: "Find an order.", InputSchema: json.RawMessage(schema)},
 		{Name: "ping", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)},
 	}, got.Tools)
@@ -232,15 +232,15 @@ func TestResponseFormats(t *testing.T) {
 	schema := `{"type":"object","properties":{"title":{"type":"string"}},"required":["title"],"additionalProperties":false}`
 	for _, tc := range []struct {
 		name   string
-		format *contracts.ResponseFormat
+		format *providers.ResponseFormat
 		want   string // response_format on the wire; "" for none
 	}{
 		{"none", nil, ""},
-		{"text", &contracts.ResponseFormat{Type: "text"}, `{"type":"text"}`},
-		{"json", &contracts.ResponseFormat{Type: "json"}, `{"type":"json_object"}`},
-		{"json-schema default name", &contracts.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema)},
+		{"text", &providers.ResponseFormat{Type: "text"}, `{"type":"text"}`},
+		{"json", &providers.ResponseFormat{Type: "json"}, `{"type":"json_object"}`},
+		{"json-schema default name", &providers.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(schema)},
 			`{"type":"json_schema","json_schema":{"name":"response","schema":` + schema + `,"strict":true}}`},
-		{"json-schema named", &contracts.ResponseFormat{Type: "json-schema", Name: "ticket", Schema: json.RawMessage(schema)},
+		{"json-schema named", &providers.ResponseFormat{Type: "json-schema", Name: "ticket", Schema: json.RawMessage(schema)},
 			`{"type":"json_schema","json_schema":{"name":"ticket","schema":` + schema + `,"strict":true}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,7 +262,7 @@ func TestResponseFormats(t *testing.T) {
 	t.Run("json-schema without schema", func(t *testing.T) {
 		_, p := serve(t)
 		req := ask("go")
-		req.Options.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema"}
+		req.Options.ResponseFormat = &providers.ResponseFormat{Type: "json-schema"}
 		_, _, err := generate(p, req, false)
 		require.Equal(t, contracts.CodeProviderConfiguration, contracts.CodeOf(err))
 		require.False(t, asError(t, err).Retryable)
@@ -273,11 +273,11 @@ func TestOptionsMapping(t *testing.T) {
 	srv, p := serve(t, fake.Text("ok"))
 	temp := 0.5
 	req := ask("go")
-	req.Options = contracts.CallOptions{
+	req.Options = providers.CallOptions{
 		Temperature:     &temp,
 		MaxOutputTokens: 256,
 		StopSequences:   []string{"END", "STOP"},
-		Reasoning:       &contracts.ReasoningOptions{Effort: "low"},
+		Reasoning:       &providers.ReasoningOptions{Effort: "low"},
 		ProviderOptions: map[string]any{"openai": map[string]any{
 			"topP": 0.9, "seed": float64(42), "user": "u-1", "presencePenalty": 0.5, "frequencyPenalty": -0.5,
 			"parallelToolCalls": false, "serviceTier": "flex", "store": true,
@@ -309,29 +309,29 @@ func TestWarnings(t *testing.T) {
 	zero := 0.0
 	for _, tc := range []struct {
 		name    string
-		opts    contracts.CallOptions
+		opts    providers.CallOptions
 		model   map[string]any
 		want    []w
 		notSent string // a request field that must be absent
 	}{
-		{name: "temperature 0", opts: contracts.CallOptions{Temperature: &zero},
+		{name: "temperature 0", opts: providers.CallOptions{Temperature: &zero},
 			want: []w{{"compatibility", "temperature"}}, notSent: "temperature"},
-		{name: "reasoning maxTokens", opts: contracts.CallOptions{Reasoning: &contracts.ReasoningOptions{Effort: "high", MaxTokens: 1000}},
+		{name: "reasoning maxTokens", opts: providers.CallOptions{Reasoning: &providers.ReasoningOptions{Effort: "high", MaxTokens: 1000}},
 			want: []w{{"unsupported", "reasoning.maxTokens"}}},
-		{name: "includeThoughts", opts: contracts.CallOptions{Reasoning: &contracts.ReasoningOptions{IncludeThoughts: true}},
+		{name: "includeThoughts", opts: providers.CallOptions{Reasoning: &providers.ReasoningOptions{IncludeThoughts: true}},
 			want: []w{{"unsupported", "reasoning.includeThoughts"}}, notSent: "reasoning_effort"},
-		{name: "unknown provider option", opts: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"logitBias": map[string]any{"1": 2}}}},
+		{name: "unknown provider option", opts: providers.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"logitBias": map[string]any{"1": 2}}}},
 			want: []w{{"unsupported", "providerOptions.openai.logitBias"}}, notSent: "logit_bias"},
-		{name: "topP 0", opts: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"topP": 0}}},
+		{name: "topP 0", opts: providers.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"topP": 0}}},
 			want: []w{{"compatibility", "providerOptions.openai.topP"}}, notSent: "top_p"},
-		{name: "top-level option (deprecated, still sent)", opts: contracts.CallOptions{ProviderOptions: map[string]any{"seed": 7, "openai": map[string]any{"user": "u"}}},
+		{name: "top-level option (deprecated, still sent)", opts: providers.CallOptions{ProviderOptions: map[string]any{"seed": 7, "openai": map[string]any{"user": "u"}}},
 			want: []w{{"deprecated", "providerOptions.seed"}}},
-		{name: "unknown response format", opts: contracts.CallOptions{ResponseFormat: &contracts.ResponseFormat{Type: "yaml"}},
+		{name: "unknown response format", opts: providers.CallOptions{ResponseFormat: &providers.ResponseFormat{Type: "yaml"}},
 			want: []w{{"unsupported", "responseFormat.type"}}, notSent: "response_format"},
 		{name: "unknown model option", model: map[string]any{"region": "eu"},
 			want: []w{{"unsupported", "modelOptions.region"}}},
 		{name: "several, in order", model: map[string]any{"zone": 1},
-			opts: contracts.CallOptions{Temperature: &zero, Reasoning: &contracts.ReasoningOptions{MaxTokens: 5, IncludeThoughts: true},
+			opts: providers.CallOptions{Temperature: &zero, Reasoning: &providers.ReasoningOptions{MaxTokens: 5, IncludeThoughts: true},
 				ProviderOptions: map[string]any{"openai": map[string]any{"b": 1, "a": 2}}},
 			want: []w{{"unsupported", "modelOptions.zone"}, {"compatibility", "temperature"}, {"unsupported", "reasoning.maxTokens"},
 				{"unsupported", "reasoning.includeThoughts"}, {"unsupported", "providerOptions.openai.a"}, {"unsupported", "providerOptions.openai.b"}}},
@@ -371,7 +371,7 @@ func TestFinishReasons(t *testing.T) {
 				_, p := serve(t, fake.Turn{Text: "x", FinishReason: tc.scripted})
 				resp, _, err := generate(p, ask("go"), stream)
 				require.NoError(t, err)
-				require.Equal(t, contracts.FinishReason{Unified: tc.unified, Raw: tc.raw}, resp.FinishReason)
+				require.Equal(t, providers.FinishReason{Unified: tc.unified, Raw: tc.raw}, resp.FinishReason)
 			})
 		}
 	}
@@ -768,13 +768,13 @@ func TestConfigurationErrors(t *testing.T) {
 	}{
 		{"no model", providers.Request{Messages: ask("x").Messages}},
 		{"tool schema not JSON", providers.Request{Model: "m", Messages: ask("x").Messages,
-			Tools: []contracts.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{nope`)}}}},
+			Tools: []providers.ToolDefinition{{Name: "t", InputSchema: json.RawMessage(`{nope`)}}}},
 		{"rejected by the client before sending", providers.Request{Model: "o3-mini", Messages: ask("x").Messages,
-			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"presencePenalty": 1}}}}},
+			Options: providers.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"presencePenalty": 1}}}}},
 		{"provider option of the wrong type", providers.Request{Model: "m", Messages: ask("x").Messages,
-			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"seed": "42"}}}}},
+			Options: providers.CallOptions{ProviderOptions: map[string]any{"openai": map[string]any{"seed": "42"}}}}},
 		{"provider options not an object", providers.Request{Model: "m", Messages: ask("x").Messages,
-			Options: contracts.CallOptions{ProviderOptions: map[string]any{"openai": "fast"}}}},
+			Options: providers.CallOptions{ProviderOptions: map[string]any{"openai": "fast"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, p := serve(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 )
 
-// ProviderOptions are the OpenAI options of a call: [contracts.CallOptions.ProviderOptions]
+// ProviderOptions are the OpenAI options of a call: [providers.CallOptions.ProviderOptions]
 // under the provider's id (default "openai"), decoded by [providers.DecodeOptions]:
 //
 //	ProviderOptions: map[string]any{"openai": map[string]any{"seed": 7, "serviceTier": "flex"}}
@@ -34,21 +34,21 @@ type ProviderOptions struct {
 
 // The keys of [ProviderOptions].
 const (
-	OptionTopP              = "topP"
-	OptionSeed              = "seed"
-	OptionUser              = "user"
-	OptionPresencePenalty   = "presencePenalty"
-	OptionFrequencyPenalty  = "frequencyPenalty"
-	OptionParallelToolCalls = "parallelToolCalls"
-	OptionServiceTier       = "serviceTier"
-	OptionStore             = "store"
-	OptionMetadata          = "metadata"
+	optionTopP              = "topP"
+	optionSeed              = "seed"
+	optionUser              = "user"
+	optionPresencePenalty   = "presencePenalty"
+	optionFrequencyPenalty  = "frequencyPenalty"
+	optionParallelToolCalls = "parallelToolCalls"
+	optionServiceTier       = "serviceTier"
+	optionStore             = "store"
+	optionMetadata          = "metadata"
 )
 
 // legacyOptions are the keys of [ProviderOptions] that earlier versions read at the top level of
 // ProviderOptions; they still apply there, with a deprecation warning.
-var legacyOptions = []string{OptionFrequencyPenalty, OptionMetadata, OptionParallelToolCalls, OptionPresencePenalty,
-	OptionSeed, OptionServiceTier, OptionStore, OptionTopP, OptionUser}
+var legacyOptions = []string{optionFrequencyPenalty, optionMetadata, optionParallelToolCalls, optionPresencePenalty,
+	optionSeed, optionServiceTier, optionStore, optionTopP, optionUser}
 
 // defaultSchemaName names a json-schema response format that has no name.
 const defaultSchemaName = "response"
@@ -62,10 +62,10 @@ func configError(format string, args ...any) *contracts.Error {
 
 // buildRequest maps a request onto go-openai's chat-completion request. Options it cannot send
 // become warnings; a request that cannot be sent at all is a PROVIDER_CONFIGURATION error.
-func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequest, []contracts.Warning, error) {
-	var warnings []contracts.Warning
+func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequest, []providers.Warning, error) {
+	var warnings []providers.Warning
 	warn := func(typ, setting, format string, args ...any) {
-		warnings = append(warnings, contracts.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
+		warnings = append(warnings, providers.Warning{Type: typ, Setting: setting, Message: fmt.Sprintf(format, args...)})
 	}
 	if req.Model == "" {
 		return goopenai.ChatCompletionRequest{}, nil, configError("No model id: name the model, e.g. openai:gpt-4.1-mini.")
@@ -75,14 +75,14 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 	for _, m := range req.Messages {
 		om := goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
 		switch m.Role {
-		case contracts.RoleAssistant:
+		case providers.RoleAssistant:
 			for _, c := range m.ToolCalls {
 				om.ToolCalls = append(om.ToolCalls, goopenai.ToolCall{
 					ID: c.ID, Type: goopenai.ToolTypeFunction,
 					Function: goopenai.FunctionCall{Name: c.Name, Arguments: argumentsText(c.Arguments)},
 				})
 			}
-		case contracts.RoleTool:
+		case providers.RoleTool:
 			// A failed tool (IsError) reports its failure in Content, sent as is.
 			om.ToolCallID = m.ToolCallID
 			if om.Content == "" && len(m.StructuredContent) > 0 {
@@ -108,7 +108,7 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 	o := req.Options
 	if t := o.Temperature; t != nil {
 		if float32(*t) == 0 {
-			warn(contracts.WarningCompatibility, "temperature",
+			warn(providers.WarningCompatibility, "temperature",
 				"temperature %v cannot be sent by the go-openai client (it omits a zero temperature), so the server's default applies; use a small positive value such as 0.01 for near-deterministic output.", *t)
 		} else {
 			cr.Temperature = float32(*t)
@@ -118,17 +118,17 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 	case o.MaxOutputTokens > 0:
 		cr.MaxCompletionTokens = o.MaxOutputTokens
 	case o.MaxOutputTokens < 0:
-		warn(contracts.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; it was ignored.", o.MaxOutputTokens)
+		warn(providers.WarningOther, "maxOutputTokens", "maxOutputTokens %d is negative; it was ignored.", o.MaxOutputTokens)
 	}
 	cr.Stop = o.StopSequences
 	if r := o.Reasoning; r != nil {
 		cr.ReasoningEffort = r.Effort
 		if r.MaxTokens > 0 {
-			warn(contracts.WarningUnsupported, "reasoning.maxTokens",
+			warn(providers.WarningUnsupported, "reasoning.maxTokens",
 				"OpenAI-compatible chat completions have no reasoning token budget; use reasoning.effort (reasoning.maxTokens %d was ignored).", r.MaxTokens)
 		}
 		if r.IncludeThoughts {
-			warn(contracts.WarningUnsupported, "reasoning.includeThoughts",
+			warn(providers.WarningUnsupported, "reasoning.includeThoughts",
 				"OpenAI-compatible chat completions do not return the model's thoughts; reasoning.includeThoughts was ignored.")
 		}
 	}
@@ -156,7 +156,7 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 				},
 			}
 		default:
-			warn(contracts.WarningUnsupported, "responseFormat.type",
+			warn(providers.WarningUnsupported, "responseFormat.type",
 				"Response format '%s' is not supported (supported: text, json, json-schema); the answer is free text.", f.Type)
 		}
 	}
@@ -167,7 +167,7 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 	warnings = append(warnings, more...)
 	if po.TopP != nil {
 		if float32(*po.TopP) == 0 {
-			warn(contracts.WarningCompatibility, "providerOptions."+id+".topP",
+			warn(providers.WarningCompatibility, "providerOptions."+id+".topP",
 				"topP 0 cannot be sent by the go-openai client (it omits a zero top_p), so the server's default applies.")
 		} else {
 			cr.TopP = float32(*po.TopP)
@@ -198,8 +198,8 @@ func buildRequest(id string, req providers.Request) (goopenai.ChatCompletionRequ
 
 // providerOptions decodes the provider's options: the object under its id, plus the keys of
 // [ProviderOptions] found at the top level (deprecated; the object's own keys win).
-func providerOptions(opts map[string]any, id string) (ProviderOptions, []contracts.Warning, error) {
-	var warnings []contracts.Warning
+func providerOptions(opts map[string]any, id string) (ProviderOptions, []providers.Warning, error) {
+	var warnings []providers.Warning
 	var legacy map[string]any
 	for _, k := range legacyOptions {
 		v, ok := opts[k]
@@ -210,7 +210,7 @@ func providerOptions(opts map[string]any, id string) (ProviderOptions, []contrac
 			legacy = map[string]any{}
 		}
 		legacy[k] = v
-		warnings = append(warnings, contracts.Warning{Type: contracts.WarningDeprecated, Setting: "providerOptions." + k,
+		warnings = append(warnings, providers.Warning{Type: providers.WarningDeprecated, Setting: "providerOptions." + k,
 			Message: fmt.Sprintf("providerOptions.%s is read for compatibility: move it under providerOptions.%s.%s (provider options are keyed by provider id).", k, id, k)})
 	}
 	if legacy != nil {

@@ -8,49 +8,48 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/internal/httperr"
 	"github.com/kortyx-go/kortyx/providers/internal/toolargs"
 )
 
 // complete runs a non-streamed pass.
-func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
+func complete(ctx context.Context, id string, client *goopenai.Client, creq goopenai.ChatCompletionRequest, h *httperr.Capture, baseURL string) (providers.Response, error) {
 	resp, err := client.CreateChatCompletion(ctx, creq)
 	if err != nil {
-		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
+		return providers.Response{}, classify(ctx, err, h, baseURL)
 	}
 	if len(resp.Choices) == 0 {
-		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the response has no choices", nil)
+		return providers.Response{}, server.InvalidResponse(baseURL, "the response has no choices", nil)
 	}
 	ch := resp.Choices[0]
 	if ch.Message.Refusal != "" {
-		return contracts.ModelResponse{}, refusal(ch.Message.Refusal)
+		return providers.Response{}, refusal(ch.Message.Refusal)
 	}
-	var calls []contracts.ToolCall
+	var calls []providers.ToolCall
 	for _, c := range ch.Message.ToolCalls {
-		calls = append(calls, contracts.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: toolargs.Parse(c.Function.Arguments)})
+		calls = append(calls, providers.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: toolargs.Parse(c.Function.Arguments)})
 	}
-	out := contracts.ModelResponse{
+	out := providers.Response{
 		Text:             ch.Message.Content,
 		ToolCalls:        calls,
 		Usage:            usage(&resp.Usage),
 		FinishReason:     finishReason(string(ch.FinishReason)),
 		ProviderMetadata: metadata(resp.ID, resp.Model, resp.SystemFingerprint),
 	}
-	if out.Usage.IsZero() { // go-openai decodes a missing usage as zeros
-		out.Warnings = []contracts.Warning{providers.NoUsageWarning(id)}
+	if out.Usage == (providers.Usage{}) { // go-openai decodes a missing usage as zeros
+		out.Warnings = []providers.Warning{providers.NoUsageWarning(id)}
 	}
 	return out, nil
 }
 
 // streamCompletion runs a streamed pass, calling onDelta with each non-empty text delta.
 func streamCompletion(ctx context.Context, providerID string, client *goopenai.Client, creq goopenai.ChatCompletionRequest,
-	onDelta func(string) error, h *httperr.Capture, baseURL string) (contracts.ModelResponse, error) {
+	onDelta func(string) error, h *httperr.Capture, baseURL string) (providers.Response, error) {
 	creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	stream, err := client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
-		return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
+		return providers.Response{}, classify(ctx, err, h, baseURL)
 	}
 	defer func() { _ = stream.Close() }()
 
@@ -67,10 +66,10 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 			break // [DONE], or the server ended the body cleanly
 		}
 		if err != nil {
-			return contracts.ModelResponse{}, classify(ctx, err, h, baseURL)
+			return providers.Response{}, classify(ctx, err, h, baseURL)
 		}
 		if err := ctx.Err(); err != nil {
-			return contracts.ModelResponse{}, err // cancelled while chunks were still buffered
+			return providers.Response{}, err // cancelled while chunks were still buffered
 		}
 		id, model, fprint = first(id, chunk.ID), first(model, chunk.Model), first(fprint, chunk.SystemFingerprint)
 		if chunk.Usage != nil {
@@ -83,7 +82,7 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 			if d := c.Delta.Content; d != "" {
 				text.WriteString(d)
 				if err := onDelta(d); err != nil {
-					return contracts.ModelResponse{}, err
+					return providers.Response{}, err
 				}
 			}
 			refused.WriteString(c.Delta.Refusal)
@@ -96,12 +95,12 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 		}
 	}
 	if refused.Len() > 0 {
-		return contracts.ModelResponse{}, refusal(refused.String())
+		return providers.Response{}, refusal(refused.String())
 	}
 	if finish == "" {
-		return contracts.ModelResponse{}, server.InvalidResponse(baseURL, "the stream ended without a finish reason", nil)
+		return providers.Response{}, server.InvalidResponse(baseURL, "the stream ended without a finish reason", nil)
 	}
-	out := contracts.ModelResponse{
+	out := providers.Response{
 		Text:             text.String(),
 		ToolCalls:        tools.calls(),
 		Usage:            usage(u),
@@ -109,7 +108,7 @@ func streamCompletion(ctx context.Context, providerID string, client *goopenai.C
 		ProviderMetadata: metadata(id, model, fprint),
 	}
 	if u == nil { // the server ignored stream_options.include_usage
-		out.Warnings = []contracts.Warning{providers.NoUsageWarning(providerID)}
+		out.Warnings = []providers.Warning{providers.NoUsageWarning(providerID)}
 	}
 	return out, nil
 }
@@ -172,21 +171,21 @@ func (a *toolAccumulator) start(index int) *partialCall {
 	return pc
 }
 
-func (a *toolAccumulator) calls() []contracts.ToolCall {
+func (a *toolAccumulator) calls() []providers.ToolCall {
 	list := slices.Clone(a.list)
 	slices.SortStableFunc(list, func(x, y *partialCall) int { return x.index - y.index })
-	var out []contracts.ToolCall
+	var out []providers.ToolCall
 	for _, pc := range list {
-		out = append(out, contracts.ToolCall{ID: pc.id, Name: pc.name, Arguments: toolargs.Parse(pc.args.String())})
+		out = append(out, providers.ToolCall{ID: pc.id, Name: pc.name, Arguments: toolargs.Parse(pc.args.String())})
 	}
 	return out
 }
 
-func usage(u *goopenai.Usage) contracts.Usage {
+func usage(u *goopenai.Usage) providers.Usage {
 	if u == nil {
-		return contracts.Usage{}
+		return providers.Usage{}
 	}
-	out := contracts.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Total: u.TotalTokens}
+	out := providers.Usage{Input: u.PromptTokens, Output: u.CompletionTokens, Total: u.TotalTokens}
 	if out.Total == 0 {
 		out.Total = out.Input + out.Output
 	}
@@ -200,19 +199,19 @@ func usage(u *goopenai.Usage) contracts.Usage {
 }
 
 // finishReason maps the provider's finish reason onto the unified ones.
-func finishReason(raw string) contracts.FinishReason {
-	unified := contracts.FinishOther
+func finishReason(raw string) providers.FinishReason {
+	unified := providers.FinishOther
 	switch raw {
 	case "stop":
-		unified = contracts.FinishStop
+		unified = providers.FinishStop
 	case "length":
-		unified = contracts.FinishLength
+		unified = providers.FinishLength
 	case "content_filter":
-		unified = contracts.FinishContentFilter
+		unified = providers.FinishContentFilter
 	case "tool_calls", "function_call":
-		unified = contracts.FinishToolCalls
+		unified = providers.FinishToolCalls
 	}
-	return contracts.FinishReason{Unified: unified, Raw: raw}
+	return providers.FinishReason{Unified: unified, Raw: raw}
 }
 
 func metadata(id, model, fingerprint string) map[string]any {

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
+	"github.com/kortyx-go/kortyx/test/redistest"
 )
 
 // brokers are the brokers compared side by side: the in-process one and Redis (a local
@@ -29,7 +29,7 @@ func brokers(b *testing.B) []struct {
 	return []struct {
 		name string
 		b    stream.Broker
-	}{{"memory", stream.NewMemory()}, {"redis", rb}}
+	}{{"memory", stream.NewMemory(stream.MemoryOptions{})}, {"redis", rb}}
 }
 
 // BenchmarkDelivery measures the latency of one chunk from Publish to a reader following the

@@ -7,7 +7,7 @@
 // and a meta hash. Publish runs one Lua script that skips stored keys, appends the rest with
 // the next offsets, trims the stream to MaxEntriesPerRun (with the keys of the dropped entries)
 // and, once the run's final done is stored, sets the run's keys to expire after Retention.
-// Waits share one blocking XREAD per [Broker] (see [Broker.Wait]). When Redis does not answer,
+// Waits share one blocking XREAD per [Broker] (see [Broker]). When Redis does not answer,
 // every call fails with a *contracts.Error of code STREAM_UNAVAILABLE (retryable).
 //
 //	b, err := redisstream.New(ctx, redisstream.Options{URL: "redis://localhost:6379/0"})

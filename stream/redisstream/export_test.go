@@ -1,7 +1,8 @@
 package redisstream
 
 // Waiters is the number of waits registered with b's hub.
-func Waiters(b *Broker) int {
+func Waiters(bb Broker) int {
+	b := bb.(*broker)
 	b.hub.mu.Lock()
 	defer b.hub.mu.Unlock()
 	n := 0
@@ -12,4 +13,4 @@ func Waiters(b *Broker) int {
 }
 
 // Keys are the Redis keys of a run: stream, key hash, meta.
-func Keys(b *Broker, runID string) []string { return b.keys(runID) }
+func Keys(b Broker, runID string) []string { return b.(*broker).keys(runID) }

@@ -23,13 +23,13 @@ const (
 	closeWait = 2 * time.Second
 )
 
-// hub serves every Wait of a Broker with one goroutine blocked on one XREAD (one pool
+// hub serves every Wait of a broker with one goroutine blocked on one XREAD (one pool
 // connection) over all the streams waited on, from the smallest offset waited after in each,
 // plus the hub's own wake stream. A Wait on a stream that the XREAD in flight does not cover
 // (or covers only from a larger offset) adds an entry to the wake stream, so that the XREAD
 // returns and the hub starts a new one that covers it.
 type hub struct {
-	b       *Broker
+	b       *broker
 	wakeKey string
 	ctx     context.Context // ended by close
 	cancel  context.CancelFunc
@@ -48,7 +48,7 @@ type waiter struct {
 	ch    chan error // receives once: nil (an entry after after) or the failure
 }
 
-func newHub(b *Broker) *hub {
+func newHub(b *broker) *hub {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	ctx, cancel := context.WithCancel(context.Background())

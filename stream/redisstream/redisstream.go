@@ -19,8 +19,9 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultPrefix    = "kortyx:"
-	DefaultRetention = 24 * time.Hour
+	defaultPrefix           = "kortyx:"
+	defaultRetention        = 24 * time.Hour
+	defaultMaxEntriesPerRun = 20_000 // as the in-memory broker's
 )
 
 // Options configures [New]. The zero value of every field but URL/Client keeps its default.
@@ -30,21 +31,38 @@ type Options struct {
 	URL string
 	// Client is a client of the caller's; the broker does not close it. Single-node and
 	// Sentinel (failover) clients are supported; a Cluster client is refused, because one
-	// blocking read waits on all the streams waited on (see [Broker.Wait]).
+	// blocking read waits on all the streams waited on (see [Broker]).
 	Client redis.UniversalClient
-	// Prefix starts every key of the broker (default [DefaultPrefix]).
+	// Prefix starts every key of the broker (default "kortyx:").
 	Prefix string
 	// Retention is how long a run's keys stay after its final done is published: a done that
-	// ends a response without interrupt (default [DefaultRetention]; < 0: never expire).
+	// ends a response without interrupt (default 24 hours; < 0: never expire).
 	Retention time.Duration
-	// MaxEntriesPerRun bounds each run's stream (default stream.DefaultMaxEntriesPerRun): the
-	// oldest entries are dropped, together with their keys, as by stream.WithMaxEntriesPerRun.
+	// MaxEntriesPerRun bounds each run's stream (default 20,000): the
+	// oldest entries are dropped, together with their keys, as by stream.MemoryOptions.MaxEntriesPerRun.
 	MaxEntriesPerRun int
 }
 
 // Broker is a [stream.Broker] on Redis Streams, shared by every process that uses the same
 // Redis and prefix. Create it with [New]; it is safe for concurrent use.
-type Broker struct {
+//
+// Publish appends the chunks in order with one Lua script that skips the keys already stored,
+// so concurrent publishers of the same keys (in any process) store each key once; a Redis that
+// does not answer is STREAM_UNAVAILABLE (retryable), and nothing of the call is stored then, or
+// all of it. Waits do not hold a connection each: one blocking XREAD over all the streams
+// waited on serves them (one pool connection in all, however many waiters).
+type Broker interface {
+	stream.Broker
+	// Ping checks that Redis answers; it fails with a *contracts.Error with code
+	// STREAM_UNAVAILABLE (or ctx.Err() when ctx ended).
+	Ping(ctx context.Context) error
+	// Close stops the broker's waits (they return STREAM_UNAVAILABLE) and closes the client if
+	// New made it from a URL.
+	Close() error
+}
+
+// broker is the [Broker] of [New].
+type broker struct {
 	client     redis.UniversalClient
 	owned      bool   // client was made by New and is closed by Close
 	addr       string // host:port (or a description) for error messages, never a password
@@ -57,26 +75,26 @@ type Broker struct {
 	closeErr  error
 }
 
-var _ stream.Broker = (*Broker)(nil)
+var _ Broker = (*broker)(nil)
 
 // New connects to Redis (o.URL or o.Client) and checks it with PING. An invalid URL is a
 // *contracts.Error with code INVALID_REQUEST; a Redis that does not answer is one with code
 // STREAM_UNAVAILABLE naming the host (never the password), and the client made from the URL
 // is closed again.
-func New(ctx context.Context, o Options) (*Broker, error) {
-	b := &Broker{
+func New(ctx context.Context, o Options) (Broker, error) {
+	b := &broker{
 		prefix:     o.Prefix,
 		retention:  o.Retention,
 		maxEntries: o.MaxEntriesPerRun,
 	}
 	if b.prefix == "" {
-		b.prefix = DefaultPrefix
+		b.prefix = defaultPrefix
 	}
 	if b.retention == 0 {
-		b.retention = DefaultRetention
+		b.retention = defaultRetention
 	}
 	if b.maxEntries <= 0 {
-		b.maxEntries = stream.DefaultMaxEntriesPerRun
+		b.maxEntries = defaultMaxEntriesPerRun
 	}
 	switch c := o.Client.(type) {
 	case nil:
@@ -118,13 +136,13 @@ func safeURL(u string) string {
 
 // Ping checks that Redis answers; it fails with a *contracts.Error with code
 // STREAM_UNAVAILABLE (or ctx.Err() when ctx ended).
-func (b *Broker) Ping(ctx context.Context) error {
+func (b *broker) Ping(ctx context.Context) error {
 	return b.fail(ctx, "ping", b.client.Ping(ctx).Err())
 }
 
 // Close stops the broker's waits (they return STREAM_UNAVAILABLE) and closes the client if New
 // made it from a URL.
-func (b *Broker) Close() error {
+func (b *broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.hub.close()
 		if b.owned {
@@ -135,7 +153,7 @@ func (b *Broker) Close() error {
 }
 
 // unavailable is the STREAM_UNAVAILABLE error of a failed Redis call.
-func (b *Broker) unavailable(op string, cause error) *contracts.Error {
+func (b *broker) unavailable(op string, cause error) *contracts.Error {
 	return &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: cause,
 		Source: "redis", Operation: "stream." + op,
 		Message: fmt.Sprintf("stream: Redis at %s did not answer (%s); check that it runs and that the broker's URL points to it", b.addr, op)}
@@ -143,7 +161,7 @@ func (b *Broker) unavailable(op string, cause error) *contracts.Error {
 
 // fail maps a Redis error: nil stays nil, an ended ctx is ctx.Err(), anything else is
 // STREAM_UNAVAILABLE.
-func (b *Broker) fail(ctx context.Context, op string, err error) error {
+func (b *broker) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -157,7 +175,7 @@ func (b *Broker) fail(ctx context.Context, op string, err error) error {
 // key → offset hash of its keyed entries, and its meta hash (last = last offset, i = the
 // current response contains an interrupt, e = the run ended). The run ID in braces is a hash
 // tag: the three keys of a run share a slot.
-func (b *Broker) keys(runID string) []string {
+func (b *broker) keys(runID string) []string {
 	base := b.prefix + "run:{" + runID + "}:"
 	return []string{base + "s", base + "k", base + "m"}
 }
@@ -226,7 +244,7 @@ func invalidRunID() error {
 // keys already stored, so concurrent publishers of the same keys (in any process) store each
 // key once. A Redis that does not answer is STREAM_UNAVAILABLE (retryable); nothing of the
 // call is stored then, or all of it.
-func (b *Broker) Publish(ctx context.Context, runID string, chunks ...stream.Keyed) error {
+func (b *broker) Publish(ctx context.Context, runID string, chunks ...stream.Keyed) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -254,7 +272,7 @@ func (b *Broker) Publish(ctx context.Context, runID string, chunks ...stream.Key
 
 // Read implements [stream.Broker]. Entries dropped by MaxEntriesPerRun are skipped (the result
 // starts at the oldest retained one); an unknown or expired run has no entries.
-func (b *Broker) Read(ctx context.Context, runID string, after int64, limit int) ([]stream.Entry, error) {
+func (b *broker) Read(ctx context.Context, runID string, after int64, limit int) ([]stream.Entry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -310,7 +328,7 @@ func offset(id string) (int64, error) {
 }
 
 // Bounds implements [stream.Broker].
-func (b *Broker) Bounds(ctx context.Context, runID string) (first, last int64, err error) {
+func (b *broker) Bounds(ctx context.Context, runID string) (first, last int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
@@ -326,7 +344,7 @@ func (b *Broker) Bounds(ctx context.Context, runID string) (first, last int64, e
 }
 
 // Last implements [stream.Broker].
-func (b *Broker) Last(ctx context.Context, runID string) (int64, error) {
+func (b *broker) Last(ctx context.Context, runID string) (int64, error) {
 	_, last, err := b.Bounds(ctx, runID)
 	return last, err
 }
@@ -334,7 +352,7 @@ func (b *Broker) Last(ctx context.Context, runID string) (int64, error) {
 // Wait implements [stream.Broker]. Waits do not hold a connection each: the broker's waiter
 // hub blocks on one XREAD over all the streams waited on (one pool connection in all, however
 // many waiters), so publishers and readers keep the rest of the pool.
-func (b *Broker) Wait(ctx context.Context, runID string, after int64) error {
+func (b *broker) Wait(ctx context.Context, runID string, after int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/redistest"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/redisstream"
 	"github.com/kortyx-go/kortyx/stream/streamtest"
+	"github.com/kortyx-go/kortyx/test/redistest"
 )
 
 func testCtx(t testing.TB) context.Context {
@@ -25,7 +25,7 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-func newBroker(t testing.TB, o redisstream.Options) *redisstream.Broker {
+func newBroker(t testing.TB, o redisstream.Options) redisstream.Broker {
 	t.Helper()
 	b, err := redisstream.New(testCtx(t), o)
 	require.NoError(t, err)
@@ -44,17 +44,17 @@ func chunk(key string, typ contracts.ChunkType) stream.Keyed {
 func TestContract(t *testing.T) {
 	srv := redistest.Start(t)
 	n := 0
-	streamtest.Run(t, func(t *testing.T) stream.Broker {
+	streamtest.Run(t, func(t *testing.T, maxEntries int) stream.Broker {
 		n++
 		return newBroker(t, redisstream.Options{URL: srv.URL(), Prefix: fmt.Sprintf("contract%d:", n),
-			MaxEntriesPerRun: streamtest.MaxEntriesPerRun})
+			MaxEntriesPerRun: maxEntries})
 	})
 }
 
 // Two brokers (two processes) racing on the same keys store each key once.
 func TestTwoBrokersRaceOnKeys(t *testing.T) {
 	srv := redistest.Start(t)
-	brokers := []*redisstream.Broker{newBroker(t, redisstream.Options{URL: srv.URL()}), newBroker(t, redisstream.Options{URL: srv.URL()})}
+	brokers := []redisstream.Broker{newBroker(t, redisstream.Options{URL: srv.URL()}), newBroker(t, redisstream.Options{URL: srv.URL()})}
 	ctx := testCtx(t)
 	const keys = 200
 	var wg sync.WaitGroup

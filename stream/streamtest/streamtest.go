@@ -1,9 +1,9 @@
 // Package streamtest is the contract suite of [stream.Broker]: every broker of this module
-// (stream.Memory, redisstream.Broker) runs it, and so can a broker of your own.
+// (stream.NewMemory, redisstream.New) runs it, and so can a broker of your own.
 //
 //	func TestMyBroker(t *testing.T) {
-//		streamtest.Run(t, func(t *testing.T) stream.Broker {
-//			return mybroker.New(mybroker.WithMaxEntriesPerRun(streamtest.MaxEntriesPerRun))
+//		streamtest.Run(t, func(t *testing.T, maxEntriesPerRun int) stream.Broker {
+//			return mybroker.New(mybroker.WithMaxEntriesPerRun(maxEntriesPerRun))
 //		})
 //	}
 package streamtest
@@ -22,14 +22,14 @@ import (
 	"github.com/kortyx-go/kortyx/stream"
 )
 
-// MaxEntriesPerRun is the per-run bound the factory given to [Run] must configure: the
+// maxEntriesPerRun is the per-run bound the factory given to [Run] must configure: the
 // "PerStreamBound" and "FollowGone" subtests publish past it.
-const MaxEntriesPerRun = 64
+const maxEntriesPerRun = 64
 
 // Run runs the contract suite as subtests of t, each on a broker from newBroker (called once
-// per subtest; it must bound each run's stream to [MaxEntriesPerRun] entries). Run IDs are
+// per subtest with the bound it must give each run's stream, 64 entries). Run IDs are
 // unique per subtest, so brokers may share a store.
-func Run(t *testing.T, newBroker func(t *testing.T) stream.Broker) {
+func Run(t *testing.T, newBroker func(t *testing.T, maxEntriesPerRun int) stream.Broker) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b stream.Broker, run string)
@@ -51,7 +51,7 @@ func Run(t *testing.T, newBroker func(t *testing.T) stream.Broker) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newBroker(t), fmt.Sprintf("run-%s-%d", tt.name, time.Now().UnixNano()))
+			tt.fn(t, newBroker(t, maxEntriesPerRun), fmt.Sprintf("run-%s-%d", tt.name, time.Now().UnixNano()))
 		})
 	}
 }
@@ -289,30 +289,30 @@ func bounds(t *testing.T, b stream.Broker, run string) {
 }
 
 func perStreamBound(t *testing.T, b stream.Broker, run string) {
-	const n = MaxEntriesPerRun + 3
+	const n = maxEntriesPerRun + 3
 	for i := 1; i <= n; i++ {
 		publish(t, b, run, delta(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
 	}
 	es := read(t, b, run, 0, 0)
-	require.Len(t, es, MaxEntriesPerRun)
+	require.Len(t, es, maxEntriesPerRun)
 	for i, e := range es {
-		off := int64(n - MaxEntriesPerRun + 1 + i)
+		off := int64(n - maxEntriesPerRun + 1 + i)
 		require.Equal(t, td(off, fmt.Sprintf("k%d", off), fmt.Sprint(off)), e)
 	}
-	requireBounds(t, b, run, n-MaxEntriesPerRun+1, n)
+	requireBounds(t, b, run, n-maxEntriesPerRun+1, n)
 	// Reading after a dropped offset starts at the oldest retained entry.
-	require.Equal(t, int64(n-MaxEntriesPerRun+1), read(t, b, run, 1, 1)[0].Offset)
+	require.Equal(t, int64(n-maxEntriesPerRun+1), read(t, b, run, 1, 1)[0].Offset)
 	// The key of a dropped entry is dropped with it; a retained one is still deduplicated.
 	publish(t, b, run, delta("k1", "again"), delta(fmt.Sprintf("k%d", n), "dup"))
 	require.Equal(t, []row{td(n+1, "k1", "again")}, read(t, b, run, n, 0))
-	requireBounds(t, b, run, n-MaxEntriesPerRun+2, n+1)
+	requireBounds(t, b, run, n-maxEntriesPerRun+2, n+1)
 	// One publish larger than the bound keeps its last entries.
-	batch := make([]stream.Keyed, MaxEntriesPerRun+2)
+	batch := make([]stream.Keyed, maxEntriesPerRun+2)
 	for i := range batch {
 		batch[i] = delta("", fmt.Sprint(i))
 	}
 	publish(t, b, run, batch...)
-	requireBounds(t, b, run, n+1+3, n+1+MaxEntriesPerRun+2)
+	requireBounds(t, b, run, n+1+3, n+1+maxEntriesPerRun+2)
 }
 
 // follow follows run from after with UntilRun and returns the offsets seen and the error.
@@ -348,12 +348,12 @@ func followGone(t *testing.T, b stream.Broker, run string) {
 	requireGone(t, err, 1, 2)
 
 	// Entries were trimmed past the reader: first retained > after+1.
-	for i := 3; i <= MaxEntriesPerRun+4; i++ {
+	for i := 3; i <= maxEntriesPerRun+4; i++ {
 		publish(t, b, run, delta(fmt.Sprintf("k%d", i), fmt.Sprint(i)))
 	}
 	publish(t, b, run, done("end"))
-	last := int64(MaxEntriesPerRun + 5)
-	first := last - MaxEntriesPerRun + 1
+	last := int64(maxEntriesPerRun + 5)
+	first := last - maxEntriesPerRun + 1
 	got, err = follow(t, b, run, first-2)
 	require.Empty(t, got)
 	requireGone(t, err, first, last)
@@ -386,16 +386,16 @@ func followGoneWhileFollowing(t *testing.T, b stream.Broker, run string) {
 	err := stream.Follow(ctxT(t), b, run, 0, stream.UntilRun, func(e stream.Entry) error {
 		got = append(got, e.Offset)
 		if e.Offset == 1 {
-			batch := make([]stream.Keyed, MaxEntriesPerRun+5)
+			batch := make([]stream.Keyed, maxEntriesPerRun+5)
 			for i := range batch {
 				batch[i] = delta("", fmt.Sprint(i))
 			}
-			return b.Publish(ctxT(t), run, batch...) // offsets 2..MaxEntriesPerRun+6; 2..6 dropped
+			return b.Publish(ctxT(t), run, batch...) // offsets 2..maxEntriesPerRun+6; 2..6 dropped
 		}
 		return nil
 	})
 	require.Equal(t, []int64{1}, got)
-	requireGone(t, err, 7, MaxEntriesPerRun+6)
+	requireGone(t, err, 7, maxEntriesPerRun+6)
 }
 
 // followContinues: a reader at the last offset waits and continues exactly after it.

@@ -1,8 +1,8 @@
 // Package mcp offers the tools of MCP servers, reached over streamable HTTP, as worker tools.
 //
 // A [Pool] keeps one client session per server (URL and headers), opens it on first use,
-// reconnects when it breaks and caches each server's tool list for a TTL (one minute by
-// default). [Pool.Tools] converts a server's tools into [tools.Tool]s:
+// reconnects when it breaks and caches each server's tool list for a TTL ([Pool.TTL], one
+// minute by default). Its zero value is ready to use. [Pool.Tools] converts a server's tools into [tools.Tool]s:
 //
 //   - Name is the MCP name, or "<prefix>_<name>" when [Server.Prefix] is set; [Server.Include]
 //     and [Server.Exclude] (exact names or path.Match globs) filter by the MCP name.
@@ -29,7 +29,7 @@
 // Static use: list the servers' tools when the worker starts and register them with the Go
 // tools.
 //
-//	pool := mcp.NewPool(mcp.WithClientName("billing-worker", "1.4.0"))
+//	pool := &mcp.Pool{ClientName: "billing-worker", ClientVersion: "1.4.0"}
 //	defer pool.Close()
 //	browser, err := pool.Tools(ctx, mcp.Server{
 //		URL:     "http://localhost:8931/mcp",

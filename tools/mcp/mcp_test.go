@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -132,9 +135,9 @@ func (c *clock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newPool(t *testing.T, opts ...PoolOption) *Pool {
+func newPool(t *testing.T, ttl time.Duration) *Pool {
 	t.Helper()
-	p := NewPool(opts...)
+	p := &Pool{TTL: ttl}
 	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
@@ -146,7 +149,7 @@ func retryable(t *testing.T, err error) bool {
 	set, e := tools.NewSet(tools.Tool{Name: "probe", InputSchema: contracts.MustCompileSchema(anyIn),
 		Execute: func(context.Context, tools.Call) (tools.Result, error) { return tools.Result{}, err }})
 	require.NoError(t, e)
-	_, runErr := set.Run(context.Background(), contracts.ToolCallInput{Tool: "probe"})
+	_, runErr := set.Run(context.Background(), protocol.ToolCallInput{Tool: "probe"})
 	return runErr != nil
 }
 
@@ -160,7 +163,7 @@ func names(ts []tools.Tool) []string {
 
 func TestToolsListsAllSorted(t *testing.T) {
 	ts := newTestServer(t)
-	got, err := newPool(t).Tools(context.Background(), Server{URL: ts.URL})
+	got, err := newPool(t, 0).Tools(context.Background(), Server{URL: ts.URL})
 	require.NoError(t, err)
 	require.Equal(t, []string{"add", "boom", "echo_meta", "fail", "mixed"}, names(got))
 	add := got[0]
@@ -173,7 +176,7 @@ func TestToolsListsAllSorted(t *testing.T) {
 
 func TestToolsFiltersAndPrefix(t *testing.T) {
 	ts := newTestServer(t)
-	p := newPool(t)
+	p := newPool(t, 0)
 	got, err := p.Tools(context.Background(), Server{URL: ts.URL, Include: []string{"*a*", "mixed", "missing"},
 		Exclude: []string{"f*"}, Prefix: "calc"})
 	require.NoError(t, err)
@@ -192,24 +195,24 @@ func TestToolsFiltersAndPrefix(t *testing.T) {
 func TestCallResults(t *testing.T) {
 	ts := newTestServer(t)
 	ctx := context.Background()
-	got, err := newPool(t).Tools(ctx, Server{URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}, Prefix: "m"})
+	got, err := newPool(t, 0).Tools(ctx, Server{URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}, Prefix: "m"})
 	require.NoError(t, err)
 	set, err := tools.NewSet(got...)
 	require.NoError(t, err)
 	require.Equal(t, "Bearer s3cret", ts.lastAuth())
 
-	res, err := set.Run(ctx, contracts.ToolCallInput{Tool: "m_add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":2}`)})
+	res, err := set.Run(ctx, protocol.ToolCallInput{Tool: "m_add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":2}`)})
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	require.Equal(t, "3", res.Content)
 	require.JSONEq(t, `{"sum":3}`, string(res.StructuredContent))
 
-	res, err = set.Run(ctx, contracts.ToolCallInput{Tool: "m_fail", ToolCallID: "c2"})
+	res, err = set.Run(ctx, protocol.ToolCallInput{Tool: "m_fail", ToolCallID: "c2"})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Equal(t, "no luck", res.Content)
 
-	res, err = set.Run(ctx, contracts.ToolCallInput{Tool: "m_boom", ToolCallID: "c3"})
+	res, err = set.Run(ctx, protocol.ToolCallInput{Tool: "m_boom", ToolCallID: "c3"})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content, "kaboom")
@@ -217,15 +220,15 @@ func TestCallResults(t *testing.T) {
 	require.Equal(t, "An unexpected error occurred.", res.Failure.Message)
 	require.EqualValues(t, 1, ts.calls["boom"].Load())
 
-	res, err = set.Run(ctx, contracts.ToolCallInput{Tool: "m_mixed", ToolCallID: "c4"})
+	res, err = set.Run(ctx, protocol.ToolCallInput{Tool: "m_mixed", ToolCallID: "c4"})
 	require.NoError(t, err)
 	require.Equal(t, "one\n[image: image/png]\n[resource: file:///a.txt]\n[resource: file:///b.txt]\ntwo", res.Content)
 }
 
 func TestInvalidArgumentsDoNotReachServer(t *testing.T) {
 	ts := newTestServer(t)
-	res, err := newPool(t).Call(context.Background(), Server{URL: ts.URL},
-		contracts.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":"one"}`)})
+	res, err := newPool(t, 0).Call(context.Background(), Server{URL: ts.URL},
+		protocol.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":"one"}`)})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Equal(t, contracts.CodeSchemaValidation, res.Failure.Code)
@@ -235,27 +238,27 @@ func TestInvalidArgumentsDoNotReachServer(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	ts := newTestServer(t)
-	p := newPool(t)
+	p := newPool(t, 0)
 	ctx := context.Background()
 	s := Server{URL: ts.URL, Prefix: "x"}
 
-	res, err := p.Call(ctx, s, contracts.ToolCallInput{Tool: "x_add", ToolCallID: "c1", Input: json.RawMessage(`{"a":2,"b":5}`)})
+	res, err := p.Call(ctx, s, protocol.ToolCallInput{Tool: "x_add", ToolCallID: "c1", Input: json.RawMessage(`{"a":2,"b":5}`)})
 	require.NoError(t, err)
-	require.Equal(t, contracts.ToolResult{ToolCallID: "c1", Name: "x_add", Content: "7", StructuredContent: json.RawMessage(`{"sum":7}`)}, res)
+	require.Equal(t, providers.ToolResult{ToolCallID: "c1", Name: "x_add", Content: "7", StructuredContent: json.RawMessage(`{"sum":7}`)}, res)
 
-	res, err = p.Call(ctx, s, contracts.ToolCallInput{Tool: "x_boom", ToolCallID: "c2"})
+	res, err = p.Call(ctx, s, protocol.ToolCallInput{Tool: "x_boom", ToolCallID: "c2"})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Contains(t, res.Content, "kaboom")
 
-	_, err = p.Call(ctx, s, contracts.ToolCallInput{Tool: "add", ToolCallID: "c3"})
+	_, err = p.Call(ctx, s, protocol.ToolCallInput{Tool: "add", ToolCallID: "c3"})
 	require.Equal(t, contracts.CodeUnknownTool, contracts.CodeOf(err))
 }
 
 func TestIdempotencyKeyReachesServer(t *testing.T) {
 	ts := newTestServer(t)
-	res, err := newPool(t).Call(context.Background(), Server{URL: ts.URL},
-		contracts.ToolCallInput{Tool: "echo_meta", ToolCallID: "c1", IdempotencyKey: "wf-1:op-2:c1"})
+	res, err := newPool(t, 0).Call(context.Background(), Server{URL: ts.URL},
+		protocol.ToolCallInput{Tool: "echo_meta", ToolCallID: "c1", IdempotencyKey: "wf-1:op-2:c1"})
 	require.NoError(t, err)
 	require.Equal(t, "wf-1:op-2:c1", res.Content)
 }
@@ -267,7 +270,7 @@ func TestOutputSchemaChecked(t *testing.T) {
 				return &sdk.CallToolResult{StructuredContent: map[string]any{"sum": "many"}}, nil
 			})
 	})
-	res, err := newPool(t).Call(context.Background(), Server{URL: ts.URL}, contracts.ToolCallInput{Tool: "bad_sum", ToolCallID: "c1"})
+	res, err := newPool(t, 0).Call(context.Background(), Server{URL: ts.URL}, protocol.ToolCallInput{Tool: "bad_sum", ToolCallID: "c1"})
 	require.NoError(t, err)
 	require.True(t, res.IsError)
 	require.Equal(t, contracts.CodeInvalidOutput, res.Failure.Code)
@@ -280,7 +283,7 @@ func TestSchemaThatDoesNotCompile(t *testing.T) {
 				return &sdk.CallToolResult{}, nil
 			})
 	})
-	p := newPool(t)
+	p := newPool(t, 0)
 	_, err := p.Tools(context.Background(), Server{URL: ts.URL})
 	require.Equal(t, contracts.CodeInvalidDefinition, contracts.CodeOf(err))
 	require.ErrorContains(t, err, `tool "broken": input schema`)
@@ -292,7 +295,7 @@ func TestSchemaThatDoesNotCompile(t *testing.T) {
 
 func TestServerDownIsRetryable(t *testing.T) {
 	ts := newTestServer(t)
-	p := newPool(t, WithTTL(0))
+	p := newPool(t, -1)
 	ctx := context.Background()
 	got, err := p.Tools(ctx, Server{URL: ts.URL})
 	require.NoError(t, err)
@@ -300,7 +303,7 @@ func TestServerDownIsRetryable(t *testing.T) {
 	require.NoError(t, err)
 	ts.Close()
 
-	res, err := set.Run(ctx, contracts.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":2}`)})
+	res, err := set.Run(ctx, protocol.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":2}`)})
 	require.Error(t, err, "result: %+v", res)
 	require.ErrorContains(t, err, "kortyx: MCP server "+ts.URL)
 
@@ -308,7 +311,7 @@ func TestServerDownIsRetryable(t *testing.T) {
 	require.ErrorContains(t, err, "kortyx: MCP server "+ts.URL+": listing tools: ")
 	require.True(t, retryable(t, err))
 
-	_, err = p.Call(ctx, Server{URL: ts.URL}, contracts.ToolCallInput{Tool: "add", ToolCallID: "c2"})
+	_, err = p.Call(ctx, Server{URL: ts.URL}, protocol.ToolCallInput{Tool: "add", ToolCallID: "c2"})
 	require.Error(t, err)
 	require.True(t, retryable(t, err))
 }
@@ -318,7 +321,7 @@ func TestServerError5xxIsRetryable(t *testing.T) {
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 	}))
 	t.Cleanup(srv.Close)
-	_, err := newPool(t).Tools(context.Background(), Server{URL: srv.URL})
+	_, err := newPool(t, 0).Tools(context.Background(), Server{URL: srv.URL})
 	require.ErrorContains(t, err, "listing tools")
 	require.True(t, retryable(t, err))
 }
@@ -327,14 +330,14 @@ func TestCancellation(t *testing.T) {
 	ts := newTestServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := newPool(t).Tools(ctx, Server{URL: ts.URL})
+	_, err := newPool(t, 0).Tools(ctx, Server{URL: ts.URL})
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 func TestToolListCachedForTTL(t *testing.T) {
 	ts := newTestServer(t)
 	c := &clock{now: time.Unix(1000, 0)}
-	p := newPool(t, WithTTL(time.Minute))
+	p := newPool(t, time.Minute)
 	p.now = c.Now
 	ctx := context.Background()
 	s := Server{URL: ts.URL}
@@ -354,13 +357,13 @@ func TestToolListCachedForTTL(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	ts := newTestServer(t)
-	p := newPool(t)
+	p := newPool(t, 0)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
 			res, err := p.Call(context.Background(), Server{URL: ts.URL},
-				contracts.ToolCallInput{Tool: "add", ToolCallID: fmt.Sprint(i), Input: json.RawMessage(fmt.Sprintf(`{"a":%d,"b":1}`, i))})
+				protocol.ToolCallInput{Tool: "add", ToolCallID: fmt.Sprint(i), Input: json.RawMessage(fmt.Sprintf(`{"a":%d,"b":1}`, i))})
 			if err == nil && res.Content != fmt.Sprint(i+1) {
 				err = fmt.Errorf("call %d: got %q", i, res.Content)
 			}
@@ -376,16 +379,16 @@ func TestConcurrentUse(t *testing.T) {
 func TestReconnectAfterServerRestart(t *testing.T) {
 	first := newTestServer(t)
 	addr := first.Listener.Addr().String()
-	p := newPool(t)
+	p := newPool(t, 0)
 	ctx := context.Background()
 	s := Server{URL: first.URL}
-	_, err := p.Call(ctx, s, contracts.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":1}`)})
+	_, err := p.Call(ctx, s, protocol.ToolCallInput{Tool: "add", ToolCallID: "c1", Input: json.RawMessage(`{"a":1,"b":1}`)})
 	require.NoError(t, err)
 	first.Close()
 
 	second := newTestServerAt(t, addr) // the server restarts on the same URL
 
-	res, err := p.Call(ctx, s, contracts.ToolCallInput{Tool: "add", ToolCallID: "c2", Input: json.RawMessage(`{"a":2,"b":2}`)})
+	res, err := p.Call(ctx, s, protocol.ToolCallInput{Tool: "add", ToolCallID: "c2", Input: json.RawMessage(`{"a":2,"b":2}`)})
 	require.NoError(t, err)
 	require.Equal(t, "4", res.Content)
 	require.EqualValues(t, 1, second.calls["add"].Load())
@@ -393,7 +396,7 @@ func TestReconnectAfterServerRestart(t *testing.T) {
 
 func TestDefinitions(t *testing.T) {
 	one, two := newTestServer(t), newTestServer(t)
-	p := newPool(t)
+	p := newPool(t, 0)
 	ctx := context.Background()
 	servers := []Server{
 		{URL: two.URL, Include: []string{"add", "fail"}, Prefix: "b"},

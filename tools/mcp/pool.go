@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/tools"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,53 +34,49 @@ type Server struct {
 	Prefix string `json:"prefix,omitempty"`
 }
 
-// DefaultTTL is how long a server's tool list is cached unless [WithTTL] says otherwise.
-const DefaultTTL = time.Minute
-
-// PoolOption configures a [Pool].
-type PoolOption func(*Pool)
-
-// WithTTL sets how long a server's tool list is cached; d <= 0 lists the tools on every use.
-func WithTTL(d time.Duration) PoolOption { return func(p *Pool) { p.ttl = d } }
-
-// WithHTTPClient sets the HTTP client used to reach the servers (default http.DefaultClient).
-// Server headers are added by wrapping its transport; the client itself is not modified.
-func WithHTTPClient(c *http.Client) PoolOption { return func(p *Pool) { p.http = c } }
-
-// WithClientName sets the implementation name and version the pool sends in initialize
-// (default "kortyx", "dev").
-func WithClientName(name, version string) PoolOption {
-	return func(p *Pool) { p.impl = &sdk.Implementation{Name: name, Version: version} }
-}
+// defaultTTL is how long a server's tool list is cached when [Pool.TTL] is 0.
+const defaultTTL = time.Minute
 
 // Pool keeps one client session per server (URL and headers), reconnecting when a session
-// breaks, and caches each server's tool list for a TTL. It is safe for concurrent use; share
-// one pool per worker and close it on shutdown.
+// breaks, and caches each server's tool list for a TTL. The zero value is ready to use
+// (sessions are opened on first use); set the fields before the first use, and do not copy a
+// Pool after it. It is safe for concurrent use; share one pool per worker and close it on
+// shutdown.
 type Pool struct {
-	ttl  time.Duration
-	http *http.Client
-	impl *sdk.Implementation
-	now  func() time.Time // the clock of the tool-list cache; replaced in tests
+	// TTL is how long a server's tool list is cached (0: one minute; negative: the tools are
+	// listed on every use).
+	TTL time.Duration
+	// HTTPClient reaches the servers (nil: http.DefaultClient). Server headers are added by
+	// wrapping its transport; the client itself is not modified.
+	HTTPClient *http.Client
+	// ClientName and ClientVersion are the implementation the pool sends in initialize
+	// (default "kortyx", "dev").
+	ClientName, ClientVersion string
 
-	client *sdk.Client
+	now func() time.Time // the clock of the tool-list cache (nil: time.Now); replaced in tests
 
 	mu        sync.Mutex
+	client    *sdk.Client // set on first use, under mu
 	closed    bool
 	endpoints map[string]*endpoint
 }
 
-// NewPool returns an empty pool; sessions are opened on first use.
-func NewPool(opts ...PoolOption) *Pool {
-	p := &Pool{ttl: DefaultTTL, http: http.DefaultClient, impl: &sdk.Implementation{Name: "kortyx", Version: "dev"},
-		now: time.Now, endpoints: map[string]*endpoint{}}
-	for _, o := range opts {
-		o(p)
+// ttl is the cache lifetime of a tool list; 0 caches nothing.
+func (p *Pool) ttl() time.Duration {
+	switch {
+	case p.TTL == 0:
+		return defaultTTL
+	case p.TTL < 0:
+		return 0
 	}
-	if p.http == nil {
-		p.http = http.DefaultClient
+	return p.TTL
+}
+
+func (p *Pool) clock() time.Time {
+	if p.now != nil {
+		return p.now()
 	}
-	p.client = sdk.NewClient(p.impl, nil)
-	return p
+	return time.Now()
 }
 
 // Close closes every session; the pool cannot be used afterwards.
@@ -143,7 +142,7 @@ func (p *Pool) Tools(ctx context.Context, s Server) ([]tools.Tool, error) {
 // names), in server order then name order, and the index of the server of each tool name. A
 // name offered by two servers, or a name a worker tool cannot have, is an INVALID_DEFINITION
 // error.
-func (p *Pool) Definitions(ctx context.Context, servers []Server) ([]contracts.ToolDefinition, map[string]int, error) {
+func (p *Pool) Definitions(ctx context.Context, servers []Server) ([]providers.ToolDefinition, map[string]int, error) {
 	var all []tools.Tool
 	owner := map[string]int{}
 	for i, s := range servers {
@@ -179,21 +178,21 @@ func (p *Pool) Definitions(ctx context.Context, servers []Server) ([]contracts.T
 // Call runs a tool of the server by its model-facing (prefixed) name, like [tools.Set.Run]:
 // invalid arguments and tool failures come back as isError results; the error is non-nil
 // only for an unknown tool, a server that cannot be reached (retryable) or a cancellation.
-func (p *Pool) Call(ctx context.Context, s Server, in contracts.ToolCallInput) (contracts.ToolResult, error) {
+func (p *Pool) Call(ctx context.Context, s Server, in protocol.ToolCallInput) (providers.ToolResult, error) {
 	ts, err := p.Tools(ctx, s)
 	if err != nil {
-		return contracts.ToolResult{}, err
+		return providers.ToolResult{}, err
 	}
 	for _, t := range ts {
 		if t.Name == in.Tool {
 			set, err := tools.NewSet(t)
 			if err != nil {
-				return contracts.ToolResult{}, err
+				return providers.ToolResult{}, err
 			}
 			return set.Run(ctx, in)
 		}
 	}
-	return contracts.ToolResult{}, contracts.Errorf(contracts.CodeUnknownTool,
+	return providers.ToolResult{}, contracts.Errorf(contracts.CodeUnknownTool,
 		"tool %q is not offered by MCP server %s", in.Tool, s.URL)
 }
 
@@ -236,9 +235,23 @@ func (p *Pool) endpoint(s Server) (*endpoint, error) {
 	if p.closed {
 		return nil, fmt.Errorf("kortyx: MCP server %s: the pool is closed", s.URL)
 	}
+	if p.client == nil {
+		name, version := p.ClientName, p.ClientVersion
+		if name == "" {
+			name = "kortyx"
+		}
+		if version == "" {
+			version = "dev"
+		}
+		p.client = sdk.NewClient(&sdk.Implementation{Name: name, Version: version}, nil)
+		p.endpoints = map[string]*endpoint{}
+	}
 	e := p.endpoints[key]
 	if e == nil {
-		hc := *p.http
+		hc := http.Client{}
+		if p.HTTPClient != nil {
+			hc = *p.HTTPClient
+		}
 		base := hc.Transport
 		if base == nil {
 			base = http.DefaultTransport
@@ -361,7 +374,7 @@ func (e *endpoint) list(ctx context.Context) ([]listedTool, error) {
 	e.mu.Lock()
 	cached, at := e.listed, e.at
 	e.mu.Unlock()
-	if cached != nil && e.pool.ttl > 0 && e.pool.now().Sub(at) < e.pool.ttl {
+	if cached != nil && e.pool.ttl() > 0 && e.pool.clock().Sub(at) < e.pool.ttl() {
 		return cached, nil
 	}
 	var got []*sdk.Tool
@@ -390,7 +403,7 @@ func (e *endpoint) list(ctx context.Context) ([]listedTool, error) {
 		listed[i] = compile(t)
 	}
 	e.mu.Lock()
-	e.listed, e.at = listed, e.pool.now()
+	e.listed, e.at = listed, e.pool.clock()
 	e.mu.Unlock()
 	return listed, nil
 }

@@ -65,6 +65,9 @@ type results struct {
 	units   map[string][]string             // name → units in order
 	history []map[string]any
 	rss     []map[string]any
+	actions []map[string]any // "Actions {json}" lines of BenchmarkActionsPerTurn
+	load    []map[string]any // "Load {json}" lines of bench/cmd/load
+	cold    []map[string]any // "ColdBuild {json}" lines of bench/run.sh
 	peer    peerResult
 }
 
@@ -91,7 +94,8 @@ func (r *results) readGo(file string) error {
 	var pending string
 	for sc.Scan() {
 		line := sc.Text()
-		for prefix, dst := range map[string]*[]map[string]any{"History ": &r.history, "RSS ": &r.rss} {
+		for prefix, dst := range map[string]*[]map[string]any{"History ": &r.history, "RSS ": &r.rss,
+			"Actions ": &r.actions, "Load ": &r.load, "ColdBuild ": &r.cold} {
 			if j, ok := strings.CutPrefix(line, prefix); ok {
 				var m map[string]any
 				if err := json.Unmarshal([]byte(j), &m); err != nil {
@@ -217,6 +221,9 @@ func (r *results) write(w io.Writer) {
 	r.writeThroughput(w)
 	r.writeHistory(w)
 	r.writeRSS(w)
+	r.writeActions(w)
+	r.writeLoad(w)
+	r.writeCold(w)
 	fmt.Fprintln(w, "## Every metric (history rows: see the history table)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| Benchmark | Unit | median (min–max) | n |")
@@ -249,14 +256,23 @@ func (r *results) writePeer(w io.Writer) {
 		{"50-step tool loop, ms/step", "BenchmarkToolLoop50/kortyx", "BenchmarkToolLoop50/plain", "ms/step", func(i int) []float64 { return r.peer.Variants[i].MsPerStep }},
 		{"answer → next chunk by signal, ms", "BenchmarkInterruptRoundTrip/signal/kortyx", "BenchmarkInterruptRoundTrip/signal/plain", "ms/roundtrip", func(i int) []float64 { return r.peer.Variants[i].MsPerRoundTrip }},
 		{"answer → next chunk by update, ms", "BenchmarkInterruptRoundTrip/update/kortyx", "BenchmarkInterruptRoundTrip/update/plain", "ms/roundtrip", func(i int) []float64 { return r.peer.Variants[i].MsPerRoundTrip }},
+		// The fast path (model passes as local activities; docs/reason.md#fast-path): no plain
+		// column, its own regular-path twin is in the per-benchmark table.
+		{"50-step tool loop, fast path, ms/step", "BenchmarkFastPathToolLoop50/fast", "", "ms/step", func(i int) []float64 { return r.peer.Variants[i].MsPerStep }},
+		{"50-step tool loop, fast path with a local tool, ms/step", "BenchmarkFastPathToolLoop50/fast-local-tool", "", "ms/step", func(i int) []float64 { return r.peer.Variants[i].MsPerStep }},
+		{"answer → next chunk by signal, fast path, ms", "BenchmarkFastPathAnswerToChunk/signal/fast", "", "ms/roundtrip", func(i int) []float64 { return r.peer.Variants[i].MsPerRoundTrip }},
+		{"answer → next chunk by update, fast path, ms", "BenchmarkFastPathAnswerToChunk/update/fast", "", "ms/roundtrip", func(i int) []float64 { return r.peer.Variants[i].MsPerRoundTrip }},
 	}
 	fmt.Fprintln(w, "| Workload | Kortyx | Plain Temporal | LangGraph checkpointer | LangGraph | Kortyx/LangGraph | Plain/LangGraph |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, row := range rows {
 		k, p := r.metrics[row.kortyx][row.unit], r.metrics[row.plain][row.unit]
+		if len(k) == 0 {
+			continue // a benchmark this run did not have
+		}
 		for i, v := range r.peer.Variants {
 			lg := row.peer(i)
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %.2f | %.2f |\n", row.what, mmm(k), mmm(p), v.Checkpointer, mmm(lg), ratio(k, lg), ratio(p, lg))
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", row.what, mmm(k), mmm(p), v.Checkpointer, mmm(lg), ratioText(k, lg), ratioText(p, lg))
 		}
 	}
 	fmt.Fprintln(w)
@@ -266,6 +282,14 @@ func (r *results) writePeer(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
+}
+
+// ratioText is ratio(a, b) with two decimals, "—" when either side is missing.
+func ratioText(a, b []float64) string {
+	if x := ratio(a, b); x != 0 {
+		return fmt.Sprintf("%.2f", x)
+	}
+	return "—"
 }
 
 func ratio(a, b []float64) float64 {
@@ -369,6 +393,113 @@ func (r *results) writeLocalTool(w io.Writer) {
 		if x, ok := strings.CutPrefix(u, "x-"); ok {
 			fmt.Fprintf(w, "| %s | %s |\n", x, mmm(m[u]))
 		}
+	}
+	fmt.Fprintln(w)
+}
+
+// actionKinds are the columns of the actions table: JSON field and header.
+var actionKinds = [][2]string{
+	{"starts", "starts"}, {"children", "children (×2)"}, {"continueAsNew", "CAN"}, {"signals", "signals"},
+	{"updates", "updates"}, {"queries", "queries"}, {"activities", "activity attempts"}, {"retries", "of which retries"},
+	{"heartbeats", "heartbeats"}, {"timers", "timers"}, {"markerTasks", "marker tasks"}, {"upserts", "upserts"},
+}
+
+// writeActions writes the actions per turn: each scenario's variants side by side (Kortyx,
+// plain or the floor by rule, and a fast-path column filled when a fast-path row exists).
+func (r *results) writeActions(w io.Writer) {
+	if len(r.actions) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "## Billable Temporal actions per turn (BenchmarkActionsPerTurn, one run)")
+	fmt.Fprintln(w)
+	head := "| Scenario | Variant | Total"
+	sep := "|---|---|---"
+	for _, k := range actionKinds {
+		head += " | " + k[1]
+		sep += "|---"
+	}
+	fmt.Fprintln(w, head+" | markers | workflow tasks | workflows |")
+	fmt.Fprintln(w, sep+"|---|---|---|")
+	for _, a := range r.actions {
+		line := fmt.Sprintf("| %s | %s | **%d**", a["scenario"], a["variant"], int(get(a, "total")))
+		for _, k := range actionKinds {
+			line += fmt.Sprintf(" | %d", int(get(a, k[0])))
+		}
+		fmt.Fprintf(w, "%s | %d | %d | %d |\n", line, int(get(a, "markers")), int(get(a, "workflowTasks")), int(get(a, "workflows")))
+	}
+	fmt.Fprintln(w)
+	// Totals side by side, with the fast path's column.
+	type row struct{ kortyx, other, fast string }
+	var order []string
+	rows := map[string]*row{}
+	for _, a := range r.actions {
+		sc, _ := a["scenario"].(string)
+		if rows[sc] == nil {
+			rows[sc] = &row{kortyx: "—", other: "—", fast: "— (no fast-path option yet)"}
+			order = append(order, sc)
+		}
+		t := strconv.Itoa(int(get(a, "total")))
+		switch a["variant"] {
+		case "kortyx":
+			rows[sc].kortyx = t
+		case "plain":
+			rows[sc].other = t + " (measured)"
+		case "floor":
+			rows[sc].other = t + " (floor by rule)"
+		case "fastpath":
+			rows[sc].fast = t
+		}
+	}
+	fmt.Fprintln(w, "| Scenario | Kortyx | Hand-written Temporal | Kortyx fast path |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, sc := range order {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", sc, rows[sc].kortyx, rows[sc].other, rows[sc].fast)
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *results) writeLoad(w io.Writer) {
+	if len(r.load) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "## Load over Redis (bench/cmd/load, one run)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Sessions | Variant | Wall s | Turns/s | p50 ms | p99 ms | max ms | deltas > 1 s | Peak open | API RSS base MB | API RSS KB/stream | Redis KB/session peak | Redis KB/session done | Redis KB/session after retention | CPU ms/turn: worker | api | redis | temporal | CPU %: worker | api | redis | temporal | Errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range r.load {
+		cpu, _ := l["cpuMsPerTurn"].(map[string]any)
+		pct, _ := l["cpuPct"].(map[string]any)
+		worker, api := get(cpu, "worker"), get(cpu, "api")
+		pw, pa := get(pct, "worker"), get(pct, "api")
+		if l["variant"] == "memory" { // one process does both
+			worker, api, pw, pa = get(cpu, "all"), get(cpu, "all"), get(pct, "all"), get(pct, "all")
+		}
+		fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %d |\n",
+			int(get(l, "sessions")), l["variant"], get(l, "seconds"), get(l, "turnsPerSecond"), get(l, "p50ms"), get(l, "p99ms"), get(l, "maxms"),
+			int(get(l, "over1s")), int(get(l, "peakOpen")), get(l, "apiRssBaseMB"), get(l, "apiRssPerStreamKB"),
+			get(l, "redisLivePerSessionKB"), get(l, "redisDonePerSessionKB"), get(l, "redisAfterRetentionPerSessionKB"),
+			worker, api, get(cpu, "redis"), get(cpu, "temporal"), pw, pa, get(pct, "redis"), get(pct, "temporal"), int(get(l, "errors")))
+	}
+	fmt.Fprintln(w)
+	for _, l := range r.load {
+		if errs, _ := l["firstErrors"].([]any); len(errs) > 0 {
+			fmt.Fprintf(w, "- %s %d sessions: %v\n", l["variant"], int(get(l, "sessions")), errs)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func (r *results) writeCold(w io.Writer) {
+	if len(r.cold) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "## Cold builds (empty GOCACHE, module cache kept)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| Package | Seconds | Binary MB | Packages linked | of which provider SDK packages |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, c := range r.cold {
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %d | %d |\n", c["package"], get(c, "seconds"), get(c, "binaryBytes")/1e6,
+			int(get(c, "packages")), int(get(c, "providerSdkPackages")))
 	}
 	fmt.Fprintln(w)
 }

@@ -2,7 +2,8 @@
 // with the two workflows of that benchmark, a Kortyx run that asks one question ("bench-wait":
 // hooks.AskText, then one structured-data chunk with the answer) and a plain workflow that
 // publishes a question chunk by local activity and waits for a signal ("bench.PlainWait"), both
-// publishing to an in-memory broker of the process.
+// publishing to an in-memory broker of the process (the Kortyx run to app.Run's, the plain
+// workflow to its own).
 //
 // Environment: TEMPORAL_ADDRESS (required), KORTYX_TASK_QUEUE (required),
 // KORTYX_BENCH_STICKY_CACHE (the sticky workflow cache size, worker.SetStickyWorkflowCacheSize;
@@ -14,6 +15,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
@@ -22,13 +24,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -61,48 +65,39 @@ func run() error {
 	if addr == "" || queue == "" {
 		return fmt.Errorf("set TEMPORAL_ADDRESS and KORTYX_TASK_QUEUE")
 	}
+	// The configuration is the benchmark's alone (not the environment's): no HTTP API, an
+	// in-memory broker, the sticky cache it measures.
+	cfg := app.Config{TemporalAddress: addr, TaskQueue: queue}
 	if v := os.Getenv(stickyEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return fmt.Errorf("%s must be a positive integer, got %q", stickyEnv, v)
 		}
-		worker.SetStickyWorkflowCacheSize(n)
+		cfg.StickyCacheSize = n
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: quietLogger{}})
-	if err != nil {
-		return err
+	p := &publisher{broker: stream.NewMemory(stream.MemoryOptions{})}
+	o := app.Options{
+		Register: func(reg *workflows.Registry) error { return reg.Add(waitDefinition()) },
+		Models:   []providers.Provider{fake.New()}, // its runs call no model
+		RegisterWorker: func(w worker.Registry) {
+			w.RegisterActivityWithOptions(p.Publish, activity.RegisterOptions{Name: plainPublish})
+			w.RegisterWorkflowWithOptions(PlainWaitWorkflow, workflow.RegisterOptions{Name: plainWait})
+		},
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), // the SDK's warnings and errors
+		Started: func(app.Running) { fmt.Println(readyLine) },
 	}
-	defer c.Close()
-	reg := workflows.NewRegistry()
-	if err := reg.Add(waitDefinition()); err != nil {
-		return err
-	}
-	broker := stream.NewMemory()
-	w := worker.New(c, queue, worker.Options{})
-	workflows.NewRunner(reg).Register(w)
-	(&activities.Activities{Stream: broker}).Register(w)
-	p := &publisher{broker: broker}
-	w.RegisterActivityWithOptions(p.Publish, activity.RegisterOptions{Name: plainPublish})
-	w.RegisterWorkflowWithOptions(PlainWaitWorkflow, workflow.RegisterOptions{Name: plainWait})
-	if err := w.Start(); err != nil {
-		return err
-	}
-	defer w.Stop()
-	fmt.Println(readyLine)
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-usr1:
+	go func() {
+		for range usr1 {
 			runtime.GC()
 			debug.FreeOSMemory()
 			fmt.Println(freedLine)
 		}
-	}
+	}()
+	return app.Run(ctx, cfg, o)
 }
 
 // waitDefinition is the Kortyx run of the benchmark: one node that asks, then publishes the
@@ -119,7 +114,7 @@ func waitDefinition() *workflows.Definition {
 	return &workflows.Definition{
 		ID: kortyxWait, Version: "1",
 		Nodes: map[string]workflows.Node{waitNode: {Run: ask}},
-		Edges: []workflows.Edge{{From: contracts.StartNode, To: waitNode}, {From: waitNode, To: contracts.EndNode}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: waitNode}, {From: waitNode, To: workflows.End}},
 	}
 }
 
@@ -151,18 +146,6 @@ func PlainWaitWorkflow(ctx workflow.Context) (string, error) {
 	var answer string
 	workflow.GetSignalChannel(ctx, plainAnswer).Receive(ctx, &answer)
 	a := publishInput{RunID: id, Seq: 2, Chunk: contracts.Chunk{Type: contracts.ChunkStructuredData, Node: waitNode,
-		Data: contracts.RawJSON(map[string]any{"answer": answer})}}
+		Data: protocol.RawJSON(map[string]any{"answer": answer})}}
 	return answer, workflow.ExecuteLocalActivity(ctx, plainPublish, a).Get(ctx, nil)
-}
-
-// quietLogger drops the SDK's logs below warnings.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"WARN", msg}, kv...)...)
-}
-func (quietLogger) Error(msg string, kv ...any) {
-	fmt.Fprintln(os.Stderr, append([]any{"ERROR", msg}, kv...)...)
 }

@@ -18,7 +18,7 @@
 //
 // # What a turn becomes
 //
-// Streamed: message_start (with the usage's input counts), the [WithThinking] blocks if any
+// Streamed: message_start (with the usage's input counts), the [Server].Thinking blocks if any
 // (thinking_delta pieces and a signature_delta each), a text block with one text_delta per
 // delta (Turn.Deltas, or Text split after spaces), one tool_use block per call in order, its
 // input in three input_json_delta fragments, then message_delta (stop_reason, usage) and

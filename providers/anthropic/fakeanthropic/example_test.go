@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/anthropic"
 	"github.com/kortyx-go/kortyx/providers/anthropic/fakeanthropic"
@@ -22,14 +21,14 @@ func ExampleNewScript() {
 	model := anthropic.New(anthropic.Options{BaseURL: srv.URL()})
 	ctx := context.Background()
 
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Where is A-1?"}}
+	msgs := []providers.Message{{Role: providers.RoleUser, Content: "Where is A-1?"}}
 	resp, _ := model.Generate(ctx, providers.Request{Model: "claude-sonnet-4-5", Messages: msgs}, nil)
 	call := resp.ToolCalls[0]
 	fmt.Println(call.ID, call.Name, string(call.Arguments), resp.FinishReason.Raw)
 
 	msgs = append(msgs,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: resp.ToolCalls},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Content: `{"status":"packed"}`},
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: resp.ToolCalls},
+		providers.Message{Role: providers.RoleTool, ToolCallID: call.ID, Content: `{"status":"packed"}`},
 	)
 	resp, _ = model.Generate(ctx, providers.Request{Model: "claude-sonnet-4-5", Messages: msgs}, func(string) error { return nil })
 	fmt.Println(resp.Text)

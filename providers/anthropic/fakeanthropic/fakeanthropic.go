@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers/conformance"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -19,21 +21,12 @@ import (
 // Model is the model id the server answers with when a request names none.
 const Model = "fake-claude"
 
-// Thinking is a thinking block the server puts before every answer ([WithThinking]): a
+// Thinking is a thinking block the server puts before every answer ([Server].Thinking): a
 // thinking block with Text and Signature, or, with Redacted set, a redacted_thinking block
 // whose data is Redacted.
 type Thinking struct {
 	Text, Signature string
 	Redacted        string
-}
-
-// Option configures a [Server].
-type Option func(*Server)
-
-// WithThinking makes every answer start with these thinking blocks (streamed as thinking_delta
-// pieces and one signature_delta each).
-func WithThinking(blocks ...Thinking) Option {
-	return func(s *Server) { s.thinking = append(s.thinking, blocks...) }
 }
 
 // Captured is one request the server received.
@@ -52,57 +45,47 @@ func (c Captured) Field(name string) json.RawMessage {
 // Server is a fake Anthropic Messages API. It is safe for concurrent use and implements
 // [conformance.Server].
 type Server struct {
-	player   *fakewire.Player
-	thinking []Thinking
+	// Thinking, when set (before the first request), makes every answer start with these
+	// thinking blocks (streamed as thinking_delta pieces and one signature_delta each).
+	Thinking []Thinking
+
+	player *fakewire.Player
 
 	mu   sync.Mutex // pairs a request's place in reqs with its response number
 	reqs fakewire.Log[Captured]
 
-	handler http.Handler
-	srv     *httptest.Server
+	srv *httptest.Server
 }
 
 var _ conformance.Server = (*Server)(nil)
 
 // New starts a server that answers every request with the turn respond(req) returns; a nil
 // respond is fakeserver.Canned (the echo of the last user message). Close it when done.
-func New(respond fake.Responder, opts ...Option) *Server {
+func New(respond fake.Responder) *Server {
 	if respond == nil {
 		respond = fakeserver.Canned()
 	}
-	return start(&Server{player: fakewire.Responder("fakeanthropic", respond)}, opts)
+	return start(&Server{player: fakewire.Responder("fakeanthropic", respond)})
 }
 
 // NewScript starts a server that answers requests with the turns in order; a request after the
 // last turn gets a 500 api_error "script exhausted". Close it when done.
 func NewScript(turns ...fake.Turn) *Server {
-	return start(&Server{player: fakewire.Script("fakeanthropic", turns)}, nil)
+	return start(&Server{player: fakewire.Script("fakeanthropic", turns)})
 }
 
-// NewScriptWith is [NewScript] with options.
-func NewScriptWith(opts []Option, turns ...fake.Turn) *Server {
-	return start(&Server{player: fakewire.Script("fakeanthropic", turns)}, opts)
-}
-
-func start(s *Server, opts []Option) *Server {
-	for _, o := range opts {
-		o(s)
-	}
+func start(s *Server) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", s.serveMessages)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found_error", fmt.Sprintf("fakeanthropic serves POST /v1/messages, not %s %s", r.Method, r.URL.Path))
 	})
-	s.handler = mux
 	s.srv = httptest.NewServer(mux)
 	return s
 }
 
 // URL returns the API root (without /v1), for anthropic.Options.BaseURL.
 func (s *Server) URL() string { return s.srv.URL }
-
-// Handler returns the server's handler (it serves /v1/messages), to mount it on another server.
-func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close shuts the server down.
 func (s *Server) Close() { s.srv.Close() }
@@ -135,7 +118,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request) {
 	req := wr.toRequest()
 	s.mu.Lock()
 	s.reqs.Add(Captured{Request: conformance.Request{Request: req, Stream: wr.Stream, Raw: body}, Header: r.Header.Clone()})
-	p := &play{w: w, r: r, id: fmt.Sprintf("msg_fake_%d", s.player.NextResponse()), model: wr.Model, thinking: s.thinking}
+	p := &play{w: w, r: r, id: fmt.Sprintf("msg_fake_%d", s.player.NextResponse()), model: wr.Model, thinking: s.Thinking}
 	s.mu.Unlock()
 	p.sse = fakewire.SSE{W: w, Header: http.Header{}}
 	p.sse.Header.Set("request-id", "req_"+p.id)
@@ -351,7 +334,7 @@ func (p *play) stream(t fake.Turn) {
 
 // toolUse streams one tool_use block: its start (id, name, empty input) and its input JSON in
 // three input_json_delta fragments.
-func (p *play) toolUse(index int, c contracts.ToolCall) bool {
+func (p *play) toolUse(index int, c providers.ToolCall) bool {
 	if !p.event("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 		"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}}) {
 		return false

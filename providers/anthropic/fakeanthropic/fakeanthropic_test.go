@@ -47,8 +47,8 @@ func events(t *testing.T, r io.Reader) []string {
 
 func TestStreamedEvents(t *testing.T) {
 	srv := fakeanthropic.NewScript(fake.Turn{Deltas: []string{"Hi", " there"},
-		ToolCalls: []contracts.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"id":"A-1"}`)}},
-		Usage:     contracts.Usage{Input: 20, Output: 5, CacheRead: 8, CacheWrite: 2}})
+		ToolCalls: []providers.ToolCall{{Name: "lookup", Arguments: json.RawMessage(`{"id":"A-1"}`)}},
+		Usage:     providers.Usage{Input: 20, Output: 5, CacheRead: 8, CacheWrite: 2}})
 	defer srv.Close()
 	resp := post(t, srv, `{"model":"claude-x","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -124,18 +124,18 @@ func TestRequestsInKortyxTerms(t *testing.T) {
 	post(t, srv, body)
 	require.Equal(t, providers.Request{
 		Model: "m",
-		Messages: []contracts.ModelMessage{
-			{Role: contracts.RoleSystem, Content: "Be nice."},
-			{Role: contracts.RoleUser, Content: "hi"},
-			{Role: contracts.RoleAssistant, Content: "Let me look.", ToolCalls: []contracts.ToolCall{{ID: "tu1", Name: "lookup", Arguments: json.RawMessage(`{"q":1}`)}},
+		Messages: []providers.Message{
+			{Role: providers.RoleSystem, Content: "Be nice."},
+			{Role: providers.RoleUser, Content: "hi"},
+			{Role: providers.RoleAssistant, Content: "Let me look.", ToolCalls: []providers.ToolCall{{ID: "tu1", Name: "lookup", Arguments: json.RawMessage(`{"q":1}`)}},
 				Continuation: json.RawMessage(`[{"type":"thinking","thinking":"t","signature":"s"}]`)},
-			{Role: contracts.RoleTool, ToolCallID: "tu1", Name: "lookup", Content: "down", IsError: true},
-			{Role: contracts.RoleUser, Content: "and?"},
+			{Role: providers.RoleTool, ToolCallID: "tu1", Name: "lookup", Content: "down", IsError: true},
+			{Role: providers.RoleUser, Content: "and?"},
 		},
-		Tools: []contracts.ToolDefinition{{Name: "lookup", Description: "Look up.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-		Options: contracts.CallOptions{MaxOutputTokens: 64, StopSequences: []string{"END"},
-			Reasoning:      &contracts.ReasoningOptions{MaxTokens: 1024},
-			ResponseFormat: &contracts.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(`{"type":"object"}`)}},
+		Tools: []providers.ToolDefinition{{Name: "lookup", Description: "Look up.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Options: providers.CallOptions{MaxOutputTokens: 64, StopSequences: []string{"END"},
+			Reasoning:      &providers.ReasoningOptions{MaxTokens: 1024},
+			ResponseFormat: &providers.ResponseFormat{Type: "json-schema", Schema: json.RawMessage(`{"type":"object"}`)}},
 	}, seen)
 	reqs := srv.Requests()
 	require.Len(t, reqs, 1)

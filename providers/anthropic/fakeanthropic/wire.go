@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 )
 
@@ -105,19 +104,19 @@ type wireErrorBody struct {
 func (w *wireRequest) toRequest() providers.Request {
 	req := providers.Request{Model: w.Model}
 	for _, s := range textBlocks(w.System) {
-		req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleSystem, Content: s})
+		req.Messages = append(req.Messages, providers.Message{Role: providers.RoleSystem, Content: s})
 	}
 	names := map[string]string{} // tool_use id → tool name, to name tool results
 	for _, m := range w.Messages {
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {
-			req.Messages = append(req.Messages, contracts.ModelMessage{Role: m.Role, Content: s})
+			req.Messages = append(req.Messages, providers.Message{Role: m.Role, Content: s})
 			continue
 		}
 		var blocks []json.RawMessage
 		_ = json.Unmarshal(m.Content, &blocks)
-		if m.Role == contracts.RoleAssistant {
-			msg := contracts.ModelMessage{Role: contracts.RoleAssistant}
+		if m.Role == providers.RoleAssistant {
+			msg := providers.Message{Role: providers.RoleAssistant}
 			var thinking []json.RawMessage
 			for _, raw := range blocks {
 				var b wireInBlock
@@ -131,7 +130,7 @@ func (w *wireRequest) toRequest() providers.Request {
 					if len(args) == 0 {
 						args = json.RawMessage(`{}`)
 					}
-					msg.ToolCalls = append(msg.ToolCalls, contracts.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+					msg.ToolCalls = append(msg.ToolCalls, providers.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 				case "thinking", "redacted_thinking":
 					thinking = append(thinking, raw)
 				}
@@ -149,36 +148,36 @@ func (w *wireRequest) toRequest() providers.Request {
 			switch b.Type {
 			case "text":
 				if text < 0 {
-					req.Messages = append(req.Messages, contracts.ModelMessage{Role: m.Role})
+					req.Messages = append(req.Messages, providers.Message{Role: m.Role})
 					text = len(req.Messages) - 1
 				}
 				req.Messages[text].Content += b.Text
 			case "tool_result":
-				req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: b.ToolUseID,
+				req.Messages = append(req.Messages, providers.Message{Role: providers.RoleTool, ToolCallID: b.ToolUseID,
 					Name: names[b.ToolUseID], Content: strings.Join(textBlocks(b.Content), ""), IsError: b.IsError})
 				text = -1
 			}
 		}
 	}
 	for _, t := range w.Tools {
-		req.Tools = append(req.Tools, contracts.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		req.Tools = append(req.Tools, providers.ToolDefinition{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	}
 	o := &req.Options
 	o.Temperature = w.Temperature
 	o.MaxOutputTokens = w.MaxTokens
 	o.StopSequences = w.StopSequences
 	if th := w.Thinking; th != nil && th.Type == "enabled" {
-		o.Reasoning = &contracts.ReasoningOptions{MaxTokens: th.BudgetTokens, IncludeThoughts: th.Display == "summarized"}
+		o.Reasoning = &providers.ReasoningOptions{MaxTokens: th.BudgetTokens, IncludeThoughts: th.Display == "summarized"}
 	}
 	if oc := w.OutputConfig; oc != nil {
 		if oc.Effort != "" {
 			if o.Reasoning == nil {
-				o.Reasoning = &contracts.ReasoningOptions{}
+				o.Reasoning = &providers.ReasoningOptions{}
 			}
 			o.Reasoning.Effort = oc.Effort
 		}
 		if f := oc.Format; f != nil && f.Type == "json_schema" {
-			o.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: f.Schema}
+			o.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Schema: f.Schema}
 		}
 	}
 	return req
@@ -208,11 +207,11 @@ func textBlocks(raw json.RawMessage) []string {
 // verbatim.
 func wireStop(unified string) string {
 	switch unified {
-	case contracts.FinishStop:
+	case providers.FinishStop:
 		return "end_turn"
-	case contracts.FinishLength:
+	case providers.FinishLength:
 		return "max_tokens"
-	case contracts.FinishToolCalls:
+	case providers.FinishToolCalls:
 		return "tool_use"
 	}
 	return unified
@@ -220,7 +219,7 @@ func wireStop(unified string) string {
 
 // toWireUsage splits a turn's usage the way Anthropic reports it: input_tokens is the prompt
 // without its cached parts (cache writes and reads are counted apart).
-func toWireUsage(u contracts.Usage) *wireUsage {
+func toWireUsage(u providers.Usage) *wireUsage {
 	w := &wireUsage{InputTokens: max(u.Input-u.CacheRead-u.CacheWrite, 0), OutputTokens: u.Output,
 		CacheCreationInputTokens: u.CacheWrite, CacheReadInputTokens: u.CacheRead}
 	if u.Reasoning > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/google"
@@ -25,14 +24,14 @@ func ExampleNewScript() {
 		return
 	}
 
-	msgs := []contracts.ModelMessage{{Role: contracts.RoleUser, Content: "Where is A-1?"}}
+	msgs := []providers.Message{{Role: providers.RoleUser, Content: "Where is A-1?"}}
 	resp, _ := model.Generate(ctx, providers.Request{Model: "gemini-2.5-flash", Messages: msgs}, nil)
 	call := resp.ToolCalls[0]
 	fmt.Println(call.ID, call.Name, string(call.Arguments))
 
 	msgs = append(msgs,
-		contracts.ModelMessage{Role: contracts.RoleAssistant, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
-		contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: "packed"},
+		providers.Message{Role: providers.RoleAssistant, ToolCalls: resp.ToolCalls, Continuation: resp.Continuation},
+		providers.Message{Role: providers.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: "packed"},
 	)
 	resp, _ = model.Generate(ctx, providers.Request{Model: "gemini-2.5-flash", Messages: msgs}, nil)
 	fmt.Println(resp.Text)

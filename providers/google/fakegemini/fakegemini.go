@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers/conformance"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -19,17 +21,16 @@ import (
 // Model is the model version the server reports when a request's path names none.
 const Model = "fake-gemini"
 
-// DefaultCategory is the harm category of a refusal whose error names none in
+// defaultCategory is the harm category of a refusal whose error names none in
 // Details["category"].
-const DefaultCategory = "HARM_CATEGORY_DANGEROUS_CONTENT"
+const defaultCategory = "HARM_CATEGORY_DANGEROUS_CONTENT"
 
 // Server is a fake Gemini API server. It is safe for concurrent use.
 type Server struct {
 	player *fakewire.Player
 	reqs   fakewire.Log[captured]
 
-	handler http.Handler
-	srv     *httptest.Server
+	srv *httptest.Server
 }
 
 var _ conformance.Server = (*Server)(nil)
@@ -65,16 +66,12 @@ func start(s *Server) *Server {
 		fakewire.WriteJSON(w, http.StatusNotFound, errorBody(http.StatusNotFound, "",
 			fmt.Sprintf("fakegemini serves POST /v1beta/models/{model}:generateContent and :streamGenerateContent, not %s %s", r.Method, r.URL.Path), -1))
 	})
-	s.handler = mux
 	s.srv = httptest.NewServer(mux)
 	return s
 }
 
 // URL returns the API root without the version, ending in "/" (for google.Options.BaseURL).
 func (s *Server) URL() string { return s.srv.URL + "/" }
-
-// Handler returns the server's handler (it serves /v1beta/...), to mount it on another server.
-func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close shuts the server down.
 func (s *Server) Close() { s.srv.Close() }
@@ -164,19 +161,19 @@ func parts(t fake.Turn) (deltas []string, text string, usage *wireUsage, finish 
 // wireFinish is a unified finish reason in Gemini's words.
 func wireFinish(unified string) string {
 	switch unified {
-	case "", contracts.FinishStop, contracts.FinishToolCalls:
+	case "", providers.FinishStop, providers.FinishToolCalls:
 		return "STOP"
-	case contracts.FinishLength:
+	case providers.FinishLength:
 		return "MAX_TOKENS"
-	case contracts.FinishContentFilter:
+	case providers.FinishContentFilter:
 		return "SAFETY"
-	case contracts.FinishOther:
+	case providers.FinishOther:
 		return "OTHER"
 	}
 	return unified
 }
 
-func callParts(calls []contracts.ToolCall) []wirePart {
+func callParts(calls []providers.ToolCall) []wirePart {
 	var out []wirePart
 	for _, c := range calls {
 		out = append(out, wirePart{FunctionCall: &wireFunctionCall{ID: c.ID, Name: c.Name, Args: c.Arguments}})
@@ -278,12 +275,12 @@ func (p *play) stream(t fake.Turn) {
 }
 
 // refusal is the response of a refused answer: finishReason SAFETY with a blocked safety rating
-// of Details["category"] (default [DefaultCategory]); with Details["blockReason"] set, a
+// of Details["category"] (default [defaultCategory]); with Details["blockReason"] set, a
 // blocked prompt (promptFeedback) instead.
 func (p *play) refusal(ce *contracts.Error, usage *wireUsage) wireResponse {
 	cat, _ := ce.Details["category"].(string)
 	if cat == "" {
-		cat = DefaultCategory
+		cat = defaultCategory
 	}
 	ratings := []wireSafetyRating{{Category: cat, Probability: "HIGH", Blocked: true}}
 	if br, ok := ce.Details["blockReason"].(string); ok && br != "" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kortyx-go/kortyx/providers"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -27,8 +29,8 @@ const hi = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
 
 func TestWire(t *testing.T) {
 	srv := fakegemini.NewScript(
-		fake.Turn{Deltas: []string{"a", "b"}, Usage: contracts.Usage{Input: 1, Output: 2, Reasoning: 3, CacheRead: 4, Total: 6}},
-		fake.Turn{Text: "x", NoUsage: true, FinishReason: contracts.FinishLength},
+		fake.Turn{Deltas: []string{"a", "b"}, Usage: providers.Usage{Input: 1, Output: 2, Reasoning: 3, CacheRead: 4, Total: 6}},
+		fake.Turn{Text: "x", NoUsage: true, FinishReason: providers.FinishLength},
 		fake.Turn{Err: &contracts.Error{Code: contracts.CodeProviderHTTPError, Status: 429, Message: "slow down",
 			Details: map[string]any{"retryAfterMs": 1500}}},
 	)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 )
 
@@ -82,13 +81,13 @@ type wireThinking struct {
 // "call-<name>-<n>", n counting the conversation's calls, as the google provider names them),
 // function responses tool messages (a response without an id answers the earliest unanswered
 // call of that name), and the
-// generation config [contracts.CallOptions]; the Gemini-only fields go to
+// generation config [providers.CallOptions]; the Gemini-only fields go to
 // ProviderOptions["google"] under the names of google.ProviderOptions.
 func (wr wireRequest) toRequest(model string) providers.Request {
 	req := providers.Request{Model: model}
 	if si := wr.SystemInstruction; si != nil {
 		for _, p := range si.Parts {
-			req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleSystem, Content: p.Text})
+			req.Messages = append(req.Messages, providers.Message{Role: providers.RoleSystem, Content: p.Text})
 		}
 	}
 	type pending struct{ id, name string }
@@ -97,7 +96,7 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 	for _, c := range wr.Contents {
 		switch c.Role {
 		case "model":
-			m := contracts.ModelMessage{Role: contracts.RoleAssistant}
+			m := providers.Message{Role: providers.RoleAssistant}
 			for _, p := range c.Parts {
 				switch {
 				case p.FunctionCall != nil:
@@ -110,7 +109,7 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 					if len(args) == 0 {
 						args = json.RawMessage(`{}`)
 					}
-					m.ToolCalls = append(m.ToolCalls, contracts.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
+					m.ToolCalls = append(m.ToolCalls, providers.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
 					open = append(open, pending{id, p.FunctionCall.Name})
 				case !p.Thought:
 					m.Content += p.Text
@@ -135,7 +134,7 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 				text = append(text, p.Text)
 			}
 			if len(text) > 0 {
-				req.Messages = append(req.Messages, contracts.ModelMessage{Role: contracts.RoleUser, Content: strings.Join(text, "")})
+				req.Messages = append(req.Messages, providers.Message{Role: providers.RoleUser, Content: strings.Join(text, "")})
 			}
 		}
 	}
@@ -145,7 +144,7 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 			if len(schema) == 0 {
 				schema = d.Parameters
 			}
-			req.Tools = append(req.Tools, contracts.ToolDefinition{Name: d.Name, Description: d.Description, InputSchema: schema})
+			req.Tools = append(req.Tools, providers.ToolDefinition{Name: d.Name, Description: d.Description, InputSchema: schema})
 		}
 	}
 	po := map[string]any{}
@@ -156,14 +155,14 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 		o.StopSequences = g.StopSequences
 		switch {
 		case len(g.ResponseJSONSchema) > 0:
-			o.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: g.ResponseJSONSchema}
+			o.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Schema: g.ResponseJSONSchema}
 		case len(g.ResponseSchema) > 0:
-			o.ResponseFormat = &contracts.ResponseFormat{Type: "json-schema", Schema: g.ResponseSchema}
+			o.ResponseFormat = &providers.ResponseFormat{Type: "json-schema", Schema: g.ResponseSchema}
 		case g.ResponseMIMEType == "application/json":
-			o.ResponseFormat = &contracts.ResponseFormat{Type: "json"}
+			o.ResponseFormat = &providers.ResponseFormat{Type: "json"}
 		}
 		if th := g.ThinkingConfig; th != nil {
-			r := &contracts.ReasoningOptions{IncludeThoughts: th.IncludeThoughts, Effort: strings.ToLower(th.ThinkingLevel)}
+			r := &providers.ReasoningOptions{IncludeThoughts: th.IncludeThoughts, Effort: strings.ToLower(th.ThinkingLevel)}
 			if th.ThinkingBudget != nil {
 				po["thinkingBudget"] = *th.ThinkingBudget
 				r.MaxTokens = max(*th.ThinkingBudget, 0)
@@ -174,7 +173,7 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 			if th.ThinkingLevel != "" {
 				po["thinkingLevel"] = strings.ToLower(th.ThinkingLevel)
 			}
-			if *r != (contracts.ReasoningOptions{}) {
+			if *r != (providers.ReasoningOptions{}) {
 				o.Reasoning = r
 			}
 		}
@@ -206,8 +205,8 @@ func (wr wireRequest) toRequest(model string) providers.Request {
 // toolMessage is a function response as a tool message: {"error": …} is a failed tool
 // (IsError, the error as Content); {"output": …} is its result (a string as Content, anything
 // else as StructuredContent with its JSON text as Content); any other object is the result.
-func toolMessage(id string, fr *wireFunctionResp) contracts.ModelMessage {
-	m := contracts.ModelMessage{Role: contracts.RoleTool, ToolCallID: id, Name: fr.Name}
+func toolMessage(id string, fr *wireFunctionResp) providers.Message {
+	m := providers.Message{Role: providers.RoleTool, ToolCallID: id, Name: fr.Name}
 	text := func(raw json.RawMessage) string {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {

@@ -139,13 +139,13 @@ func Text(t fake.Turn) (deltas []string, text string) {
 
 // Usage is the usage a turn reports: nil with NoUsage, its Usage when set, else 10 input
 // tokens and one output token per delta (Total their sum).
-func Usage(t fake.Turn, deltas int) *contracts.Usage {
+func Usage(t fake.Turn, deltas int) *providers.Usage {
 	if t.NoUsage {
 		return nil
 	}
 	u := t.Usage
-	if u.IsZero() {
-		u = contracts.Usage{Input: 10, Output: deltas}
+	if u == (providers.Usage{}) {
+		u = providers.Usage{Input: 10, Output: deltas}
 		u.Total = u.Input + u.Output
 	}
 	return &u
@@ -158,9 +158,9 @@ func Finish(t fake.Turn) string {
 		return t.FinishReason
 	}
 	if len(t.ToolCalls) > 0 {
-		return contracts.FinishToolCalls
+		return providers.FinishToolCalls
 	}
-	return contracts.FinishStop
+	return providers.FinishStop
 }
 
 // ErrorStatus is the HTTP status of an error turn: its Status, else 500, or 400 for a

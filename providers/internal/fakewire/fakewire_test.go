@@ -16,7 +16,7 @@ import (
 
 func TestScriptPlayer(t *testing.T) {
 	call := func(name string) fake.Turn {
-		return fake.Turn{ToolCalls: []contracts.ToolCall{{Name: name, Arguments: json.RawMessage(`{}`)}}}
+		return fake.Turn{ToolCalls: []providers.ToolCall{{Name: name, Arguments: json.RawMessage(`{}`)}}}
 	}
 	p := Script("fakex", []fake.Turn{call("a"), call("b")})
 	var ids []string
@@ -71,9 +71,9 @@ func TestTurnParts(t *testing.T) {
 	require.Nil(t, d)
 	require.Equal(t, "", text)
 
-	require.Equal(t, contracts.FinishStop, Finish(fake.Text("x")))
-	require.Equal(t, contracts.FinishToolCalls, Finish(fake.Turn{ToolCalls: []contracts.ToolCall{{Name: "t"}}}))
-	require.Equal(t, contracts.FinishLength, Finish(fake.Turn{FinishReason: contracts.FinishLength}))
+	require.Equal(t, providers.FinishStop, Finish(fake.Text("x")))
+	require.Equal(t, providers.FinishToolCalls, Finish(fake.Turn{ToolCalls: []providers.ToolCall{{Name: "t"}}}))
+	require.Equal(t, providers.FinishLength, Finish(fake.Turn{FinishReason: providers.FinishLength}))
 
 	require.Nil(t, TurnError(fake.Text("x")))
 	ce := &contracts.Error{Code: contracts.CodeProviderRefusal, Message: "no"}
@@ -137,7 +137,7 @@ func TestWriting(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	require.Nil(t, Usage(fake.Turn{NoUsage: true, Usage: contracts.Usage{Input: 1}}, 3))
-	require.Equal(t, &contracts.Usage{Input: 10, Output: 3, Total: 13}, Usage(fake.Text("x"), 3))
-	require.Equal(t, &contracts.Usage{Input: 1, Output: 2}, Usage(fake.Turn{Usage: contracts.Usage{Input: 1, Output: 2}}, 3))
+	require.Nil(t, Usage(fake.Turn{NoUsage: true, Usage: providers.Usage{Input: 1}}, 3))
+	require.Equal(t, &providers.Usage{Input: 10, Output: 3, Total: 13}, Usage(fake.Text("x"), 3))
+	require.Equal(t, &providers.Usage{Input: 1, Output: 2}, Usage(fake.Turn{Usage: providers.Usage{Input: 1, Output: 2}}, 3))
 }

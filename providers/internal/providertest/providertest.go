@@ -12,7 +12,7 @@ import (
 )
 
 // Generate runs one pass, streamed or not, and returns the deltas passed to onDelta.
-func Generate(p providers.Provider, req providers.Request, stream bool) (contracts.ModelResponse, []string, error) {
+func Generate(p providers.Provider, req providers.Request, stream bool) (providers.Response, []string, error) {
 	var deltas []string
 	var onDelta func(string) error
 	if stream {

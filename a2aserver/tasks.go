@@ -1,0 +1,444 @@
+package a2aserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+)
+
+// cancelWait bounds how long tasks/cancel waits for the run to end.
+const cancelWait = 30 * time.Second
+
+// call is one JSON-RPC request to an agent's endpoint.
+type call struct {
+	h     *Handler
+	r     *http.Request
+	agent string
+	// emit writes one event of a stream (nil: a keep-alive); nil when not streaming.
+	emit func(a2a.Event) error
+	idle time.Duration
+}
+
+func (c *call) ctx() context.Context { return c.r.Context() }
+
+// send serves message/send: the task once its response ended (or at once, with blocking
+// false).
+func (c *call) send(p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	ts, from, answered, _, err := c.begin(p)
+	if err != nil {
+		return nil, err
+	}
+	if p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking {
+		if err := c.follow(ts, from, answered, nil); err != nil {
+			return nil, err
+		}
+	}
+	var n *int
+	if p.Config != nil {
+		n = p.Config.HistoryLength
+	}
+	return c.get(a2a.TaskID(ts.RunID), n)
+}
+
+// streamMessage serves message/stream: the task (a new one) or a working status (an answer),
+// then the events of the response.
+func (c *call) streamMessage(p *a2a.MessageSendParams) error {
+	ts, from, answered, input, err := c.begin(p)
+	if err != nil {
+		return err
+	}
+	id := a2a.TaskID(ts.RunID)
+	var first a2a.Event = &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: ts.SessionID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	if answered == "" {
+		first = &a2a.Task{ID: id, ContextID: ts.SessionID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+			History: []*a2a.Message{userMessage(id, ts.SessionID, "prompt", input)}}
+	}
+	if err := c.emit(first); err != nil {
+		return err
+	}
+	return c.follow(ts, from, answered, c.translator(id, ts.SessionID))
+}
+
+// translator is a translator of task id in session that shows a custom question's response
+// schema as the session keeps it (asked once, when a question needs it).
+func (c *call) translator(id a2a.TaskID, session string) *translator {
+	tr := newTranslator(id, session)
+	var schemas map[string]json.RawMessage
+	asked := false
+	tr.schema = func(requestID string) json.RawMessage {
+		if !asked {
+			asked = true
+			if v, err := c.h.svc.View(c.ctx(), session); err == nil {
+				schemas = v.Schemas
+			}
+		}
+		return schemas[requestID]
+	}
+	return tr
+}
+
+// begin starts the turn a message asks for: a prompt turn of the endpoint's agent (no taskId),
+// or the answer to the open question of the task it names. It returns the turn, where its
+// response begins, the answered question's token ("" for a prompt) and the prompt's input.
+func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, string, json.RawMessage, error) {
+	var ts sessions.TurnStarted
+	m := p.Message
+	if m == nil || m.Role != a2a.MessageRoleUser {
+		return ts, 0, "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, `params.message must be a message of role "user".`)
+	}
+	text, data, err := content(m)
+	if err != nil {
+		return ts, 0, "", nil, err
+	}
+	turnID := ""
+	if len(m.ID) <= 128 && protocol.CheckID("messageId", m.ID) == nil {
+		turnID = m.ID // a message sent again (same messageId) gets its turn back, not a second run
+	}
+	if m.TaskID == "" {
+		session := m.ContextID
+		if session == "" {
+			session = "session-" + uuid.NewString()
+		}
+		input, _ := json.Marshal(text)
+		if data != nil {
+			input, _ = json.Marshal(data)
+		}
+		if err := c.h.authorize(c.r, sessions.Access{Action: "start", SessionID: session, Workflow: c.agent}); err != nil {
+			return ts, 0, "", nil, err
+		}
+		tr := sessions.TurnRequest{ClientTurnID: turnID, Workflow: c.agent, Input: input}
+		if c.h.o.Owner != nil {
+			tr.Owner = c.h.o.Owner(c.r)
+		}
+		ts, err = c.h.svc.Start(c.ctx(), session, tr)
+		return ts, 0, "", input, err
+	}
+	rec, err := c.task(m.TaskID, "answer")
+	if err != nil {
+		return ts, 0, "", nil, err
+	}
+	if m.ContextID != "" && m.ContextID != rec.session {
+		return ts, 0, "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "Task %s belongs to context %s, not %s.", m.TaskID, rec.session, m.ContextID)
+	}
+	if rec.closed != "" {
+		return ts, 0, "", nil, rpcFail(codeInvalidRequest, contracts.CodeInvalidRequest, "Task %s is %s and cannot be continued: send the message without taskId to start a new task in the same context.", m.TaskID, rec.closed)
+	}
+	view, err := kortyx.Query(c.ctx(), c.h.o.Client, string(m.TaskID))
+	if err != nil {
+		return ts, 0, "", nil, err
+	}
+	if view.Pending == nil {
+		return ts, 0, "", nil, rpcFail(codeInvalidRequest, contracts.CodeSessionBusy, "Task %s is working and asks nothing yet: answer it when it is input-required.", m.TaskID)
+	}
+	answer := contracts.Response{Token: view.Pending.Token, RequestID: view.Pending.RequestID, Text: text}
+	if data != nil {
+		answer.Text = ""
+		if sel, ok := selected(data); ok {
+			answer.Selected = sel
+		} else {
+			answer.Value, _ = json.Marshal(data)
+		}
+	}
+	// A reader that leaves does not stop the task (it resubscribes).
+	ts, err = c.h.svc.Answer(c.ctx(), rec.session, answer, sessions.AnswerOptions{ClientTurnID: turnID, Continue: true})
+	return ts, ts.Begin, answer.Token, nil, err
+}
+
+// content is what a message says: its text parts joined by new lines, or its one data part.
+// File parts are refused (UnsupportedContentType).
+func content(m *a2a.Message) (string, map[string]any, error) {
+	var texts []string
+	var data map[string]any
+	for _, p := range m.Parts {
+		switch p := p.(type) {
+		case a2a.TextPart:
+			texts = append(texts, p.Text)
+		case a2a.DataPart:
+			if data != nil {
+				return "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "Send at most one data part in a message.")
+			}
+			data = p.Data
+			if data == nil {
+				data = map[string]any{}
+			}
+		default:
+			return "", nil, rpcFail(codeContentType, contracts.CodeInvalidRequest, "File parts are not accepted: send text or one data part.")
+		}
+	}
+	text := strings.TrimSpace(strings.Join(texts, "\n"))
+	switch {
+	case data != nil && text != "":
+		return "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "Send either text or one data part, not both.")
+	case data == nil && text == "":
+		return "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "The message has no text and no data part.")
+	}
+	return text, data, nil
+}
+
+// selected reads a data part {"selected": id or [ids]}: the answer to a choice question.
+func selected(data map[string]any) ([]string, bool) {
+	v, ok := data["selected"]
+	if !ok || len(data) != 1 {
+		return nil, false
+	}
+	switch v := v.(type) {
+	case string:
+		return []string{v}, true
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, s := range v {
+			str, ok := s.(string)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, str)
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// follow reads the response of ts from offset from to its done; with tr, it emits the events
+// of each chunk (and keep-alives).
+func (c *call) follow(ts sessions.TurnStarted, from int64, answered string, tr *translator) error {
+	rd, err := c.h.svc.Follow(c.ctx(), ts.SessionID, ts, from, sessions.FollowOptions{Idle: c.idle, Answered: answered})
+	for err == nil {
+		var e stream.Entry
+		e, err = rd.Next(c.ctx())
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, stream.ErrIdle):
+			err = c.emit(nil)
+		case err == nil && tr != nil:
+			for _, ev := range tr.events(e) {
+				if err = c.emit(ev); err != nil {
+					break
+				}
+			}
+		}
+	}
+	return err
+}
+
+// get serves tasks/get.
+func (c *call) get(id a2a.TaskID, historyLength *int) (*a2a.Task, error) {
+	rec, err := c.task(id, "read")
+	if err != nil {
+		return nil, err
+	}
+	t, _, _, err := c.build(id, rec)
+	if err == nil && historyLength != nil && *historyLength < len(t.History) {
+		t.History = t.History[len(t.History)-max(*historyLength, 0):]
+	}
+	return t, err
+}
+
+// cancel serves tasks/cancel: a task that waits for an answer is answered with a cancel; a
+// working one is stopped (its run cancelled). It returns the task once its run has ended.
+func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
+	rec, err := c.task(id, "stop")
+	if err != nil {
+		return nil, err
+	}
+	if rec.closed != "" {
+		return nil, rpcFail(codeNotCancelable, contracts.CodeInvalidRequest, "Task %s is already %s.", id, rec.closed)
+	}
+	view, err := kortyx.Query(c.ctx(), c.h.o.Client, string(id))
+	if err != nil {
+		return nil, err
+	}
+	if p := view.Pending; p != nil {
+		_, err = c.h.svc.Answer(c.ctx(), rec.session, contracts.Response{Token: p.Token, RequestID: p.RequestID, Cancel: true}, sessions.AnswerOptions{})
+	} else {
+		var stopped string
+		if stopped, err = c.h.svc.Stop(c.ctx(), rec.session, string(id)); err == nil && stopped == "" {
+			err = rpcFail(codeNotCancelable, contracts.CodeInvalidRequest, "Task %s is not the active turn of its context: it cannot be cancelled from here.", id)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx(), cancelWait)
+	defer cancel()
+	_ = c.h.o.Client.GetWorkflow(ctx, string(id), "").Get(ctx, nil) // its end: the cancellation
+	if rec, err = c.reread(id); err != nil {
+		return nil, err
+	}
+	t, _, _, err := c.build(id, rec)
+	return t, err
+}
+
+// resubscribe serves tasks/resubscribe: the task as it is, then, while a response is being
+// written, its events from the broker until its end.
+func (c *call) resubscribe(id a2a.TaskID) error {
+	rec, err := c.task(id, "read")
+	if err != nil {
+		return err
+	}
+	t, tr, last, err := c.build(id, rec)
+	if err != nil {
+		return err
+	}
+	if err := c.emit(t); err != nil || t.Status.State != a2a.TaskStateWorking {
+		return err
+	}
+	v, err := c.h.svc.View(c.ctx(), rec.session)
+	if err != nil || v.Active == nil || v.Active.RunID != string(id) {
+		return err // no turn of this task is running: nothing more comes without a message
+	}
+	return c.follow(sessions.TurnStarted{SessionID: rec.session, RunID: string(id), TurnIndex: v.Active.TurnIndex}, last, "", tr)
+}
+
+// record is what a task's run history says: its session, its prompt, the answers it got (by
+// request id) and, once it ended, its final state.
+type record struct {
+	session string
+	input   json.RawMessage
+	answers map[string]contracts.Response
+	closed  a2a.TaskState
+}
+
+// task opens task id for action: it reads the start of its run (its session and agent), asks
+// the authorization hook about action on that session, then reads the rest of the run's
+// history. An id that is not a run of a session of the endpoint's agent is TaskNotFound, once
+// the hook was asked with no session: a refused caller learns nothing of which runs exist, and
+// costs one history call (its first page; only the start is decoded), never the whole history.
+func (c *call) task(id a2a.TaskID, action string) (record, error) {
+	it, rec, err := c.open(id)
+	if err := c.h.authorize(c.r, sessions.Access{Action: action, SessionID: rec.session}); err != nil {
+		return rec, err
+	}
+	if err != nil {
+		return rec, err
+	}
+	return rec, c.read(it, &rec)
+}
+
+// reread is the record of task id again (after task authorized it).
+func (c *call) reread(id a2a.TaskID) (record, error) {
+	it, rec, err := c.open(id)
+	if err != nil {
+		return rec, err
+	}
+	return rec, c.read(it, &rec)
+}
+
+// open reads the first event of task id's run history, its start: the record it begins (the
+// session and the prompt) and the history's iterator after it. TaskNotFound (with no session in
+// the record) unless the run is one of a session of the endpoint's agent.
+func (c *call) open(id a2a.TaskID) (client.HistoryEventIterator, record, error) {
+	rec := record{answers: map[string]contracts.Response{}}
+	notFound := rpcFail(codeTaskNotFound, contracts.CodeNotFound, "Task %q not found.", id)
+	if id == "" || protocol.CheckID("id", string(id)) != nil {
+		return nil, rec, notFound
+	}
+	it := c.h.o.Client.GetWorkflowHistory(c.ctx(), string(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, rec, notFound
+	}
+	ev, err := it.Next()
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, rec, notFound
+		}
+		return nil, rec, err
+	}
+	a := ev.GetWorkflowExecutionStartedEventAttributes()
+	var start protocol.RunStart
+	if a.GetWorkflowType().GetName() != contracts.RunWorkflowName || !c.fromPayloads(a.GetInput(), &start) ||
+		start.Session == nil || start.Session.SessionID == "" || start.Workflow != c.agent {
+		return nil, rec, notFound // not the run of a session turn of this agent
+	}
+	rec.session, rec.input = start.Session.SessionID, start.Input
+	return it, rec, nil
+}
+
+// read reads the rest of a run's history into rec: the answers and the run's end.
+func (c *call) read(it client.HistoryEventIterator, rec *record) error {
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return err
+		}
+		switch a := ev.Attributes.(type) {
+		case *historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes:
+			var r contracts.Response
+			if a.WorkflowExecutionSignaledEventAttributes.GetSignalName() == contracts.RespondName &&
+				c.fromPayloads(a.WorkflowExecutionSignaledEventAttributes.GetInput(), &r) {
+				rec.answers[r.RequestID] = r
+			}
+		case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
+			in := a.WorkflowExecutionUpdateAcceptedEventAttributes.GetAcceptedRequest().GetInput()
+			var r contracts.Response
+			if in.GetName() == contracts.RespondName && c.fromPayloads(in.GetArgs(), &r) {
+				rec.answers[r.RequestID] = r
+			}
+		case *historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes:
+			rec.closed = a2a.TaskStateCompleted
+		case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
+			rec.closed = a2a.TaskStateCanceled
+		case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes, *historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes,
+			*historypb.HistoryEvent_WorkflowExecutionTimedOutEventAttributes:
+			rec.closed = a2a.TaskStateFailed
+		}
+	}
+	return nil
+}
+
+// fromPayloads decodes the first payload of p into v with the history's data converter.
+func (c *call) fromPayloads(p *commonpb.Payloads, v any) bool {
+	return p != nil && len(p.Payloads) > 0 && c.h.o.DataConverter.FromPayloads(p, v) == nil
+}
+
+// build is task id as its record and its run's stream say: the history (the prompt, each
+// response's closing message, the answers), the artifacts and the state. It also returns the
+// translator that read the stream and the offset it read up to.
+func (c *call) build(id a2a.TaskID, rec record) (*a2a.Task, *translator, int64, error) {
+	entries, err := c.h.o.Broker.Read(c.ctx(), string(id), 0, 0)
+	if err != nil && contracts.CodeOf(err) != contracts.CodeStreamGone {
+		return nil, nil, 0, err
+	}
+	tr := c.translator(id, rec.session)
+	t := &a2a.Task{ID: id, ContextID: rec.session, Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
+		History: []*a2a.Message{userMessage(id, rec.session, "prompt", rec.input)}}
+	var last int64
+	ended := false // the stream's last chunk ended a response
+	for _, e := range entries {
+		last, ended = e.Offset, e.Chunk.Type == contracts.ChunkDone
+		for _, ev := range tr.events(e) {
+			fold(t, ev, rec.answers)
+		}
+	}
+	switch {
+	case rec.closed != "" && t.Status.State != rec.closed:
+		t.Status = a2a.TaskStatus{State: rec.closed}
+	case rec.closed != "":
+	case ended && t.Status.State == a2a.TaskStateInputRequired && answeredAll(t.Status.Message, rec.answers):
+		t.Status = a2a.TaskStatus{State: a2a.TaskStateWorking} // answered: the next response is being written
+	case !ended:
+		t.Status.State = a2a.TaskStateWorking
+		if st, err := c.h.svc.RunState(c.ctx(), string(id)); err == nil && st.Phase == "waiting" && len(entries) == 0 {
+			t.Status = a2a.TaskStatus{State: a2a.TaskStateInputRequired} // its stream is gone
+		}
+	}
+	return t, tr, last, nil
+}

@@ -1,0 +1,291 @@
+package aisdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/internal/temporalhealth"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+)
+
+// wire is the name of this wire in [sessions.Access].
+const wire = "aisdk"
+
+// streamHeader is the response header that marks a UI message stream (UI_MESSAGE_STREAM_HEADERS
+// of `ai`).
+const streamHeader = "X-Vercel-Ai-Ui-Message-Stream"
+
+// Options configure [New].
+type Options struct {
+	// Client reaches Temporal (required).
+	Client client.Client
+	// Broker is where the runs' streams are read (required): the workers' broker.
+	Broker stream.Broker
+	// TaskQueue of sessions and runs (default contracts.DefaultTaskQueue).
+	TaskQueue string
+	// DefaultAgent runs the first turn of a chat whose request names no agent.
+	DefaultAgent string
+	// MaxCheckpoints per new session (default 50).
+	MaxCheckpoints int
+	// Authorize runs before any work, with what the request does ([sessions.Access], Wire
+	// "aisdk"): return a *contracts.Error with CodeUnauthorized or CodeForbidden (any other
+	// error refuses with FORBIDDEN). Required unless AllowUnauthenticated. The chat id is not
+	// proof of ownership: check the session against the authenticated caller
+	// ([sessions.Service.Owner]).
+	Authorize func(r *http.Request, a sessions.Access) error
+	// AllowUnauthenticated accepts requests without Authorize (development only).
+	AllowUnauthenticated bool
+	// Owner, when set, names the authenticated caller of a request: a session's first turn
+	// makes its caller the session's owner, and the session refuses prompt turns of another
+	// one (FORBIDDEN), as on every wire. Answers and stops carry no owner: check them in
+	// Authorize against sessions.Service.Owner.
+	Owner func(r *http.Request) string
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// CORS, when set, lets browser apps on other origins call the routes (a chat.CORS: the
+	// same type and rules as the chat route's; nil: off). Mount the routes for OPTIONS too.
+	CORS *httpapi.CORS
+	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
+	// chunk to send; 0 means every 15 s, a negative value disables them.
+	KeepAlive time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler serves the AI SDK's chat transport: POST a chat request, get the turn's response as
+// a UI message stream; GET <path>/{id}/stream reattaches to the chat's running turn (204 when
+// none runs).
+type Handler struct {
+	o   Options
+	svc *sessions.Service
+}
+
+// New checks the options and returns the handler.
+func New(o Options) (*Handler, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("kortyx aisdk: Options.Client is required")
+	case o.Broker == nil:
+		return nil, errors.New("kortyx aisdk: Options.Broker is required (the stream broker the workers publish to)")
+	case o.Authorize == nil && !o.AllowUnauthenticated:
+		return nil, errors.New("kortyx aisdk: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = contracts.DefaultTaskQueue
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = httpapi.DefaultMaxBody
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, MaxCheckpoints: o.MaxCheckpoints, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{o: o, svc: svc}, nil
+}
+
+// ServeHTTP serves a chat request (POST) or a reconnect (GET, the path ending in
+// "/{id}/stream").
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.CORS.Serve(w, r, "GET, POST") {
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost:
+		h.post(w, r)
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stream"):
+		h.resume(w, r)
+	default:
+		w.Header().Set("Allow", "POST, GET")
+		h.fail(w, r, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest,
+			"Use POST to send a chat request, GET %s/{id}/stream to reattach.", strings.TrimSuffix(r.URL.Path, "/")))
+	}
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	httpapi.WriteError(w, r, h.o.Logger, status, err)
+}
+
+func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
+	if h.o.Authorize == nil {
+		return nil
+	}
+	return httpapi.Refusal(h.o.Authorize(r, a))
+}
+
+// post starts the turn a chat request asks for (a prompt or an answer) and streams its response.
+func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	req, t, err := parseRequest(r, h.o.MaxBodyBytes)
+	if err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	a := sessions.Access{Wire: wire, Action: "start", SessionID: req.ID, Workflow: req.Agent}
+	if t.Answer != nil {
+		a = sessions.Access{Wire: wire, Action: "answer", SessionID: req.ID}
+	}
+	if err := h.authorize(r, a); err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	var ts sessions.TurnStarted
+	var known map[string]bool
+	var answered string
+	if t.Answer == nil {
+		ts, err = h.start(r, req, t.Text)
+	} else {
+		answered = t.Answer.Token
+		if t.ToolCallID != "" {
+			known = map[string]bool{t.ToolCallID: t.Approved}
+		}
+		// The request id names the answer's turn: the same answer sent again reattaches to it.
+		ts, err = h.svc.Answer(r.Context(), req.ID, *t.Answer, sessions.AnswerOptions{ClientTurnID: clientTurnID(t.Answer.RequestID), Continue: true})
+	}
+	if err != nil {
+		h.fail(w, r, 0, temporalError(r.Context(), err))
+		return
+	}
+	from := ts.Begin
+	if t.Answer == nil {
+		from = 0 // a prompt's run is new: its response starts the stream
+	}
+	h.stream(w, r, req.ID, ts, from, answered, known)
+}
+
+// start starts a prompt turn (or reattaches to it: the user message's id names the turn).
+func (h *Handler) start(r *http.Request, req *request, text string) (sessions.TurnStarted, error) {
+	input, _ := json.Marshal(text)
+	last := req.Messages[len(req.Messages)-1]
+	tr := sessions.TurnRequest{ClientTurnID: clientTurnID(last.ID), Workflow: req.Agent, Input: input, Context: req.Context}
+	if h.o.Owner != nil {
+		tr.Owner = h.o.Owner(r)
+	}
+	ts, err := h.svc.Start(r.Context(), req.ID, tr)
+	if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.Agent == "" && h.o.DefaultAgent != "" {
+		tr.Workflow = h.o.DefaultAgent
+		ts, err = h.svc.Start(r.Context(), req.ID, tr)
+	}
+	return ts, err
+}
+
+// clientTurnID is id when it can name a turn ("" otherwise: the turn is not reattachable).
+func clientTurnID(id string) string {
+	if len(id) > 128 || protocol.CheckID("clientTurnId", id) != nil {
+		return ""
+	}
+	return id
+}
+
+// resume reattaches to the chat's running turn: its response from the beginning (the
+// transport replays it), or 204 when no turn runs.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if id == "" {
+		rest := strings.TrimSuffix(r.URL.Path, "/stream")
+		id = rest[strings.LastIndexByte(rest, '/')+1:]
+	}
+	if err := checkID(id); err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	if err := h.authorize(r, sessions.Access{Wire: wire, Action: "read", SessionID: id}); err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	v, err := h.svc.View(r.Context(), id)
+	if contracts.CodeOf(err) == contracts.CodeInvalidSession || (err == nil && v.Active == nil) {
+		w.WriteHeader(http.StatusNoContent) // no such chat, or no turn runs
+		return
+	}
+	if err != nil {
+		h.fail(w, r, 0, temporalError(r.Context(), err))
+		return
+	}
+	a := v.Active
+	ts := sessions.TurnStarted{SessionID: id, RunID: a.RunID, TurnIndex: a.TurnIndex, Begin: a.Begin}
+	h.stream(w, r, id, ts, a.Begin, a.Token, nil)
+}
+
+// stream writes the response of turn ts, read from offset from, as a UI message stream: the
+// one loop of a wire (sessions.Reader), each chunk mapped by the response's mapper.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string, ts sessions.TurnStarted, from int64, answered string, known map[string]bool) {
+	m := newMapper(known)
+	var schemas map[string]json.RawMessage
+	asked := false
+	m.schema = func(requestID string) json.RawMessage { // asked once, when a question needs it
+		if !asked {
+			asked = true
+			if v, err := h.svc.View(r.Context(), session); err == nil {
+				schemas = v.Schemas
+			}
+		}
+		return schemas[requestID]
+	}
+	w.Header().Set(streamHeader, "v1")
+	sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
+	if err == nil {
+		err = sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: session})
+	}
+	if err != nil {
+		return // the client left
+	}
+	idle := sw.KeepAliveInterval()
+	var rd *sessions.Reader
+	rd, err = h.svc.Follow(r.Context(), session, ts, from, sessions.FollowOptions{Idle: idle, Answered: answered})
+	for err == nil {
+		var e stream.Entry
+		e, err = rd.Next(r.Context())
+		switch {
+		case errors.Is(err, stream.ErrIdle):
+			err = sw.KeepAlive()
+		case err == nil:
+			err = sw.Event(e.Offset, e.Chunk)
+		}
+	}
+	if sw.Err() != nil || r.Context().Err() != nil {
+		return // the client left; the run goes on, and a reconnect reattaches
+	}
+	if !errors.Is(err, io.EOF) {
+		var fail contracts.Chunk
+		if contracts.CodeOf(err) == contracts.CodeStreamGone {
+			h.o.Logger.Warn("kortyx aisdk: the run's stream is gone", "run", ts.RunID, "error", err)
+			f := httpapi.Public(err)
+			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
+		} else {
+			fail = httpapi.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
+		}
+		_ = sw.Event(0, fail)
+		_ = sw.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
+	}
+	_ = sw.Done()
+}
+
+// temporalError turns an error that says Temporal is unreachable into TEMPORAL_UNAVAILABLE
+// (while the request is live); other errors are returned as they are.
+func temporalError(ctx context.Context, err error) error {
+	var ke *contracts.Error
+	if ctx.Err() != nil || errors.As(err, &ke) {
+		return err
+	}
+	var gone *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	if errors.As(err, &gone) || errors.As(err, &deadline) {
+		return temporalhealth.Unavailable(err)
+	}
+	return err
+}

@@ -1,0 +1,615 @@
+// Command load is the load test over Redis of make bench (docs/performance.md, "Load over
+// Redis"): for each level of concurrent chat sessions it starts, as real processes, one
+// redis-server, two workers and two --api-only API processes (bench/cmd/loadworker, the worker
+// program with the load agent), on one Temporal dev server; then N sessions at once, half on
+// each API process, each streaming a slow answer of -chunks text deltas (one every -interval)
+// through the chat route, a quarter of them answering an approval first. Then, for levels up to
+// -baseline-max, the same N sessions against one process with the in-memory broker (worker and
+// API together), the baseline of the added latency.
+//
+// Per level it measures: provider delta → client latency (p50, p99; each delta carries the
+// provider's clock), turns per second, API-process RSS per open stream, Redis memory per stream
+// while live and after the stream retention (INFO memory), CPU per turn for each role (utime +
+// stime of /proc/<pid>/stat) and errors. It prints one "Load {json}" line per level and
+// variant, and the table; any error makes it exit 1 after printing.
+//
+//	go run ./bench/cmd/load [-levels 100,300,1000] [-chunks 200] [-interval 20ms] [-baseline-max 300]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/devserver"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/test/kortyxwire"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	levels := flag.String("levels", "100,300,1000", "comma-separated numbers of concurrent sessions")
+	chunks := flag.Int("chunks", 200, "text deltas per answer")
+	interval := flag.Duration("interval", 20*time.Millisecond, "time between two deltas of an answer (20ms: 50 deltas a second)")
+	retention := flag.Duration("retention", 30*time.Second, "KORTYX_STREAM_RETENTION of the processes (how long a finished stream stays in Redis)")
+	levelTimeout := flag.Duration("level-timeout", 10*time.Minute, "time limit of one level's sessions")
+	baselineMax := flag.Int("baseline-max", 300, "also run each level up to this many sessions against one process with the in-memory broker (0: none)")
+	flag.Parse()
+	var ns []int
+	for _, s := range strings.Split(*levels, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 4 {
+			fmt.Fprintf(os.Stderr, "load: -levels: %q is not a number of sessions (at least 4)\n", s)
+			os.Exit(2)
+		}
+		ns = append(ns, n)
+	}
+	l := &loadTest{chunks: *chunks, interval: *interval, retention: *retention, timeout: *levelTimeout}
+	results, err := l.run(ns, *baselineMax)
+	fmt.Println(table(results))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+type loadTest struct {
+	chunks    int
+	interval  time.Duration
+	retention time.Duration
+	timeout   time.Duration
+	bin       string // the loadworker binary
+	dir       string // logs, redis dir
+	srv       *devserver.Server
+}
+
+// result is one level of one variant.
+type result struct {
+	Variant  string  `json:"variant"` // "redis" (2 workers, 2 API processes) or "memory" (one process)
+	Sessions int     `json:"sessions"`
+	Chunks   int     `json:"chunks"`
+	Interval string  `json:"interval"`
+	Seconds  float64 `json:"seconds"` // first request sent → last session done
+	TurnsPS  float64 `json:"turnsPerSecond"`
+	// Latency of provider delta → client, over every delta of every session (ms).
+	P50 float64 `json:"p50ms"`
+	P99 float64 `json:"p99ms"`
+	Max float64 `json:"maxms"`
+	// Over1s counts the deltas that took more than a second (of Deltas, every delta read).
+	Over1s int `json:"over1s"`
+	Deltas int `json:"deltas"`
+	// PeakOpen is the largest number of streams open at one sample (every 250 ms).
+	PeakOpen int `json:"peakOpen"`
+	// APIRSSBaseMB is the API processes' VmRSS summed before the sessions; APIRSSPerStreamKB is
+	// (the largest sum sampled − base) ÷ PeakOpen.
+	APIRSSBaseMB      float64 `json:"apiRssBaseMB"`
+	APIRSSPeakMB      float64 `json:"apiRssPeakMB"`
+	APIRSSPerStreamKB float64 `json:"apiRssPerStreamKB"`
+	// Redis used_memory before the sessions (MB), then per session of the level (KB, minus
+	// that base): the largest sampled while they ran, once every session is done, and after
+	// the retention has passed.
+	RedisBaseMB        float64 `json:"redisBaseMB,omitempty"`
+	RedisLivePerKB     float64 `json:"redisLivePerSessionKB,omitempty"`
+	RedisDonePerKB     float64 `json:"redisDonePerSessionKB,omitempty"`
+	RedisRetainedPerKB float64 `json:"redisAfterRetentionPerSessionKB,omitempty"`
+	RedisKeysAfter     int64   `json:"redisKeysAfterRetention,omitempty"`
+	// CPUms is CPU time (utime + stime) per turn in ms, by role: worker, api (the two of each
+	// summed; "all" for the one process of the memory variant), redis, temporal (the dev
+	// server), client (this program). CPUPct is each role's CPU ÷ wall time (100 = one core).
+	CPUms  map[string]float64 `json:"cpuMsPerTurn"`
+	CPUPct map[string]float64 `json:"cpuPct"`
+	Errors int                `json:"errors"`
+	// FirstErrors are up to five error messages.
+	FirstErrors []string `json:"firstErrors,omitempty"`
+}
+
+func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, err
+	}
+	if l.dir, err = os.MkdirTemp("", "kortyx-load-"); err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(l.dir) }()
+	l.bin = filepath.Join(l.dir, "loadworker")
+	build := exec.Command("go", "build", "-o", l.bin, "./bench/cmd/loadworker")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building loadworker: %v\n%s", err, out)
+	}
+	cli, err := devserver.Find(root)
+	if err != nil {
+		return nil, fmt.Errorf("the load test needs the Temporal CLI: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	l.srv, err = devserver.Start(ctx, devserver.Options{BinaryPath: cli, UIPort: -1, SearchAttributes: protocol.SearchAttributeNames()})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = l.srv.Stop() }()
+	var out []result
+	var errs []error
+	for _, n := range levels {
+		variants := []string{"redis"}
+		if n <= baselineMax {
+			variants = append(variants, "memory")
+		}
+		for _, v := range variants {
+			r, err := l.level(v, n)
+			if err != nil {
+				return out, fmt.Errorf("%s level %d: %w", v, n, err)
+			}
+			j, _ := json.Marshal(r)
+			fmt.Println("Load " + string(j))
+			out = append(out, r)
+			if r.Errors > 0 {
+				errs = append(errs, fmt.Errorf("%s level %d: %d errors, first: %v", v, n, r.Errors, r.FirstErrors))
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// proc is a started process of the level.
+type proc struct {
+	role string
+	cmd  *exec.Cmd
+	addr string // its HTTP (API) or health (worker) address
+	done chan struct{}
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (l *loadTest) start(role string, env []string, args ...string) (*proc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p := &proc{role: role, addr: addr, done: make(chan struct{})}
+	name := args
+	switch role {
+	case "redis":
+		p.cmd = exec.Command(name[0], append(name[1:], "--port", addr[strings.LastIndexByte(addr, ':')+1:])...)
+	default:
+		p.cmd = exec.Command(l.bin, args...)
+		if role == "worker" {
+			env = append(env, "KORTYX_HEALTH_ADDR="+addr)
+		} else {
+			env = append(env, "KORTYX_HTTP_ADDR="+addr)
+		}
+	}
+	p.cmd.Env = append(os.Environ(), env...)
+	logf, err := os.Create(filepath.Join(l.dir, fmt.Sprintf("%s-%s.log", role, strings.ReplaceAll(addr, ":", "_"))))
+	if err != nil {
+		return nil, err
+	}
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.done) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ready bool
+		if role == "redis" {
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			ready = c.Ping(context.Background()).Err() == nil
+			_ = c.Close()
+		} else {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if err == nil {
+				ready = resp.StatusCode == http.StatusOK
+				resp.Body.Close()
+			}
+		}
+		if ready {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			log, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("%s exited at start:\n%s", role, log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			log, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("%s not ready within a minute:\n%s", role, log)
+		}
+	}
+}
+
+// level runs n sessions on a fresh set of processes of variant.
+func (l *loadTest) level(variant string, n int) (result, error) {
+	r := result{Variant: variant, Sessions: n, Chunks: l.chunks, Interval: l.interval.String(),
+		CPUms: map[string]float64{}, CPUPct: map[string]float64{}}
+	queue := "kortyx-load-" + uuid.NewString()
+	env := []string{"TEMPORAL_ADDRESS=" + l.srv.Address(), "KORTYX_TASK_QUEUE=" + queue,
+		"KORTYX_BENCH_CHUNKS=" + strconv.Itoa(l.chunks), "KORTYX_BENCH_CHUNK_INTERVAL=" + l.interval.String(),
+		"KORTYX_FAKE_MODELS=1", "KORTYX_LOG_LEVEL=warn", "KORTYX_STREAM_RETENTION=" + l.retention.String()}
+	var procs []*proc
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop()
+		}
+	}()
+	add := func(role string, env []string, args ...string) (*proc, error) {
+		p, err := l.start(role, env, args...)
+		if err == nil {
+			procs = append(procs, p)
+		}
+		return p, err
+	}
+	var apis []*proc
+	var rdb *redis.Client
+	if variant == "redis" {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			return r, fmt.Errorf("the load test needs redis-server: %w", err)
+		}
+		rp, err := add("redis", nil, bin, "--bind", "127.0.0.1", "--dir", l.dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
+		if err != nil {
+			return r, err
+		}
+		rdb = redis.NewClient(&redis.Options{Addr: rp.addr})
+		defer func() { _ = rdb.Close() }()
+		env = append(env, "KORTYX_REDIS_URL=redis://"+rp.addr+"/0")
+		for range 2 {
+			if _, err := add("worker", env); err != nil {
+				return r, err
+			}
+		}
+		for range 2 {
+			p, err := add("api", env, "--api-only")
+			if err != nil {
+				return r, err
+			}
+			apis = append(apis, p)
+		}
+	} else {
+		p, err := add("all", append(env, "KORTYX_STREAM_MAX_RUNS="+strconv.Itoa(4*n+256)))
+		if err != nil {
+			return r, err
+		}
+		apis = append(apis, p)
+	}
+	// Warm up: a few sessions per API process, outside the measurement.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
+	for i := range 2 * len(apis) {
+		s := l.session(client, apis[i%len(apis)].addr, i%2 == 0, new(atomic.Int64))
+		if s.err != nil {
+			return r, fmt.Errorf("warm-up session: %w", s.err)
+		}
+	}
+	time.Sleep(time.Second)
+	rss0 := sumRSS(apis)
+	r.APIRSSBaseMB = float64(rss0) / 1e6
+	var redis0 int64
+	if rdb != nil {
+		redis0 = redisMemory(rdb)
+		r.RedisBaseMB = float64(redis0) / 1e6
+	}
+	cpu0 := cpuTicks(procs, l.srv.PID())
+
+	var open atomic.Int64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	var peakRSS, peakRedis int64
+	go func() { // the largest figures of the samples
+		defer close(sampled)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+			}
+			r.PeakOpen = max(r.PeakOpen, int(open.Load()))
+			peakRSS = max(peakRSS, sumRSS(apis))
+			if rdb != nil {
+				peakRedis = max(peakRedis, redisMemory(rdb))
+			}
+		}
+	}()
+	sessions := make([]sessionResult, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			sessions[i] = l.session(client, apis[i%len(apis)].addr, i%4 == 0, &open)
+		}()
+	}
+	t0 := time.Now()
+	close(start)
+	wg.Wait()
+	wall := time.Since(t0)
+	close(stopSampling)
+	<-sampled
+	cpu1 := cpuTicks(procs, l.srv.PID())
+
+	r.Seconds = wall.Seconds()
+	r.TurnsPS = float64(n) / wall.Seconds()
+	var lat []float64
+	for _, s := range sessions {
+		lat = append(lat, s.latencies...)
+		if s.err != nil {
+			r.Errors++
+			if len(r.FirstErrors) < 5 {
+				r.FirstErrors = append(r.FirstErrors, s.err.Error())
+			}
+		}
+	}
+	slices.Sort(lat)
+	r.P50, r.P99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	if len(lat) > 0 {
+		r.Max = round2(lat[len(lat)-1])
+	}
+	r.Deltas = len(lat)
+	for _, v := range lat {
+		if v > 1000 {
+			r.Over1s++
+		}
+	}
+	r.APIRSSPeakMB = float64(peakRSS) / 1e6
+	if r.PeakOpen > 0 {
+		r.APIRSSPerStreamKB = float64(peakRSS-rss0) / 1024 / float64(r.PeakOpen)
+	}
+	if rdb != nil {
+		r.RedisLivePerKB = float64(peakRedis-redis0) / 1024 / float64(n)
+	}
+	for role, ticks := range cpu1 {
+		d := float64(ticks-cpu0[role]) * 10 // ms, at 100 ticks per second
+		r.CPUms[role] = round2(d / float64(n))
+		r.CPUPct[role] = round2(100 * d / 1000 / wall.Seconds())
+	}
+	if rdb != nil {
+		r.RedisDonePerKB = float64(redisMemory(rdb)-redis0) / 1024 / float64(n)
+		time.Sleep(l.retention + 3*time.Second) // the measurement waits for the retention
+		r.RedisRetainedPerKB = float64(redisMemory(rdb)-redis0) / 1024 / float64(n)
+		r.RedisKeysAfter, _ = rdb.DBSize(context.Background()).Result()
+	}
+	return r, nil
+}
+
+// sessionResult is one session's outcome.
+type sessionResult struct {
+	latencies []float64 // ms, one per delta
+	err       error
+}
+
+// session runs one chat session: the prompt (with approve: the question, then its answer) and
+// the streamed answer, counting the stream open while it reads it.
+func (l *loadTest) session(c *http.Client, addr string, approve bool, open *atomic.Int64) sessionResult {
+	ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	defer cancel()
+	id := uuid.NewString()
+	prompt := "tell me a long story"
+	if approve {
+		prompt = "please approve, then tell me a long story"
+	}
+	msgs := []kortyxwire.Message{{Role: "user", Content: prompt}}
+	var res sessionResult
+	for round := 0; round < 2; round++ {
+		ask, n, err := l.post(ctx, c, addr, id, msgs, open, &res.latencies)
+		if err != nil {
+			res.err = fmt.Errorf("session %s: %w", id, err)
+			return res
+		}
+		if ask == nil {
+			if n != l.chunks {
+				res.err = fmt.Errorf("session %s: %d of %d deltas reached the client", id, n, l.chunks)
+			}
+			return res
+		}
+		if !approve || round > 0 {
+			res.err = fmt.Errorf("session %s: an unexpected question", id)
+			return res
+		}
+		msgs = append(msgs, kortyxwire.Message{Role: "assistant", Content: ""}, kortyxwire.Answer(ask, []string{"approve"}, ""))
+	}
+	res.err = fmt.Errorf("session %s: no answer after the approval", id)
+	return res
+}
+
+// post sends one chat request and reads its response to done: the question it asked (nil if
+// none) and the number of timestamped deltas, whose latencies it appends to lat.
+func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session string, msgs []kortyxwire.Message, open *atomic.Int64, lat *[]float64) (kortyxwire.Chunk, int, error) {
+	body, _ := json.Marshal(map[string]any{"sessionId": session, "workflowId": "bench-load", "messages": msgs, "context": map[string]any{}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, err
+	}
+	req.Header.Set("content-type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, 0, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	open.Add(1)
+	defer open.Add(-1)
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var ask kortyxwire.Chunk
+	n := 0
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return ask, n, fmt.Errorf("the stream ended before done: %w", err)
+		}
+		payload, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: ")
+		if !ok {
+			continue
+		}
+		now := time.Now().UnixNano()
+		if strings.TrimSpace(payload) == "[DONE]" {
+			return ask, n, errors.New("[DONE] before a done chunk")
+		}
+		var ch kortyxwire.Chunk
+		if err := json.Unmarshal([]byte(payload), &ch); err != nil {
+			return ask, n, fmt.Errorf("a malformed event %q: %w", payload, err)
+		}
+		switch ch.Type() {
+		case "text-delta":
+			for _, f := range strings.Fields(ch.String("delta")) {
+				sent, err := strconv.ParseInt(f, 10, 64)
+				if err != nil {
+					return ask, n, fmt.Errorf("a delta that is not a timestamp: %q", f)
+				}
+				*lat = append(*lat, float64(now-sent)/1e6)
+				n++
+			}
+		case "interrupt":
+			ask = ch
+		case "error":
+			return ask, n, fmt.Errorf("an error chunk: %s", ch.String("message"))
+		case "done":
+			return ask, n, nil
+		}
+	}
+}
+
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(sorted)-1))
+	return round2(sorted[i])
+}
+
+func round2(v float64) float64 { return float64(int64(v*100+0.5)) / 100 }
+
+// sumRSS is the processes' VmRSS summed, in bytes.
+func sumRSS(ps []*proc) int64 {
+	var sum int64
+	for _, p := range ps {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+				sum += kb << 10
+			}
+		}
+	}
+	return sum
+}
+
+// cpuTicks is utime + stime (clock ticks) by role: the processes of the level, the dev server
+// and this program.
+func cpuTicks(ps []*proc, temporal int) map[string]int64 {
+	out := map[string]int64{"temporal": ticks(temporal), "client": ticks(os.Getpid())}
+	for _, p := range ps {
+		out[p.role] += ticks(p.pid())
+	}
+	return out
+}
+
+func ticks(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	rest := string(raw[bytes.LastIndexByte(raw, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64) // utime: field 14 of stat
+	s, _ := strconv.ParseInt(f[12], 10, 64) // stime: field 15
+	return u + s
+}
+
+func redisMemory(c *redis.Client) int64 {
+	info, err := c.Info(context.Background(), "memory").Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("no go.mod above %s", wd)
+		}
+	}
+}
+
+// table is the results as a markdown table.
+func table(rs []result) string {
+	var b strings.Builder
+	b.WriteString("| Sessions | Variant | Turns/s | p50 ms | p99 ms | Peak open | API RSS/stream KB | Redis live KB/stream | Redis after retention KB/session | CPU ms/turn worker | api | redis | temporal | Errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		worker, api := r.CPUms["worker"], r.CPUms["api"]
+		if r.Variant == "memory" {
+			worker, api = r.CPUms["all"], r.CPUms["all"]
+		}
+		fmt.Fprintf(&b, "| %d | %s | %.1f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d |\n",
+			r.Sessions, r.Variant, r.TurnsPS, r.P50, r.P99, r.PeakOpen, r.APIRSSPerStreamKB, r.RedisLivePerKB, r.RedisRetainedPerKB,
+			worker, api, r.CPUms["redis"], r.CPUms["temporal"], r.Errors)
+	}
+	return b.String()
+}

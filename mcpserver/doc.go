@@ -1,0 +1,17 @@
+// Package mcpserver is the MCP wire: an MCP server over streamable HTTP (the MCP go-sdk)
+// whose tools are the agents of a registry. A tools/call is a turn of a Kortyx session (a new
+// session per call unless its _meta names one, "kortyx/sessionId"); its result is the run's
+// result (structuredContent when the agent has an object output schema); a question of the
+// run is an elicitation/create request whose answer resumes the run; streamed text, status
+// and tool calls are progress notifications when the call has a progress token; a client's
+// notifications/cancelled cancels the run. A call naming a session whose question is open
+// asks it again, from any API process: the session and the broker hold the state. The
+// mapping and what is not mapped: docs/mcp-server.md.
+//
+//	h, err := mcpserver.New(mcpserver.Options{Client: c, Broker: broker, Registry: reg,
+//		Authorize: func(r *http.Request, a sessions.Access) error { return checkCaller(r, a) }})
+//	if err != nil {
+//		return err
+//	}
+//	mux.Handle("/mcp", h)
+package mcpserver

@@ -1,0 +1,342 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/client"
+)
+
+// Options configure [New].
+type Options struct {
+	// Client reaches Temporal (required).
+	Client client.Client
+	// Broker is where the runs' streams are read (required): the workers' broker.
+	Broker stream.Broker
+	// Registry holds the agents served as tools (required): the worker's registry.
+	Registry *workflows.Registry
+	// TaskQueue of new sessions and their runs (default contracts.DefaultTaskQueue).
+	TaskQueue string
+	// Authorize runs before tools/list (Action "read", no session) and before a call touches
+	// a session: "start" for a new turn (Workflow: the tool's agent); for a call naming a
+	// session, "read" first (its open question is looked up), then "answer" when it has one.
+	// Its request carries the headers of the POST that carried the message (the go-sdk hands a
+	// tool handler the headers, not the request): method POST and path "/mcp" whatever the
+	// mount, no body. Refuse with a *contracts.Error of
+	// CodeUnauthorized or CodeForbidden (any other error refuses with FORBIDDEN). Required
+	// unless AllowUnauthenticated.
+	Authorize func(r *http.Request, a sessions.Access) error
+	// AllowUnauthenticated accepts requests without Authorize (development only).
+	AllowUnauthenticated bool
+	// Owner, when set, names the authenticated caller of a request: a session's first turn
+	// makes its caller the session's owner, and the session refuses prompt turns of another
+	// one (FORBIDDEN), as on every wire. Answers and stops carry no owner: check them in
+	// Authorize against sessions.Service.Owner.
+	Owner func(r *http.Request) string
+	// MaxBodyBytes bounds request bodies (default 1 MiB); a larger one is refused with a
+	// JSON-RPC error of code INVALID_REQUEST (HTTP 400), as on every wire.
+	MaxBodyBytes int64
+	// SessionTimeout closes an MCP session (the go-sdk keeps each in this process's memory)
+	// after no request came for that long (default 1 h); its runs are not touched.
+	SessionTimeout time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler is the MCP server: streamable HTTP (POST, GET and DELETE on one path) with one
+// tool per agent of the registry.
+type Handler struct {
+	o     Options
+	svc   *sessions.Service
+	tools map[string]*agentTool
+	mcp   http.Handler
+}
+
+// agentTool is one agent served as a tool.
+type agentTool struct {
+	def *workflows.Definition
+	// wrapped is set when the agent's input is not an object: the tool's arguments are
+	// {"input": value} (or {"message": text} without an input schema).
+	wrapped string
+	output  bool // the agent has an object output schema: results carry structuredContent
+}
+
+// toolName is the MCP tool name rule (SEP-986): 1 to 128 of A-Z, a-z, 0-9, _, - and '.'.
+var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// New checks the options and returns the MCP server over the session service. An agent whose
+// id is not a valid MCP tool name is not served (logged).
+func New(o Options) (*Handler, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("kortyx mcpserver: Options.Client is required")
+	case o.Broker == nil:
+		return nil, errors.New("kortyx mcpserver: Options.Broker is required (the stream broker the workers publish to)")
+	case o.Registry == nil:
+		return nil, errors.New("kortyx mcpserver: Options.Registry is required: its agents are the tools")
+	case o.Authorize == nil && !o.AllowUnauthenticated:
+		return nil, errors.New("kortyx mcpserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = httpapi.DefaultMaxBody
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = time.Hour
+	}
+	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{o: o, svc: svc, tools: map[string]*agentTool{}}
+	sdkLog := slog.New(warnings{o.Logger.Handler()}) // the SDK logs every session at info
+	srv := mcp.NewServer(&mcp.Implementation{Name: "kortyx", Version: "1"}, &mcp.ServerOptions{Logger: sdkLog})
+	for _, def := range o.Registry.Workflows() {
+		if !toolName.MatchString(def.ID) {
+			o.Logger.Warn("kortyx mcpserver: agent not served: its id is not a valid MCP tool name (1-128 of A-Z a-z 0-9 _ - .)", "agent", def.ID)
+			continue
+		}
+		t, tool := newTool(def)
+		h.tools[def.ID] = t
+		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return h.call(ctx, t, req)
+		})
+	}
+	srv.AddReceivingMiddleware(h.authorizeList)
+	h.mcp = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes, EventStore: mcp.NewMemoryEventStore(nil),
+		SessionTimeout: o.SessionTimeout})
+	return h, nil
+}
+
+// newTool maps an agent to its tool: input schema from the agent's (an object schema as it
+// is; another one under "input"; none: {"message": string}), output schema when the agent's
+// is an object schema.
+func newTool(def *workflows.Definition) (*agentTool, *mcp.Tool) {
+	t := &agentTool{def: def}
+	tool := &mcp.Tool{Name: def.ID, Description: def.Description}
+	if tool.Description == "" {
+		tool.Description = "Runs the Kortyx agent " + def.ID + "."
+	}
+	switch {
+	case def.InputSchema == nil:
+		t.wrapped = "message"
+		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"The user message."}},"required":["message"]}`)
+	case schemaType(def.InputSchema.Raw()) == "object":
+		tool.InputSchema = def.InputSchema.Raw()
+	default:
+		t.wrapped = "input"
+		tool.InputSchema = json.RawMessage(`{"type":"object","properties":{"input":` + string(def.InputSchema.Raw()) + `},"required":["input"]}`)
+	}
+	if def.OutputSchema != nil && schemaType(def.OutputSchema.Raw()) == "object" {
+		t.output = true
+		tool.OutputSchema = def.OutputSchema.Raw()
+	}
+	return t, tool
+}
+
+func schemaType(raw json.RawMessage) string {
+	var s struct {
+		Type any `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	typ, _ := s.Type.(string)
+	return typ
+}
+
+// input returns the run's input of a call's arguments, or a JSON-RPC invalid-params error
+// (code INVALID_INPUT) when they do not match the tool's input schema.
+func (t *agentTool) input(args json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	var in json.RawMessage = args
+	if t.wrapped != "" {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(args, &obj) != nil {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, contracts.Errorf(contracts.CodeInvalidInput, "The arguments must be a JSON object."))
+		}
+		v, ok := obj[t.wrapped]
+		if !ok {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
+				Issues: []contracts.Issue{{Path: []any{t.wrapped}, Code: "required", Message: t.wrapped + " is required"}}})
+		}
+		in = v
+		if t.wrapped == "message" {
+			var s string
+			if json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) == "" {
+				return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
+					Issues: []contracts.Issue{{Path: []any{"message"}, Code: "invalid_type", Message: "message must be a non-empty string"}}})
+			}
+			in, _ = json.Marshal(strings.TrimSpace(s))
+		}
+	}
+	if t.def.InputSchema != nil {
+		if issues := t.def.InputSchema.ValidateJSON(in); len(issues) > 0 {
+			return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput,
+				Message: "The arguments do not match the tool's input schema.", Issues: issues})
+		}
+	}
+	return in, nil
+}
+
+// protocolError is a JSON-RPC error of code with err's safe descriptor as its data.
+func protocolError(code int64, err error) error {
+	f := publicFailure(err)
+	data, _ := json.Marshal(f)
+	return &jsonrpc.Error{Code: code, Message: f.Message, Data: data}
+}
+
+// publicFailure is the failure descriptor a client is shown for err (no cause).
+func publicFailure(err error) contracts.Failure {
+	f := contracts.FailureOf(err)
+	f.Cause = nil
+	return f
+}
+
+// request is the request the hooks see for a call: the headers of the POST that carried it,
+// method POST and path "/mcp" whatever the mount (the go-sdk hands a tool handler the
+// headers, not the request).
+func (h *Handler) request(ctx context.Context, hdr http.Header) *http.Request {
+	r := (&http.Request{Method: http.MethodPost, URL: &url.URL{Path: "/mcp"}, Header: hdr.Clone()}).WithContext(ctx)
+	if r.Header == nil {
+		r.Header = http.Header{}
+	}
+	return r
+}
+
+// access runs the Authorize hook for a request with header hdr.
+func (h *Handler) access(ctx context.Context, hdr http.Header, a sessions.Access) error {
+	if h.o.Authorize == nil {
+		return nil
+	}
+	return httpapi.Refusal(h.o.Authorize(h.request(ctx, hdr), a))
+}
+
+// authorizeList asks Authorize before tools/list: a refusal is a JSON-RPC error.
+func (h *Handler) authorizeList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" && h.o.Authorize != nil {
+			var hdr http.Header
+			if extra := req.GetExtra(); extra != nil {
+				hdr = extra.Header
+			}
+			if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "read"}); err != nil {
+				return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// ServeHTTP serves the streamable HTTP transport. A body over MaxBodyBytes, or one that is not
+// a JSON-RPC message ([checkMessage]), is refused with a JSON-RPC error (HTTP 400, data code
+// INVALID_REQUEST: the body rule of every wire) before the SDK reads it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Method == http.MethodPost {
+		body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, err)
+			return
+		}
+		if code, err := checkMessage(body); err != nil {
+			writeError(w, http.StatusBadRequest, code, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	h.mcp.ServeHTTP(w, r)
+}
+
+// checkMessage checks the shape of a POST body before the SDK reads it (the SDK answers a
+// malformed one with its internal text): valid JSON (else JSON-RPC parse error), one JSON-RPC
+// message or a non-empty array of them, each an object whose "jsonrpc" is "2.0", whose
+// "method" (when present) is a string, whose "id" (when present) is a string or an integer
+// (the SDK refuses a null one with its own text) and whose "params" (when present) is an
+// object or array (else invalid request). The data code is INVALID_REQUEST.
+func checkMessage(body []byte) (int64, error) {
+	if !json.Valid(body) {
+		return jsonrpc.CodeParseError, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is not valid JSON; send one JSON-RPC 2.0 message.")
+	}
+	body = bytes.TrimSpace(body)
+	msgs := []json.RawMessage{body}
+	if len(body) > 0 && body[0] == '[' {
+		if json.Unmarshal(body, &msgs) != nil || len(msgs) == 0 {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is an empty array; send one JSON-RPC 2.0 message.")
+		}
+	}
+	for _, m := range msgs {
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(m, &msg) != nil || msg == nil {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body must be a JSON-RPC 2.0 message: a JSON object.")
+		}
+		if string(msg["jsonrpc"]) != `"2.0"` {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "jsonrpc" must be "2.0".`)
+		}
+		var method string
+		if v, ok := msg["method"]; ok && (v[0] != '"' || json.Unmarshal(v, &method) != nil) {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "method" must be a string.`)
+		}
+		if v, ok := msg["id"]; ok && !validID(v) {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "id" must be a string or an integer (a notification has none).`)
+		}
+		if v, ok := msg["params"]; ok && v[0] != '{' && v[0] != '[' {
+			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "params" must be an object.`)
+		}
+	}
+	return 0, nil
+}
+
+// validID reports whether a JSON-RPC id is a string or an integer.
+func validID(v json.RawMessage) bool {
+	var id any
+	d := json.NewDecoder(bytes.NewReader(v))
+	d.UseNumber()
+	if d.Decode(&id) != nil {
+		return false
+	}
+	switch id := id.(type) {
+	case string:
+		return true
+	case json.Number:
+		_, err := id.Int64()
+		return err == nil
+	}
+	return false
+}
+
+// writeError writes a JSON-RPC error response without an id (the request was not read).
+func writeError(w http.ResponseWriter, status int, code int64, err error) {
+	f := publicFailure(err)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": f.Message, "data": f}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+	_, _ = fmt.Fprintln(w)
+}
+
+// warnings passes on the records of warning level and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}

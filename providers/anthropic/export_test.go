@@ -1,0 +1,7 @@
+package anthropic
+
+// For the tests of anthropic_test.
+const (
+	DefaultBaseURL   = defaultBaseURL
+	DefaultMaxTokens = defaultMaxTokens
+)

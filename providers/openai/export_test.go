@@ -1,0 +1,4 @@
+package openai
+
+// For the tests of openai_test.
+const DefaultBaseURL = defaultBaseURL

@@ -1,0 +1,404 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/kortyx-go/kortyx"
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/digest"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/stream"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Options configure [New].
+type Options struct {
+	// Client reaches Temporal (required).
+	Client client.Client
+	// Broker is where the runs' streams are read: the workers' broker. Without one, answers
+	// record no offset and [Service.Follow] fails.
+	Broker stream.Broker
+	// TaskQueue of new sessions and their runs (default [contracts.DefaultTaskQueue]).
+	TaskQueue string
+	// MaxCheckpoints kept per new session (default 50).
+	MaxCheckpoints int
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Service is the session service: every call of a chat's turns and checkpoints, over the
+// session workflow ([protocol.SessionWorkflowName]) and the broker. Safe for concurrent use.
+type Service struct {
+	o Options
+}
+
+// New checks the options and returns the service.
+func New(o Options) (*Service, error) {
+	if o.Client == nil {
+		return nil, errors.New("kortyx sessions: Options.Client is required")
+	}
+	if o.TaskQueue == "" {
+		o.TaskQueue = contracts.DefaultTaskQueue
+	}
+	return &Service{o: o}, nil
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.o.Logger == nil {
+		return slog.Default()
+	}
+	return s.o.Logger
+}
+
+// checkSession checks a session id against the one id rule ([protocol.CheckID]): an id
+// Temporal cannot carry fails here, with INVALID_SESSION, rather than in a gRPC header.
+func checkSession(sessionID string) error {
+	if err := protocol.CheckID("sessionId", sessionID); err != nil {
+		return &contracts.Error{Code: contracts.CodeInvalidSession, Message: err.Message, Issues: err.Issues}
+	}
+	return nil
+}
+
+// brokerPingTimeout bounds the broker check before a turn.
+const brokerPingTimeout = 2 * time.Second
+
+// CheckBroker checks the broker's store when the broker can be pinged (the Redis broker; the
+// in-memory one has no store): a turn whose chunks cannot be delivered is not started, on any
+// wire. The error is STREAM_UNAVAILABLE (retryable, HTTP 503), its message naming no address.
+// [Service.Start] and [Service.Answer] call it; a wire calls it itself only to refuse a turn
+// before work of its own (the chat route, before its callbacks).
+func (s *Service) CheckBroker(ctx context.Context) error {
+	p, ok := s.o.Broker.(interface{ Ping(context.Context) error })
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, brokerPingTimeout)
+	defer cancel()
+	if err := p.Ping(ctx); err != nil {
+		return &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Err: err,
+			Message: "The stream store (Redis) does not answer, so no turn was started; try again shortly."}
+	}
+	return nil
+}
+
+// inputFix is what to do about an input over the payload limit.
+const inputFix = "send less: pass large documents by reference (a URL or an id the tools can read) instead of inline"
+
+// Start starts a prompt turn of a session, creating the session workflow on its first turn
+// (update-with-start). The turn runs as a new run from the session's head state; a turn already
+// active fails with SESSION_BUSY — unless it has the same ClientTurnID, in which case its run is
+// returned (Reattached) rather than started twice. A broker that can be pinged (Redis) and does
+// not answer fails it with STREAM_UNAVAILABLE before anything is sent (also in [Service.Answer]). A ClientTurnID the session remembers, sent
+// with another input, fails with CLIENT_TURN_CONFLICT (Start sets req.Digest). The response
+// begins the run's stream.
+func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) (TurnStarted, error) {
+	var out TurnStarted
+	if err := checkSession(sessionID); err != nil {
+		return out, err
+	}
+	if err := protocol.CheckPayload("the turn request", req, inputFix); err != nil {
+		return out, err
+	}
+	if err := s.CheckBroker(ctx); err != nil {
+		return out, err
+	}
+	req.Digest = ""
+	if req.ClientTurnID != "" {
+		req.Digest = digest.Prompt(req)
+	}
+	c := s.o.Client
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       protocol.SessionWorkflowID(sessionID),
+		TaskQueue:                s.o.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(sessionID)),
+	}, protocol.SessionWorkflowName, protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints})
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: protocol.SessionStartTurnUpdate,
+			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, h.Get(ctx, &out)
+}
+
+// AnswerOptions are the options of [Service.Answer]; the zero value works.
+type AnswerOptions struct {
+	// ClientTurnID and Reconnect are as in [TurnRequest]: the same ClientTurnID
+	// reattaches to the answer's turn; another answer under a ClientTurnID the session
+	// remembers fails with CLIENT_TURN_CONFLICT.
+	ClientTurnID string
+	Reconnect    bool
+	// Continue keeps the turn when the caller leaves (ctx ends) while a session that predates
+	// carried answers has the answer delivered by the caller; by default the turn is stopped.
+	Continue bool
+}
+
+// Answer answers an open question of a session with one update of the session: the session
+// checks the answer against the question (a refused answer writes nothing), claims the answer
+// turn and delivers the answer to the question's run. The result's Begin is where the
+// response begins in the run's stream (read from the broker while the run waited). A turn
+// reattached by its ClientTurnID returns the turn's run and Begin, from any process.
+func (s *Service) Answer(ctx context.Context, sessionID string, answer contracts.Response, opts AnswerOptions) (TurnStarted, error) {
+	if err := checkSession(sessionID); err != nil {
+		return TurnStarted{}, err
+	}
+	if err := protocol.CheckPayload("the answer", answer, "give a shorter answer"); err != nil {
+		return TurnStarted{}, err
+	}
+	if err := s.CheckBroker(ctx); err != nil {
+		return TurnStarted{}, err
+	}
+	req := protocol.ResumeTurnRequest{Token: answer.Token, RequestID: answer.RequestID, ClientTurnID: opts.ClientTurnID, Reconnect: opts.Reconnect,
+		Answer: &answer}
+	if opts.ClientTurnID != "" {
+		// Another answer under the same ClientTurnID is refused (CLIENT_TURN_CONFLICT), not
+		// taken for a retry of this one.
+		req.Digest = digest.Answer(answer)
+	}
+	if s.o.Broker != nil {
+		// The run waits for this answer, so its stream is quiet: what comes after its end is
+		// the answer's response. (A query: it writes nothing to history.)
+		if run := s.questionRun(ctx, sessionID, answer.Token); run != "" {
+			from, err := s.o.Broker.Last(ctx, run)
+			if err != nil {
+				return TurnStarted{}, err
+			}
+			req.StreamRun, req.From = run, from
+		}
+	}
+	var ts TurnStarted
+	if err := s.update(ctx, sessionID, protocol.SessionResumeTurnUpdate, req, &ts); err != nil {
+		return ts, err
+	}
+	switch {
+	case ts.Reattached:
+		if !ts.Ended && !ts.Delivered {
+			// A turn claimed by a session from before carried answers, whose first request may
+			// have left before its answer reached the run: deliver it again (the update id runs
+			// once).
+			_, _ = kortyx.RespondAndWait(ctx, s.o.Client, ts.RunID, answerUpdateID(opts.ClientTurnID), answer)
+		}
+		if ts.Begin == 0 {
+			ts.Begin, _ = s.answeredAt(ctx, ts.RunID, answer.Token, 0)
+		}
+		if ts.Begin == 0 {
+			return ts, &contracts.Error{Code: contracts.CodeNotFound, Message: "The response to this answer is no longer in the stream."}
+		}
+		return ts, nil
+	case !ts.Delivered:
+		return s.deliver(ctx, sessionID, ts, answer, opts)
+	}
+	if ts.Begin == 0 {
+		// A run restored by a rollback or fork asks its question again at its start: the
+		// response starts after that question's done.
+		from := int64(0)
+		if req.StreamRun == ts.RunID {
+			from = req.From
+		}
+		ts.Begin, _ = s.answeredAt(ctx, ts.RunID, answer.Token, from)
+	}
+	return ts, nil
+}
+
+// deliver delivers the answer of a turn that a session from before carried answers claimed:
+// by update on the run, releasing the turn when the run refuses it.
+func (s *Service) deliver(ctx context.Context, sessionID string, ts TurnStarted, answer contracts.Response, opts AnswerOptions) (TurnStarted, error) {
+	bg := context.WithoutCancel(ctx)
+	if s.o.Broker != nil {
+		from, err := s.o.Broker.Last(ctx, ts.RunID)
+		if err != nil {
+			_ = s.abort(bg, sessionID, ts.RunID)
+			return ts, err
+		}
+		ts.Begin = from
+	}
+	if _, err := kortyx.RespondAndWait(ctx, s.o.Client, ts.RunID, answerUpdateID(opts.ClientTurnID), answer); err != nil {
+		switch {
+		case contracts.FailureOf(err).Category == "request":
+			// The run refused the answer (or is gone): the question is open again.
+			_ = s.abort(bg, sessionID, ts.RunID)
+		case ctx.Err() != nil && !opts.Continue:
+			_, _ = s.Stop(bg, sessionID, ts.RunID)
+		}
+		return ts, err
+	}
+	if at, err := s.answeredAt(ctx, ts.RunID, answer.Token, ts.Begin); err == nil {
+		ts.Begin = at
+	}
+	return ts, nil
+}
+
+func answerUpdateID(clientTurnID string) string {
+	if clientTurnID == "" {
+		return ""
+	}
+	return "turn-" + clientTurnID
+}
+
+// abort releases the active turn of runID whose answer was refused: its question is open again.
+func (s *Service) abort(ctx context.Context, sessionID, runID string) error {
+	var ok bool
+	return s.update(ctx, sessionID, protocol.SessionAbortTurnUpdate, runID, &ok)
+}
+
+// questionRun asks the session which run asks the question of token ("" when it cannot say).
+func (s *Service) questionRun(ctx context.Context, sessionID, token string) string {
+	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionQuestionQuery, token)
+	if err != nil {
+		return "" // a session without the query (an older worker), or none: the update decides
+	}
+	var run string
+	if res.Get(&run) != nil {
+		return ""
+	}
+	return run
+}
+
+// answeredAt returns the offset after which the response to the question of token begins in
+// the run's stream, when the question was asked after offset from: the done that follows the
+// question's (last) interrupt chunk; from when it was not asked again after from.
+func (s *Service) answeredAt(ctx context.Context, runID, token string, from int64) (int64, error) {
+	if s.o.Broker == nil {
+		return from, nil
+	}
+	entries, err := s.o.Broker.Read(ctx, runID, from, 0)
+	if err != nil {
+		return from, err
+	}
+	asked := false
+	at := from
+	for _, e := range entries {
+		switch {
+		case e.Chunk.Type == contracts.ChunkInterrupt && e.Chunk.ResumeToken == token:
+			asked = true
+		case asked && e.Chunk.Type == contracts.ChunkDone:
+			at, asked = e.Offset, false
+		}
+	}
+	return at, nil
+}
+
+// update sends an update to an existing session.
+func (s *Service) update(ctx context.Context, sessionID, name string, arg, out any) error {
+	if err := checkSession(sessionID); err != nil {
+		return err
+	}
+	h, err := s.o.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: protocol.SessionWorkflowID(sessionID),
+		UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return sessionNotFound(sessionID, err)
+	}
+	return h.Get(ctx, out)
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+func sessionNotFound(sessionID string, err error) error {
+	if isNotFound(err) {
+		return &contracts.Error{Code: contracts.CodeInvalidSession, Message: fmt.Sprintf("Session %q does not exist (or has ended).", sessionID), Err: err}
+	}
+	return err
+}
+
+// Stop cancels the session's active run and returns its id ("" when no turn was active).
+// With runID "" it stops whatever turn is active (a Stop button); else only the turn of runID
+// (a reader of that turn left): it returns runID, or "" when another turn, or none, is active.
+func (s *Service) Stop(ctx context.Context, sessionID, runID string) (string, error) {
+	var stopped string
+	return stopped, s.update(ctx, sessionID, protocol.SessionStopUpdate, strings.TrimSpace(runID), &stopped)
+}
+
+// Rollback makes a checkpoint the session's head (spec F5.4).
+func (s *Service) Rollback(ctx context.Context, sessionID, checkpointID string) (RollbackResult, error) {
+	var out RollbackResult
+	return out, s.update(ctx, sessionID, protocol.SessionRollbackUpdate, checkpointID, &out)
+}
+
+// Fork copies a checkpoint into a new session (spec F5.5).
+func (s *Service) Fork(ctx context.Context, sessionID string, req ForkRequest) (ForkResult, error) {
+	var out ForkResult
+	return out, s.update(ctx, sessionID, protocol.SessionForkUpdate, req, &out)
+}
+
+// View returns a session's checkpoints (summaries, oldest first), head, active turn and open
+// questions (it needs a running worker).
+func (s *Service) View(ctx context.Context, sessionID string) (SessionView, error) {
+	var v SessionView
+	if err := checkSession(sessionID); err != nil {
+		return v, err
+	}
+	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionQueryName)
+	if err != nil {
+		return v, sessionNotFound(sessionID, err)
+	}
+	return v, res.Get(&v)
+}
+
+// Owner returns the owner of a session ([TurnRequest].Owner) from its workflow's
+// memo, without a worker: "" when the session does not exist, has not accepted a turn yet, or
+// has no owner. The owner never changes once set, so checking it before acting on a session is
+// free of races; a prompt to an unclaimed session is checked by the session itself.
+func (s *Service) Owner(ctx context.Context, sessionID string) (string, error) {
+	if err := checkSession(sessionID); err != nil {
+		return "", err
+	}
+	d, err := s.o.Client.DescribeWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "")
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	var owner string
+	if p := d.RawResponse.GetWorkflowExecutionInfo().GetMemo().GetFields()[protocol.SessionOwnerMemo]; p != nil {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingJSON {
+			// Encoded by a payload codec (package codec) that this function cannot undo: ask the
+			// session, whose answer the client decodes with its own data converter.
+			v, err := s.View(ctx, sessionID)
+			if err != nil {
+				return "", err
+			}
+			return v.Owner, nil
+		}
+		if err := converter.GetDefaultDataConverter().FromPayload(p, &owner); err != nil {
+			return "", fmt.Errorf("kortyx: the owner memo of session %q cannot be read: %w", sessionID, err)
+		}
+	}
+	return owner, nil
+}
+
+// Checkpoint returns one checkpoint of a session without its state, or NOT_FOUND.
+func (s *Service) Checkpoint(ctx context.Context, sessionID, checkpointID string) (Checkpoint, error) {
+	var cp Checkpoint
+	if err := checkSession(sessionID); err != nil {
+		return cp, err
+	}
+	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionCheckpointQueryName, checkpointID)
+	if err != nil {
+		return cp, sessionNotFound(sessionID, err)
+	}
+	if err := res.Get(&cp); err != nil {
+		return cp, err
+	}
+	if cp.ID == "" {
+		return cp, &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Checkpoint %q not found in session %q.", checkpointID, sessionID)}
+	}
+	return cp, nil
+}

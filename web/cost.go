@@ -1,0 +1,67 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/kortyx-go/kortyx/providers"
+)
+
+// Price is what a model's tokens cost, per million, in the unit of the operator's table (no
+// currency is assumed and no price is built in: prices change, the table is yours).
+type Price struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead,omitempty"`
+	CacheWrite float64 `json:"cacheWrite,omitempty"`
+}
+
+// LoadPrices reads a price table: a JSON object of Price by "provider:model"
+// ({"openai:gpt-4.1-mini": {"input": 0.4, "output": 1.6}}), the file KORTYX_PRICES names.
+func LoadPrices(path string) (map[string]Price, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: the price table (KORTYX_PRICES): %w", err)
+	}
+	var t map[string]Price
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("kortyx: the price table %s (KORTYX_PRICES) must be a JSON object of {input, output, cacheRead?, cacheWrite?} per million tokens by \"provider:model\": %w", path, err)
+	}
+	return t, nil
+}
+
+// runCost is a trace's cost: its tokens by model, priced by the table.
+type runCost struct {
+	// Total is the sum of the priced models' costs (0 without a table).
+	Total float64 `json:"total"`
+	// Models are the run's models by "provider:model", with their tokens and cost.
+	Models map[string]modelCost `json:"models"`
+	// Unpriced are the models of the run the table has no price for (their cost counts 0).
+	Unpriced []string `json:"unpriced"`
+}
+
+type modelCost struct {
+	Usage providers.Usage `json:"usage"`
+	Cost  float64         `json:"cost"`
+}
+
+// priced returns the cost of usage by model key under prices: each count the provider reported
+// (input, output, cache read, cache write) times its price, per million.
+func priced(usage map[string]providers.Usage, prices map[string]Price) runCost {
+	c := runCost{Models: map[string]modelCost{}, Unpriced: []string{}}
+	for key, u := range usage {
+		p, ok := prices[key]
+		if !ok {
+			c.Unpriced = append(c.Unpriced, key)
+			c.Models[key] = modelCost{Usage: u}
+			continue
+		}
+		cost := (float64(u.Input)*p.Input + float64(u.Output)*p.Output + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+		c.Models[key] = modelCost{Usage: u, Cost: cost}
+		c.Total += cost
+	}
+	slices.Sort(c.Unpriced)
+	return c
+}

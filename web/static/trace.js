@@ -1,0 +1,187 @@
+// The Run trace view (#/runs/<id>): GET /api/runs/{id} drawn as a waterfall on the run's time
+// scale, with the payload viewer, child runs expandable in place (their own GET
+// /api/runs/{childRunId}), rollback and fork from each checkpoint (/api/checkpoints), the
+// Temporal UI link, the cost and Temporal's counts.
+import { $, el, api, shortId, ms, money, timeEl, statusBadge, payload, link, temporalLink, setStatus, json } from "./util.js";
+
+export async function show(r) {
+  const id = r.parts[1];
+  const body = $("trace-body");
+  body.replaceChildren(el("p", { class: "meta" }, "Loading…"));
+  let tl;
+  try { tl = await api(`/api/runs/${encodeURIComponent(id)}`); } catch (e) {
+    body.replaceChildren(el("div", { class: "error", role: "alert", "data-code": e.code }, `${e.code}: ${e.message}`));
+    return;
+  }
+  body.replaceChildren(header(tl), traceBox(tl, 0));
+  body.dataset.run = tl.runId;
+}
+
+function header(tl) {
+  const u = tl.usage || {};
+  const t = tl.temporal || {};
+  const c = tl.cost || { total: 0, models: {}, unpriced: [] };
+  const models = Object.entries(c.models || {}).sort(([a], [b]) => a.localeCompare(b));
+  return el("div", { class: "trace-head" },
+    el("p", { class: "trace-line" }, el("strong", { class: "trace-workflow" }, tl.workflow || "run"), " ", statusBadge(tl.status), " run ", shortId(tl.runId),
+      tl.sessionId ? [" · session ", shortId(tl.sessionId), " ", link("sessions/" + encodeURIComponent(tl.sessionId), "open session")] : null,
+      tl.node ? [" · at node ", el("code", { class: "trace-node" }, tl.node)] : null,
+      " · ", link(`workflows?agent=${encodeURIComponent(tl.workflow)}&run=${encodeURIComponent(tl.runId)}`, "graph", { class: "graph-link" }), " ", temporalLink(tl.runId)),
+    el("div", { class: "figures" },
+      figure("Started", timeEl(tl.startedAt)), figure("Duration", ms(tl.durationMs), "duration"),
+      figure("Tokens", `${u.input || 0} in / ${u.output || 0} out / ${u.total || 0} total`, "tokens"),
+      figure("Model passes", tl.modelPasses, "passes"), figure("Tool calls", tl.toolCalls, "tools"),
+      figure("Cost", money(c.total, c.currency), "cost-total")),
+    el("details", { class: "cost-detail", open: models.length > 0 },
+      el("summary", {}, "Cost by model"),
+      el("div", { class: "table-wrap" }, el("table", { class: "grid cost-table" },
+        el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Model"), el("th", { scope: "col" }, "Input"), el("th", { scope: "col" }, "Output"), el("th", { scope: "col" }, "Cache read"), el("th", { scope: "col" }, "Cost"))),
+        el("tbody", {}, models.map(([k, m]) => el("tr", { "data-model": k }, el("td", {}, k), el("td", { class: "num" }, m.usage.input || 0), el("td", { class: "num" }, m.usage.output || 0),
+          el("td", { class: "num" }, m.usage.cacheRead || 0), el("td", { class: "num model-cost" }, (c.unpriced || []).includes(k) ? "no price" : money(m.cost, c.currency))))))),
+      (c.unpriced || []).length ? el("p", { class: "meta unpriced" }, "Not in the price table: " + c.unpriced.join(", ")) : null),
+    tl.input !== undefined || tl.output !== undefined ? el("div", { class: "run-payloads" },
+      tl.input !== undefined ? payload("input", tl.input) : null, tl.output !== undefined ? payload("output", tl.output) : null) : null,
+    el("details", { class: "temporal-counts" }, el("summary", {}, `Temporal: ${t.events || 0} events, ${t.activities || 0} activities, ${t.updates || 0} updates, ${t.signalsReceived || 0} signals`),
+      el("dl", {}, Object.entries(t).map(([k, v]) => [el("dt", {}, k), el("dd", { "data-count": k }, String(v))]))));
+}
+
+function figure(label, value, cls) {
+  return el("div", { class: "figure" + (cls ? " " + cls : "") }, el("span", { class: "figure-label" }, label), el("span", { class: "figure-value" }, value));
+}
+
+// spans gives each entry its interval on the run's scale: activities and children from their
+// scheduling for their duration, a question until its answer (or until now/the close).
+function spans(tl) {
+  const start = new Date(tl.startedAt).getTime();
+  const end = start + Math.max(tl.durationMs || 0, 1);
+  const answers = new Map();
+  for (const e of tl.entries) if (e.kind === "answer") answers.set(e.requestId, new Date(e.at).getTime());
+  return { start, end, of(e) {
+    const at = new Date(e.at).getTime();
+    if (e.kind === "question") {
+      const a = answers.get(e.requestId);
+      return { from: at, to: a !== undefined ? a : end, open: a === undefined };
+    }
+    if (e.durationMs) return { from: at, to: at + e.durationMs };
+    return { from: at, to: at, point: true };
+  } };
+}
+
+function label(e) {
+  switch (e.kind) {
+    case "started": return "run started";
+    case "ended": return `run ${e.status}`;
+    case "node": return `node ${e.node}`;
+    case "model": return `model ${e.model || "(default)"}${e.node ? " · " + e.node : ""}`;
+    case "tool": return `tool ${e.tool || "(local)"}${e.local ? " · local" : ""}`;
+    case "question": return `question ${(e.question || {}).kind || ""}`;
+    case "answer": return "answer";
+    case "child": return "child run";
+    case "checkpoint": return `checkpoint · turn ${e.turnIndex}`;
+    default: return e.kind;
+  }
+}
+
+function detail(e, tl, depth) {
+  const out = [];
+  switch (e.kind) {
+    case "model": {
+      const u = e.usage || {};
+      out.push(el("span", { class: "tokens" }, `${u.input || 0} in / ${u.output || 0} out`), " · ", el("span", { class: "dur" }, ms(e.durationMs)), e.finishReason ? " · " + e.finishReason : "");
+      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts} attempts`));
+      break;
+    }
+    case "tool":
+      out.push(el("span", { class: "dur" }, ms(e.durationMs)), " · ", el("span", { class: "attempts" }, `attempt${e.attempts > 1 ? "s" : ""} ${e.attempts || 1}`));
+      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts - 1} retr${e.attempts > 2 ? "ies" : "y"}`));
+      if (e.error) out.push(" · ", el("span", { class: "error-text" }, "error"));
+      break;
+    case "question": out.push(el("span", { class: "question-text" }, (e.question || {}).question || "")); break;
+    case "child": out.push(shortId(e.childRunId), " · ", e.status || "running", e.durationMs ? " · " + ms(e.durationMs) : ""); break;
+    case "checkpoint": out.push(shortId(e.checkpointId)); break;
+    case "ended": if (e.error) out.push(el("span", { class: "error-text" }, e.error)); break;
+  }
+  return out;
+}
+
+function payloads(e) {
+  const p = [];
+  if (e.kind === "model") {
+    if (e.text) p.push(payload("text", e.text));
+    p.push(payload("usage", e.usage || {}));
+  }
+  if (e.kind === "tool") {
+    p.push(payload("arguments", e.arguments === undefined ? null : e.arguments));
+    if (e.result !== undefined && e.result !== "") p.push(payload("result", e.result));
+    if (e.error) p.push(payload("error", e.error));
+  }
+  if (e.kind === "question") p.push(payload("question", e.question));
+  if (e.kind === "answer") p.push(payload("answer", e.answer));
+  return p;
+}
+
+// traceBox draws a run's waterfall; depth > 0 for a child drawn inside its parent.
+function traceBox(tl, depth) {
+  const sc = spans(tl);
+  const total = sc.end - sc.start;
+  const pct = (t) => Math.max(0, Math.min(100, ((t - sc.start) / total) * 100));
+  const axis = el("div", { class: "axis", "aria-hidden": "true" }, [0, 25, 50, 75, 100].map((p) => el("span", { style: `left:${p}%` }, ms((total * p) / 100))));
+  const rows = tl.entries.map((e, i) => {
+    const s = sc.of(e);
+    const left = pct(s.from), width = s.point ? 0 : Math.max(pct(s.to) - left, 0.4);
+    const bar = el("div", { class: `bar bar-${e.kind}${s.point ? " point" : ""}${s.open ? " open" : ""}${e.attempts > 1 ? " retried" : ""}${e.error ? " failed" : ""}`,
+      style: `left:${left}%;width:${s.point ? 0 : width}%`, title: `${label(e)}: ${s.point ? "at " : ""}+${ms(s.from - sc.start)}${s.point ? "" : " for " + ms(s.to - s.from)}` });
+    if (e.attempts > 1) for (let a = 1; a < e.attempts; a++) bar.append(el("span", { class: "attempt-mark", style: `left:${(a / e.attempts) * 100}%` }));
+    const pl = payloads(e);
+    const extra = [];
+    if (e.kind === "child") extra.push(childToggle(e, depth));
+    if (e.kind === "checkpoint" && tl.sessionId) extra.push(checkpointActions(e, tl));
+    return el("li", { class: "row", "data-kind": e.kind, "data-index": String(i) },
+      el("div", { class: "row-label" }, el("span", { class: "kind" }, label(e)), " ", el("span", { class: "row-detail" }, detail(e, tl, depth)), extra),
+      el("div", { class: "track" }, bar),
+      pl.length ? el("div", { class: "row-payloads" }, pl) : null,
+      e.kind === "child" ? el("div", { class: "child-box", hidden: true }) : null);
+  });
+  return el("section", { class: "trace" + (depth ? " nested" : ""), "data-run": tl.runId, "aria-label": `Trace of run ${tl.runId}` },
+    depth ? el("p", { class: "trace-line" }, el("strong", { class: "trace-workflow" }, tl.workflow), " ", statusBadge(tl.status), " ", shortId(tl.runId), " · ", ms(tl.durationMs), " · ",
+      link("runs/" + encodeURIComponent(tl.runId), "open")) : null,
+    el("div", { class: "waterfall" }, el("div", { class: "axis-row" }, el("div", { class: "row-label meta" }, "time since start"), el("div", { class: "track" }, axis)),
+      el("ol", { class: "rows" }, rows)));
+}
+
+function childToggle(e, depth) {
+  const b = el("button", { type: "button", class: "small expand", "aria-expanded": "false", "data-child": e.childRunId }, "Expand");
+  b.addEventListener("click", async () => {
+    const box = b.closest("li").querySelector(".child-box");
+    if (b.getAttribute("aria-expanded") === "true") { box.hidden = true; b.setAttribute("aria-expanded", "false"); b.textContent = "Expand"; return; }
+    b.setAttribute("aria-expanded", "true");
+    b.textContent = "Collapse";
+    box.hidden = false;
+    if (!box.dataset.loaded) {
+      box.replaceChildren(el("p", { class: "meta" }, "Loading…"));
+      try {
+        const child = await api(`/api/runs/${encodeURIComponent(e.childRunId)}`);
+        box.replaceChildren(traceBox(child, depth + 1));
+        box.dataset.loaded = "true";
+      } catch (err) { box.replaceChildren(el("div", { class: "error", role: "alert" }, `${err.code}: ${err.message}`)); }
+    }
+  });
+  return [" ", b];
+}
+
+function checkpointActions(e, tl) {
+  const act = async (action) => {
+    try {
+      const res = await api("/api/checkpoints", { action, sessionId: tl.sessionId, checkpointId: e.checkpointId });
+      const out = el("p", { class: "checkpoint-result", role: "status", "data-action": action });
+      if (action === "fork") out.append(`Forked from turn ${e.turnIndex} into session `, shortId(res.sessionId), " ", link("sessions/" + encodeURIComponent(res.sessionId), "open the fork", { class: "fork-link" }));
+      else out.append(`Rolled back session `, shortId(tl.sessionId), ` to turn ${e.turnIndex}.`);
+      out.dataset.session = res.sessionId;
+      const li = document.querySelector(`#trace-body li[data-kind="checkpoint"] button[data-checkpoint="${CSS.escape(e.checkpointId)}"]`);
+      (li ? li.closest("li") : $("trace-body")).append(out);
+      setStatus(action === "fork" ? `Forked into ${res.sessionId}.` : `Rolled back to turn ${e.turnIndex}.`);
+    } catch (err) { setStatus(`${err.code}: ${err.message}`); }
+  };
+  return [" ", el("button", { type: "button", class: "small rollback", "data-checkpoint": e.checkpointId, onclick: () => act("rollback") }, "Roll back"), " ",
+    el("button", { type: "button", class: "small fork", "data-checkpoint": e.checkpointId, onclick: () => act("fork") }, "Fork")];
+}

@@ -1,0 +1,230 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"go.temporal.io/api/workflowservice/v1"
+)
+
+// spend is what a run's model passes used, by price key ("provider:model"), read from its
+// history.
+type spend map[string]providers.Usage
+
+// spendCache keeps the spend of runs whose history does not change: a closed run's, and a
+// waiting run's while its history keeps the length visibility recorded when it began to wait
+// (a waiting run adds no events; an answer changes its status, so its record and length). An
+// API process so reads such a run once, not on every refresh of a list or of the inbox; a
+// running run is read on each request.
+type spendCache struct {
+	mu   sync.Mutex
+	runs map[string]spend
+}
+
+// maxCachedSpends bounds the cache; past it, it starts over (the cost of a miss is one
+// history read).
+const maxCachedSpends = 5000
+
+func (c *spendCache) get(key string) (spend, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.runs[key]
+	return s, ok
+}
+
+func (c *spendCache) put(key string, s spend) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runs == nil || len(c.runs) >= maxCachedSpends {
+		c.runs = map[string]spend{}
+	}
+	c.runs[key] = s
+}
+
+// spendKey is it's key in the spend cache ("" when its spend may still change).
+func spendKey(it runItem) string {
+	switch {
+	case it.ClosedAt != nil:
+		return it.RunID
+	case it.Status == string(contracts.StatusWaiting) && it.historyLength > 0:
+		return fmt.Sprintf("%s@%d", it.RunID, it.historyLength)
+	}
+	return ""
+}
+
+// spendOf returns it's spend: each model pass's usage by model, passes that name no model
+// under the worker's default (o.DefaultModel, else "default").
+func (o Options) spendOf(ctx context.Context, it runItem) (spend, error) {
+	key := spendKey(it)
+	if key != "" && o.cache != nil {
+		if s, ok := o.cache.get(key); ok {
+			return s, nil
+		}
+	}
+	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, it.RunID)
+	if err != nil {
+		return nil, err
+	}
+	s := o.byModel(tl)
+	if key != "" && o.cache != nil {
+		o.cache.put(key, s)
+	}
+	return s, nil
+}
+
+// byModel moves the usage of the passes that named no model to the worker's default model.
+func (o Options) byModel(tl *timeline) spend {
+	s := spend(tl.byModel)
+	if u, ok := s[""]; ok {
+		delete(s, "")
+		key := o.DefaultModel
+		if key == "" {
+			key = "default"
+		}
+		s[key] = protocol.AddUsage(s[key], u)
+	}
+	return s
+}
+
+// total is the sum of a spend's usage.
+func (s spend) total() providers.Usage {
+	var u providers.Usage
+	for _, m := range s {
+		u = protocol.AddUsage(u, m)
+	}
+	return u
+}
+
+// add adds other's usage to s.
+func (s spend) add(other spend) {
+	for k, u := range other {
+		s[k] = protocol.AddUsage(s[k], u)
+	}
+}
+
+// spends fills in the usage and cost of each item, reading at most maxQueries histories at a
+// time. An item whose history cannot be read keeps none (its usage and cost are absent).
+func (o Options) spends(ctx context.Context, items []runItem) []spend {
+	out := make([]spend, len(items))
+	eachAtMost(maxQueries, len(items), func(i int) {
+		it := &items[i]
+		s, err := o.spendOf(ctx, *it)
+		if err != nil {
+			return
+		}
+		it.Usage, it.Cost = o.rowFigures(s)
+		out[i] = s
+	})
+	return out
+}
+
+// rowFigures are a row's usage and cost: s's total and its price under o.Prices.
+func (o Options) rowFigures(s spend) (*providers.Usage, *runCost) {
+	u, c := s.total(), priced(s, o.Prices)
+	return &u, &c
+}
+
+// costRow is one group of GET /api/cost.
+type costRow struct {
+	// Key is the group's agent or session id.
+	Key   string          `json:"key"`
+	Runs  int             `json:"runs"`
+	Usage providers.Usage `json:"usage"`
+	Cost  runCost         `json:"cost"`
+}
+
+// costReport is the answer of GET /api/cost.
+type costReport struct {
+	GroupBy string    `json:"groupBy"`
+	Rows    []costRow `json:"rows"`
+	Total   costRow   `json:"total"`
+	// Truncated says that more runs matched than the report reads (maxCostRuns): the figures
+	// are those of the newest maxCostRuns.
+	Truncated bool `json:"truncated"`
+}
+
+// maxCostRuns bounds the runs one cost report reads.
+const maxCostRuns = 1000
+
+// cost serves GET /api/cost: the tokens and cost of the runs that match the filters of
+// GET /api/runs, grouped by agent or session (groupBy), most expensive first. Each run counts
+// its own model passes (a child run is a run of its own agent).
+func (o Options) cost(r *http.Request) (any, error) {
+	groupBy := r.URL.Query().Get("groupBy")
+	if groupBy == "" {
+		groupBy = "agent"
+	}
+	if groupBy != "agent" && groupBy != "session" {
+		return nil, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Fix the filters.",
+			Issues: []contracts.Issue{{Path: []any{"groupBy"}, Code: "invalid_enum_value", Message: "groupBy must be agent or session"}}}
+	}
+	query, err := runsQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	var items []runItem
+	var token []byte
+	rep := costReport{GroupBy: groupBy, Rows: []costRow{}}
+	for {
+		resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: o.Namespace, PageSize: maxRunPage, NextPageToken: token, Query: query,
+		})
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for _, e := range resp.Executions {
+			if len(items) == maxCostRuns {
+				rep.Truncated = true
+				break
+			}
+			items = append(items, runOf(e, now))
+		}
+		if token = resp.NextPageToken; len(token) == 0 || rep.Truncated {
+			break
+		}
+	}
+	spends := o.spends(r.Context(), items)
+	groups := map[string]spend{}
+	index := map[string]int{}
+	all := spend{}
+	for i, it := range items {
+		key := it.Agent
+		if groupBy == "session" {
+			key = it.SessionID
+		}
+		j, ok := index[key]
+		if !ok {
+			j = len(rep.Rows)
+			index[key] = j
+			rep.Rows = append(rep.Rows, costRow{Key: key})
+			groups[key] = spend{}
+		}
+		rep.Rows[j].Runs++
+		groups[key].add(spends[i])
+		all.add(spends[i])
+	}
+	for i := range rep.Rows {
+		s := groups[rep.Rows[i].Key]
+		rep.Rows[i].Usage, rep.Rows[i].Cost = s.total(), priced(s, o.Prices)
+	}
+	slices.SortStableFunc(rep.Rows, func(a, b costRow) int {
+		if a.Cost.Total != b.Cost.Total {
+			if a.Cost.Total > b.Cost.Total {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	rep.Total = costRow{Key: "total", Runs: len(items), Usage: all.total(), Cost: priced(all, o.Prices)}
+	return rep, nil
+}
