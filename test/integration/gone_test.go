@@ -36,10 +36,17 @@ import (
 type gate struct {
 	stream.Broker
 	drop atomic.Bool
+	// droppedDone counts the done chunks dropped: a response that never reached the broker.
+	droppedDone atomic.Int32
 }
 
 func (g *gate) Publish(ctx context.Context, runID string, chunks ...stream.Keyed) error {
 	if g.drop.Load() {
+		for _, c := range chunks {
+			if c.Chunk.Type == contracts.ChunkDone {
+				g.droppedDone.Add(1)
+			}
+		}
 		return nil
 	}
 	return g.Broker.Publish(ctx, runID, chunks...)
@@ -262,6 +269,9 @@ func TestGoneNextTurnIsNotTheOldOne(t *testing.T) {
 		ask = v.Pending[0]
 		return true
 	})
+	// The session knows the question before the run has published its response: wait until
+	// the whole response (its done) was dropped.
+	eventually(t, 20*time.Second, "the question's response to be dropped", func() bool { return gb.droppedDone.Load() > 0 })
 	gb.drop.Store(false)
 	second := g.chat(t, resumeBody(s, "t2", contracts.Chunk{ResumeToken: ask.Token, RequestID: ask.RequestID}, "Ada", nil))
 	require.Equal(t, []string{"session", "message", "checkpoint", "done"}, types(second.Chunks(t)), second.Body)
