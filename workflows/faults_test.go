@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 )
 
 // dbSecret is what a failing tool's error says: an internal address and a password.
@@ -226,4 +227,34 @@ func TestPlainToolErrorTextIsForTheModelOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(all), "hunter2")
 	require.NotContains(t, string(all), "10.0.3.7")
+}
+
+// TestChunksBeforeAFailedPassAreKept: a structured-data chunk queued before a model pass goes
+// with the pass, which publishes it first. A pass that fails without having published it (here
+// every attempt fails before the activity runs) gives it back to the run: the client still
+// gets it, before the error.
+func TestChunksBeforeAFailedPassAreKept(t *testing.T) {
+	model := fake.New(fake.Text("unreachable"))
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"agent": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{DataType: "plan", Data: map[string]any{"step": 1}}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return reasonNode(hooks.ReasonOptions{ID: "a"}, nil)(ctx, in)
+		},
+	}, "__start__>agent")
+	var attempts atomic.Int32
+	h.env.OnActivity(protocol.ModelActivityName, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in protocol.ModelPassInput) (protocol.ModelPassResult, error) {
+			attempts.Add(1)
+			require.Len(t, in.Chunks, 1, "the queued chunk goes with the pass")
+			return protocol.ModelPassResult{}, temporal.NewNonRetryableApplicationError("the provider refused the request", "PROVIDER_REFUSED", nil)
+		})
+	h.run("agent", "hello")
+
+	_, err := h.result()
+	require.Error(t, err)
+	require.EqualValues(t, 1, attempts.Load())
+	require.Equal(t, []string{"structured-data", "error", "done"}, h.types())
+	require.Equal(t, "plan", h.chunks()[0].DataType)
 }

@@ -217,6 +217,9 @@ const (
 	// versionChunksWithPass: the chunks queued before a model pass are published by the pass
 	// (ModelPassInput.Chunks); before, by a publish local activity of their own.
 	versionChunksWithPass = "kortyx.reason.chunks-with-pass"
+	// versionRequeueFailedPass: the chunks a failed model pass carried go back to the outbox
+	// (the next flush publishes them); before, only when the pass was cancelled.
+	versionRequeueFailedPass = "kortyx.reason.requeue-failed-pass"
 )
 
 // lastPassError is the error of a last pass whose calls cannot finish the call: several returns

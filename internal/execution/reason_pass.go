@@ -177,8 +177,11 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		err = execute(inline)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			s.run.requeue(carried) // perhaps never published: the final flush does (deduplicated)
+		// The carried chunks were perhaps never published (the pass failed before, or its
+		// publish did): the next flush, or the run's final one, publishes them, deduplicated by
+		// their keys. Runs recorded before the version dropped them unless cancelled.
+		if ctx.Err() != nil || (len(carried) > 0 && workflow.GetVersion(ctx, versionRequeueFailedPass, workflow.DefaultVersion, 1) >= 1) {
+			s.run.requeue(carried)
 		}
 		return resp, err
 	}
