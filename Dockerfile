@@ -8,7 +8,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/kortyx-worker ./worker
+# KORTYX_BUILD_TAGS=kortyx_openaionly builds a worker that links the OpenAI wire alone (no
+# Anthropic or Google SDK; docs/running.md, "Providers linked").
+ARG KORTYX_BUILD_TAGS=""
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -tags "$KORTYX_BUILD_TAGS" -ldflags="-s -w" -o /out/kortyx-worker ./worker
 
 # Run stage: no shell, no package manager, a non-root user (uid 65532). Healthchecks use the
 # binary itself: kortyx-worker --probe http://127.0.0.1:8080/readyz.

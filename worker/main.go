@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/app"
-	"github.com/kortyx-go/kortyx/app/allproviders"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/telemetry"
 )
@@ -55,6 +54,6 @@ func run(apiOnly bool, poll, probe string) error {
 		return err
 	}
 	o := chosen.Options() // their agents, tools and scripted fake model
-	o.APIOnly, o.Poll, o.Providers, o.Telemetry = apiOnly, poll, allproviders.FromEnv(), telemetry.FromEnv
+	o.APIOnly, o.Poll, o.Providers, o.Telemetry = apiOnly, poll, modelProviders(), telemetry.FromEnv
 	return app.Run(ctx, app.ConfigFromEnv(), o)
 }

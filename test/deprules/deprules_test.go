@@ -159,6 +159,19 @@ func TestStarterLinksNoHeavyDependency(t *testing.T) {
 	if len(heavy(goList(t, "-deps", module+"/worker"))) == 0 {
 		t.Error("the worker links none of starterForbidden: the rule would see nothing")
 	}
+	// The default worker links the provider SDKs; built with -tags kortyx_openaionly it links
+	// none of them (it keeps telemetry).
+	if !slices.Contains(goList(t, "-deps", module+"/worker"), "google.golang.org/genai") {
+		t.Error("the default worker does not link google.golang.org/genai: the rule below would see nothing")
+	}
+	for _, dep := range goList(t, "-deps", "-tags", "kortyx_openaionly", module+"/worker") {
+		for _, f := range []string{module + "/app/allproviders", module + "/providers/anthropic", module + "/providers/google",
+			"github.com/anthropics/anthropic-sdk-go", "google.golang.org/genai", "cloud.google.com/go", "github.com/google/s2a-go"} {
+			if dep == f || strings.HasPrefix(dep, f+"/") {
+				t.Errorf("the worker built with -tags kortyx_openaionly links %s", dep)
+			}
+		}
+	}
 }
 
 // kernelMayImport are the project packages outside internal/ that the kernel (internal/…) may

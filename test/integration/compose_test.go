@@ -49,6 +49,8 @@ func TestComposeFileStartsTheRoles(t *testing.T) {
 	require.NotNil(t, bin, "the Dockerfile's ENTRYPOINT")
 	require.Contains(t, string(dockerfile), "CGO_ENABLED=0")
 	require.Contains(t, string(dockerfile), "USER nonroot")
+	require.Contains(t, string(dockerfile), "ARG KORTYX_BUILD_TAGS=\"\"\n")
+	require.Contains(t, string(dockerfile), `go build -trimpath -tags "$KORTYX_BUILD_TAGS" `, "docs/running.md, Providers linked")
 
 	port := func(addr string) string {
 		require.True(t, strings.HasPrefix(addr, ":"), "listens on every interface of the container: %q", addr)

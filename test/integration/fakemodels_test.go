@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -38,6 +39,50 @@ func TestWorkerWithoutProviderDoesNotStart(t *testing.T) {
 		"or ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL (anthropic). "+
 		"To answer from the scripted fake model instead (tests, demos), set KORTYX_FAKE_MODELS=1\n", errOut.String())
 	require.NotContains(t, out.String(), "polling task queue")
+}
+
+// The worker built with -tags kortyx_openaionly (no Anthropic or Google SDK) refuses a variable
+// of a provider it does not link, by name, instead of ignoring it; without one it says, in the
+// error of a worker with no provider, where the other two are served.
+func TestOpenAIOnlyWorkerRefusesOtherProviders(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "worker")
+	build := exec.Command("go", "build", "-tags", "kortyx_openaionly", "-o", bin, "./worker")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	run := func(env ...string) (int, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin)
+		cmd.Env = append(append(os.Environ(), "TEMPORAL_ADDRESS="+srv.Address(), "KORTYX_TASK_QUEUE="+taskQueue(t), "KORTYX_HTTP_ADDR=",
+			"KORTYX_HEALTH_ADDR=", "KORTYX_WORKER_POLL=", "KORTYX_LOG_FORMAT=", "KORTYX_LOG_LEVEL="), append(noProviderEnv, env...)...)
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		err := cmd.Run()
+		require.NoError(t, ctx.Err(), "the worker was still running after 2 minutes")
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "%v", err)
+		return ee.ExitCode(), errOut.String()
+	}
+	code, msg := run("ANTHROPIC_API_KEY=a-key")
+	require.Equal(t, 1, code)
+	require.Equal(t, "kortyx worker: ANTHROPIC_API_KEY is set, but this worker was built with -tags kortyx_openaionly and links the OpenAI wire alone, "+
+		"not the anthropic provider: build it without the tag (go build ./worker), or unset ANTHROPIC_API_KEY\n", msg)
+	code, msg = run()
+	require.Equal(t, 1, code)
+	require.Equal(t, "kortyx: no model provider is configured: set OPENAI_API_KEY or OPENAI_BASE_URL (openai); "+
+		"or GEMINI_API_KEY or GOOGLE_API_KEY or GOOGLE_GEMINI_BASE_URL or GOOGLE_GENAI_USE_VERTEXAI (google), in a worker built without -tags kortyx_openaionly; "+
+		"or ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL (anthropic), in a worker built without -tags kortyx_openaionly. "+
+		"To answer from the scripted fake model instead (tests, demos), set KORTYX_FAKE_MODELS=1\n", msg)
+
+	// With none of their variables and KORTYX_FAKE_MODELS=1, the fake model answers under their
+	// ids, as in the default build.
+	p := startBinary(t, bin, taskQueue(t), nil, append(noProviderEnv, "KORTYX_FAKE_MODELS=1")...)
+	for _, id := range []string{"openai", "google", "anthropic"} {
+		line := p.until(t, `msg="kortyx worker: provider" provider=`+id+" ")
+		require.Contains(t, line, ` level=WARN msg="kortyx worker: provider" provider=`+id+` reaches="the in-process scripted model" env="" fake=true`)
+	}
+	p.until(t, `msg="kortyx worker: polling task queue"`)
 }
 
 // With KORTYX_FAKE_MODELS=1 it starts with the in-process fake model standing in for each

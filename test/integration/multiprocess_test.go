@@ -38,9 +38,15 @@ import (
 // ends (or is killed), and its log is kept only as far as a test reads it.
 func startProcess(t *testing.T, tq string, args []string, env ...string) *program {
 	t.Helper()
+	return startBinary(t, binary(t, "worker"), tq, args, env...)
+}
+
+// startBinary is startProcess with a worker binary of the test's own (another build).
+func startBinary(t *testing.T, bin, tq string, args []string, env ...string) *program {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, binary(t, "worker"), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(append(os.Environ(), "TEMPORAL_ADDRESS="+srv.Address(), "KORTYX_TASK_QUEUE="+tq, "KORTYX_HTTP_ADDR=",
 		"KORTYX_HEALTH_ADDR=", "KORTYX_REDIS_URL=", "KORTYX_WORKFLOWS=", "OPENAI_API_KEY=", "OPENAI_BASE_URL=", "KORTYX_MCP_SERVERS=",
 		"KORTYX_LOG_FORMAT=", "KORTYX_LOG_LEVEL=", "KORTYX_EXAMPLES=", "KORTYX_WORKER_POLL=", "KORTYX_WORKER_IDENTITY="), env...)
