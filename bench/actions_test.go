@@ -18,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/bench/internal/rpccount"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/test/kortyxwire"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -33,7 +34,9 @@ import (
 type actions struct {
 	Scenario string `json:"scenario"`
 	// Variant: "kortyx" (measured), "plain" (a hand-written Temporal workflow doing the same
-	// turn, measured) or "floor" (not run: the hand-written minimum by rule, see floor).
+	// turn, measured), "floor" (not run: the hand-written minimum by rule, see floor),
+	// "fastpath" (measured: the agent with Definition.FastPath) or "fastpath-local" (measured:
+	// the fast path with the tool a local activity too).
 	Variant   string `json:"variant"`
 	Workflows int    `json:"workflows"` // workflow executions whose history was read
 	// Types are their workflow types, in the order read.
@@ -213,16 +216,44 @@ type actionsStack struct {
 	queue string
 	kc    *kortyxwire.Client
 	stop  func()
+	// variant names the rows: "kortyx", or "fastpath" for the stack of fast-path agents.
+	variant string
 }
 
-func (e *env) startActionsStack(tb testing.TB) *actionsStack {
+// fastPathExamples registers the chosen examples as copies with FastPath set: each example is
+// registered on a scratch registry first (its node functions with it), then its definitions
+// and node functions are added to reg.
+func fastPathExamples(chosen *examples.Set) func(*workflows.Registry) error {
+	return func(reg *workflows.Registry) error {
+		scratch := workflows.NewRegistry()
+		if err := chosen.Register(scratch); err != nil {
+			return err
+		}
+		for _, d := range scratch.Workflows() {
+			c := *d
+			c.FastPath = true
+			if err := reg.Add(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// With fastPath, every example agent is registered with workflows.Definition.FastPath (what
+// `fastPath: true` in its YAML would do): its model passes run as local activities.
+func (e *env) startActionsStack(tb testing.TB, fastPath bool) *actionsStack {
 	tb.Helper()
 	p, err := rpccount.Start(e.srv.Address())
 	require.NoError(tb, err)
-	s := &actionsStack{proxy: p, c: e.c, queue: "kortyx-bench-actions-" + uuid.NewString()}
+	s := &actionsStack{proxy: p, c: e.c, queue: "kortyx-bench-actions-" + uuid.NewString(), variant: "kortyx"}
 	chosen, err := examples.Parse("all")
 	require.NoError(tb, err)
 	o := chosen.Options()
+	if fastPath {
+		s.variant = "fastpath"
+		o.Register = fastPathExamples(chosen)
+	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	running := make(chan app.Running, 1)
 	o.Started = func(r app.Running) { running <- r }
@@ -290,7 +321,7 @@ func (s *actionsStack) turn(ctx context.Context, sc chatScenario) (int, error) {
 // histories of every workflow started on the stack's queue since the turn began (its session,
 // its run, the run's children).
 func (s *actionsStack) measure(ctx context.Context, sc chatScenario) (actions, int, error) {
-	a := actions{Scenario: sc.name, Variant: "kortyx"}
+	a := actions{Scenario: sc.name, Variant: s.variant}
 	// The workflows of earlier turns (the previous turn's waitIdle saw them all) are left out.
 	earlier, err := s.list(ctx)
 	if err != nil {
@@ -457,6 +488,43 @@ func (e *env) loopStep(ctx context.Context) (k, p actions, err error) {
 	return k, p, nil
 }
 
+// fastRounds is the fast path's rows of the question round and the tool-loop step: the ask
+// workload of BenchmarkFastPathAnswerToChunk answered by update ("fastpath"), and ten steps of
+// BenchmarkFastPathToolLoop50's loop (a 20-step run minus a 10-step run) with the tool a
+// regular activity ("fastpath") and a local one ("fastpath-local").
+func (e *env) fastRounds(ctx context.Context, tb testing.TB) ([]actions, error) {
+	w, err := e.askFast(ctx, tb, byUpdate, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.send(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.finish(ctx); err != nil {
+		return nil, err
+	}
+	q, err := e.measureRun(ctx, "question answered by update (BenchmarkInterruptRoundTrip's workflow)", "fastpath", w.id)
+	if err != nil {
+		return nil, err
+	}
+	out := []actions{q}
+	const name = "ten tool-loop steps (regular tool; a 20-step run minus a 10-step run)"
+	for _, v := range []struct{ loop, variant string }{{variantFast, "fastpath"}, {variantFastLocal, "fastpath-local"}} {
+		var a [2]actions
+		for i, n := range []int{10, 20} {
+			id, _, err := e.runFastLoop(ctx, tb, v.loop, n)
+			if err != nil {
+				return nil, err
+			}
+			if a[i], err = e.measureRun(ctx, name, v.variant, id); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, a[1].sub(a[0]))
+	}
+	return out, nil
+}
+
 // BenchmarkActionsPerTurn counts the billable Temporal actions of each example agent's turn
 // through the chat route (a new session: the prompt and an answer to each question), of a
 // question answered by update against its hand-written workflow, and of ten tool-loop steps
@@ -467,8 +535,10 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 	e := setup(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := e.startActionsStack(b)
+	s := e.startActionsStack(b, false)
 	defer s.stop()
+	fs := e.startActionsStack(b, true)
+	defer fs.stop()
 	for range b.N {
 		for _, sc := range chatScenarios {
 			a, answers, err := s.measure(ctx, sc)
@@ -478,6 +548,18 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 			fmt.Println(a.line())
 			fmt.Println(floor(a, answers).line())
 			b.ReportMetric(float64(a.Total), "actions/"+strings.Fields(sc.name)[0])
+			f, _, err := fs.measure(ctx, sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Println(f.line())
+		}
+		fast, err := e.fastRounds(ctx, b)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range fast {
+			fmt.Println(f.line())
 		}
 		k, p, err := e.questionRound(ctx)
 		if err != nil {
@@ -504,7 +586,7 @@ func TestActionsAgree(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := e.startActionsStack(t)
+	s := e.startActionsStack(t, false)
 	defer s.stop()
 	a, answers, err := s.measure(ctx, chatScenarios[0])
 	require.NoError(t, err)
@@ -527,6 +609,35 @@ func TestActionsAgree(t *testing.T) {
 	require.Equal(t, 1, p.Updates)
 	require.Equal(t, 1, k.Starts)
 	require.Equal(t, 1, k.Updates)
+}
+
+// TestActionsFastPath runs the support turn (two model passes around lookup_order, the
+// approval, refund, a last pass) on the regular and the fast-path stack: the fast path turns the
+// model passes' activity attempts into markers and leaves the tool calls and everything of the
+// session as they were.
+func TestActionsFastPath(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := e.startActionsStack(t, false)
+	defer reg.stop()
+	fast := e.startActionsStack(t, true)
+	defer fast.stop()
+	r, _, err := reg.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	f, _, err := fast.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	t.Log(r.line(), f.line())
+	require.Equal(t, "fastpath", f.Variant)
+	require.Equal(t, 5, r.Activities, "three model passes and two tool calls, each an activity task")
+	require.Equal(t, 2, f.Activities, "the two tool calls; the passes are local activities")
+	require.Zero(t, f.Heartbeats, "local activities send no heartbeat")
+	for _, k := range []struct {
+		name string
+		r, f int
+	}{{"starts", r.Starts, f.Starts}, {"children", r.Children, f.Children}, {"signals", r.Signals, f.Signals}, {"updates", r.Updates, f.Updates}, {"upserts", r.Upserts, f.Upserts}} {
+		require.Equal(t, k.r, k.f, k.name)
+	}
 }
 
 func sorted(s []string) []string {

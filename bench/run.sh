@@ -59,23 +59,24 @@ KORTYX_BENCH_WAITING=300 run memory -bench 'WorkerRSS' -benchtime 1x -count 1
 # Billable Temporal actions of each example's turn (counts, not times: one repetition).
 run actions -bench 'ActionsPerTurn' -benchtime 1x -count 1
 
-# cold_build PKG: go build of PKG from an empty build cache (the module cache is kept), timed;
-# with the binary's size and the packages it links. One "ColdBuild {json}" line.
+# cold_build PKG [TAGS]: go build of PKG (with the build tags TAGS) from an empty build cache
+# (the module cache is kept), timed; with the binary's size and the packages it links. One
+# "ColdBuild {json}" line.
 cold_build() {
-	local pkg=$1 cache t0 t1
+	local pkg=$1 tags=${2:-} cache t0 t1
 	cache=$(mktemp -d)
 	t0=$(date +%s.%N)
-	GOCACHE=$cache go build -o "$cache/bin" "$pkg"
+	GOCACHE=$cache go build -tags "$tags" -o "$cache/bin" "$pkg"
 	t1=$(date +%s.%N)
-	printf 'ColdBuild {"package":"%s","seconds":%s,"binaryBytes":%s,"packages":%s,"providerSdkPackages":%s}\n' \
-		"$pkg" "$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" "$(stat -c %s "$cache/bin")" \
-		"$(go list -deps "$pkg" | wc -l)" \
-		"$(go list -deps "$pkg" | grep -c -E '^(github.com/anthropics/|google.golang.org/genai|cloud.google.com/go/auth|github.com/google/s2a-go)' || true)"
+	printf 'ColdBuild {"package":"%s","tags":"%s","seconds":%s,"binaryBytes":%s,"packages":%s,"providerSdkPackages":%s}\n' \
+		"$pkg" "$tags" "$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" "$(stat -c %s "$cache/bin")" \
+		"$(go list -tags "$tags" -deps "$pkg" | wc -l)" \
+		"$(go list -tags "$tags" -deps "$pkg" | grep -c -E '^(github.com/anthropics/|google.golang.org/genai|cloud.google.com/go/auth|github.com/google/s2a-go)' || true)"
 	rm -rf "$cache"
 }
 echo "== cold builds (empty GOCACHE each, GOMODCACHE kept)"
 stage_start coldbuild
-{ cold_build ./starter; cold_build ./worker; } | tee "$out/go-coldbuild.txt"
+{ cold_build ./starter; cold_build ./worker; cold_build ./worker kortyx_openaionly; } | tee "$out/go-coldbuild.txt"
 stage_end
 
 # The load test over Redis: real processes (redis-server, 2 workers, 2 --api-only, and the

@@ -13,7 +13,7 @@
 // stime of /proc/<pid>/stat) and errors. It prints one "Load {json}" line per level and
 // variant, and the table; any error makes it exit 1 after printing.
 //
-//	go run ./bench/cmd/load [-levels 100,300,1000] [-chunks 200] [-interval 20ms] [-baseline-max 300]
+//	go run ./bench/cmd/load [-levels 100,300,1000] [-chunks 200] [-interval 20ms] [-baseline-max 1000]
 package main
 
 import (
@@ -51,7 +51,7 @@ func main() {
 	interval := flag.Duration("interval", 20*time.Millisecond, "time between two deltas of an answer (20ms: 50 deltas a second)")
 	retention := flag.Duration("retention", 30*time.Second, "KORTYX_STREAM_RETENTION of the processes (how long a finished stream stays in Redis)")
 	levelTimeout := flag.Duration("level-timeout", 10*time.Minute, "time limit of one level's sessions")
-	baselineMax := flag.Int("baseline-max", 300, "also run each level up to this many sessions against one process with the in-memory broker (0: none)")
+	baselineMax := flag.Int("baseline-max", 1000, "also run each level up to this many sessions against one process with the in-memory broker (0: none)")
 	flag.Parse()
 	var ns []int
 	for _, s := range strings.Split(*levels, ",") {

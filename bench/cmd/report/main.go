@@ -429,13 +429,13 @@ func (r *results) writeActions(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	// Totals side by side, with the fast path's column.
-	type row struct{ kortyx, other, fast string }
+	type row struct{ kortyx, other, fast, fastLocal string }
 	var order []string
 	rows := map[string]*row{}
 	for _, a := range r.actions {
 		sc, _ := a["scenario"].(string)
 		if rows[sc] == nil {
-			rows[sc] = &row{kortyx: "—", other: "—", fast: "— (no fast-path option yet)"}
+			rows[sc] = &row{kortyx: "—", other: "—", fast: "—", fastLocal: "—"}
 			order = append(order, sc)
 		}
 		t := strconv.Itoa(int(get(a, "total")))
@@ -448,12 +448,14 @@ func (r *results) writeActions(w io.Writer) {
 			rows[sc].other = t + " (floor by rule)"
 		case "fastpath":
 			rows[sc].fast = t
+		case "fastpath-local":
+			rows[sc].fastLocal = t
 		}
 	}
-	fmt.Fprintln(w, "| Scenario | Kortyx | Hand-written Temporal | Kortyx fast path |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintln(w, "| Scenario | Kortyx | Hand-written Temporal | Kortyx fast path | fast path, local tool |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, sc := range order {
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", sc, rows[sc].kortyx, rows[sc].other, rows[sc].fast)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", sc, rows[sc].kortyx, rows[sc].other, rows[sc].fast, rows[sc].fastLocal)
 	}
 	fmt.Fprintln(w)
 }
@@ -498,7 +500,11 @@ func (r *results) writeCold(w io.Writer) {
 	fmt.Fprintln(w, "| Package | Seconds | Binary MB | Packages linked | of which provider SDK packages |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, c := range r.cold {
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %d | %d |\n", c["package"], get(c, "seconds"), get(c, "binaryBytes")/1e6,
+		pkg, _ := c["package"].(string)
+		if tags, _ := c["tags"].(string); tags != "" {
+			pkg += " -tags " + tags
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %d | %d |\n", pkg, get(c, "seconds"), get(c, "binaryBytes")/1e6,
 			int(get(c, "packages")), int(get(c, "providerSdkPackages")))
 	}
 	fmt.Fprintln(w)
