@@ -98,6 +98,13 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 		return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 	}
 	tr := sessions.TurnRequest{Workflow: t.def.ID, Input: in, ClientTurnID: turn}
+	if tr.ClientTurnID == "" {
+		// The host gave no turn id: the call names its turn itself, so that a cancel arriving
+		// while the turn is being started can reattach to it below (a turn without one
+		// cannot be found again: the start would fail SESSION_BUSY and the run outlive the
+		// call).
+		tr.ClientTurnID = "mcp-turn-" + uuid.NewString()
+	}
 	if h.o.Owner != nil {
 		tr.Owner = h.o.Owner(h.request(ctx, hdr))
 	}

@@ -140,6 +140,7 @@ type startClient struct {
 	fakeClient
 	started chan struct{}
 	starts  int
+	turns   []map[string]any // the turn request of each start
 }
 
 type turnHandle struct {
@@ -153,8 +154,12 @@ func (h turnHandle) Get(_ context.Context, v any) error {
 }
 
 func (f *startClient) UpdateWithStartWorkflow(ctx context.Context, o client.UpdateWithStartWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	var turn map[string]any
+	raw, _ := json.Marshal(o.UpdateOptions.Args[0])
+	_ = json.Unmarshal(raw, &turn)
 	f.mu.Lock()
 	f.starts++
+	f.turns = append(f.turns, turn)
 	first := f.starts == 1
 	f.mu.Unlock()
 	if first {
@@ -203,4 +208,10 @@ func TestCancelWhileStartingStopsTheTurn(t *testing.T) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	require.Equal(t, []string{"query", "start again", "update " + protocol.SessionStopUpdate + " run-7"}, fc.calls)
+	// The host sent no kortyx/turnId: the call named its turn, and reattached by that name.
+	require.Len(t, fc.turns, 2)
+	require.Regexp(t, `^mcp-turn-[0-9a-f-]{36}$`, fc.turns[0]["clientTurnId"])
+	require.Equal(t, fc.turns[0]["clientTurnId"], fc.turns[1]["clientTurnId"])
+	require.Nil(t, fc.turns[0]["reconnect"])
+	require.Equal(t, true, fc.turns[1]["reconnect"])
 }
