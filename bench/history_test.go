@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,11 +332,20 @@ var historySizes = []historyInput{
 // each tool result Bytes long) for every configuration and size once per iteration and prints
 // one "History {json}" line per run: events, history bytes, bytes of the first and last step,
 // the ratio to the unique content, and how a run that fails failed. Run it with -benchtime 1x.
+// KORTYX_BENCH_HISTORY_MAX_STEPS leaves out the longer loops (make bench sets 50: the 200-step
+// rows are three quarters of the stage's steps).
 func BenchmarkHistoryGrowth(b *testing.B) {
 	e := setup(b)
+	maxSteps := math.MaxInt
+	if v, err := strconv.Atoi(os.Getenv("KORTYX_BENCH_HISTORY_MAX_STEPS")); err == nil && v > 0 {
+		maxSteps = v
+	}
 	for _, cfg := range historyConfigs {
 		hw := e.historyWorker(b, cfg)
 		for _, sz := range historySizes {
+			if sz.Steps > maxSteps {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/steps=%d/kb=%d", cfg.name, sz.Steps, sz.Bytes>>10), func(b *testing.B) {
 				for range b.N {
 					hc, err := e.runHistoryCase(hw, sz.Steps, sz.Bytes)

@@ -154,16 +154,30 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 		if n <= baselineMax {
 			variants = append(variants, "memory")
 		}
+		// The Redis variant's wait for the retention (its last reading) overlaps the
+		// memory variant: only redis-server is left running then, idle but for its expiry.
+		var level []result
+		var pending []func(*result)
 		for _, v := range variants {
-			r, err := l.level(v, n)
+			r, afterRetention, err := l.level(v, n)
 			if err != nil {
+				for i, f := range pending {
+					f(&level[i])
+				}
 				return out, fmt.Errorf("%s level %d: %w", v, n, err)
+			}
+			level = append(level, r)
+			pending = append(pending, afterRetention)
+		}
+		for i, r := range level {
+			if pending[i] != nil {
+				pending[i](&r)
 			}
 			j, _ := json.Marshal(r)
 			fmt.Println("Load " + string(j))
 			out = append(out, r)
 			if r.Errors > 0 {
-				errs = append(errs, fmt.Errorf("%s level %d: %d errors, first: %v", v, n, r.Errors, r.FirstErrors))
+				errs = append(errs, fmt.Errorf("%s level %d: %d errors, first: %v", r.Variant, n, r.Errors, r.FirstErrors))
 			}
 		}
 	}
@@ -249,8 +263,13 @@ func (l *loadTest) start(role string, env []string, args ...string) (*proc, erro
 	}
 }
 
-// level runs n sessions on a fresh set of processes of variant.
-func (l *loadTest) level(variant string, n int) (result, error) {
+// level runs n sessions on a fresh set of processes of variant and stops them. For the redis
+// variant it keeps redis-server and returns afterRetention (else nil), which waits until the
+// stream retention has passed since the sessions ended, adds the Redis figures read then to a
+// result, and stops redis-server: the run keys expire in Redis itself (PEXPIRE when a run's
+// final done is stored), so the worker and API processes are not needed for it, and the wait
+// can overlap the next variant.
+func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*result), _ error) {
 	r := result{Variant: variant, Sessions: n, Chunks: l.chunks, Interval: l.interval.String(),
 		CPUms: map[string]float64{}, CPUPct: map[string]float64{}}
 	queue := "kortyx-load-" + uuid.NewString()
@@ -258,9 +277,12 @@ func (l *loadTest) level(variant string, n int) (result, error) {
 		"KORTYX_BENCH_CHUNKS=" + strconv.Itoa(l.chunks), "KORTYX_BENCH_CHUNK_INTERVAL=" + l.interval.String(),
 		"KORTYX_FAKE_MODELS=1", "KORTYX_LOG_LEVEL=warn", "KORTYX_STREAM_RETENTION=" + l.retention.String()}
 	var procs []*proc
+	var kept *proc // redis-server, handed to afterRetention
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
+			if procs[i] != kept {
+				procs[i].stop()
+			}
 		}
 	}()
 	add := func(role string, env []string, args ...string) (*proc, error) {
@@ -272,43 +294,54 @@ func (l *loadTest) level(variant string, n int) (result, error) {
 	}
 	var apis []*proc
 	var rdb *redis.Client
+	var rp *proc
 	if variant == "redis" {
 		bin, err := exec.LookPath("redis-server")
 		if err != nil {
-			return r, fmt.Errorf("the load test needs redis-server: %w", err)
+			return r, nil, fmt.Errorf("the load test needs redis-server: %w", err)
 		}
-		rp, err := add("redis", nil, bin, "--bind", "127.0.0.1", "--dir", l.dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
+		rp, err = add("redis", nil, bin, "--bind", "127.0.0.1", "--dir", l.dir, "--save", "", "--appendonly", "no", "--daemonize", "no")
 		if err != nil {
-			return r, err
+			return r, nil, err
 		}
 		rdb = redis.NewClient(&redis.Options{Addr: rp.addr})
-		defer func() { _ = rdb.Close() }()
+		defer func() {
+			if kept == nil {
+				_ = rdb.Close()
+			}
+		}()
 		env = append(env, "KORTYX_REDIS_URL=redis://"+rp.addr+"/0")
 		for range 2 {
 			if _, err := add("worker", env); err != nil {
-				return r, err
+				return r, nil, err
 			}
 		}
 		for range 2 {
 			p, err := add("api", env, "--api-only")
 			if err != nil {
-				return r, err
+				return r, nil, err
 			}
 			apis = append(apis, p)
 		}
 	} else {
 		p, err := add("all", append(env, "KORTYX_STREAM_MAX_RUNS="+strconv.Itoa(4*n+256)))
 		if err != nil {
-			return r, err
+			return r, nil, err
 		}
 		apis = append(apis, p)
 	}
-	// Warm up: a few sessions per API process, outside the measurement.
+	// Warm up: two sessions per API process at once (one with the approval), outside the
+	// measurement.
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, DisableCompression: true}}
-	for i := range 2 * len(apis) {
-		s := l.session(client, apis[i%len(apis)].addr, i%2 == 0, new(atomic.Int64))
+	warm := make([]sessionResult, 2*len(apis))
+	var wwg sync.WaitGroup
+	for i := range warm {
+		wwg.Go(func() { warm[i] = l.session(client, apis[i%len(apis)].addr, i < len(apis), new(atomic.Int64)) })
+	}
+	wwg.Wait()
+	for _, s := range warm {
 		if s.err != nil {
-			return r, fmt.Errorf("warm-up session: %w", s.err)
+			return r, nil, fmt.Errorf("warm-up session: %w", s.err)
 		}
 	}
 	time.Sleep(time.Second)
@@ -396,13 +429,19 @@ func (l *loadTest) level(variant string, n int) (result, error) {
 		r.CPUms[role] = round2(d / float64(n))
 		r.CPUPct[role] = round2(100 * d / 1000 / wall.Seconds())
 	}
-	if rdb != nil {
-		r.RedisDonePerKB = float64(redisMemory(rdb)-redis0) / 1024 / float64(n)
-		time.Sleep(l.retention + 3*time.Second) // the measurement waits for the retention
+	if rdb == nil {
+		return r, nil, nil
+	}
+	r.RedisDonePerKB = float64(redisMemory(rdb)-redis0) / 1024 / float64(n)
+	kept = rp
+	due := time.Now().Add(l.retention + 3*time.Second)
+	return r, func(r *result) {
+		time.Sleep(time.Until(due))
 		r.RedisRetainedPerKB = float64(redisMemory(rdb)-redis0) / 1024 / float64(n)
 		r.RedisKeysAfter, _ = rdb.DBSize(context.Background()).Result()
-	}
-	return r, nil
+		_ = rdb.Close()
+		rp.stop()
+	}, nil
 }
 
 // sessionResult is one session's outcome.
