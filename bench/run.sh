@@ -63,10 +63,11 @@ KORTYX_BENCH_WAITING=300 run memory -bench 'WorkerRSS' -benchtime 1x -count 1
 run actions -bench 'ActionsPerTurn' -benchtime 1x -count 1
 
 # cold_build PKG [TAGS]: go build of PKG (with the build tags TAGS) from an empty build cache
-# (the module cache is kept), timed; with the binary's size and the packages it links. One
-# "ColdBuild {json}" line.
+# (the module cache is kept, and the modules PKG needs are downloaded first, untimed), timed;
+# with the binary's size and the packages it links. One "ColdBuild {json}" line.
 cold_build() {
 	local pkg=$1 tags=${2:-} cache t0 t1
+	go list -tags "$tags" -deps "$pkg" >/dev/null
 	cache=$(mktemp -d)
 	t0=$(date +%s.%N)
 	GOCACHE=$cache go build -tags "$tags" -o "$cache/bin" "$pkg"

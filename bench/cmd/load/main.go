@@ -49,7 +49,10 @@ func main() {
 	levels := flag.String("levels", "100,300,1000", "comma-separated numbers of concurrent sessions")
 	chunks := flag.Int("chunks", 200, "text deltas per answer")
 	interval := flag.Duration("interval", 20*time.Millisecond, "time between two deltas of an answer (20ms: 50 deltas a second)")
-	retention := flag.Duration("retention", 30*time.Second, "KORTYX_STREAM_RETENTION of the processes (how long a finished stream stays in Redis)")
+	// 90 s: a run of make bench with 30 s saw, at 1,000 sessions, one prompt turn find its
+	// finished run's stream already expired (STREAM_GONE) when its reader came; the turn starts
+	// of that level take seconds (the result's startP99ms).
+	retention := flag.Duration("retention", 90*time.Second, "KORTYX_STREAM_RETENTION of the processes (how long a finished stream stays in Redis)")
 	levelTimeout := flag.Duration("level-timeout", 10*time.Minute, "time limit of one level's sessions")
 	baselineMax := flag.Int("baseline-max", 1000, "also run each level up to this many sessions against one process with the in-memory broker (0: none)")
 	flag.Parse()
@@ -93,6 +96,11 @@ type result struct {
 	P50 float64 `json:"p50ms"`
 	P99 float64 `json:"p99ms"`
 	Max float64 `json:"maxms"`
+	// Latency of a chat request's start: request sent → response headers (the turn started,
+	// the session's update done), over every request (ms).
+	StartP50 float64 `json:"startP50ms"`
+	StartP99 float64 `json:"startP99ms"`
+	StartMax float64 `json:"startMaxms"`
 	// Over1s counts the deltas that took more than a second (of Deltas, every delta read).
 	Over1s int `json:"over1s"`
 	Deltas int `json:"deltas"`
@@ -129,7 +137,14 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 	if l.dir, err = os.MkdirTemp("", "kortyx-load-"); err != nil {
 		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(l.dir) }()
+	failed := false // keep the processes' logs of a run with errors
+	defer func() {
+		if failed {
+			fmt.Fprintln(os.Stderr, "load: the processes' logs are kept in", l.dir)
+			return
+		}
+		_ = os.RemoveAll(l.dir)
+	}()
 	l.bin = filepath.Join(l.dir, "loadworker")
 	build := exec.Command("go", "build", "-o", l.bin, "./bench/cmd/loadworker")
 	build.Dir = root
@@ -164,6 +179,7 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 				for i, f := range pending {
 					f(&level[i])
 				}
+				failed = true
 				return out, fmt.Errorf("%s level %d: %w", v, n, err)
 			}
 			level = append(level, r)
@@ -181,6 +197,7 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 			}
 		}
 	}
+	failed = len(errs) > 0
 	return out, errors.Join(errs...)
 }
 
@@ -396,9 +413,10 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 
 	r.Seconds = wall.Seconds()
 	r.TurnsPS = float64(n) / wall.Seconds()
-	var lat []float64
+	var lat, starts []float64
 	for _, s := range sessions {
 		lat = append(lat, s.latencies...)
+		starts = append(starts, s.starts...)
 		if s.err != nil {
 			r.Errors++
 			if len(r.FirstErrors) < 5 {
@@ -412,6 +430,11 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 		r.Max = round2(lat[len(lat)-1])
 	}
 	r.Deltas = len(lat)
+	slices.Sort(starts)
+	r.StartP50, r.StartP99 = quantile(starts, 0.5), quantile(starts, 0.99)
+	if len(starts) > 0 {
+		r.StartMax = round2(starts[len(starts)-1])
+	}
 	for _, v := range lat {
 		if v > 1000 {
 			r.Over1s++
@@ -447,6 +470,7 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 // sessionResult is one session's outcome.
 type sessionResult struct {
 	latencies []float64 // ms, one per delta
+	starts    []float64 // ms, request → response headers, one per request
 	err       error
 }
 
@@ -463,9 +487,9 @@ func (l *loadTest) session(c *http.Client, addr string, approve bool, open *atom
 	msgs := []kortyxwire.Message{{Role: "user", Content: prompt}}
 	var res sessionResult
 	for round := 0; round < 2; round++ {
-		ask, n, err := l.post(ctx, c, addr, id, msgs, open, &res.latencies)
+		ask, n, err := l.post(ctx, c, addr, id, msgs, open, &res.latencies, &res.starts)
 		if err != nil {
-			res.err = fmt.Errorf("session %s: %w", id, err)
+			res.err = fmt.Errorf("session %s, request %d of %d: %w", id, round+1, 1+btoi(approve), err)
 			return res
 		}
 		if ask == nil {
@@ -484,9 +508,26 @@ func (l *loadTest) session(c *http.Client, addr string, approve bool, open *atom
 	return res
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // post sends one chat request and reads its response to done: the question it asked (nil if
-// none) and the number of timestamped deltas, whose latencies it appends to lat.
-func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session string, msgs []kortyxwire.Message, open *atomic.Int64, lat *[]float64) (kortyxwire.Chunk, int, error) {
+// none) and the number of timestamped deltas, whose latencies it appends to lat (and the time
+// to the response headers to starts). An error says when it came: how long after the request,
+// its response headers and its first event.
+func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session string, msgs []kortyxwire.Message, open *atomic.Int64, lat, starts *[]float64) (ask kortyxwire.Chunk, n int, err error) {
+	t0 := time.Now()
+	var headers, first time.Duration
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w (%.1f s after the request; headers after %.1f s, first event after %.1f s, %d deltas read)",
+				err, time.Since(t0).Seconds(), headers.Seconds(), first.Seconds(), n)
+		}
+	}()
 	body, _ := json.Marshal(map[string]any{"sessionId": session, "workflowId": "bench-load", "messages": msgs, "context": map[string]any{}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/chat", bytes.NewReader(body))
 	if err != nil {
@@ -497,6 +538,8 @@ func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session strin
 	if err != nil {
 		return nil, 0, err
 	}
+	headers = time.Since(t0)
+	*starts = append(*starts, float64(headers)/1e6)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -505,8 +548,6 @@ func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session strin
 	open.Add(1)
 	defer open.Add(-1)
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
-	var ask kortyxwire.Chunk
-	n := 0
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
@@ -517,6 +558,9 @@ func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session strin
 			continue
 		}
 		now := time.Now().UnixNano()
+		if first == 0 {
+			first = time.Since(t0)
+		}
 		if strings.TrimSpace(payload) == "[DONE]" {
 			return ask, n, errors.New("[DONE] before a done chunk")
 		}

@@ -466,8 +466,8 @@ func (r *results) writeLoad(w io.Writer) {
 	}
 	fmt.Fprintln(w, "## Load over Redis (bench/cmd/load, one run)")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| Sessions | Variant | Wall s | Turns/s | p50 ms | p99 ms | max ms | deltas > 1 s | Peak open | API RSS base MB | API RSS KB/stream | Redis KB/session peak | Redis KB/session done | Redis KB/session after retention | CPU ms/turn: worker | api | redis | temporal | CPU %: worker | api | redis | temporal | Errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| Sessions | Variant | Wall s | Turns/s | p50 ms | p99 ms | max ms | deltas > 1 s | turn start p50 / p99 / max ms | Peak open | API RSS base MB | API RSS KB/stream | Redis KB/session peak | Redis KB/session done | Redis KB/session after retention | CPU ms/turn: worker | api | redis | temporal | CPU %: worker | api | redis | temporal | Errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, l := range r.load {
 		cpu, _ := l["cpuMsPerTurn"].(map[string]any)
 		pct, _ := l["cpuPct"].(map[string]any)
@@ -476,9 +476,9 @@ func (r *results) writeLoad(w io.Writer) {
 		if l["variant"] == "memory" { // one process does both
 			worker, api, pw, pa = get(cpu, "all"), get(cpu, "all"), get(pct, "all"), get(pct, "all")
 		}
-		fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %d | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %d |\n",
+		fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.2f | %.2f | %.0f | %d | %.0f / %.0f / %.0f | %d | %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f | %d |\n",
 			int(get(l, "sessions")), l["variant"], get(l, "seconds"), get(l, "turnsPerSecond"), get(l, "p50ms"), get(l, "p99ms"), get(l, "maxms"),
-			int(get(l, "over1s")), int(get(l, "peakOpen")), get(l, "apiRssBaseMB"), get(l, "apiRssPerStreamKB"),
+			int(get(l, "over1s")), get(l, "startP50ms"), get(l, "startP99ms"), get(l, "startMaxms"), int(get(l, "peakOpen")), get(l, "apiRssBaseMB"), get(l, "apiRssPerStreamKB"),
 			get(l, "redisLivePerSessionKB"), get(l, "redisDonePerSessionKB"), get(l, "redisAfterRetentionPerSessionKB"),
 			worker, api, get(cpu, "redis"), get(cpu, "temporal"), pw, pa, get(pct, "redis"), get(pct, "temporal"), int(get(l, "errors")))
 	}
