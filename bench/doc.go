@@ -38,7 +38,7 @@
 //   - BenchmarkHistoryGrowth (-benchtime 1x): history events and bytes of a tool loop of 10, 50
 //     and 200 steps with 1 KB and 100 KB tool results, per configuration (historyConfigs:
 //     inline, claim check, claim check with messages by reference), printed as "History {json}"
-//     lines.
+//     lines; KORTYX_BENCH_HISTORY_MAX_STEPS leaves out the longer loops (make bench: 50).
 //   - BenchmarkThroughput (-benchtime 1x): runs completed per second with 1, 10 and 100 runs of
 //     a 3-step agent in flight, Kortyx and plain.
 //   - BenchmarkWorkerRSS (-benchtime 1x): VmRSS of a worker process (bench/cmd/waitworker) per
