@@ -84,6 +84,22 @@ func (p *page) text(sel string) string {
 	return s
 }
 
+// press clicks the element sel with the DOM's click(), not at its place on the screen: the
+// left column's lists (sessions above checkpoints) re-render while the page refreshes them,
+// and a click at a position read before a re-render that moved the list lands on whatever
+// moved there (a clean-clone run once failed "fork from an open question" with a fork that
+// kept no turn and asked nothing, as a fork from the turn-0 checkpoint above it does).
+func (p *page) press(sel string) {
+	p.t.Helper()
+	p.run(chromedp.WaitVisible(chromedp.CSS(sel)))
+	var ok bool
+	p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel), &ok)
+	if !ok {
+		p.shot()
+		p.t.Fatalf("browser: no element %s to click", sel)
+	}
+}
+
 // eval evaluates the expression (awaiting it when it is a promise) into out (a pointer to its
 // JSON form).
 func (p *page) eval(js string, out any) {
@@ -384,7 +400,7 @@ func TestPage(t *testing.T) {
 		p.waitJS(`document.querySelectorAll("#checkpoints li").length === 3`)
 		first := p.attr(`.turn:first-child .checkpoint`, "data-checkpoint")
 		require.Equal(t, []string{"turn 0 · web-echo · Roll back Fork", "turn 1 · web-echo · agentRoll back Fork", "turn 2 · web-echo · agentRoll back Fork"}, p.allTexts("#checkpoints li"))
-		p.run(chromedp.Click(chromedp.CSS(`#checkpoints li[data-checkpoint="` + first + `"] button.rollback`)))
+		p.press(`#checkpoints li[data-checkpoint="` + first + `"] button.rollback`)
 		p.run(chromedp.WaitVisible(chromedp.CSS(`#status`)))
 		p.waitJS(`document.getElementById("status").textContent.startsWith("Rolled back")`)
 		require.Equal(t, "Rolled back to turn 1.", p.text("#status"))
@@ -394,7 +410,7 @@ func TestPage(t *testing.T) {
 		require.Equal(t, []string{"Turn 1: one", "Turn 2: three"}, p.allTexts(".message"))
 		source := p.text("#session-id")
 		p.waitJS(`document.querySelectorAll("#checkpoints li").length === 3`)
-		p.run(chromedp.Click(chromedp.CSS(`#checkpoints li[data-checkpoint="` + first + `"] button.fork`)))
+		p.press(`#checkpoints li[data-checkpoint="` + first + `"] button.fork`)
 		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q`, source))
 		require.Equal(t, []string{"Turn 1: one"}, p.allTexts(".message"))
 		p.send(echoWorkflow, "four")
@@ -450,7 +466,7 @@ func TestPage(t *testing.T) {
 		cp := p.attr(`.turn:first-child .checkpoint`, "data-checkpoint")
 		source := p.text("#session-id")
 		p.waitJS(`document.querySelectorAll("#checkpoints li").length === 2`)
-		p.run(chromedp.Click(chromedp.CSS(`#checkpoints li[data-checkpoint="` + cp + `"] button.fork`)))
+		p.press(`#checkpoints li[data-checkpoint="` + cp + `"] button.fork`)
 		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q`, source))
 		fork := p.text("#session-id")
 		// The copied question carries the fork's token and request id, not the source's.
