@@ -144,17 +144,25 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ts sessions.TurnStarted
-	var known map[string]bool
+	m := newMapper(nil)
 	var answered string
 	if t.Answer == nil {
 		ts, err = h.start(r, req, t.Text)
 	} else {
 		answered = t.Answer.Token
-		if t.ToolCallID != "" {
-			known = map[string]bool{t.ToolCallID: t.Approved}
+		switch {
+		case t.Answer.Cancel:
+			m.cancel = &cancelledCall{toolCallID: t.ToolCallID, errorText: t.ErrorText}
+		case t.ToolCallID != "":
+			m.known = map[string]bool{t.ToolCallID: t.Approved}
 		}
-		// The request id names the answer's turn: the same answer sent again reattaches to it.
-		ts, err = h.svc.Answer(r.Context(), req.ID, *t.Answer, sessions.AnswerOptions{ClientTurnID: clientTurnID(t.Answer.RequestID), Continue: true})
+		// The request id names the answer's turn: the same answer sent again reattaches to it. A
+		// cancel also once its turn has ended (Reconnect): the cancelled run ends the turn
+		// without a checkpoint, and the session reattaches a retry to such a turn only for a
+		// reader coming back; without it the same cancel is refused (INVALID_RESUME). A cancel
+		// of a question the session never asked finds no turn and is refused.
+		ts, err = h.svc.Answer(r.Context(), req.ID, *t.Answer, sessions.AnswerOptions{ClientTurnID: clientTurnID(t.Answer.RequestID), Continue: true,
+			Reconnect: t.Answer.Cancel})
 	}
 	if err != nil {
 		h.fail(w, r, 0, temporalError(r.Context(), err))
@@ -164,7 +172,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if t.Answer == nil {
 		from = 0 // a prompt's run is new: its response starts the stream
 	}
-	h.stream(w, r, req.ID, ts, from, answered, known)
+	h.stream(w, r, req.ID, ts, from, answered, m)
 }
 
 // start starts a prompt turn (or reattaches to it: the user message's id names the turn).
@@ -218,13 +226,12 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	a := v.Active
 	ts := sessions.TurnStarted{SessionID: id, RunID: a.RunID, TurnIndex: a.TurnIndex, Begin: a.Begin}
-	h.stream(w, r, id, ts, a.Begin, a.Token, nil)
+	h.stream(w, r, id, ts, a.Begin, a.Token, newMapper(nil))
 }
 
 // stream writes the response of turn ts, read from offset from, as a UI message stream: the
-// one loop of a wire (sessions.Reader), each chunk mapped by the response's mapper.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string, ts sessions.TurnStarted, from int64, answered string, known map[string]bool) {
-	m := newMapper(known)
+// one loop of a wire (sessions.Reader), each chunk mapped by m, the response's mapper.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string, ts sessions.TurnStarted, from int64, answered string, m *mapper) {
 	var schemas map[string]json.RawMessage
 	asked := false
 	m.schema = func(requestID string) json.RawMessage { // asked once, when a question needs it

@@ -22,6 +22,7 @@ import (
 	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -131,6 +132,8 @@ type done struct {
 		ResponseBody *string
 	}
 	Messages []message
+	// Requests is the number of chat requests the chat has sent, the automatic ones included.
+	Requests int
 }
 
 type message struct {
@@ -316,12 +319,19 @@ func TestChat(t *testing.T) {
 	})
 
 	t.Run("question cancelled", func(t *testing.T) {
-		c.chat("cancel", api, uuid.NewString(), "hello")
+		id := uuid.NewString()
+		c.chat("cancel", api, id, "hello")
 		ok(t, c.do(map[string]any{"op": "send", "name": "cancel", "text": "hi"}), "tool-calls")
 		d := c.do(map[string]any{"op": "answer", "name": "cancel", "errorText": "not telling"})
-		// The run is cancelled: its response ends with abort and finish "other".
+		// The run is cancelled: its response ends the question in a step of its own, then abort
+		// and finish "other". sendAutomaticallyWhen (lastAssistantMessageIsCompleteWithToolCalls)
+		// finds no tool call in the last step and sends nothing more: the prompt and the cancel
+		// were the chat's only requests, and the chat is ready, without error.
 		ok(t, d, "other")
-		require.Equal(t, []string{"step-start", "tool-kortyx_ask output-error"}, lastParts(t, d))
+		require.Equal(t, 2, d.Requests, "the cancel is sent once")
+		require.Equal(t, []string{"step-start", "tool-kortyx_ask output-error", "step-start"}, lastParts(t, d))
+		require.Equal(t, "not telling", part(t, d, "tool-kortyx_ask")["errorText"])
+		cancelled(t, st, id)
 	})
 
 	t.Run("unknown agent", func(t *testing.T) {
@@ -358,6 +368,23 @@ func code(t *testing.T, body string) string {
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &b), body)
 	return string(b.Failure.Code)
+}
+
+// cancelled checks that the run of the session's last question was cancelled: its Temporal
+// execution is closed as cancelled, and the session has no turn running and no question open.
+func cancelled(t *testing.T, st app.Running, session string) {
+	t.Helper()
+	run := lastRun(t, st, session)
+	svc, err := sessions.New(sessions.Options{Client: st.Client})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { // the response ends before the run's execution closes
+		d, err := st.Client.DescribeWorkflow(context.Background(), run, "")
+		if err != nil {
+			return false
+		}
+		v, err := svc.View(context.Background(), session)
+		return err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED && v.Active == nil && len(v.Pending) == 0
+	}, time.Minute, 50*time.Millisecond, "run %s is cancelled and the session ends its turn", run)
 }
 
 // lastRun is the run of the session's last checkpoint.

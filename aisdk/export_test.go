@@ -10,8 +10,19 @@ import (
 // Body is the response body the handler writes for chunks: the same writer and mapping, for
 // the external tests that feed it to the AI SDK.
 func Body(known map[string]bool, chunks ...contracts.Chunk) (string, error) {
+	return body(newMapper(known), chunks)
+}
+
+// CancelBody is the body of the response to a request that cancelled kortyx_ask call
+// toolCallID with errorText.
+func CancelBody(toolCallID, errorText string, chunks ...contracts.Chunk) (string, error) {
+	m := newMapper(nil)
+	m.cancel = &cancelledCall{toolCallID: toolCallID, errorText: errorText}
+	return body(m, chunks)
+}
+
+func body(m *mapper, chunks []contracts.Chunk) (string, error) {
 	rec := httptest.NewRecorder()
-	m := newMapper(known)
 	sw, err := ssewriter.New(rec, ssewriter.Options{OmitIDs: true, Transform: m.chunk})
 	if err != nil {
 		return "", err

@@ -77,6 +77,48 @@ func TestHTTP(t *testing.T) {
 		require.Empty(t, body)
 	})
 
+	t.Run("cancel sent again", func(t *testing.T) {
+		id := uuid.NewString()
+		res, asked := post(t, base, prompt(id, "hello", "m1", "hi"))
+		require.Equal(t, 200, res.StatusCode)
+		m := regexp.MustCompile(`"toolCallId":"(human-[^".]+)\.([^"]+)"`).FindStringSubmatch(asked)
+		require.NotNil(t, m, asked)
+		call, requestID := m[0][len(`"toolCallId":"`):len(m[0])-1], m[1]
+		cancel := func(session, call string) string {
+			return `{"id":"` + session + `","messages":[` + `{"id":"m1","role":"user","parts":[{"type":"text","text":"hi"}]},` +
+				`{"id":"a1","role":"assistant","parts":[{"type":"step-start"},{"type":"tool-kortyx_ask","toolCallId":"` + call +
+				`","state":"output-error","input":{"question":"What is your name?"},"errorText":"not telling"}]}]}`
+		}
+		// The response ends the question: a step after it with the call's output-error again (the
+		// SDK writes its message then), abort and finish "other".
+		want := `data: {"type":"start"}` + "\n\n" + `data: {"type":"start-step"}` + "\n\n" +
+			`data: {"type":"tool-output-error","toolCallId":"` + call + `","errorText":"not telling"}` + "\n\n" +
+			`data: {"type":"abort","reason":"Execution cancelled."}` + "\n\n" + `data: {"type":"finish-step"}` + "\n\n" +
+			`data: {"type":"finish","finishReason":"other"}` + "\n\n" + "data: [DONE]\n\n"
+		res, body := post(t, base, cancel(id, call))
+		require.Equal(t, 200, res.StatusCode, body)
+		require.Equal(t, want, body)
+		cancelled(t, st, id) // and the session has ended the turn: the same cancel finds it ended
+
+		// The same cancel again (a retried request, another tab): the same response, no error.
+		res, body = post(t, base, cancel(id, call))
+		require.Equal(t, 200, res.StatusCode, body)
+		require.Equal(t, want, body)
+
+		// A cancel of a question this session does not ask is refused.
+		for _, forged := range []string{requestID + ".forged", "human-forged.forged"} {
+			res, body = post(t, base, cancel(id, forged))
+			require.Equal(t, 400, res.StatusCode, body)
+			require.Equal(t, string(contracts.CodeInvalidResume), code(t, body), forged)
+		}
+		other := uuid.NewString()
+		res, _ = post(t, base, prompt(other, "hello", "m1", "hi"))
+		require.Equal(t, 200, res.StatusCode)
+		res, body = post(t, base, cancel(other, call))
+		require.Equal(t, 400, res.StatusCode, body)
+		require.Equal(t, string(contracts.CodeInvalidResume), code(t, body), "a question of another session")
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		for _, tc := range []struct {
 			method, url, body string

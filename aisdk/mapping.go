@@ -61,6 +61,15 @@ type mapper struct {
 	// schema returns the response schema the session keeps for an open question (nil: none
 	// known, or no session to ask).
 	schema func(requestID string) json.RawMessage
+	// cancel is the kortyx_ask call this request cancelled (nil: it cancelled none); the
+	// response ends it ([mapper.endCancelled]).
+	cancel *cancelledCall
+}
+
+// cancelledCall is a kortyx_ask call that a request cancelled (addToolOutput with
+// output-error): its id and the errorText the client gave.
+type cancelledCall struct {
+	toolCallID, errorText string
 }
 
 func newMapper(known map[string]bool) *mapper {
@@ -145,16 +154,12 @@ func (m *mapper) chunk(c contracts.Chunk) []any {
 		return m.question(c)
 	case contracts.ChunkCancelled:
 		m.finish = finishOther
-		return []any{part{Type: "abort", Reason: c.Reason}}
+		return append(m.endCancelled(c), part{Type: "abort", Reason: c.Reason})
 	case contracts.ChunkError:
 		m.finish = finishError
 		return []any{part{Type: "error", ErrorText: errorText(c)}}
 	case contracts.ChunkDone:
-		out := make([]any, 0, len(m.open)+2)
-		for _, id := range slices.Sorted(maps.Keys(m.open)) {
-			out = append(out, part{Type: "text-end", ID: id})
-		}
-		clear(m.open)
+		out := m.endTexts()
 		if m.finish == "" {
 			m.finish = finishStop
 		}
@@ -167,6 +172,42 @@ func (m *mapper) chunk(c contracts.Chunk) []any {
 	// status, transition, checkpoint, limit-reached, resume-rejected, text-invalidated: not
 	// mapped (docs/aisdk.md says why).
 	return nil
+}
+
+// endCancelled returns, in the response to a cancel, the chunks that end the cancelled
+// question: a step of its own after it (the open step, if any, ends with its texts) that holds
+// the call's output-error again (the client's errorText, else the reason). The AI SDK's lastAssistantMessageIsCompleteWithToolCalls reads the message's last step: with
+// the question's output-error there, sendAutomaticallyWhen sends the cancel again, which finds
+// the question gone. The output-error in the new step is what makes the step reach the chat's
+// messages: the SDK writes the message when a part changes, not on start-step, and it updates
+// the call's part where it is (in the question's step), so the new step stays empty.
+func (m *mapper) endCancelled(c contracts.Chunk) []any {
+	if m.cancel == nil {
+		return nil
+	}
+	text := m.cancel.errorText
+	if text == "" {
+		text = c.Reason // errorText is required
+	}
+	if text == "" {
+		text = "Cancelled."
+	}
+	var out []any
+	if m.step {
+		out = append(m.endTexts(), part{Type: "finish-step"})
+	}
+	m.step, m.output = true, false
+	return append(out, part{Type: "start-step"}, part{Type: "tool-output-error", ToolCallID: m.cancel.toolCallID, ErrorText: text})
+}
+
+// endTexts returns the text-end chunks of the text parts still open.
+func (m *mapper) endTexts() []any {
+	out := make([]any, 0, len(m.open)+2)
+	for _, id := range slices.Sorted(maps.Keys(m.open)) {
+		out = append(out, part{Type: "text-end", ID: id})
+	}
+	clear(m.open)
+	return out
 }
 
 // announce returns the chunks that give the client tool call id's input, unless it has it.

@@ -13,7 +13,12 @@ import (
 // lines maps chunks with one mapper and returns each UI chunk as its JSON.
 func lines(t *testing.T, known map[string]bool, chunks ...contracts.Chunk) []string {
 	t.Helper()
-	m := newMapper(known)
+	return mapped(t, newMapper(known), chunks...)
+}
+
+// mapped maps chunks with m and returns each UI chunk as its JSON.
+func mapped(t *testing.T, m *mapper, chunks ...contracts.Chunk) []string {
+	t.Helper()
 	var out []string
 	for _, c := range append([]contracts.Chunk{{Type: contracts.ChunkSession, SessionID: "s"}}, chunks...) {
 		for _, v := range m.chunk(c) {
@@ -184,8 +189,29 @@ func TestMapErrorsAndCancel(t *testing.T) {
 	require.Equal(t, []string{`{"type":"start"}`,
 		`{"type":"error","errorText":"PROVIDER_HTTP_ERROR: Provider request failed (HTTP 400)."}`,
 		`{"type":"finish","finishReason":"error"}`}, got)
-	got = lines(t, nil, contracts.Chunk{Type: contracts.ChunkCancelled, RunID: "run-1", Reason: "stopped"}, contracts.Chunk{Type: contracts.ChunkDone})
+	cancelled := []contracts.Chunk{{Type: contracts.ChunkCancelled, RunID: "run-1", Reason: "stopped"}, {Type: contracts.ChunkDone}}
+	got = lines(t, nil, cancelled...)
 	require.Equal(t, []string{`{"type":"start"}`, `{"type":"abort","reason":"stopped"}`, `{"type":"finish","finishReason":"other"}`}, got)
+
+	// The response to a cancel (this request's kortyx_ask output-error) ends the question: a step
+	// after it with the call's output-error again, the client's errorText (the reason when it
+	// gave none: errorText is required).
+	for _, tc := range []struct{ errorText, want string }{{"not telling", "not telling"}, {"", "stopped"}} {
+		m := newMapper(nil)
+		m.cancel = &cancelledCall{toolCallID: "human-1.tok", errorText: tc.errorText}
+		got = mapped(t, m, cancelled...)
+		require.Equal(t, []string{`{"type":"start"}`, `{"type":"start-step"}`,
+			`{"type":"tool-output-error","toolCallId":"human-1.tok","errorText":"` + tc.want + `"}`,
+			`{"type":"abort","reason":"stopped"}`, `{"type":"finish-step"}`, `{"type":"finish","finishReason":"other"}`}, got)
+	}
+	// Content before the cancel (none comes in practice): its step ends first.
+	m := newMapper(nil)
+	m.cancel = &cancelledCall{toolCallID: "human-1.tok", errorText: "no"}
+	got = mapped(t, m, append([]contracts.Chunk{text(contracts.ChunkTextDelta, "x")}, cancelled...)...)
+	require.Equal(t, []string{`{"type":"start"}`, `{"type":"start-step"}`, `{"type":"text-start","id":"text-op1-s1"}`,
+		`{"type":"text-delta","id":"text-op1-s1","delta":"x"}`, `{"type":"text-end","id":"text-op1-s1"}`, `{"type":"finish-step"}`, `{"type":"start-step"}`,
+		`{"type":"tool-output-error","toolCallId":"human-1.tok","errorText":"no"}`, `{"type":"abort","reason":"stopped"}`,
+		`{"type":"finish-step"}`, `{"type":"finish","finishReason":"other"}`}, got)
 }
 
 func TestQuestionIDs(t *testing.T) {

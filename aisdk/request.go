@@ -38,6 +38,7 @@ type uiPart struct {
 	ToolCallID string          `json:"toolCallId"`
 	State      string          `json:"state"`
 	Output     json.RawMessage `json:"output"`
+	ErrorText  string          `json:"errorText"`
 	Approval   *struct {
 		ID       string `json:"id"`
 		Approved *bool  `json:"approved"`
@@ -53,12 +54,14 @@ func (p uiPart) tool() string {
 }
 
 // turn is what a request asks: a prompt (Text) or an answer (Answer; ToolCallID and Approved
-// for a tool approval).
+// for a tool approval; ToolCallID and ErrorText for a kortyx_ask call cancelled with
+// output-error).
 type turn struct {
 	Text       string
 	Answer     *contracts.Response
 	ToolCallID string
 	Approved   bool
+	ErrorText  string
 }
 
 func invalid(format string, args ...any) error {
@@ -187,9 +190,9 @@ func answer(m uiMessage) (turn, bool) {
 			res := &contracts.Response{Token: token, RequestID: req}
 			if p.State == "output-error" {
 				res.Cancel = true
-			} else {
-				res.Value = p.Output
+				return turn{Answer: res, ToolCallID: p.ToolCallID, ErrorText: p.ErrorText}, true
 			}
+			res.Value = p.Output
 			return turn{Answer: res}, true
 		}
 	}

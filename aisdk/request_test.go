@@ -34,7 +34,7 @@ func TestParseRequest(t *testing.T) {
 		{name: "answer in the last step", body: body(user, assistant(oldAsk+`,{"type":"step-start"},{"type":"tool-kortyx_ask","toolCallId":"human-3.t3","state":"output-available","output":{"plan":"pro"}}`)),
 			want: turn{Answer: &contracts.Response{Token: "t3", RequestID: "human-3", Value: json.RawMessage(`{"plan":"pro"}`)}}},
 		{name: "cancel", body: body(user, assistant(`{"type":"tool-kortyx_ask","toolCallId":"human-3.t3","state":"output-error","errorText":"no"}`)),
-			want: turn{Answer: &contracts.Response{Token: "t3", RequestID: "human-3", Cancel: true}}},
+			want: turn{Answer: &contracts.Response{Token: "t3", RequestID: "human-3", Cancel: true}, ToolCallID: "human-3.t3", ErrorText: "no"}},
 		{name: "old answers only", body: body(user, assistant(oldAsk+`,{"type":"step-start"},{"type":"text","text":"hi"}`)), code: contracts.CodeInvalidRequest},
 		{name: "no text", body: body(`{"id":"u1","role":"user","parts":[{"type":"text","text":"  "}]}`), code: contracts.CodeInvalidRequest},
 		{name: "no messages", body: `{"id":"chat-1","messages":[]}`, code: contracts.CodeInvalidRequest},

@@ -43,8 +43,14 @@ func TestMappingReadByTheAISDK(t *testing.T) {
 	ask := contracts.InterruptInput{Kind: contracts.InterruptText, Question: "Name?", Options: []contracts.Option{}}
 	askChunk := contracts.Chunk{Type: contracts.ChunkInterrupt, RequestID: "human-1", ResumeToken: "tok", Node: "n", Input: mustJSON(ask)}
 	done := contracts.Chunk{Type: contracts.ChunkDone}
+	cancel := []contracts.Chunk{{Type: contracts.ChunkCancelled, RunID: "run-1", Reason: "Execution cancelled."}, done}
+	// The question's message as the chat holds it after addToolOutput({state: "output-error"}).
+	cancelledAsk := `[{"type":"step-start"},{"type":"tool-kortyx_ask","toolCallId":"human-1.tok","state":"output-error","input":{"question":"Name?"},"errorText":"not telling"}]`
+	cancelBody, err := aisdk.CancelBody("human-1.tok", "not telling", cancel...)
+	require.NoError(t, err)
 	cases := []struct {
 		name      string
+		message   string // the parts of the assistant message the response continues, if any
 		sse       string
 		parts     string
 		error     string
@@ -62,10 +68,20 @@ func TestMappingReadByTheAISDK(t *testing.T) {
 			parts: `[{"type":"step-start"},{"type":"tool-kortyx_ask","toolCallId":"human-1.tok","state":"input-available","input":{"question":"Name?","kind":"text","schema":{"minLength":1,"type":"string"},"node":"n"}}]`},
 		{name: "error", sse: body(t, nil, answer[0], answer[1], contracts.Chunk{Type: contracts.ChunkError, Failure: &contracts.Failure{Code: contracts.CodeProviderHTTPError, Message: "Provider request failed (HTTP 400)."}}, done),
 			parts: `[{"type":"step-start"},{"type":"text","text":"Done.","state":"streaming"}]`, error: "PROVIDER_HTTP_ERROR: Provider request failed (HTTP 400)."},
+		// A cancel's response ends the question with a step after it: the chat does not send the
+		// cancel again. Without the step (the response of another cancelled run), the message
+		// stays as the client left it, and sendAutomaticallyWhen would send it again.
+		{name: "question cancelled", message: cancelledAsk, sse: cancelBody,
+			parts: `[{"type":"step-start"},{"type":"tool-kortyx_ask","toolCallId":"human-1.tok","state":"output-error","input":{"question":"Name?"},"errorText":"not telling"},{"type":"step-start"}]`},
+		{name: "cancelled, no question cancelled", message: cancelledAsk, sse: body(t, nil, cancel...), parts: cancelledAsk, sendAgain: true},
 	}
 	p := nodeclient.Start(t, "aisdk-parts.mjs", nil)
 	for _, tc := range cases {
-		p.Send(map[string]string{"name": tc.name, "sse": tc.sse})
+		cmd := map[string]any{"name": tc.name, "sse": tc.sse}
+		if tc.message != "" {
+			cmd["message"] = map[string]any{"id": "a1", "role": "assistant", "parts": json.RawMessage(tc.message)}
+		}
+		p.Send(cmd)
 		var got struct {
 			Name    string
 			Message *struct {

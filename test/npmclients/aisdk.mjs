@@ -12,7 +12,11 @@
 //   {"op":"stop","name":"c1"}                           stop(): aborts the chat's request
 //
 // Events: {"event":"data","name","part"} for each data part that arrives (onData), and
-// {"event":"done","name","op","status","error","finishReason","messages"}.
+// {"event":"done","name","op","status","error","finishReason","messages","requests"}: requests is
+// the number of chat requests the chat has sent so far (sendMessages of its transport, the
+// automatic ones included). An answer or approval is reported once the SDK is done with it: after
+// the response to it, and after every request sendAutomaticallyWhen sent on its own after that
+// response, until sendAutomaticallyWhen says no or a request fails or is aborted.
 import { emit, next, fail } from "./lib.mjs";
 import {
   AbstractChat,
@@ -28,19 +32,42 @@ class State {
   messages = [];
   pushMessage = (m) => { this.messages = this.messages.concat(m); };
   popMessage = () => { this.messages = this.messages.slice(0, -1); };
-  replaceMessage = (i, m) => { this.messages = [...this.messages.slice(0, i), m, ...this.messages.slice(i + 1)]; };
+  // As useChat's state (@ai-sdk/react), a replaced message is a copy: what the SDK changes in a
+  // response's message after its last write does not reach the chat's messages.
+  replaceMessage = (i, m) => { this.messages = [...this.messages.slice(0, i), this.snapshot(m), ...this.messages.slice(i + 1)]; };
   snapshot = (v) => structuredClone(v);
+}
+
+// CountingTransport is DefaultChatTransport counting the chat requests it sends.
+class CountingTransport extends DefaultChatTransport {
+  requests = 0;
+  sendMessages(options) {
+    this.requests++;
+    return super.sendMessages(options);
+  }
 }
 
 class Chat extends AbstractChat {
   constructor(name, init) {
     super({ ...init, state: new State() });
     this.name = name;
+    this.counter = init.transport;
     this.finished = [];
+    this.settlers = [];
   }
   // finish resolves at the chat's next onFinish.
   finish() {
     return new Promise((resolve) => this.finished.push(resolve));
+  }
+  // settled resolves when the SDK stops sending on its own: sendAutomaticallyWhen says no, or a
+  // request ends aborted or failed (the SDK then does not ask sendAutomaticallyWhen).
+  settled() {
+    return new Promise((resolve) => this.settlers.push(resolve));
+  }
+  settle() {
+    const waiters = this.settlers;
+    this.settlers = [];
+    for (const w of waiters) w();
   }
 }
 
@@ -55,6 +82,7 @@ function report(chat, op, finishReason) {
     finishReason: finishReason ?? null,
     error: err ? { message: err.message, statusCode: err.statusCode ?? null, responseBody: err.responseBody ?? null } : null,
     messages: chat.messages,
+    requests: chat.counter.requests,
   });
 }
 
@@ -70,15 +98,19 @@ async function run(cmd) {
   if (cmd.op === "chat") {
     const c = new Chat(cmd.name, {
       id: cmd.id,
-      transport: new DefaultChatTransport({ api: cmd.api, body: cmd.agent ? { agent: cmd.agent } : {} }),
+      transport: new CountingTransport({ api: cmd.api, body: cmd.agent ? { agent: cmd.agent } : {} }),
       // Answers are sent as soon as the user gave them, as an app on useChat does.
-      sendAutomaticallyWhen: ({ messages }) =>
-        lastAssistantMessageIsCompleteWithApprovalResponses({ messages }) || lastAssistantMessageIsCompleteWithToolCalls({ messages }),
+      sendAutomaticallyWhen: ({ messages }) => {
+        const send = lastAssistantMessageIsCompleteWithApprovalResponses({ messages }) || lastAssistantMessageIsCompleteWithToolCalls({ messages });
+        if (!send) c.settle();
+        return send;
+      },
       onData: (part) => emit("data", { name: cmd.name, part }),
-      onFinish: ({ finishReason }) => {
+      onFinish: ({ finishReason, isAbort, isError }) => {
         const waiters = c.finished;
         c.finished = [];
         for (const w of waiters) w(finishReason);
+        if (isAbort || isError) c.settle();
       },
     });
     chats.set(cmd.name, c);
@@ -86,6 +118,8 @@ async function run(cmd) {
     return;
   }
   const done = chat.finish();
+  // addToolOutput and addToolApprovalResponse return before the requests they make end.
+  const settled = cmd.op === "answer" || cmd.op === "approve" ? chat.settled() : null;
   switch (cmd.op) {
     case "send":
       await chat.sendMessage({ text: cmd.text });
@@ -116,6 +150,7 @@ async function run(cmd) {
   }
   // A resume with nothing to resume (204) ends without onFinish: finishReason null.
   const reason = cmd.op === "resume" ? await Promise.race([done, Promise.resolve(null)]) : await done;
+  await settled;
   report(chat, cmd.op, reason);
 }
 
