@@ -29,9 +29,11 @@ type FollowOptions struct {
 	// Idle, when > 0, makes [Reader.Next] return [stream.ErrIdle] after Idle without a chunk
 	// (for keep-alives).
 	Idle time.Duration
-	// Answered is the resume token of the question an answer turn answers: a run restored by a
-	// rollback or fork asks it again at its start, and that question (up to its done), when it
-	// comes first, is not part of the answer's response.
+	// Answered is the resume token of the question an answer turn answers. The response that
+	// asked it, when it is published again at the start of the answer's (a run restored by a
+	// rollback or fork asks it again at its start; a worker that takes over the workflow task
+	// of a killed one publishes that task's chunks again, into an in-memory broker that lost
+	// them), is not part of the answer's response: from its first chunk to its done.
 	Answered string
 }
 
@@ -84,8 +86,11 @@ func (r *Reader) Next(ctx context.Context) (stream.Entry, error) {
 		return stream.Entry{}, io.EOF
 	}
 	e, err := r.rd.Next(ctx)
-	for err == nil && r.n == 0 && r.skip != "" && (r.skipping || (e.Chunk.Type == contracts.ChunkInterrupt && e.Chunk.ResumeToken == r.skip)) {
-		// The question asked again by a restored run, before the answer reached it.
+	for err == nil && r.n == 0 && r.skip != "" && (r.skipping || r.asksAgain(ctx, e)) {
+		// The response that asked the answered question, published again before the answer
+		// reached the run: by a run restored by a rollback or fork, or by a worker that took
+		// over the workflow task that had asked it (its predecessor was killed after publishing,
+		// before the task completed) into a broker that no longer had it (in memory).
 		r.skipping = e.Chunk.Type != contracts.ChunkDone
 		if !r.skipping {
 			r.skip = ""
@@ -107,6 +112,33 @@ func (r *Reader) Next(ctx context.Context) (stream.Entry, error) {
 	}
 	r.n++
 	return e, nil
+}
+
+// asksAgain reports whether e, the first entry of an answer turn's response, begins the
+// response that asked the answered question again: e is that question's interrupt chunk, or the
+// entries published with e (one batch, all present when e is) hold that interrupt before any
+// done.
+func (r *Reader) asksAgain(ctx context.Context, e stream.Entry) bool {
+	asked := func(c contracts.Chunk) bool { return c.Type == contracts.ChunkInterrupt && c.ResumeToken == r.skip }
+	if asked(e.Chunk) {
+		return true
+	}
+	if e.Chunk.Type == contracts.ChunkDone {
+		return false
+	}
+	entries, err := r.s.o.Broker.Read(ctx, r.ts.RunID, e.Offset, 0)
+	if err != nil {
+		return false
+	}
+	for _, n := range entries {
+		switch {
+		case asked(n.Chunk):
+			return true
+		case n.Chunk.Type == contracts.ChunkDone:
+			return false
+		}
+	}
+	return false
 }
 
 // check refuses an entry of another turn: the first one that arrives after the stream had
@@ -195,7 +227,9 @@ func isGone(err error) bool { return contracts.CodeOf(err) == contracts.CodeStre
 
 // RunState is the [stream.ReaderOptions].Run of runs on Temporal (for the run stream route and the
 // chat route): it describes the run's workflow execution (no worker needed). A running
-// execution whose KortyxStatus search attribute is "waiting" is "waiting"; any closed
+// execution whose KortyxStatus search attribute is "waiting" and that has no workflow task
+// pending is "waiting" (a pending task means the run has something to act on, such as an
+// answer it has not taken yet); any closed
 // status (completed, failed, cancelled, terminated, timed out) is "closed"; an
 // unknown workflow ID is "missing". Other errors are returned (the reader asks again
 // later).
@@ -214,6 +248,13 @@ func (s *Service) RunState(ctx context.Context, runID string) (stream.RunState, 
 		return stream.RunState{Phase: "running"}, nil
 	default:
 		return stream.RunState{Phase: "closed"}, nil
+	}
+	if desc.RawResponse.GetPendingWorkflowTask() != nil {
+		// A workflow task is due: the run has something to act on (an answer it has not taken
+		// yet, for one) and may publish, whatever its status attribute still says. A run whose
+		// worker was killed keeps it pending until a worker polls again (after the dead
+		// worker's sticky queue times out).
+		return stream.RunState{Phase: "running"}, nil
 	}
 	var status string
 	if p := info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeStatus]; p != nil {
