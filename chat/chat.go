@@ -449,8 +449,15 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		opts := ssewriter.Options{KeepAlive: h.o.KeepAlive}
 		if !resumable(r) {
 			runID := t.ts.RunID
+			cancel := req.ResumeOf() != nil && req.ResumeOf().Cancel
 			opts.OmitIDs = true
-			opts.Transform = func(c contracts.Chunk) []any { return kortyxChunks(runID, c) }
+			opts.Transform = func(c contracts.Chunk) []any {
+				if cancel && c.Type == contracts.ChunkCancelled {
+					// Kortyx: a cancelled question's stream yields only done.
+					return nil
+				}
+				return kortyxChunks(runID, c)
+			}
 		}
 		if sw, err = ssewriter.New(w, opts); err == nil {
 			err = sw.Event(0, session)

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -378,6 +379,22 @@ func kortyxScenarios(t *testing.T, base string) {
 			{"type": "done"}}, bad)
 		out := s.send(kortyxwire.Answer(ask, nil, `{"plan":"pro"}`))
 		require.Equal(t, "Plan: pro", kwJoin(out))
+	})
+
+	t.Run("question cancelled", func(t *testing.T) {
+		// Kortyx (spec §5, Cancel): the pending question is deleted and the stream yields only
+		// done — no error chunk, which useChat would show as a failed turn.
+		s := newKortyxSession(t, c, "hello")
+		ask := kwFind(t, s.say("hi"), "interrupt")
+		cancel := kortyxwire.Answer(ask, nil, "")
+		cancel.Metadata["resume"].(map[string]any)["cancel"] = true
+		out := s.send(cancel)
+		require.Equal(t, []string{"session", "done"}, kwTypes(out), "%v", out)
+		_, hasData := out[1]["data"]
+		require.False(t, hasData, "done without state after a cancel")
+		again := s.send(kortyxwire.Answer(ask, nil, "Ada"))
+		require.Equal(t, []string{"error", "done"}, kwTypes(again), "the question is gone (400): %v", again)
+		require.Equal(t, fmt.Sprintf("Interrupt is expired, already consumed, or does not belong to session %q.", s.id), kwFind(t, again, "error").String("message"))
 	})
 
 	t.Run("stopped run", func(t *testing.T) {
