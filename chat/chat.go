@@ -21,6 +21,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 )
 
@@ -440,6 +441,10 @@ func lastEventID(r *http.Request) int64 {
 func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
+	tc, traced := traceChunk(r, t.ts.RunID)
+	if traced {
+		chunks = append(chunks, tc)
+	}
 	buffered := req.Stream != nil && !*req.Stream
 	feeder := h.turns.join(t, from)
 	var sw *ssewriter.Writer
@@ -461,6 +466,9 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		}
 		if sw, err = ssewriter.New(w, opts); err == nil {
 			err = sw.Event(0, session)
+		}
+		if err == nil && traced {
+			err = sw.Event(0, tc)
 		}
 		if err != nil {
 			h.quit(r, req, t, feeder, true)
@@ -688,4 +696,18 @@ func (h *Handler) StopHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]string{"runId": runID})
 	})
+}
+
+// traceChunk returns Kortyx's trace chunk for a request that is traced (tracing configured: the
+// request's context carries a sampled span, the HTTP server span of telemetry.ServeHTTP or of
+// the application's own middleware): the trace id and span id of that span, under which the
+// turn's Temporal spans are, and the turn's run id. There is no rootSpanName: Kortyx's is the
+// name of its root span "kortyx.run", which this port does not have (the request's span is the
+// turn's root). ok is false when the request is not traced.
+func traceChunk(r *http.Request, runID string) (c contracts.Chunk, ok bool) {
+	sc := trace.SpanContextFromContext(r.Context())
+	if !sc.IsValid() || !sc.IsSampled() {
+		return c, false
+	}
+	return contracts.Chunk{Type: contracts.ChunkTrace, TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), RunID: runID}, true
 }

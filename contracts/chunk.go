@@ -8,10 +8,11 @@ import (
 // [ChunkResumeRejected] and [ChunkTextInvalidated] of this port, which Kortyx clients ignore.
 type ChunkType string
 
-// Chunk types of the wire protocol. Kortyx's wire also has "trace" and "tool-result", which
-// this port never produces (a client may still receive them from a Kortyx server).
+// Chunk types of the wire protocol. Kortyx's wire also has "tool-result", which this port never
+// produces (a client may still receive it from a Kortyx server).
 const (
 	ChunkSession               ChunkType = "session"
+	ChunkTrace                 ChunkType = "trace"
 	ChunkStatus                ChunkType = "status"
 	ChunkTextStart             ChunkType = "text-start"
 	ChunkTextDelta             ChunkType = "text-delta"

@@ -255,6 +255,16 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	root := byName(spans, "POST /api/chat")[0]
 	require.Equal(t, trace.SpanKindServer, root.SpanKind)
 
+	// Kortyx's trace chunk, right after the session chunk (Kortyx framing: data lines only):
+	// the turn's trace and root span, and the run.
+	events := strings.Split(strings.TrimSpace(out), "\n\n")
+	require.GreaterOrEqual(t, len(events), 3, out)
+	var tc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(events[1], "data: ")), &tc), out)
+	require.Equal(t, map[string]any{"type": "trace", "traceId": root.SpanContext.TraceID().String(), "spanId": root.SpanContext.SpanID().String(),
+		"runId": tc["runId"]}, tc)
+	require.Equal(t, attrs(byName(spans, "RunWorkflow:"+contracts.RunWorkflowName)[0])["temporalWorkflowID"], tc["runId"])
+
 	// The workflows and activities under it.
 	update := "UpdateWithStartWorkflow:" + protocol.SessionStartTurnUpdate
 	require.Equal(t, []string{update, "POST /api/chat"}, ancestry(t, spans, byName(spans, "RunWorkflow:"+protocol.SessionWorkflowName)[0]))
