@@ -204,3 +204,20 @@ func TestSessionStateImportsNoExecution(t *testing.T) {
 		}
 	}
 }
+
+// wires are the packages that each translate one protocol to the session service.
+var wires = []string{module + "/chat", module + "/aisdk", module + "/mcpserver", module + "/a2aserver", module + "/web"}
+
+// No wire depends on another: what they share is below them (sessions, internal/httpapi,
+// internal/ssewriter), so a wire can change, or be left out of a program, on its own.
+func TestNoWireImportsAnotherWire(t *testing.T) {
+	for _, pkg := range wires {
+		t.Run(strings.TrimPrefix(pkg, module+"/"), func(t *testing.T) {
+			for _, dep := range goList(t, "-deps", pkg) {
+				if dep != pkg && slices.Contains(wires, dep) {
+					t.Errorf("the wire %s depends on the wire %s", pkg, dep)
+				}
+			}
+		})
+	}
+}
