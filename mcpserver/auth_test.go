@@ -146,6 +146,8 @@ func TestMalformedBody(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, `The message's "id" must be a string or an integer (a notification has none).`},
 		{`{"jsonrpc":"2.0","id":{},"method":"ping"}`, -32600, `The message's "id" must be a string or an integer (a notification has none).`},
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}`, -32600, `The message's "params" must be an object.`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":[{"protocolVersion":"2025-11-25"}]}`, -32600, `The message's "params" must be an object.`},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list","params":[]}]`, -32600, `The message's "params" must be an object.`},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))

@@ -35,6 +35,7 @@ const (
 // run that waits for an answer the call could not get.
 const (
 	statusCompleted = "completed"
+	statusFailed    = "failed"
 	statusWaiting   = "waiting"
 )
 
@@ -44,6 +45,7 @@ type call struct {
 	t        *agentTool
 	req      *mcp.CallToolRequest
 	session  string
+	run      string  // the run followed (for the log messages; "" until one is)
 	progress any     // the client's progress token (nil: no progress notifications)
 	n        float64 // progress notifications sent
 }
@@ -51,7 +53,9 @@ type call struct {
 func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	in, err := t.input(req.Params.Arguments)
 	if err != nil {
-		return nil, err
+		// A tool execution error, not a protocol error (MCP 2025-11-25): the caller (a model)
+		// can read what is wrong and call again. No session was touched.
+		return toolError(&mcp.CallToolResult{Meta: mcp.Meta{metaStatus: statusFailed}}, publicFailure(err)), nil
 	}
 	meta := req.Params.Meta
 	session, _ := meta[metaSession].(string)
@@ -168,6 +172,7 @@ func (h *Handler) questionRun(ctx context.Context, session string, v sessions.Se
 // answers its question by elicitation; it returns the call's result when a response ends
 // without a question (or the question stays open).
 func (c *call) follow(ctx context.Context, ts sessions.TurnStarted, from int64, answered string) (*mcp.CallToolResult, error) {
+	c.run = ts.RunID
 	rd, err := c.h.svc.Follow(ctx, c.session, ts, from, sessions.FollowOptions{Answered: answered})
 	if err != nil {
 		return c.failed(ctx, ts.RunID, err)
@@ -374,20 +379,22 @@ func responseOf(in contracts.InterruptInput, r contracts.Response, content map[s
 }
 
 // notify sends the progress notification of a chunk (text, status, a tool call starting)
-// when the client asked for progress.
+// when the client asked for progress, and its log message: the text at level debug, the
+// status and the tool call at info.
 func (c *call) notify(ctx context.Context, ch contracts.Chunk) {
-	if c.progress == nil {
-		return
-	}
-	var msg string
+	var msg, level string
 	switch ch.Type {
 	case contracts.ChunkTextDelta:
-		msg = ch.Delta
+		msg, level = ch.Delta, "debug"
 	case contracts.ChunkStatus:
-		msg = ch.Message
+		msg, level = ch.Message, "info"
 	case contracts.ChunkToolCallStart:
-		msg = "Calling " + ch.Tool + "."
+		msg, level = "Calling "+ch.Tool+".", "info"
 	default:
+		return
+	}
+	c.log(ctx, level, msg, nil)
+	if c.progress == nil {
 		return
 	}
 	c.n++
@@ -432,19 +439,21 @@ func (c *call) result(runID string, chunks []contracts.Chunk, msg sessions.Final
 		return res
 	case "cancelled":
 		f := publicFailure(contracts.Errorf(contracts.CodeExecutionCancelled, "The run was cancelled."))
-		return c.toolError(res, f)
+		return toolError(res, f)
 	}
 	for _, p := range msg.ContentPieces {
 		if p.Type == "error" && p.Failure != nil {
 			f := *p.Failure
 			f.Cause = nil
-			return c.toolError(res, f)
+			return toolError(res, f)
 		}
 	}
-	return c.toolError(res, publicFailure(errors.New("the run failed")))
+	return toolError(res, publicFailure(errors.New("the run failed")))
 }
 
-func (c *call) toolError(res *mcp.CallToolResult, f contracts.Failure) *mcp.CallToolResult {
+// toolError makes res a tool error: isError, the text "<message> (<CODE>)" and the failure
+// descriptor f in _meta.
+func toolError(res *mcp.CallToolResult, f contracts.Failure) *mcp.CallToolResult {
 	res.IsError = true
 	res.Meta[metaFailure] = f
 	res.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s (%s)", f.Message, f.Code)}}
@@ -490,7 +499,7 @@ func (c *call) failed(ctx context.Context, runID string, err error) (*mcp.CallTo
 	if f.Category == "" || f.Code == contracts.CodeExecutionFailed {
 		c.h.o.Logger.Error("kortyx mcpserver: the call failed", "session", c.session, "run", runID, "error", err)
 	}
-	return c.toolError(&mcp.CallToolResult{Meta: c.meta(runID, "failed")}, f), nil
+	return toolError(&mcp.CallToolResult{Meta: c.meta(runID, statusFailed)}, f), nil
 }
 
 // cancelled reports whether ctx ended by the client's notifications/cancelled: the SDK cancels

@@ -3,8 +3,8 @@
 // session per call unless its _meta names one, "kortyx/sessionId"); its result is the run's
 // result (structuredContent when the agent has an object output schema); a question of the
 // run is an elicitation/create request whose answer resumes the run; streamed text, status
-// and tool calls are progress notifications when the call has a progress token; a client's
-// notifications/cancelled cancels the run. A call naming a session whose question is open
+// and tool calls are progress notifications when the call has a progress token, and log
+// messages at the client's logging/setLevel; a client's notifications/cancelled cancels the run. A call naming a session whose question is open
 // asks it again, from any API process: the session and the broker hold the state. The
 // mapping and what is not mapped: docs/mcp-server.md.
 //

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,7 @@ type Handler struct {
 	o     Options
 	svc   *sessions.Service
 	tools map[string]*agentTool
+	srv   *mcp.Server
 	mcp   http.Handler
 }
 
@@ -107,9 +109,9 @@ func New(o Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{o: o, svc: svc, tools: map[string]*agentTool{}}
 	sdkLog := slog.New(warnings{o.Logger.Handler()}) // the SDK logs every session at info
 	srv := mcp.NewServer(&mcp.Implementation{Name: "kortyx", Version: "1"}, &mcp.ServerOptions{Logger: sdkLog})
+	h := &Handler{o: o, svc: svc, tools: map[string]*agentTool{}, srv: srv}
 	for _, def := range o.Registry.Workflows() {
 		if !toolName.MatchString(def.ID) {
 			o.Logger.Warn("kortyx mcpserver: agent not served: its id is not a valid MCP tool name (1-128 of A-Z a-z 0-9 _ - .)", "agent", def.ID)
@@ -118,10 +120,12 @@ func New(o Options) (*Handler, error) {
 		t, tool := newTool(def)
 		h.tools[def.ID] = t
 		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return h.call(ctx, t, req)
+			res, err := h.call(ctx, t, req)
+			logResult(ctx, req.Session, res)
+			return res, err
 		})
 	}
-	srv.AddReceivingMiddleware(h.authorizeList)
+	srv.AddReceivingMiddleware(h.authorizeList, checkLevels)
 	h.mcp = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes, EventStore: mcp.NewMemoryEventStore(nil),
 		SessionTimeout: o.SessionTimeout})
@@ -163,8 +167,9 @@ func schemaType(raw json.RawMessage) string {
 	return typ
 }
 
-// input returns the run's input of a call's arguments, or a JSON-RPC invalid-params error
-// (code INVALID_INPUT) when they do not match the tool's input schema.
+// input returns the run's input of a call's arguments, or the INVALID_INPUT error (with the
+// issues) when they do not match the tool's input schema: the call's result is then a tool
+// error ([invalidArguments]).
 func (t *agentTool) input(args json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
@@ -173,27 +178,27 @@ func (t *agentTool) input(args json.RawMessage) (json.RawMessage, error) {
 	if t.wrapped != "" {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(args, &obj) != nil {
-			return nil, protocolError(jsonrpc.CodeInvalidParams, contracts.Errorf(contracts.CodeInvalidInput, "The arguments must be a JSON object."))
+			return nil, contracts.Errorf(contracts.CodeInvalidInput, "The arguments must be a JSON object.")
 		}
 		v, ok := obj[t.wrapped]
 		if !ok {
-			return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
-				Issues: []contracts.Issue{{Path: []any{t.wrapped}, Code: "required", Message: t.wrapped + " is required"}}})
+			return nil, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
+				Issues: []contracts.Issue{{Path: []any{t.wrapped}, Code: "required", Message: t.wrapped + " is required"}}}
 		}
 		in = v
 		if t.wrapped == "message" {
 			var s string
 			if json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) == "" {
-				return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
-					Issues: []contracts.Issue{{Path: []any{"message"}, Code: "invalid_type", Message: "message must be a non-empty string"}}})
+				return nil, &contracts.Error{Code: contracts.CodeInvalidInput, Message: "The arguments do not match the tool's input schema.",
+					Issues: []contracts.Issue{{Path: []any{"message"}, Code: "invalid_type", Message: "message must be a non-empty string"}}}
 			}
 			in, _ = json.Marshal(strings.TrimSpace(s))
 		}
 	}
 	if t.def.InputSchema != nil {
 		if issues := t.def.InputSchema.ValidateJSON(in); len(issues) > 0 {
-			return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidInput,
-				Message: "The arguments do not match the tool's input schema.", Issues: issues})
+			return nil, &contracts.Error{Code: contracts.CodeInvalidInput,
+				Message: "The arguments do not match the tool's input schema.", Issues: issues}
 		}
 	}
 	return in, nil
@@ -249,17 +254,37 @@ func (h *Handler) authorizeList(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // ServeHTTP serves the streamable HTTP transport. A body over MaxBodyBytes, or one that is not
-// a JSON-RPC message ([checkMessage]), is refused with a JSON-RPC error (HTTP 400, data code
-// INVALID_REQUEST: the body rule of every wire) before the SDK reads it.
+// a JSON-RPC message ([checkMessages]), is refused with a JSON-RPC error (HTTP 400, data code
+// INVALID_REQUEST: the body rule of every wire) before the SDK reads it; so is a batch of a
+// protocol version without batches ([refuseBatch]); a method the server does not have gets
+// the JSON-RPC error -32601 ([unknownMethod]).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Method == http.MethodPost {
 		body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, err)
+			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, nil, err)
 			return
 		}
-		if code, err := checkMessage(body); err != nil {
-			writeError(w, http.StatusBadRequest, code, err)
+		msgs, batch, code, err := checkMessages(body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, code, nil, err)
+			return
+		}
+		version := r.Header.Get(protocolVersionHeader)
+		if err := refuseBatch(batch, version); err != nil {
+			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, nil, err)
+			return
+		}
+		if m, ok := unknownMethod(msgs); ok && version < "2026-07-28" && h.liveSession(r.Header.Get(sessionIDHeader)) {
+			err := contracts.Errorf(contracts.CodeNotFound, "Method not found: %q.", m.method)
+			if batch || m.id == nil {
+				// A notification, or a message of a batch: the POST is refused as a whole.
+				writeError(w, http.StatusBadRequest, jsonrpc.CodeMethodNotFound, nil, err)
+				return
+			}
+			// A request: its JSON-RPC response (a request gets an HTTP 200 response that
+			// carries its JSON-RPC response).
+			writeError(w, http.StatusOK, jsonrpc.CodeMethodNotFound, m.id, err)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -267,43 +292,117 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mcp.ServeHTTP(w, r)
 }
 
-// checkMessage checks the shape of a POST body before the SDK reads it (the SDK answers a
-// malformed one with its internal text): valid JSON (else JSON-RPC parse error), one JSON-RPC
-// message or a non-empty array of them, each an object whose "jsonrpc" is "2.0", whose
-// "method" (when present) is a string, whose "id" (when present) is a string or an integer
-// (the SDK refuses a null one with its own text) and whose "params" (when present) is an
-// object or array (else invalid request). The data code is INVALID_REQUEST.
-func checkMessage(body []byte) (int64, error) {
+// The HTTP headers of the streamable transport that ServeHTTP reads.
+const (
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	sessionIDHeader       = "Mcp-Session-Id"
+)
+
+// refuseBatch is the refusal of a batch of protocol version (the Mcp-Protocol-Version header)
+// 2025-06-18 or later, which dropped JSON-RPC batching (nil: not a batch, or a version that
+// has batches). Without the header the version is 2025-03-26, as the transport says and the
+// go-sdk assumes; a version the SDK does not support is left to the SDK to refuse.
+func refuseBatch(batch bool, version string) error {
+	if !batch || version < "2025-06-18" || !slices.Contains(mcp.SupportedProtocolVersions(), version) {
+		return nil
+	}
+	return contracts.Errorf(contracts.CodeInvalidRequest,
+		"JSON-RPC batches are not part of MCP since 2025-06-18 (this request's version: %s); send one message per request.", version)
+}
+
+// sdkMethods are the methods of a client that the go-sdk v1.8.0 server handles (its table of
+// receiving methods, which it does not export). A request of any other method is one the SDK
+// refuses with a plain-text HTTP 400; ServeHTTP answers it with the JSON-RPC error -32601.
+var sdkMethods = map[string]bool{
+	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	"prompts/list": true, "prompts/get": true, "resources/list": true, "resources/templates/list": true,
+	"resources/read": true, "resources/subscribe": true, "resources/unsubscribe": true,
+	"logging/setLevel": true, "completion/complete": true, "server/discover": true, "subscriptions/listen": true,
+	"notifications/initialized": true, "notifications/cancelled": true, "notifications/progress": true,
+	"notifications/roots/list_changed": true,
+}
+
+// unknownMethod returns the first message of msgs whose method the server does not have.
+func unknownMethod(msgs []message) (message, bool) {
+	for _, m := range msgs {
+		if m.hasMethod && !sdkMethods[m.method] {
+			return m, true
+		}
+	}
+	return message{}, false
+}
+
+// liveSession reports whether the Mcp-Session-Id id names a session of this process, or is
+// empty (a POST that would open one). A request for a session that does not exist is left to
+// the SDK, whose 404 tells the client to initialize a new one.
+func (h *Handler) liveSession(id string) bool {
+	if id == "" {
+		return true
+	}
+	for ss := range h.srv.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// message is what ServeHTTP reads of one JSON-RPC message of a POST body.
+type message struct {
+	method    string
+	hasMethod bool            // a request or a notification (else a response)
+	id        json.RawMessage // a request's id (nil: a notification or a response)
+}
+
+// checkMessages checks the shape of a POST body before the SDK reads it (the SDK answers a
+// malformed one with its internal text) and returns its messages, and whether it is a batch:
+// valid JSON (else JSON-RPC parse error), one JSON-RPC message or a non-empty array of them,
+// each an object whose "jsonrpc" is "2.0", whose "method" (when present) is a string, whose
+// "id" (when present) is a string or an integer (the SDK refuses a null one with its own text)
+// and whose "params" (when present) is an object, as MCP's messages have (else invalid
+// request). The data code is INVALID_REQUEST.
+func checkMessages(body []byte) (msgs []message, batch bool, code int64, err error) {
 	if !json.Valid(body) {
-		return jsonrpc.CodeParseError, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is not valid JSON; send one JSON-RPC 2.0 message.")
+		return nil, false, jsonrpc.CodeParseError, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is not valid JSON; send one JSON-RPC 2.0 message.")
 	}
 	body = bytes.TrimSpace(body)
-	msgs := []json.RawMessage{body}
-	if len(body) > 0 && body[0] == '[' {
-		if json.Unmarshal(body, &msgs) != nil || len(msgs) == 0 {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is an empty array; send one JSON-RPC 2.0 message.")
+	var raw []json.RawMessage
+	if batch = body[0] == '['; batch {
+		if json.Unmarshal(body, &raw) != nil || len(raw) == 0 {
+			return nil, true, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body is an empty array; send one JSON-RPC 2.0 message.")
 		}
+	} else {
+		raw = []json.RawMessage{body}
 	}
-	for _, m := range msgs {
+	for _, m := range raw {
 		var msg map[string]json.RawMessage
 		if json.Unmarshal(m, &msg) != nil || msg == nil {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body must be a JSON-RPC 2.0 message: a JSON object.")
+			return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, "The request body must be a JSON-RPC 2.0 message: a JSON object.")
 		}
 		if string(msg["jsonrpc"]) != `"2.0"` {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "jsonrpc" must be "2.0".`)
+			return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "jsonrpc" must be "2.0".`)
 		}
-		var method string
-		if v, ok := msg["method"]; ok && (v[0] != '"' || json.Unmarshal(v, &method) != nil) {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "method" must be a string.`)
+		var got message
+		if v, ok := msg["method"]; ok {
+			if v[0] != '"' || json.Unmarshal(v, &got.method) != nil {
+				return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "method" must be a string.`)
+			}
+			got.hasMethod = true
 		}
-		if v, ok := msg["id"]; ok && !validID(v) {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "id" must be a string or an integer (a notification has none).`)
+		if v, ok := msg["id"]; ok {
+			if !validID(v) {
+				return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "id" must be a string or an integer (a notification has none).`)
+			}
+			if got.hasMethod {
+				got.id = v
+			}
 		}
-		if v, ok := msg["params"]; ok && v[0] != '{' && v[0] != '[' {
-			return jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "params" must be an object.`)
+		if v, ok := msg["params"]; ok && v[0] != '{' {
+			return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "params" must be an object.`)
 		}
+		msgs = append(msgs, got)
 	}
-	return 0, nil
+	return msgs, batch, 0, nil
 }
 
 // validID reports whether a JSON-RPC id is a string or an integer.
@@ -324,10 +423,12 @@ func validID(v json.RawMessage) bool {
 	return false
 }
 
-// writeError writes a JSON-RPC error response without an id (the request was not read).
-func writeError(w http.ResponseWriter, status int, code int64, err error) {
+// writeError writes a JSON-RPC error response with HTTP status, of the request id (nil: none,
+// the request was not read or was not one request); its data is err's failure descriptor.
+func writeError(w http.ResponseWriter, status int, code int64, id json.RawMessage, err error) {
 	f := publicFailure(err)
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": f.Message, "data": f}})
+	// A nil id is JSON null.
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": f.Message, "data": f}})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +207,7 @@ func TestTools(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion, "the client asked for 2026-07-28 first")
+	require.Equal(t, `{"logging":{},"tools":{"listChanged":true}}`, jsonOf(t, cs.InitializeResult().Capabilities))
 	res, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	var got []string
@@ -246,17 +248,36 @@ func TestTools(t *testing.T) {
 		require.Equal(t, "failed", out.Meta["kortyx/status"])
 		require.NotContains(t, jsonOf(t, out), "internal detail")
 	}
-	// Arguments the input schema refuses: a JSON-RPC error with the code and the issues.
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "score", Arguments: map[string]any{"name": ""}})
-	var werr *jsonrpc.Error
-	require.ErrorAs(t, err, &werr)
-	require.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
-	require.Equal(t, "The arguments do not match the tool's input schema. (name: minLength: got 0, want 1)", werr.Message)
-	var f contracts.Failure
-	require.NoError(t, json.Unmarshal(werr.Data, &f))
+	// Arguments the input schema refuses: a tool execution error (MCP 2025-11-25), not a
+	// protocol error, with the code and the issues; no session was touched.
+	out, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "score", Arguments: map[string]any{"name": ""}})
+	require.NoError(t, err)
+	require.True(t, out.IsError)
+	require.Equal(t, "The arguments do not match the tool's input schema. (name: minLength: got 0, want 1) (INVALID_INPUT)", text(t, out))
+	f := failureOf(t, out)
 	require.Equal(t, contracts.CodeInvalidInput, f.Code)
 	require.Len(t, f.Issues, 1)
 	require.Equal(t, []any{"name"}, f.Issues[0].Path)
+	require.Equal(t, []string{"kortyx/failure", "kortyx/status"}, metaKeys(out))
+	require.Equal(t, "failed", out.Meta["kortyx/status"])
+}
+
+// failureOf is the kortyx/failure descriptor of a result.
+func failureOf(t *testing.T, res *mcp.CallToolResult) contracts.Failure {
+	t.Helper()
+	var f contracts.Failure
+	require.NoError(t, json.Unmarshal([]byte(jsonOf(t, res.Meta["kortyx/failure"])), &f))
+	return f
+}
+
+// metaKeys are the keys of a result's _meta, sorted.
+func metaKeys(res *mcp.CallToolResult) []string {
+	var keys []string
+	for k := range res.Meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func TestHelloElicitation(t *testing.T) {
@@ -405,16 +426,31 @@ func TestBadInput(t *testing.T) {
 	cs := connect(t, s.addr, &recorder{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{"text": "hi"}})
+	// Arguments that do not match the input schema: a tool execution error.
+	for _, tc := range []struct {
+		args any
+		want string
+		path []any
+	}{
+		{map[string]any{"text": "hi"}, "The arguments do not match the tool's input schema. (message: message is required) (INVALID_INPUT)", []any{"message"}},
+		{map[string]any{"message": " "}, "The arguments do not match the tool's input schema. (message: message must be a non-empty string) (INVALID_INPUT)", []any{"message"}},
+		{[]any{"hi"}, "The arguments must be a JSON object. (INVALID_INPUT)", nil},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: tc.args})
+		require.NoError(t, err)
+		require.True(t, res.IsError)
+		require.Equal(t, tc.want, text(t, res))
+		f := failureOf(t, res)
+		require.Equal(t, contracts.CodeInvalidInput, f.Code)
+		if tc.path != nil {
+			require.Len(t, f.Issues, 1)
+			require.Equal(t, tc.path, f.Issues[0].Path)
+		}
+	}
+	// A _meta session id that is not an id: a protocol error (-32602), the call's params are wrong.
 	var werr *jsonrpc.Error
-	require.ErrorAs(t, err, &werr)
-	require.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code, "-32602")
-	require.Equal(t, "The arguments do not match the tool's input schema. (message: message is required)", werr.Message)
 	var f contracts.Failure
-	require.NoError(t, json.Unmarshal(werr.Data, &f))
-	require.Equal(t, contracts.CodeInvalidInput, f.Code)
-	require.Equal(t, []any{"message"}, f.Issues[0].Path)
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{"message": "hi"}, Meta: mcp.Meta{"kortyx/sessionId": "bad id with spaces"}})
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{"message": "hi"}, Meta: mcp.Meta{"kortyx/sessionId": "bad id with spaces"}})
 	require.ErrorAs(t, err, &werr)
 	require.Equal(t, int64(jsonrpc.CodeInvalidParams), werr.Code)
 	f = contracts.Failure{}
