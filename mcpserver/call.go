@@ -306,7 +306,9 @@ func elicitation(in contracts.InterruptInput, schema json.RawMessage) (*mcp.Elic
 
 // formSchema is schema as an elicitation form (nil when it is none): an object whose
 // properties are all strings (an enum of strings counts; its type is added when it is left
-// out), numbers, integers or booleans, as MCP's restricted elicitation schema allows.
+// out), numbers, integers, booleans or multi-select enums (an array whose items are an enum of
+// strings, or an anyOf of string consts with titles), as MCP's restricted elicitation schema
+// allows (2025-11-25).
 func formSchema(schema json.RawMessage) map[string]any {
 	var s map[string]any
 	if json.Unmarshal(schema, &s) != nil || s["type"] != "object" {
@@ -331,6 +333,10 @@ func formSchema(schema json.RawMessage) map[string]any {
 		}
 		switch p["type"] {
 		case "string", "number", "integer", "boolean":
+		case "array":
+			if !multiSelect(p["items"]) {
+				return nil
+			}
 		default:
 			return nil
 		}
@@ -339,6 +345,39 @@ func formSchema(schema json.RawMessage) map[string]any {
 		}
 	}
 	return s
+}
+
+// multiSelect reports whether items (an array property's) are those of a multi-select enum:
+// {"type":"string","enum":[strings]} or {"anyOf":[{"const":string,"title":string}, ...]}.
+func multiSelect(items any) bool {
+	it, ok := items.(map[string]any)
+	if !ok {
+		return false
+	}
+	if enum, ok := it["enum"].([]any); ok && it["type"] == "string" && len(enum) > 0 {
+		for _, v := range enum {
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		}
+		return true
+	}
+	options, ok := it["anyOf"].([]any)
+	if !ok || len(options) == 0 || it["type"] != nil {
+		return false
+	}
+	for _, o := range options {
+		o, ok := o.(map[string]any)
+		if !ok {
+			return false
+		}
+		c, _ := o["const"].(string)
+		title, _ := o["title"].(string)
+		if c == "" || title == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // approval reports whether a question is a tool approval (hooks' Reason approval: a choice of

@@ -18,6 +18,10 @@ func TestCustomElicitation(t *testing.T) {
 	}{
 		{"flat object", `{"type":"object","properties":{"q":{"type":"integer","minimum":1},"speed":{"enum":["standard","express"]}},"required":["q"]}`,
 			`{"type":"object","properties":{"q":{"type":"integer","minimum":1},"speed":{"enum":["standard","express"],"type":"string"}},"required":["q"]}`, true},
+		{"multi-select enums", `{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","enum":["a","b"]}},"sizes":{"type":"array","minItems":1,"items":{"anyOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}]}}}}`,
+			`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","enum":["a","b"]}},"sizes":{"type":"array","minItems":1,"items":{"anyOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}]}}}}`, true},
+		{"an array of numbers", `{"type":"object","properties":{"n":{"type":"array","items":{"type":"number"}}}}`,
+			`{"type":"object","properties":{"answer":{"type":"string","title":"Answer","description":"A JSON value matching the schema {\"type\":\"object\",\"properties\":{\"n\":{\"type\":\"array\",\"items\":{\"type\":\"number\"}}}}"}},"required":["answer"]}`, false},
 		{"nested object", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}}}}`,
 			`{"type":"object","properties":{"answer":{"type":"string","title":"Answer","description":"A JSON value matching the schema {\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"object\",\"properties\":{\"b\":{\"type\":\"string\"}}}}}"}},"required":["answer"]}`, false},
 		{"an array", `{"type":"array"}`,

@@ -271,7 +271,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		version := r.Header.Get(protocolVersionHeader)
-		if err := refuseBatch(batch, version); err != nil {
+		if err := refuseBatch(msgs, batch, version); err != nil {
 			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, nil, err)
 			return
 		}
@@ -298,12 +298,19 @@ const (
 	sessionIDHeader       = "Mcp-Session-Id"
 )
 
-// refuseBatch is the refusal of a batch of protocol version (the Mcp-Protocol-Version header)
-// 2025-06-18 or later, which dropped JSON-RPC batching (nil: not a batch, or a version that
-// has batches). Without the header the version is 2025-03-26, as the transport says and the
-// go-sdk assumes; a version the SDK does not support is left to the SDK to refuse.
-func refuseBatch(batch bool, version string) error {
-	if !batch || version < "2025-06-18" || !slices.Contains(mcp.SupportedProtocolVersions(), version) {
+// refuseBatch is the refusal of a batch msgs that holds an initialize request (2025-03-26, the
+// version with batches, says it must not; the SDK would run it), or of protocol version (the
+// Mcp-Protocol-Version header) 2025-06-18 or later, which dropped JSON-RPC batching (nil: not a
+// batch, or one the SDK runs). Without the header the version is 2025-03-26, as the transport
+// says and the go-sdk assumes; a version the SDK does not support is left to the SDK to refuse.
+func refuseBatch(msgs []message, batch bool, version string) error {
+	if !batch {
+		return nil
+	}
+	if slices.ContainsFunc(msgs, func(m message) bool { return m.method == "initialize" }) {
+		return contracts.Errorf(contracts.CodeInvalidRequest, "The initialize request must not be part of a JSON-RPC batch; send it alone.")
+	}
+	if version < "2025-06-18" || !slices.Contains(mcp.SupportedProtocolVersions(), version) {
 		return nil
 	}
 	return contracts.Errorf(contracts.CodeInvalidRequest,

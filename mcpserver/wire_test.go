@@ -123,6 +123,10 @@ func TestBatch(t *testing.T) {
 		require.Equal(t, http.StatusOK, rep.status, "%s", rep.body)
 		msgs := rep.messages(t)
 		require.Len(t, msgs, 2, "every request of the batch is answered: %q", msgs)
+		// In any order (JSON-RPC's batch responses have none; the SDK runs them concurrently).
+		if strings.Contains(msgs[0], `"tools"`) {
+			msgs[0], msgs[1] = msgs[1], msgs[0]
+		}
 		require.JSONEq(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, msgs[0])
 		var list struct {
 			ID     int `json:"id"`
@@ -136,6 +140,17 @@ func TestBatch(t *testing.T) {
 		require.Equal(t, 3, list.ID)
 		require.Len(t, list.Result.Tools, 1)
 		require.Equal(t, "hello", list.Result.Tools[0].Name)
+	}
+	// An initialize request must not be part of a batch (2025-03-26 says so; later versions
+	// have no batches): refused, and no session is opened.
+	none := &rawSession{t: t, url: url}
+	for _, version := range []string{"2025-03-26", "2025-11-25"} {
+		rep, hdr := none.postHeader(`[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}]`, nil)
+		require.Equal(t, http.StatusBadRequest, rep.status)
+		require.Empty(t, hdr.Get("Mcp-Session-Id"))
+		msg := `The initialize request must not be part of a JSON-RPC batch; send it alone.`
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"`+msg+`",
+			"data":{"version":1,"code":"INVALID_REQUEST","category":"request","message":"`+msg+`","retryable":false}}}`, string(rep.body))
 	}
 	for _, version := range []string{"2025-06-18", "2025-11-25"} {
 		s := openRaw(t, url, version)
