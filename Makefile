@@ -4,6 +4,8 @@
 #                every test (integration tests included); first installs the Debian packages
 #                docker-compose, redis-server and chromium when absent (make deps)
 #   make demo    the triage agent end to end on the embedded dev server
+#   make conformance the official MCP conformance suite's server scenarios against /mcp (also run
+#                by make check's tests; docs/mcp-server.md)
 #   make surface the exported identifiers of every public package, and their total
 #   make tools   install the Temporal CLI, workflowcheck, staticcheck and errcheck into .tools/bin (once;
 #                with TEMPORAL_CLI_PATH set, that temporal binary is used and none is installed)
@@ -17,7 +19,7 @@ STATICCHECK   := $(TOOLS)/staticcheck
 ERRCHECK      := $(TOOLS)/errcheck
 GO_FILES       = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.tools/*')
 
-.PHONY: check deps tools npm fmt vet workflowcheck staticcheck errcheck compose test demo surface bench record-histories
+.PHONY: check deps tools npm fmt vet workflowcheck staticcheck errcheck compose test conformance demo surface bench record-histories
 
 check: deps tools npm fmt vet workflowcheck staticcheck errcheck compose test
 
@@ -76,6 +78,10 @@ compose:
 # TEMPORAL_CLI_PATH, .tools/bin/temporal, PATH); they fail, never skip, when it is missing.
 test: $(TEMPORAL)
 	go test -race -count=1 -timeout 30m ./...
+
+# The MCP conformance suite's server scenarios (test/mcpconformance; it runs its own npm ci).
+conformance: $(TEMPORAL)
+	go test -count=1 -v -run TestServerScenarios ./test/mcpconformance
 
 demo:
 	go run ./starter demo
