@@ -571,9 +571,12 @@ func TestReconnectAfterAPIRestart(t *testing.T) {
 	require.Equal(t, run, res.Meta["kortyx/runId"], "the same run finished")
 	require.Len(t, r2.elicits, 1)
 	require.Equal(t, "What is your name?", r2.elicits[0].Message)
-	d, err := env.Client.DescribeWorkflow(ctx, run, "")
-	require.NoError(t, err)
-	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.RawResponse.GetWorkflowExecutionInfo().GetStatus())
+	// The call ends with the response's done, which the run publishes just before its last
+	// workflow task completes: the execution closes a moment later.
+	require.Eventually(t, func() bool {
+		d, err := env.Client.DescribeWorkflow(ctx, run, "")
+		return err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}, 10*time.Second, 50*time.Millisecond, "the run completes")
 }
 
 // TestResumeOnTheSameProcess: the connection of a call's stream breaks while its question is
