@@ -46,7 +46,7 @@ func (c *call) send(p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
 		return nil, err
 	}
 	if p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking {
-		if err := c.follow(ts, from, answered, nil); err != nil {
+		if err := c.follow(ts, from, answered, nil, !ts.Reattached); err != nil {
 			return nil, err
 		}
 	}
@@ -73,7 +73,7 @@ func (c *call) streamMessage(p *a2a.MessageSendParams) error {
 	if err := c.emit(first); err != nil {
 		return err
 	}
-	return c.follow(ts, from, answered, c.translator(id, ts.SessionID))
+	return c.follow(ts, from, answered, c.translator(id, ts.SessionID), !ts.Reattached)
 }
 
 // translator is a translator of task id in session that shows a custom question's response
@@ -216,9 +216,9 @@ func selected(data map[string]any) ([]string, bool) {
 }
 
 // follow reads the response of ts from offset from to its done; with tr, it emits the events
-// of each chunk (and keep-alives).
-func (c *call) follow(ts sessions.TurnStarted, from int64, answered string, tr *translator) error {
-	rd, err := c.h.svc.Follow(c.ctx(), ts.SessionID, ts, from, sessions.FollowOptions{Idle: c.idle, Answered: answered})
+// of each chunk (and keep-alives). started: this request started or answered the turn.
+func (c *call) follow(ts sessions.TurnStarted, from int64, answered string, tr *translator, started bool) error {
+	rd, err := c.h.svc.Follow(c.ctx(), ts.SessionID, ts, from, sessions.FollowOptions{Idle: c.idle, Answered: answered, Started: started})
 	for err == nil {
 		var e stream.Entry
 		e, err = rd.Next(c.ctx())
@@ -304,7 +304,7 @@ func (c *call) resubscribe(id a2a.TaskID) error {
 	if err != nil || v.Active == nil || v.Active.RunID != string(id) {
 		return err // no turn of this task is running: nothing more comes without a message
 	}
-	return c.follow(sessions.TurnStarted{SessionID: rec.session, RunID: string(id), TurnIndex: v.Active.TurnIndex}, last, "", tr)
+	return c.follow(sessions.TurnStarted{SessionID: rec.session, RunID: string(id), TurnIndex: v.Active.TurnIndex}, last, "", tr, false)
 }
 
 // record is what a task's run history says: its session, its prompt, the answers it got (by

@@ -172,7 +172,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if t.Answer == nil {
 		from = 0 // a prompt's run is new: its response starts the stream
 	}
-	h.stream(w, r, req.ID, ts, from, answered, m)
+	h.stream(w, r, req.ID, ts, from, answered, m, !ts.Reattached)
 }
 
 // start starts a prompt turn (or reattaches to it: the user message's id names the turn).
@@ -226,12 +226,12 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 	}
 	a := v.Active
 	ts := sessions.TurnStarted{SessionID: id, RunID: a.RunID, TurnIndex: a.TurnIndex, Begin: a.Begin}
-	h.stream(w, r, id, ts, a.Begin, a.Token, newMapper(nil))
+	h.stream(w, r, id, ts, a.Begin, a.Token, newMapper(nil), false)
 }
 
 // stream writes the response of turn ts, read from offset from, as a UI message stream: the
 // one loop of a wire (sessions.Reader), each chunk mapped by m, the response's mapper.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string, ts sessions.TurnStarted, from int64, answered string, m *mapper) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string, ts sessions.TurnStarted, from int64, answered string, m *mapper, started bool) {
 	var schemas map[string]json.RawMessage
 	asked := false
 	m.schema = func(requestID string) json.RawMessage { // asked once, when a question needs it
@@ -253,7 +253,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 	}
 	idle := sw.KeepAliveInterval()
 	var rd *sessions.Reader
-	rd, err = h.svc.Follow(r.Context(), session, ts, from, sessions.FollowOptions{Idle: idle, Answered: answered})
+	rd, err = h.svc.Follow(r.Context(), session, ts, from, sessions.FollowOptions{Idle: idle, Answered: answered, Started: started})
 	for err == nil {
 		var e stream.Entry
 		e, err = rd.Next(r.Context())

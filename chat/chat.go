@@ -339,7 +339,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.started(t, r, req, a, from)
 	}
 	release()
-	h.respond(w, r, req, t, from)
+	h.respond(w, r, req, t, from, !ts.Reattached)
 }
 
 // callbackFields checks what the lifecycle callbacks need of a request (seed 001: "Both hooks
@@ -438,7 +438,7 @@ func lastEventID(r *http.Request) int64 {
 // respond streams (or buffers) the turn's response to this reader, from offset from: one loop
 // reads the response from the broker (through the session service's reader) and writes each
 // chunk, and hands it to the turn's finalization on the way.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64) {
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64, started bool) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	tc, traced := traceChunk(r, t.ts.RunID)
@@ -481,7 +481,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			idle = 0
 		}
 	}
-	rd, err := h.svc.Follow(r.Context(), req.SessionID, t.ts, from, sessions.FollowOptions{Idle: idle, Answered: t.token})
+	rd, err := h.svc.Follow(r.Context(), req.SessionID, t.ts, from, sessions.FollowOptions{Idle: idle, Answered: t.token, Started: started})
 	pos := from
 	for err == nil {
 		var e stream.Entry

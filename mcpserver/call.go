@@ -173,7 +173,7 @@ func (h *Handler) questionRun(ctx context.Context, session string, v sessions.Se
 // without a question (or the question stays open).
 func (c *call) follow(ctx context.Context, ts sessions.TurnStarted, from int64, answered string) (*mcp.CallToolResult, error) {
 	c.run = ts.RunID
-	rd, err := c.h.svc.Follow(ctx, c.session, ts, from, sessions.FollowOptions{Answered: answered})
+	rd, err := c.h.svc.Follow(ctx, c.session, ts, from, sessions.FollowOptions{Answered: answered, Started: !ts.Reattached})
 	if err != nil {
 		return c.failed(ctx, ts.RunID, err)
 	}

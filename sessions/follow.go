@@ -35,6 +35,13 @@ type FollowOptions struct {
 	// of a killed one publishes that task's chunks again, into an in-memory broker that lost
 	// them), is not part of the answer's response: from its first chunk to its done.
 	Answered string
+	// Started says the caller started or answered the turn itself, in this request (not a
+	// reattach). Over a shared broker (Redis: one that can be pinged), the chunks of such a
+	// turn all reach the broker before any later turn's, so the reader does not ask the
+	// session (a query, a billed Temporal action) whether it has moved past the turn — only
+	// the run whether it is gone. Over an in-memory broker it still does: there, chunks can be
+	// lost (a run published into another process's memory) while a later turn's arrive.
+	Started bool
 }
 
 // Reader reads one turn's response from its run's stream (see [Service.Follow]).
@@ -50,6 +57,7 @@ type Reader struct {
 	skip           string // the answered question's token (see FollowOptions.Answered)
 	skipping       bool   // inside the question asked again
 	idle           time.Duration
+	started        bool              // FollowOptions.Started
 	rebuilt        []contracts.Chunk // the response rebuilt from the session, still to return
 	done           bool              // the rebuilt response was returned: io.EOF
 }
@@ -65,10 +73,13 @@ func (s *Service) Follow(ctx context.Context, sessionID string, ts TurnStarted, 
 	if s.o.Broker == nil {
 		return nil, errors.New("kortyx sessions: Follow needs Options.Broker (the stream broker the workers publish to)")
 	}
-	r := &Reader{s: s, sessionID: sessionID, ts: ts, skip: o.Answered, idle: o.Idle}
+	_, shared := s.o.Broker.(interface{ Ping(context.Context) error })
+	r := &Reader{s: s, sessionID: sessionID, ts: ts, skip: o.Answered, idle: o.Idle, started: o.Started && shared}
 	r.rd = stream.NewReader(s.o.Broker, ts.RunID, from, stream.ReaderOptions{Until: stream.UntilResponse, Run: r.runState, Idle: o.Idle})
-	last, err := s.o.Broker.Last(ctx, ts.RunID)
-	r.empty = err == nil && last <= from
+	if !r.started {
+		last, err := s.o.Broker.Last(ctx, ts.RunID)
+		r.empty = err == nil && last <= from
+	}
 	return r, nil
 }
 
@@ -159,7 +170,7 @@ func (r *Reader) check(ctx context.Context, e stream.Entry) error {
 // runState is what the stream reader asks while nothing arrives: the run is closed for this
 // turn when the session has moved past it.
 func (r *Reader) runState(ctx context.Context, runID string) (stream.RunState, error) {
-	if r.s.moved(ctx, r.sessionID, r.ts) {
+	if !r.started && r.s.moved(ctx, r.sessionID, r.ts) {
 		return stream.RunState{Phase: "closed", Reason: movedReason}, nil
 	}
 	return r.s.RunState(ctx, runID)

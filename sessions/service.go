@@ -169,17 +169,9 @@ func (s *Service) Answer(ctx context.Context, sessionID string, answer contracts
 		// taken for a retry of this one.
 		req.Digest = digest.Answer(answer)
 	}
-	if s.o.Broker != nil {
-		// The run waits for this answer, so its stream is quiet: what comes after its end is
-		// the answer's response. (A query: it writes nothing to history.)
-		if run := s.questionRun(ctx, sessionID, answer.Token); run != "" {
-			from, err := s.o.Broker.Last(ctx, run)
-			if err != nil {
-				return TurnStarted{}, err
-			}
-			req.StreamRun, req.From = run, from
-		}
-	}
+	// The update names the question's run; where the answer's response begins in its stream is
+	// found there afterwards (answeredAt): the done that ends the response asking the
+	// question. (No query first: a query is a billed Temporal action on every answer.)
 	var ts TurnStarted
 	if err := s.update(ctx, sessionID, protocol.SessionResumeTurnUpdate, req, &ts); err != nil {
 		return ts, err
@@ -203,13 +195,10 @@ func (s *Service) Answer(ctx context.Context, sessionID string, answer contracts
 		return s.deliver(ctx, sessionID, ts, answer, opts)
 	}
 	if ts.Begin == 0 {
-		// A run restored by a rollback or fork asks its question again at its start: the
-		// response starts after that question's done.
-		from := int64(0)
-		if req.StreamRun == ts.RunID {
-			from = req.From
-		}
-		ts.Begin, _ = s.answeredAt(ctx, ts.RunID, answer.Token, from)
+		// The response that asked the question ends with a done (a run restored by a
+		// rollback or fork asks it again at its start, perhaps after the update: then its
+		// reader leaves that response out, FollowOptions.Answered).
+		ts.Begin, _ = s.answeredAt(ctx, ts.RunID, answer.Token, 0)
 	}
 	return ts, nil
 }
@@ -255,41 +244,60 @@ func (s *Service) abort(ctx context.Context, sessionID, runID string) error {
 	return s.update(ctx, sessionID, protocol.SessionAbortTurnUpdate, runID, &ok)
 }
 
-// questionRun asks the session which run asks the question of token ("" when it cannot say).
-func (s *Service) questionRun(ctx context.Context, sessionID, token string) string {
-	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionQuestionQuery, token)
-	if err != nil {
-		return "" // a session without the query (an older worker), or none: the update decides
-	}
-	var run string
-	if res.Get(&run) != nil {
-		return ""
-	}
-	return run
-}
-
 // answeredAt returns the offset after which the response to the question of token begins in
-// the run's stream, when the question was asked after offset from: the done that follows the
-// question's (last) interrupt chunk; from when it was not asked again after from.
+// the run's stream: the done that follows the question's (last) interrupt chunk after offset
+// from; from when the question was not asked after from. With from 0 it reads the stream back
+// from its end in growing windows (the question is usually near the end: its run waits, or has
+// just been answered), so an answer does not read a long stream whole.
 func (s *Service) answeredAt(ctx context.Context, runID, token string, from int64) (int64, error) {
 	if s.o.Broker == nil {
 		return from, nil
 	}
-	entries, err := s.o.Broker.Read(ctx, runID, from, 0)
-	if err != nil {
-		return from, err
+	after := from
+	if from == 0 {
+		first, last, err := s.o.Broker.Bounds(ctx, runID)
+		if err != nil {
+			return from, err
+		}
+		for window := int64(64); ; window *= 8 {
+			start := max(last-window, first-1, 0)
+			at, asked, err := s.scanAnswered(ctx, runID, token, start)
+			if err != nil || asked || start <= max(first-1, 0) {
+				if !asked {
+					at = from
+				}
+				return at, err
+			}
+		}
 	}
-	asked := false
-	at := from
+	at, _, err := s.scanAnswered(ctx, runID, token, after)
+	return at, err
+}
+
+// scanAnswered reads the run's stream after offset after and returns the offset of the done
+// that follows the last interrupt chunk of token (after when there is none), and whether that
+// interrupt was found.
+func (s *Service) scanAnswered(ctx context.Context, runID, token string, after int64) (int64, bool, error) {
+	entries, err := s.o.Broker.Read(ctx, runID, after, 0)
+	if err != nil {
+		return after, false, err
+	}
+	found, asked := false, false
+	at := after
 	for _, e := range entries {
 		switch {
 		case e.Chunk.Type == contracts.ChunkInterrupt && e.Chunk.ResumeToken == token:
-			asked = true
+			if !asked {
+				// Until its done is read: before the question (its reader leaves the
+				// question's response out, FollowOptions.Answered).
+				at = e.Offset - 1
+			}
+			asked, found = true, true
 		case asked && e.Chunk.Type == contracts.ChunkDone:
 			at, asked = e.Offset, false
 		}
 	}
-	return at, nil
+	return at, found, nil
 }
 
 // update sends an update to an existing session.

@@ -18,7 +18,7 @@ import (
 // An answer is one update of the session: the session refuses a wrong answer in its validator
 // (nothing is written), claims the turn, delivers the answer to the run by signal and returns
 // where the response begins; the same answer turn again, from another service (another API
-// process), reattaches to it with the recorded offset and runs nothing twice. Counted in the
+// process), reattaches to it, finds the same offset and runs nothing twice. Counted in the
 // histories: one session update per answer, no update on the run.
 func TestAnswerIsOneSessionUpdate(t *testing.T) {
 	e := startWorker(t, tc)
@@ -57,7 +57,10 @@ func TestAnswerIsOneSessionUpdate(t *testing.T) {
 	require.Equal(t, []string{"message", "checkpoint", "done"}, types(resp))
 	eventually(t, 10*time.Second, "the answer turn to end", func() bool { return sessionView(t, e, session).Active == nil })
 
-	other := service(e.c, "") // another process: no broker, no memory of the first
+	// Another process (a service of its own over the same broker, no memory of the first):
+	// the reattach finds where the response begins in the run's stream.
+	other, err := sessions.New(sessions.Options{Client: e.c, Broker: e.broker})
+	require.NoError(t, err)
 	again, err := other.Answer(ctx, session, answer(plan, "", "pro"), sessions.AnswerOptions{ClientTurnID: "t3"})
 	require.NoError(t, err)
 	require.Equal(t, sessions.TurnStarted{SessionID: session, RunID: ts.RunID, TurnIndex: ts.TurnIndex, Reattached: true, Ended: true, Begin: after, Delivered: true}, again)
