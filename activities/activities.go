@@ -613,6 +613,16 @@ const toolRetryType = "TOOL_RETRY"
 // Tool runs one tool call (see [tools.Set.Run]): invalid arguments and tool errors come back as
 // isError results for the model; only retryable tool errors and cancellation fail the activity.
 func (a *Activities) Tool(ctx context.Context, in protocol.ToolCallInput) (res providers.ToolResult, err error) {
+	if len(in.Chunks) > 0 {
+		// The run's chunks queued before the call, first (their keys make a retry a no-op).
+		runID := in.Stream
+		if runID == "" {
+			runID = in.RunID
+		}
+		if err := a.Publish(ctx, protocol.PublishInput{RunID: runID, Chunks: in.Chunks}); err != nil {
+			return providers.ToolResult{}, err
+		}
+	}
 	ctx, span := a.startTool(ctx, in)
 	defer func() { a.endTool(ctx, span, in, res, err) }()
 	var fails atomic.Int64

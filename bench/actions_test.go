@@ -18,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/bench/internal/rpccount"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/test/kortyxwire"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -208,8 +209,8 @@ var chatScenarios = []chatScenario{
 	{"research (three children, question)", "research", "AI agents"},
 }
 
-// actionsStack is the dev-mode stack of the examples (app.Run: worker, memory broker, HTTP
-// API) dialling the dev server through a counting proxy.
+// actionsStack is the stack of the examples (app.Run: worker, HTTP API, a Redis broker)
+// dialling the dev server through a counting proxy.
 type actionsStack struct {
 	proxy *rpccount.Proxy
 	c     client.Client // a client of the server, not through the proxy (reads histories)
@@ -259,7 +260,10 @@ func (e *env) startActionsStack(tb testing.TB, fastPath bool) *actionsStack {
 	o.Started = func(r app.Running) { running <- r }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := app.Config{TemporalAddress: p.Address(), TaskQueue: s.queue, HTTPAddr: "127.0.0.1:0", FakeModels: true}
+	// Over Redis, as a deployment of several processes runs: the chat route's readers of the
+	// turns they start ask the session nothing (sessions.FollowOptions.Started).
+	redis := redistest.Start(tb)
+	cfg := app.Config{TemporalAddress: p.Address(), TaskQueue: s.queue, HTTPAddr: "127.0.0.1:0", FakeModels: true, RedisURL: redis.URL()}
 	go func() { done <- app.Run(ctx, cfg, o) }()
 	select {
 	case st := <-running:

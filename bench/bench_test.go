@@ -398,8 +398,9 @@ func TestBaselinesAgree(t *testing.T) {
 		require.Equal(t, nodes, count(pt, contracts.ChunkStructuredData), "plain chunks: %v", pt)
 		require.Equal(t, contracts.ChunkDone, kt[len(kt)-1], "kortyx ends its stream with done")
 		// One publish local activity per node in both: the last node's chunk goes out with done.
-		// Kortyx: plus the pinned-definition version marker and the recorded definition, once per run.
-		require.Equal(t, nodes+2, ks.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "kortyx local activities and the definition")
+		// Kortyx: plus, once per run, the pinned-definition version marker, the recorded
+		// definition and the lean run's id seed (execution.LeanVersion).
+		require.Equal(t, nodes+3, ks.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "kortyx local activities, the definition and the id seed")
 		require.Equal(t, nodes, ps.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "plain local activities")
 	})
 
@@ -408,7 +409,7 @@ func TestBaselinesAgree(t *testing.T) {
 		sameData(t, kres, pdata)
 		require.Equal(t, []contracts.ChunkType{contracts.ChunkDone}, e.chunkTypes(t, kid))
 		require.Zero(t, ps.count(enumspb.EVENT_TYPE_MARKER_RECORDED))
-		require.Equal(t, 3, ks.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "kortyx records its definition (version marker, side effect) and publishes done")
+		require.Equal(t, 4, ks.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "kortyx records its definition (version marker, side effect) and id seed, and publishes done")
 	})
 
 	for _, via := range []string{bySignal, byUpdate} {

@@ -292,9 +292,9 @@ func TestWorkerRSSAgree(t *testing.T) {
 			s, err := e.history(ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, 1, s.count(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED), "%s %s", variant, id)
-			// The question's publish (local activity); Kortyx also records the request id and
-			// resume token (SideEffect) and its pinned definition (a version marker and a
-			// SideEffect).
+			// The question's publish (local activity); Kortyx also records its pinned definition
+			// (a version marker and a SideEffect) and its id seed (a SideEffect: the request id
+			// and resume token are derived from it).
 			markers := map[string]int{"kortyx": 4, "plain": 1}[variant]
 			require.Equal(t, markers, s.count(enumspb.EVENT_TYPE_MARKER_RECORDED), "%s %s", variant, id)
 			require.NoError(t, e.c.TerminateWorkflow(ctx, id, "", "test done"))

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,7 +122,7 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 		TaskQueue:                s.o.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(sessionID)),
-	}, protocol.SessionWorkflowName, protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints})
+	}, protocol.SessionWorkflowName, protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints, Seed: newSeed()})
 	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
@@ -298,6 +299,13 @@ func (s *Service) scanAnswered(ctx context.Context, runID, token string, after i
 		}
 	}
 	return at, found, nil
+}
+
+// newSeed returns the random seed a new session derives its ids from (SessionInput.Seed).
+func newSeed() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
 }
 
 // update sends an update to an existing session.

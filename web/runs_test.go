@@ -203,12 +203,12 @@ func TestRunTraceCountsTemporalWork(t *testing.T) {
 		events++
 	}
 	require.Equal(t, events, tr.Temporal["events"])
-	// The echo agent's run (read from its history): one workflow task; three markers — the
-	// version marker of the pinned definition, the side effect recording it, one local
-	// activity publishing the chunks —; two upserts: TemporalChangeVersion (the version marker's)
-	// and KortyxStatus=completed.
+	// The echo agent's run (read from its history): one workflow task; four markers — the
+	// version marker of the pinned definition, the side effect recording it, the side effect
+	// recording the lean run's id seed, one local activity publishing the chunks —; two
+	// upserts: TemporalChangeVersion (the version marker's) and KortyxStatus=completed.
 	delete(tr.Temporal, "events")
-	require.Equal(t, map[string]int{"workflowTasks": 1, "activities": 0, "activityAttempts": 0, "localActivities": 1, "markers": 3,
+	require.Equal(t, map[string]int{"workflowTasks": 1, "activities": 0, "activityAttempts": 0, "localActivities": 1, "markers": 4,
 		"signalsReceived": 0, "signalsSent": 0, "updates": 0, "timers": 0, "children": 0, "searchAttributeUpserts": 2, "continuedAsNew": 0}, tr.Temporal)
 }
 

@@ -24,8 +24,9 @@ import (
 // compatible definition picks it up.
 
 // pinChangeID is the workflow.GetVersion change id behind which runs record their definition
-// and give the activities of hooks node-named ids. Runs whose history has no marker of it
-// (started before) replay as they were recorded.
+// and give the activities of hooks node-named ids (version 1), and are lean (version 2,
+// execution.LeanVersion). Runs whose history has no marker of it (started before) replay as
+// they were recorded, and so do runs that recorded version 1.
 const pinChangeID = "kortyx.pinned-definition"
 
 // pinLimit bounds the JSON of a recorded definition. A larger definition records only its

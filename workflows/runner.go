@@ -62,8 +62,13 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		return contracts.RunResult{}, err
 	}
 	// Runs started before pinning replay without it (and with the SDK's activity ids).
-	pinning := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, 1) >= 1
+	// Version 1: the run pins its definition; 2: it is also lean (execution.LeanVersion). One
+	// change id for both: one marker (and one TemporalChangeVersion upsert) per run.
+	pinVersion := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.LeanVersion)
+	pinning := pinVersion >= 1
 	run.NodeActivityIDs = pinning
+	// In the run's first workflow task, which records markers anyway: no task of its own.
+	run.StartLean(ctx, pinVersion >= execution.LeanVersion, in.IDs)
 	var def *Definition
 	var err error
 	if in.Snapshot == nil {
@@ -93,7 +98,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		run.Snap.State.CurrentWorkflow = strings.TrimSpace(in.Workflow)
 	}
 	if in.Snapshot != nil && in.SessionID != "" && run.Snap.State.Config.SessionID != in.SessionID &&
-		workflow.GetVersion(ctx, versionSnapshotSession, workflow.DefaultVersion, 1) >= 1 {
+		run.Version(ctx, versionSnapshotSession) {
 		// A run restored from another session's snapshot (a fork, or a child it restores)
 		// belongs to the session it was started in.
 		run.Snap.State.Config.SessionID = in.SessionID
@@ -453,6 +458,7 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in prot
 		Snapshot: &snap,
 		Session:  run.Binding(),
 		Child:    in.Child, // a child stays its parent's (Temporal follows the chain)
+		IDs:      run.IDs(),
 	}
 	if err := protocol.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)

@@ -232,6 +232,23 @@ func (s *session) applyEarly(ctx workflow.Context, run string) {
 	}
 }
 
+// newID returns prefix followed by a new UUID: derived from the session's seed (no marker), or
+// recorded (a session started without a seed).
+func (s *session) newID(ctx workflow.Context, prefix string) string {
+	if ids := s.m.State.IDs; ids != nil {
+		return ids.UUID(prefix, "id")
+	}
+	return execution.NewID(ctx, prefix)
+}
+
+// newCheckpointID returns a new checkpoint id of session sessionID, as newID does.
+func (s *session) newCheckpointID(ctx workflow.Context, sessionID string) string {
+	if ids := s.m.State.IDs; ids != nil {
+		return protocol.CheckpointID(ids.UUID("", "checkpoint"), sessionID)
+	}
+	return execution.NewCheckpointID(ctx, sessionID)
+}
+
 // emptySessionIdle is how long a session that never started a turn waits for one.
 const emptySessionIdle = time.Minute
 
@@ -267,14 +284,14 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 		}
 	}
 	if s.m.Head() == nil {
-		s.m.StartSession(execution.NewCheckpointID(ctx, s.m.In.SessionID), workflow.Now(ctx), req.Workflow)
+		s.m.StartSession(s.newCheckpointID(ctx, s.m.In.SessionID), workflow.Now(ctx), req.Workflow)
 	}
 	// A new prompt supersedes the questions still open: their runs stop waiting.
 	for _, run := range s.m.PendingRuns() {
 		s.cancelRun(ctx, run)
 	}
 	s.m.ClearPending()
-	runID := execution.NewID(ctx, "run-")
+	runID := s.newID(ctx, "run-")
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
 		s.m.PromptNotStarted()
@@ -391,7 +408,7 @@ func (s *session) restore(ctx workflow.Context, cp protocol.Checkpoint, runID st
 		return "", err
 	}
 	if runID == "" {
-		runID = execution.NewID(ctx, "run-")
+		runID = s.newID(ctx, "run-")
 	}
 	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID)); err != nil {
 		return "", err

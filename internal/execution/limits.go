@@ -111,7 +111,7 @@ func (r *Run) limitBlocked() (string, bool) {
 func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
 	b := r.Snap.Budget
 	r.Emit(contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Maximum: protocol.LimitMax(b.Limits, kind), Consumed: b.Consumed[kind]})
-	token, requestID := NewRequestIDs(ctx)
+	token, requestID := r.requestIDs(ctx)
 	req := contracts.PendingRequest{RequestID: requestID, Token: token, Workflow: r.Snap.State.CurrentWorkflow, Node: r.Node,
 		HookID: "execution-limit", CreatedAt: workflow.Now(ctx), Input: contracts.InterruptInput{
 			Kind: contracts.InterruptChoice, Question: protocol.LimitQuestion, ID: "execution-limit",

@@ -179,7 +179,7 @@ func (l *loop) run(ctx workflow.Context) error {
 			// calls would never be read. Run none of them (no tool, emission or question).
 			// Runs recorded before this rule processed turns with control calls: they keep
 			// doing so on replay.
-			if !l.hasControl(calls) || workflow.GetVersion(ctx, versionLastPassCalls, workflow.DefaultVersion, 1) >= 1 {
+			if !l.hasControl(calls) || l.s.run.Version(ctx, versionLastPassCalls) {
 				return l.lastPassError(calls)
 			}
 		}
@@ -298,7 +298,7 @@ func (s *Scope) opID(ctx workflow.Context, key string) string {
 	if s.recorded(key+keyOp, &id) {
 		return id
 	}
-	id = NewID(ctx, "")
+	id = s.run.newID(ctx, "")
 	s.record(key+keyOp, protocol.JournalEntry{Kind: entryReasonOp, Value: protocol.RawJSON(id), At: workflow.Now(ctx)})
 	return id
 }

@@ -187,7 +187,7 @@ func (l *loop) process(ctx workflow.Context, resp protocol.ModelPassResult, call
 	if l.s.recorded(okey, &out) {
 		// Runs recorded before outcomes kept their passes went on without them: so they do on
 		// replay (the version is only asked where the two differ).
-		if (out.Passes > 0 || out.Fixes > 0) && workflow.GetVersion(ctx, versionReusedOutcomes, workflow.DefaultVersion, 1) >= 1 {
+		if (out.Passes > 0 || out.Fixes > 0) && l.s.run.Version(ctx, versionReusedOutcomes) {
 			for i := 0; i < out.Passes; i++ {
 				var resp protocol.ModelPassResult
 				if l.s.recorded(passKey(l.key, l.passes), &resp) {

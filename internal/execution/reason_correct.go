@@ -28,7 +28,7 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 		if stream != nil {
 			// Runs recorded before passes reported their fields invalidated every streamed value
 			// that failed: so they do on replay (the version is only asked where the two differ).
-			if published || workflow.GetVersion(ctx, versionInvalidatePublished, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			if published || !l.s.run.Version(ctx, versionInvalidatePublished) {
 				l.s.run.Emit(contracts.Chunk{Type: contracts.ChunkStructuredInvalidated, StreamID: streamID, Node: l.s.node})
 			}
 			stream = nil // repairs are buffered; the final value is published once valid
@@ -39,7 +39,7 @@ func (l *loop) validated(ctx workflow.Context, contract, streamID string, stream
 		// Runs recorded before the allowance was shared gave each value its own: so they do on
 		// replay (the version is only asked where the two differ).
 		if l.schemaFixes >= l.spec.SchemaCorrections &&
-			(attempts >= l.spec.SchemaCorrections || workflow.GetVersion(ctx, versionSharedCorrections, workflow.DefaultVersion, 1) >= 1) {
+			(attempts >= l.spec.SchemaCorrections || l.s.run.Version(ctx, versionSharedCorrections)) {
 			return nil, &contracts.Error{Code: contracts.CodeReasonOutputSchemaCorrectionExhausted,
 				Message: fmt.Sprintf("hooks.Reason: the value of %q is invalid and the call's %d schema correction(s) are used up; raise SchemaCorrections or fix the prompt.", orOutput(contract), l.schemaFixes),
 				Details: map[string]any{"contract": orOutput(contract), "attempts": l.schemaFixes, "terminalReason": string(contracts.CodeOf(err))},

@@ -145,7 +145,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 	// them on their own; the version is asked only when there are chunks, so a pass with none
 	// records nothing.
 	var carried []protocol.KeyedChunk
-	if len(s.run.outbox) > 0 && workflow.GetVersion(ctx, versionChunksWithPass, workflow.DefaultVersion, 1) >= 1 {
+	if len(s.run.outbox) > 0 && s.run.Version(ctx, versionChunksWithPass) {
 		carried = s.run.takeOutbox(ctx)
 		in.Chunks, inline.Chunks = carried, carried
 		if checkPassSize(in) != nil || checkPassSize(inline) != nil {
@@ -180,7 +180,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		// The carried chunks were perhaps never published (the pass failed before, or its
 		// publish did): the next flush, or the run's final one, publishes them, deduplicated by
 		// their keys. Runs recorded before the version dropped them unless cancelled.
-		if ctx.Err() != nil || (len(carried) > 0 && workflow.GetVersion(ctx, versionRequeueFailedPass, workflow.DefaultVersion, 1) >= 1) {
+		if ctx.Err() != nil || (len(carried) > 0 && s.run.Version(ctx, versionRequeueFailedPass)) {
 			s.run.requeue(carried)
 		}
 		return resp, err

@@ -69,11 +69,32 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 	}
 	if emit {
 		s.run.Emit(attr(contracts.Chunk{Type: contracts.ChunkToolCallStart, Input: call.Arguments}))
-		s.run.Flush(ctx)
+		if !s.run.Lean {
+			s.run.Flush(ctx)
+		}
 	}
 	in := protocol.ToolCallInput{RunID: s.run.ID, Tool: call.Name, ToolCallID: call.ID, Input: call.Arguments,
 		IdempotencyKey: s.run.ID + ":" + opID + ":" + call.ID, MCP: spec.mcpServer(call.Name),
 		Node: s.node, Stream: s.run.stream, MaxFailures: spec.ToolFailures}
+	var carried []protocol.KeyedChunk
+	if s.run.Lean {
+		// A lean run hands the chunks queued before the call to the tool activity, which
+		// publishes them first (their keys make a retry a no-op): no publish local activity.
+		carried = s.run.takeOutbox(ctx)
+		in.Chunks = carried
+		if protocol.CheckPayload("the tool call", in, "") != nil {
+			in.Chunks = nil
+			s.run.requeue(carried)
+			carried = nil
+			s.run.Flush(ctx)
+		}
+	}
+	failed := func(err error) (providers.ToolResult, error) {
+		// The carried chunks were perhaps never published: the next flush (at the latest the
+		// run's final one) publishes them, deduplicated by their keys.
+		s.run.requeue(carried)
+		return res, err
+	}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
 	if in.MCP == nil && s.run.localTool(ctx, call.Name) {
@@ -81,13 +102,13 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 		// the regular call's timeout and retry policy.
 		lctx := workflow.WithLocalActivityOptions(ctx, localToolOptions(topts))
 		if err := workflow.ExecuteLocalActivity(lctx, protocol.ToolActivityName, in).Get(lctx, &res); err != nil {
-			return res, localActivityError(err, protocol.ToolActivityName)
+			return failed(localActivityError(err, protocol.ToolActivityName))
 		}
 	} else {
 		topts.ActivityID = s.run.activityID(s.node, "tool")
 		actx := workflow.WithActivityOptions(ctx, topts)
 		if err := workflow.ExecuteActivity(actx, protocol.ToolActivityName, in).Get(actx, &res); err != nil {
-			return res, err
+			return failed(err)
 		}
 	}
 	if emit {

@@ -76,6 +76,11 @@ type Run struct {
 	// before it was introduced keep the SDK's numeric ids (a workflow.GetVersion gate).
 	NodeActivityIDs bool
 	activitySeq     int
+
+	// Lean is set for runs started after the lean change ([LeanVersion], [Run.StartLean]);
+	// ids is their id source.
+	Lean bool
+	ids  *protocol.IDSource
 }
 
 // activityID is the id of the next activity of a hook of node ("" for the SDK's own).
@@ -350,7 +355,7 @@ func (r *Run) Flush(ctx workflow.Context) {
 			return
 		}
 		if contracts.CodeOf(err) != contracts.CodeStreamUnavailable ||
-			workflow.GetVersion(ctx, versionPublishUntilStored, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			!r.Version(ctx, versionPublishUntilStored) {
 			workflow.GetLogger(ctx).Warn("kortyx: publishing stream chunks failed; they are dropped from the stream",
 				"runId", r.ID, "chunks", len(batch), "error", err)
 			return
@@ -632,7 +637,7 @@ func (r *Run) checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	if schema != nil {
 		raw = schema.Raw()
 	}
-	id := NewCheckpointID(ctx, r.session.Binding().SessionID)
+	id := r.newCheckpointID(ctx, r.session.Binding().SessionID)
 	cp, err := r.session.Checkpoint(id, r.ID, workflow.Now(ctx), r.Snap, pending, raw, final)
 	if err != nil {
 		return "", err

@@ -235,7 +235,7 @@ func (s *Scope) interruptKeyed(ctx workflow.Context, key, hookID string, in cont
 		// request id the checkpoint holds (rollback keeps them, fork replaces them).
 		req.Input, req.Node, req.Workflow, req.HookID = in, s.node, s.workflow, hookID
 	} else {
-		token, requestID := NewRequestIDs(ctx)
+		token, requestID := s.run.requestIDs(ctx)
 		req = contracts.PendingRequest{
 			RequestID: requestID,
 			Token:     token,

@@ -124,6 +124,9 @@ type ToolCallInput struct {
 	// dead workers or timeouts): the error that reaches it is final, with the tool's code;
 	// each earlier one publishes a status chunk before the retry. 0: no cap.
 	MaxFailures int `json:"maxFailures,omitempty"`
+	// Chunks are workflow-side chunks queued before the call (a lean run's), which the call
+	// publishes first to Stream (else RunID), as a model pass does.
+	Chunks []KeyedChunk `json:"chunks,omitempty"`
 }
 
 // AddUsage returns the field-wise sum of two usages.

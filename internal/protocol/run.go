@@ -1,9 +1,13 @@
 package protocol
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
@@ -22,6 +26,36 @@ type RunStart struct {
 	Prior *RunSnapshot `json:"prior,omitempty"`
 	// Child makes the run a child workflow call of another run (hooks.Workflow).
 	Child *ChildBinding `json:"child,omitempty"`
+	// IDs is the id source a lean run carries into continue-as-new (execution.LeanVersion).
+	IDs *IDSource `json:"ids,omitempty"`
+}
+
+// IDSource is what a lean run derives its ids from: a random seed recorded at its start, the
+// count of ids derived so far, and the local tools it recorded with the seed. It is not part of
+// snapshots: a run restored from a checkpoint records a seed of its own, so its ids never repeat
+// another run's.
+type IDSource struct {
+	Seed  []byte   `json:"seed"`
+	Seq   uint64   `json:"seq"`
+	Local []string `json:"local,omitempty"`
+}
+
+// Next returns the next 32 derived bytes (HMAC-SHA256 of the seed over kind and the count of
+// ids derived so far): deterministic in workflow code, since the seed and the count are durable.
+func (s *IDSource) Next(kind string) []byte {
+	s.Seq++
+	mac := hmac.New(sha256.New, s.Seed)
+	fmt.Fprintf(mac, "%s/%d", kind, s.Seq)
+	return mac.Sum(nil)
+}
+
+// UUID returns prefix followed by a version-4-shaped UUID of the next derived bytes.
+func (s *IDSource) UUID(prefix, kind string) string {
+	var u uuid.UUID
+	copy(u[:], s.Next(kind))
+	u[6] = (u[6] & 0x0f) | 0x40
+	u[8] = (u[8] & 0x3f) | 0x80
+	return prefix + u.String()
 }
 
 // runStartJSON is RunStart's JSON in the field order of the recorded histories (RunInput had
@@ -38,6 +72,7 @@ type runStartJSON struct {
 	Prior                   *RunSnapshot        `json:"prior,omitempty"`
 	Child                   *ChildBinding       `json:"child,omitempty"`
 	Limits                  *contracts.Limits   `json:"limits,omitempty"`
+	IDs                     *IDSource           `json:"ids,omitempty"`
 }
 
 // MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
@@ -45,7 +80,7 @@ type runStartJSON struct {
 func (r RunStart) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
 		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
-		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits})
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs})
 }
 
 // RunSnapshot is everything needed to continue a run in a new execution: the graph state, the

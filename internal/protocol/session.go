@@ -85,6 +85,11 @@ type SessionInput struct {
 	MaxCheckpoints int    `json:"maxCheckpoints,omitempty"`
 	// RunTaskQueue is where runs are started (default: the session's own task queue).
 	RunTaskQueue string `json:"runTaskQueue,omitempty"`
+	// Seed, set by the client that starts the session (random), is what the session derives
+	// its run and checkpoint ids from (SessionState.IDs), instead of recording each one (a
+	// marker, and a billed action for the workflow task that records it). Sessions started
+	// without one record their ids.
+	Seed []byte `json:"seed,omitempty"`
 }
 
 // SessionBinding ties a run to its session.
@@ -151,6 +156,8 @@ type SessionState struct {
 	// Early are reports of runs that were not the active turn's when they arrived: a workflow
 	// task can see a run's report before the start of its turn (events delivered together).
 	Early []CheckpointReport `json:"early,omitempty"`
+	// IDs is the session's id source (from SessionInput.Seed); nil: it records its ids.
+	IDs *IDSource `json:"ids,omitempty"`
 }
 
 // PendingTurn is an open question of the session: the run that waits for it.

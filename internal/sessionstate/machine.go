@@ -54,6 +54,9 @@ func New(in protocol.SessionStart, taskQueue string) *Machine {
 	if m.State.Pending == nil {
 		m.State.Pending = map[string]protocol.PendingTurn{}
 	}
+	if m.State.IDs == nil && len(in.Seed) > 0 {
+		m.State.IDs = &protocol.IDSource{Seed: in.Seed}
+	}
 	if in.MaxCheckpoints <= 0 {
 		m.In.MaxCheckpoints = protocol.DefaultMaxCheckpoints
 	}

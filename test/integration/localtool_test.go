@@ -92,8 +92,8 @@ func startLocalToolWorker(t *testing.T, tq string, local bool, box *calcBox, mod
 }
 
 // toolExecutions counts kortyx.Tool in a history: scheduled activities and local activity
-// markers; and the side effects that recorded the list of local tools want (the others record
-// ids and tokens).
+// markers; and the side effects that recorded the list of local tools want (alone, or with a
+// lean run's id seed; the others record ids and tokens).
 func toolExecutions(t *testing.T, h *historypb.History, want []string) (scheduled, local, localSets int) {
 	t.Helper()
 	for _, e := range h.Events {
@@ -108,6 +108,15 @@ func toolExecutions(t *testing.T, h *historypb.History, want []string) (schedule
 			case "SideEffect":
 				var v []string
 				if converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &v) == nil && v != nil && slices.Equal(v, want) {
+					localSets++
+				}
+				// A lean run records its local set with its id seed, at its start.
+				var lean struct {
+					Seed  []byte   `json:"seed"`
+					Local []string `json:"local"`
+				}
+				if converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &lean) == nil && len(lean.Seed) > 0 &&
+					lean.Local != nil && slices.Equal(lean.Local, want) {
 					localSets++
 				}
 			case "LocalActivity":

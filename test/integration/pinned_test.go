@@ -324,7 +324,7 @@ func TestPinnedTransitionRecordsTheTarget(t *testing.T) {
 			markers++
 		}
 	}
-	require.Equal(t, 2, markers, "the definitions of hand and of target")
+	require.Equal(t, 3, markers, "the definitions of hand and of target, and the lean run's id seed")
 	require.NoError(t, kortyxtest.Replay(transitionRegistry(t, "1"), h, kortyxtest.ReplayOptions{}))
 	err = kortyxtest.Replay(transitionRegistry(t, "2"), h, kortyxtest.ReplayOptions{})
 	require.ErrorContains(t, err, `[kortyx] nondeterministic change: workflow "target" changed since this run started (its version, recorded "1", is "2" now;`)

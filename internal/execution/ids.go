@@ -1,0 +1,98 @@
+package execution
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"go.temporal.io/sdk/workflow"
+)
+
+// LeanVersion is the version of the run's first change id (the pinned-definition change,
+// workflows' pinChangeID, whose version 1 pins the definition) from which a run is lean
+// ([Run.Lean]): one change id for both, so a run records one version marker. A lean run:
+//   - derives its ids (resume tokens, request ids, checkpoint and operation ids) from one random
+//     seed recorded at its start, instead of recording each (a marker each, and a billed action
+//     for every workflow task that records one);
+//   - records the worker's local tools at its start, with the seed;
+//   - takes every behaviour that an earlier change id gated as decided (no version marker each);
+//   - hands the chunks queued before a tool call to the tool activity, which publishes them
+//     first (as a model pass does), instead of a publish local activity before the call.
+const LeanVersion workflow.Version = 2
+
+// leanStart is what a lean run records once, at its start.
+type leanStart struct {
+	Seed  []byte   `json:"seed"`
+	Local []string `json:"local"`
+}
+
+// StartLean makes the run lean when lean is set (the run's recorded version is [LeanVersion]
+// or later; older histories replay without it), and records its id seed and local tools —
+// carried over from the execution it continues (ids: not nil) or new.
+func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource) {
+	if !lean {
+		return
+	}
+	r.Lean = true
+	if ids != nil && len(ids.Seed) > 0 {
+		r.ids = &protocol.IDSource{Seed: ids.Seed, Seq: ids.Seq}
+		r.local = map[string]bool{}
+		for _, n := range ids.Local {
+			r.local[n] = true
+		}
+		return
+	}
+	configured := append([]string{}, r.LocalTools...)
+	var rec leanStart
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
+		seed := make([]byte, 32)
+		_, _ = rand.Read(seed)
+		return leanStart{Seed: seed, Local: configured}
+	}).Get(&rec)
+	r.ids = &protocol.IDSource{Seed: rec.Seed, Local: rec.Local}
+	r.local = map[string]bool{}
+	for _, n := range rec.Local {
+		r.local[n] = true
+	}
+}
+
+// IDs is what continue-as-new carries of the run's id source (nil: the run is not lean).
+func (r *Run) IDs() *protocol.IDSource {
+	if r.ids == nil {
+		return nil
+	}
+	c := *r.ids
+	return &c
+}
+
+// requestIDs returns a new resume token and request id ([NewRequestIDs] for a run that is not
+// lean).
+func (r *Run) requestIDs(ctx workflow.Context) (token, requestID string) {
+	if r.ids == nil {
+		return NewRequestIDs(ctx)
+	}
+	return base64.RawURLEncoding.EncodeToString(r.ids.Next("token")[:24]), r.ids.UUID("human-", "request")
+}
+
+// newID returns prefix followed by a new UUID ([NewID] for a run that is not lean).
+func (r *Run) newID(ctx workflow.Context, prefix string) string {
+	if r.ids == nil {
+		return NewID(ctx, prefix)
+	}
+	return r.ids.UUID(prefix, "id")
+}
+
+// newCheckpointID returns a new checkpoint id of session ([NewCheckpointID] for a run that is not
+// lean).
+func (r *Run) newCheckpointID(ctx workflow.Context, sessionID string) string {
+	if r.ids == nil {
+		return NewCheckpointID(ctx, sessionID)
+	}
+	return protocol.CheckpointID(r.ids.UUID("", "checkpoint"), sessionID)
+}
+
+// Version reports whether the change changeID (asked with workflow.GetVersion, versions
+// DefaultVersion and 1) applies: always for a lean run, which records no marker for it.
+func (r *Run) Version(ctx workflow.Context, changeID string) bool {
+	return r.Lean || workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1
+}
