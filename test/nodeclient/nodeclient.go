@@ -62,6 +62,16 @@ func Install(t testing.TB) {
 	}
 }
 
+// InstallDir is [Install] for the package-lock.json of another directory (the npm packages of
+// another test's own): `npm ci` there once per lock file across processes, failing t when Node
+// or npm is missing or the install fails.
+func InstallDir(t testing.TB, dir string) {
+	t.Helper()
+	if failure := install(dir); failure != "" {
+		t.Fatal(failure)
+	}
+}
+
 func install(dir string) string {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
