@@ -18,6 +18,12 @@ import (
 // lets several readers share one turn (a second tab, an overlapping reconnect) without one of
 // them cancelling it for the others, and what runs the lifecycle callbacks once per run attempt
 // rather than once per request.
+//
+// What it keeps of a turn is small: the finalization keeps the ids of the request that started
+// it (not its messages, which can be as large as the body limit), and an ended turn is
+// remembered, for the requests that reattach to it, by a copy of its ids and flags (see
+// turn.remembered) rather than by the turn itself, which held that request and the response
+// read for the finalization.
 
 // defaultRememberedTurns is how many ended turns a [Handler] remembers by clientTurnId
 // unless [Options.RememberedTurns] says otherwise.
@@ -58,11 +64,13 @@ type turn struct {
 	idle       *time.Timer // FinalizeTimeout after the last reader left
 	stop       context.CancelFunc
 
-	// The finalization: the request that started the attempt (r, req, a), the context of its
-	// follower (bg, cancelled by stop), and the response read so far (chunks, up to offset at;
-	// -1 when it was rebuilt from the session), which the readers that read on from at feed
-	// (feeders of them are reading). A follower of its own reads the rest when no feeder is
-	// left (following); finishing is set once a reader or the follower finalizes it.
+	// The finalization: the request that started the attempt (r, a, and req, which holds only
+	// its sessionId and clientTurnId), the context of its follower (bg, cancelled by stop), and
+	// the response read so far (chunks, up to offset at; -1 when it was rebuilt from the
+	// session), which the readers that read on from at feed (feeders of them are reading). A
+	// follower of its own reads the rest when no feeder is left (following); finishing is set
+	// once a reader or the follower finalizes it. A slot keeps none of these once t ended
+	// (turn.remembered).
 	r         *http.Request
 	req       *Request
 	token     string // the answered question's resume token (answer turns)
@@ -208,7 +216,8 @@ func (ts *turns) settle(t *turn, checkpoint string) {
 	t.settled, t.checkpoint, t.over = true, checkpoint, true
 }
 
-// done records the finalization of t and remembers its ask among the ended ones.
+// done records the finalization of t and remembers its ask among the ended ones, by t's
+// remembered copy.
 func (ts *turns) done(t *turn, a *ask) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -219,6 +228,9 @@ func (ts *turns) done(t *turn, a *ask) {
 	}
 	if a == nil {
 		return
+	}
+	if s := ts.asks[*a]; s != nil && s.last == t {
+		s.last = t.remembered()
 	}
 	ts.ended = append(ts.ended, *a)
 	limit := ts.max
@@ -235,6 +247,15 @@ func (ts *turns) done(t *turn, a *ask) {
 	}
 }
 
+// remembered is what a slot keeps of the finalized attempt t (called with turns.mu held): its
+// ids and flags, finalized, without the request that started it, its follower's context or the
+// response read for its finalization. A request that reattaches to it reads the response from
+// the run's stream as it would from t; ended is t's (closed once the finalization is over).
+func (t *turn) remembered() *turn {
+	return &turn{key: t.key, ts: t.ts, begin: t.begin, owned: t.owned, ended: t.ended, over: true,
+		settled: t.settled, checkpoint: t.checkpoint, finalized: true, finishing: true, token: t.token, at: t.at}
+}
+
 func (ts *turns) endedLater(a ask) bool {
 	for _, e := range ts.ended {
 		if e == a {
@@ -244,14 +265,15 @@ func (ts *turns) endedLater(a ask) bool {
 	return false
 }
 
-// origin records the request that started (or first read) the attempt t, and makes the context
-// of its follower: it outlives the requests, and ends when the last reader has been gone for
-// FinalizeTimeout.
+// origin records the request that started (or first read) the attempt t — of its body, only
+// the ids the finalization needs — and makes the context of its follower: it outlives the
+// requests, and ends when the last reader has been gone for FinalizeTimeout.
 func (ts *turns) origin(t *turn, r *http.Request, req *Request, a *ask) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ids := &Request{SessionID: req.SessionID, ClientTurnID: req.ClientTurnID}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	t.r, t.req, t.a, t.bg, t.stop = r, req, a, ctx, cancel
+	t.r, t.req, t.a, t.bg, t.stop = r, ids, a, ctx, cancel
 	if res := req.ResumeOf(); res != nil {
 		t.token = strings.TrimSpace(res.Token)
 	}
