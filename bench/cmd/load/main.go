@@ -7,13 +7,19 @@
 // -baseline-max, the same N sessions against one process with the in-memory broker (worker and
 // API together), the baseline of the added latency.
 //
+// With -previous REV, each level of the Redis variant runs twice on the same dev server, first
+// with the processes built from commit REV of the checkout's history (the previous release),
+// then with the current ones: the side-by-side comparison of issue 31 (the result's "build" is
+// "previous" or "current").
+//
 // Per level it measures: provider delta → client latency (p50, p99; each delta carries the
-// provider's clock), turns per second, API-process RSS per open stream, Redis memory per stream
+// provider's clock), request → response headers (the turn started) and request → first text
+// delta (p50, p99), turns per second, API-process RSS per open stream, Redis memory per stream
 // while live and after the stream retention (INFO memory), CPU per turn for each role (utime +
 // stime of /proc/<pid>/stat) and errors. It prints one "Load {json}" line per level and
 // variant, and the table; any error makes it exit 1 after printing.
 //
-//	go run ./bench/cmd/load [-levels 100,300,1000] [-chunks 200] [-interval 20ms] [-baseline-max 1000]
+//	go run ./bench/cmd/load [-levels 100,300,1000] [-chunks 200] [-interval 20ms] [-baseline-max 1000] [-previous REV]
 package main
 
 import (
@@ -55,6 +61,7 @@ func main() {
 	retention := flag.Duration("retention", 90*time.Second, "KORTYX_STREAM_RETENTION of the processes (how long a finished stream stays in Redis)")
 	levelTimeout := flag.Duration("level-timeout", 10*time.Minute, "time limit of one level's sessions")
 	baselineMax := flag.Int("baseline-max", 1000, "also run each level up to this many sessions against one process with the in-memory broker (0: none)")
+	previous := flag.String("previous", "", "a commit of the checkout's history: also run each Redis level with the processes built from it, before the current ones")
 	flag.Parse()
 	var ns []int
 	for _, s := range strings.Split(*levels, ",") {
@@ -65,7 +72,7 @@ func main() {
 		}
 		ns = append(ns, n)
 	}
-	l := &loadTest{chunks: *chunks, interval: *interval, retention: *retention, timeout: *levelTimeout}
+	l := &loadTest{chunks: *chunks, interval: *interval, retention: *retention, timeout: *levelTimeout, previous: *previous}
 	results, err := l.run(ns, *baselineMax)
 	fmt.Println(table(results))
 	if err != nil {
@@ -80,13 +87,18 @@ type loadTest struct {
 	retention time.Duration
 	timeout   time.Duration
 	bin       string // the loadworker binary
+	previous  string // -previous: the commit whose loadworker runs beside the current one
+	prevBin   string // its binary
 	dir       string // logs, redis dir
 	srv       *devserver.Server
 }
 
 // result is one level of one variant.
 type result struct {
-	Variant  string  `json:"variant"` // "redis" (2 workers, 2 API processes) or "memory" (one process)
+	Variant string `json:"variant"` // "redis" (2 workers, 2 API processes) or "memory" (one process)
+	// Build is "current", or "previous" for the processes built from -previous.
+	Build    string  `json:"build"`
+	Commit   string  `json:"commit,omitempty"` // -previous, for the previous build
 	Sessions int     `json:"sessions"`
 	Chunks   int     `json:"chunks"`
 	Interval string  `json:"interval"`
@@ -101,6 +113,10 @@ type result struct {
 	StartP50 float64 `json:"startP50ms"`
 	StartP99 float64 `json:"startP99ms"`
 	StartMax float64 `json:"startMaxms"`
+	// Latency of a turn's first text: request sent → its first text delta read, over every
+	// request that streamed text (ms).
+	FirstP50 float64 `json:"firstDeltaP50ms"`
+	FirstP99 float64 `json:"firstDeltaP99ms"`
 	// Over1s counts the deltas that took more than a second (of Deltas, every delta read).
 	Over1s int `json:"over1s"`
 	Deltas int `json:"deltas"`
@@ -151,6 +167,11 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building loadworker: %v\n%s", err, out)
 	}
+	if l.previous != "" {
+		if l.prevBin, err = buildAt(root, l.previous, l.dir); err != nil {
+			return nil, err
+		}
+	}
 	cli, err := devserver.Find(root)
 	if err != nil {
 		return nil, fmt.Errorf("the load test needs the Temporal CLI: %w", err)
@@ -165,22 +186,34 @@ func (l *loadTest) run(levels []int, baselineMax int) ([]result, error) {
 	var out []result
 	var errs []error
 	for _, n := range levels {
-		variants := []string{"redis"}
+		type variant struct{ name, build string }
+		variants := []variant{{"redis", "current"}}
+		if l.prevBin != "" {
+			variants = append([]variant{{"redis", "previous"}}, variants...)
+		}
 		if n <= baselineMax {
-			variants = append(variants, "memory")
+			variants = append(variants, variant{"memory", "current"})
 		}
 		// The Redis variant's wait for the retention (its last reading) overlaps the
-		// memory variant: only redis-server is left running then, idle but for its expiry.
+		// next variant: only redis-server is left running then, idle but for its expiry.
 		var level []result
 		var pending []func(*result)
 		for _, v := range variants {
-			r, afterRetention, err := l.level(v, n)
+			bin := l.bin
+			if v.build == "previous" {
+				bin = l.prevBin
+			}
+			r, afterRetention, err := l.level(v.name, bin, n)
 			if err != nil {
 				for i, f := range pending {
 					f(&level[i])
 				}
 				failed = true
-				return out, fmt.Errorf("%s level %d: %w", v, n, err)
+				return out, fmt.Errorf("%s (%s build) level %d: %w", v.name, v.build, n, err)
+			}
+			r.Build = v.build
+			if v.build == "previous" {
+				r.Commit = l.previous
 			}
 			level = append(level, r)
 			pending = append(pending, afterRetention)
@@ -221,7 +254,7 @@ func (p *proc) stop() {
 	}
 }
 
-func (l *loadTest) start(role string, env []string, args ...string) (*proc, error) {
+func (l *loadTest) start(role, bin string, env []string, args ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -232,7 +265,7 @@ func (l *loadTest) start(role string, env []string, args ...string) (*proc, erro
 	case "redis":
 		p.cmd = exec.Command(name[0], append(name[1:], "--port", addr[strings.LastIndexByte(addr, ':')+1:])...)
 	default:
-		p.cmd = exec.Command(l.bin, args...)
+		p.cmd = exec.Command(bin, args...)
 		if role == "worker" {
 			env = append(env, "KORTYX_HEALTH_ADDR="+addr)
 		} else {
@@ -286,7 +319,7 @@ func (l *loadTest) start(role string, env []string, args ...string) (*proc, erro
 // result, and stops redis-server: the run keys expire in Redis itself (PEXPIRE when a run's
 // final done is stored), so the worker and API processes are not needed for it, and the wait
 // can overlap the next variant.
-func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*result), _ error) {
+func (l *loadTest) level(variant, bin string, n int) (_ result, afterRetention func(*result), _ error) {
 	r := result{Variant: variant, Sessions: n, Chunks: l.chunks, Interval: l.interval.String(),
 		CPUms: map[string]float64{}, CPUPct: map[string]float64{}}
 	queue := "kortyx-load-" + uuid.NewString()
@@ -303,7 +336,7 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 		}
 	}()
 	add := func(role string, env []string, args ...string) (*proc, error) {
-		p, err := l.start(role, env, args...)
+		p, err := l.start(role, bin, env, args...)
 		if err == nil {
 			procs = append(procs, p)
 		}
@@ -413,10 +446,11 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 
 	r.Seconds = wall.Seconds()
 	r.TurnsPS = float64(n) / wall.Seconds()
-	var lat, starts []float64
+	var lat, starts, firsts []float64
 	for _, s := range sessions {
 		lat = append(lat, s.latencies...)
 		starts = append(starts, s.starts...)
+		firsts = append(firsts, s.firsts...)
 		if s.err != nil {
 			r.Errors++
 			if len(r.FirstErrors) < 5 {
@@ -435,6 +469,8 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 	if len(starts) > 0 {
 		r.StartMax = round2(starts[len(starts)-1])
 	}
+	slices.Sort(firsts)
+	r.FirstP50, r.FirstP99 = quantile(firsts, 0.5), quantile(firsts, 0.99)
 	for _, v := range lat {
 		if v > 1000 {
 			r.Over1s++
@@ -471,6 +507,7 @@ func (l *loadTest) level(variant string, n int) (_ result, afterRetention func(*
 type sessionResult struct {
 	latencies []float64 // ms, one per delta
 	starts    []float64 // ms, request → response headers, one per request
+	firsts    []float64 // ms, request → first text delta, one per request that streamed text
 	err       error
 }
 
@@ -487,7 +524,7 @@ func (l *loadTest) session(c *http.Client, addr string, approve bool, open *atom
 	msgs := []kortyxwire.Message{{Role: "user", Content: prompt}}
 	var res sessionResult
 	for round := 0; round < 2; round++ {
-		ask, n, err := l.post(ctx, c, addr, id, msgs, open, &res.latencies, &res.starts)
+		ask, n, err := l.post(ctx, c, addr, id, msgs, open, &res)
 		if err != nil {
 			res.err = fmt.Errorf("session %s, request %d of %d: %w", id, round+1, 1+btoi(approve), err)
 			return res
@@ -517,9 +554,10 @@ func btoi(b bool) int {
 
 // post sends one chat request and reads its response to done: the question it asked (nil if
 // none) and the number of timestamped deltas, whose latencies it appends to lat (and the time
-// to the response headers to starts). An error says when it came: how long after the request,
-// its response headers and its first event.
-func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session string, msgs []kortyxwire.Message, open *atomic.Int64, lat, starts *[]float64) (ask kortyxwire.Chunk, n int, err error) {
+// to the response headers to starts, and to its first delta to firsts). An error says when it
+// came: how long after the request, its response headers and its first event.
+func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session string, msgs []kortyxwire.Message, open *atomic.Int64, res *sessionResult) (ask kortyxwire.Chunk, n int, err error) {
+	lat, starts := &res.latencies, &res.starts
 	t0 := time.Now()
 	var headers, first time.Duration
 	defer func() {
@@ -570,6 +608,9 @@ func (l *loadTest) post(ctx context.Context, c *http.Client, addr, session strin
 		}
 		switch ch.Type() {
 		case "text-delta":
+			if n == 0 {
+				res.firsts = append(res.firsts, float64(now-t0.UnixNano())/1e6)
+			}
 			for _, f := range strings.Fields(ch.String("delta")) {
 				sent, err := strconv.ParseInt(f, 10, 64)
 				if err != nil {
@@ -683,16 +724,51 @@ func moduleRoot() (string, error) {
 // table is the results as a markdown table.
 func table(rs []result) string {
 	var b strings.Builder
-	b.WriteString("| Sessions | Variant | Turns/s | p50 ms | p99 ms | Peak open | API RSS/stream KB | Redis live KB/stream | Redis after retention KB/session | CPU ms/turn worker | api | redis | temporal | Errors |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Sessions | Variant | Build | Turns/s | p50 ms | p99 ms | start p50/p99 ms | first delta p50/p99 ms | Peak open | API RSS/stream KB | Redis live KB/stream | Redis after retention KB/session | CPU ms/turn worker | api | redis | temporal | Errors |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		worker, api := r.CPUms["worker"], r.CPUms["api"]
 		if r.Variant == "memory" {
 			worker, api = r.CPUms["all"], r.CPUms["all"]
 		}
-		fmt.Fprintf(&b, "| %d | %s | %.1f | %.2f | %.2f | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d |\n",
-			r.Sessions, r.Variant, r.TurnsPS, r.P50, r.P99, r.PeakOpen, r.APIRSSPerStreamKB, r.RedisLivePerKB, r.RedisRetainedPerKB,
+		fmt.Fprintf(&b, "| %d | %s | %s | %.1f | %.2f | %.2f | %.0f / %.0f | %.0f / %.0f | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %d |\n",
+			r.Sessions, r.Variant, r.Build, r.TurnsPS, r.P50, r.P99, r.StartP50, r.StartP99, r.FirstP50, r.FirstP99, r.PeakOpen, r.APIRSSPerStreamKB, r.RedisLivePerKB, r.RedisRetainedPerKB,
 			worker, api, r.CPUms["redis"], r.CPUms["temporal"], r.Errors)
 	}
 	return b.String()
+}
+
+// buildAt builds the loadworker of the module as it was at commit rev, from the checkout's git
+// history (the module cache serves its dependencies), under dir.
+func buildAt(root, rev, dir string) (string, error) {
+	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", rev+"^{commit}").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("-previous %s: not a commit of the checkout's history (a shallow clone?): %v %s", rev, err, out)
+	}
+	src := filepath.Join(dir, "previous")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.Command("git", "-C", root, "archive", "--format=tar", rev)
+	untar := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	untar.Stdin = pipe
+	if err := untar.Start(); err != nil {
+		return "", err
+	}
+	if err := archive.Run(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w", rev, err)
+	}
+	if err := untar.Wait(); err != nil {
+		return "", fmt.Errorf("unpacking %s: %w", rev, err)
+	}
+	bin := filepath.Join(dir, "loadworker-previous")
+	build := exec.Command("go", "build", "-o", bin, "./bench/cmd/loadworker")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building loadworker at %s: %v\n%s", rev, err, out)
+	}
+	return bin, nil
 }
