@@ -31,7 +31,7 @@ const (
 	CodeOutputTruncated                         Code = "OUTPUT_TRUNCATED"
 	CodeSchemaValidation                        Code = "SCHEMA_VALIDATION"
 	CodeInvalidOutput                           Code = "INVALID_OUTPUT"
-	codeWorkflowContractError                   Code = "WORKFLOW_CONTRACT_ERROR"
+	CodeWorkflowContractError                   Code = "WORKFLOW_CONTRACT_ERROR"
 	CodeWorkflowCallFailed                      Code = "WORKFLOW_CALL_FAILED"
 	CodeParallelFailed                          Code = "PARALLEL_FAILED"
 	CodePersistenceError                        Code = "PERSISTENCE_ERROR"
@@ -43,8 +43,8 @@ const (
 	CodeInvalidResponse                         Code = "INVALID_RESPONSE"
 	CodeResumeMismatch                          Code = "RESUME_MISMATCH"
 	CodeInvalidSession                          Code = "INVALID_SESSION"
-	codeMissingContract                         Code = "MISSING_CONTRACT"
-	codeContractMismatch                        Code = "CONTRACT_MISMATCH"
+	CodeMissingContract                         Code = "MISSING_CONTRACT"
+	CodeContractMismatch                        Code = "CONTRACT_MISMATCH"
 	CodeNotFound                                Code = "NOT_FOUND"
 	CodeUnknownWorkflow                         Code = "UNKNOWN_WORKFLOW"
 	CodeMalformedStream                         Code = "MALFORMED_STREAM"
@@ -112,12 +112,12 @@ var declared = map[Code]bool{
 	CodeProviderHTTPError: true, CodeProviderTransportError: true, CodeProviderRequestFailed: true,
 	CodeProviderInvalidResponse: true, CodeProviderRefusal: true, CodeProviderConfiguration: true,
 	CodeModelOutputSchema: true, CodeInvalidModelJSON: true, CodeOutputTruncated: true,
-	CodeSchemaValidation: true, CodeInvalidOutput: true, codeWorkflowContractError: true,
+	CodeSchemaValidation: true, CodeInvalidOutput: true, CodeWorkflowContractError: true,
 	CodeWorkflowCallFailed: true, CodeParallelFailed: true, CodePersistenceError: true,
 	CodeChatLifecycleHookFailed: true, CodeResumeFailed: true, CodeInvalidRequest: true,
 	CodeInvalidInput: true, CodeInvalidResume: true, CodeInvalidResponse: true,
-	CodeResumeMismatch: true, CodeInvalidSession: true, codeMissingContract: true,
-	codeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
+	CodeResumeMismatch: true, CodeInvalidSession: true, CodeMissingContract: true,
+	CodeContractMismatch: true, CodeNotFound: true, CodeUnknownWorkflow: true,
 	CodeMalformedStream: true, CodeTruncatedStream: true, CodeExecutionCancelled: true,
 	CodeExecutionLimitReached: true, CodeExecutionFailed: true, CodeDomainError: true,
 	CodeReasonOutputBudgetExhausted: true, CodeReasonOutputContractCorrectionExhausted: true,
@@ -164,7 +164,7 @@ func (c Code) Category() string {
 		CodePayloadTooLarge, CodeReasonMaxSteps, CodeInvalidToolCall, CodeReasonMaxEmissions, CodeReasonMaxRequests,
 		CodeReasonInterruptRequired:
 		return categoryValidation
-	case codeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
+	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
 		CodeExecutionCancelled, CodeExecutionLimitReached:
 		return categoryWorkflow
 	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable,
@@ -172,7 +172,7 @@ func (c Code) Category() string {
 		return categoryPersistence
 	case CodeResumeFailed, CodeInvalidRequest, CodeInvalidInput, CodeInvalidResume, CodeInvalidResponse, CodeSessionBusy,
 		CodeUnauthorized, CodeForbidden, CodeClientTurnConflict,
-		CodeResumeMismatch, CodeInvalidSession, codeMissingContract, codeContractMismatch, CodeNotFound,
+		CodeResumeMismatch, CodeInvalidSession, CodeMissingContract, CodeContractMismatch, CodeNotFound,
 		CodeUnknownWorkflow, CodeStreamGone:
 		return categoryRequest
 	case CodeMalformedStream, CodeTruncatedStream:

@@ -19,12 +19,5 @@ var PathString = pathString
 // Limit is limit, for the tests of the descriptor limits.
 func (f Failure) Limit() Failure { return f.limit() }
 
-// Codes of Kortyx that this module declares but never produces.
-const (
-	CodeContractMismatch      = codeContractMismatch
-	CodeMissingContract       = codeMissingContract
-	CodeWorkflowContractError = codeWorkflowContractError
-)
-
 // Failure is failure, for the tests of the descriptors.
 func (e *Error) Failure() Failure { return e.failure() }

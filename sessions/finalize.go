@@ -14,10 +14,10 @@ type Status string
 
 // The response statuses.
 const (
-	statusCompleted   Status = "completed"
-	statusFailed      Status = "failed"
-	statusCancelled   Status = "cancelled"
-	statusInterrupted Status = "interrupted"
+	StatusCompleted   Status = "completed"
+	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled"
+	StatusInterrupted Status = "interrupted"
 )
 
 // The content piece types.
@@ -299,14 +299,14 @@ func Finalize(clientTurnID string, chunks []contracts.Chunk) (FinalizedMessage, 
 		msg.Content = strings.Join(messages, messageSeparator)
 	}
 
-	status := statusCompleted
+	status := StatusCompleted
 	switch {
 	case cancelled:
-		status = statusCancelled
+		status = StatusCancelled
 	case failed:
-		status = statusFailed
+		status = StatusFailed
 	case interrupted:
-		status = statusInterrupted
+		status = StatusInterrupted
 	}
 	return msg, status
 }

@@ -95,7 +95,7 @@ func TestFinalizeInterruptedTurn(t *testing.T) {
 		fzDone,
 	}
 	msg, status := Finalize(turn, chunks)
-	require.Equal(t, statusInterrupted, status)
+	require.Equal(t, StatusInterrupted, status)
 	require.Equal(t, FinalizedMessage{
 		ID:      "turn-7:assistant",
 		Role:    "assistant",
@@ -149,7 +149,7 @@ func TestFinalizeCustomInterrupt(t *testing.T) {
 	c := fzInterrupt(t, "req-9", "tok-9", in)
 	c.ID = "hook-from-chunk" // the input has no id: the chunk's hook id is used
 	msg, status := Finalize(turn, []contracts.Chunk{c, fzDone})
-	require.Equal(t, statusInterrupted, status)
+	require.Equal(t, StatusInterrupted, status)
 	require.Equal(t, []ContentPiece{{
 		Type: pieceInterrupt, ID: "turn-7:interrupt:req-9", ResumeToken: "tok-9", RequestID: "req-9",
 		Kind: contracts.InterruptCustom, Question: "Fill the form", Multiple: true,
@@ -182,13 +182,13 @@ func TestFinalize(t *testing.T) {
 		{
 			name:   "empty response",
 			chunks: []contracts.Chunk{fzSession, fzDone},
-			status: statusCompleted,
+			status: StatusCompleted,
 			pieces: []ContentPiece{},
 		},
 		{
 			name:    "message-only response",
 			chunks:  []contracts.Chunk{fzSession, msgChunk("Done."), msgChunk(""), msgChunk("See you."), fzCheckpoint("cp-1", 0), fzDone},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Done.\nSee you.",
 			pieces:  []ContentPiece{messagePiece(0, "Done."), messagePiece(2, "See you.")},
 			cpID:    "cp-1", cpTurn: intPtr(0),
@@ -196,7 +196,7 @@ func TestFinalize(t *testing.T) {
 		{
 			name:    "messages are dropped when text was streamed",
 			chunks:  []contracts.Chunk{msgChunk("Summary."), txt("op1", "s1", "Streamed"), fzDone},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Streamed",
 			pieces:  []ContentPiece{textPiece("op1:s1", "Streamed")},
 		},
@@ -206,7 +206,7 @@ func TestFinalize(t *testing.T) {
 				txt("op1", "s1", "Hel"), txt("op2", "s1", "Wor"), txt("op1", "s1", "lo"), txt("op2", "s1", "ld"),
 				txt("op3", "s1", ""), fzDone,
 			},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Hello World",
 			pieces:  []ContentPiece{textPiece("op1:s1", "Hello"), textPiece("op2:s1", "World")},
 		},
@@ -215,7 +215,7 @@ func TestFinalize(t *testing.T) {
 			chunks: []contracts.Chunk{
 				txt("op1", "s1", "Hel"), txtInvalidated("op1", "s1"), txt("op1", "s1~2", "Hello "), txt("op2", "s1", "world"), fzDone,
 			},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Hello world",
 			pieces:  []ContentPiece{textPiece("op1:s1~2", "Hello "), textPiece("op2:s1", "world")},
 		},
@@ -229,7 +229,7 @@ func TestFinalize(t *testing.T) {
 				fzInvalidated("unknown"),
 				fzDone,
 			},
-			status: statusCompleted,
+			status: StatusCompleted,
 			pieces: []ContentPiece{structuredPiece("b", `{"y":2}`, structuredStreaming)},
 		},
 		{
@@ -243,7 +243,7 @@ func TestFinalize(t *testing.T) {
 				fzStructured("a", contracts.StructuredFinal, "", `{"w":5}`),
 				fzDone,
 			},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Retrying.",
 			pieces: []ContentPiece{
 				structuredPiece("b", `{"y":2}`, structuredStreaming),
@@ -261,7 +261,7 @@ func TestFinalize(t *testing.T) {
 				fzStructured("a", contracts.StructuredTextDelta, "x", "!"),
 				fzDone,
 			},
-			status: statusCompleted,
+			status: StatusCompleted,
 			pieces: []ContentPiece{structuredPiece("a", `{"x":"text!"}`, structuredStreaming)},
 		},
 		{
@@ -271,7 +271,7 @@ func TestFinalize(t *testing.T) {
 				fzStructured("a", contracts.StructuredSet, "v", `2`),
 				fzDone,
 			},
-			status: statusCompleted,
+			status: StatusCompleted,
 			pieces: []ContentPiece{structuredPiece("a", `{"v":1}`, structuredDone)},
 		},
 		{
@@ -279,7 +279,7 @@ func TestFinalize(t *testing.T) {
 			chunks: []contracts.Chunk{
 				fzSession, txt("op1", "s1", "Partial"), fzError(failure.Message, failure), fzDone,
 			},
-			status:  statusFailed,
+			status:  StatusFailed,
 			content: "Partial",
 			pieces: []ContentPiece{
 				textPiece("op1:s1", "Partial"),
@@ -289,7 +289,7 @@ func TestFinalize(t *testing.T) {
 		{
 			name:   "error pieces are numbered; content falls back to the failure's message",
 			chunks: []contracts.Chunk{fzError("first", nil), fzError("", failure), fzDone},
-			status: statusFailed,
+			status: StatusFailed,
 			pieces: []ContentPiece{
 				{Type: pieceError, ID: "turn-7:error:0", Content: "first"},
 				{Type: pieceError, ID: "turn-7:error:1", Content: failure.Message, Failure: failure},
@@ -298,14 +298,14 @@ func TestFinalize(t *testing.T) {
 		{
 			name:    "cancelled",
 			chunks:  []contracts.Chunk{fzSession, txt("op1", "s1", "Half"), fzCancelled, fzDone},
-			status:  statusCancelled,
+			status:  StatusCancelled,
 			content: "Half",
 			pieces:  []ContentPiece{textPiece("op1:s1", "Half")},
 		},
 		{
 			name:   "cancelled wins over failed and interrupted",
 			chunks: []contracts.Chunk{badInput, fzError("boom", nil), fzCancelled, fzDone},
-			status: statusCancelled,
+			status: StatusCancelled,
 			pieces: []ContentPiece{
 				{Type: pieceInterrupt, ID: "turn-7:interrupt:req-2", ResumeToken: "tok-2", RequestID: "req-2", SchemaID: "s", InterruptID: "h2"},
 				{Type: pieceError, ID: "turn-7:error:0", Content: "boom"},
@@ -314,7 +314,7 @@ func TestFinalize(t *testing.T) {
 		{
 			name:   "failed wins over interrupted",
 			chunks: []contracts.Chunk{badInput, fzError("boom", nil), fzDone},
-			status: statusFailed,
+			status: StatusFailed,
 			pieces: []ContentPiece{
 				{Type: pieceInterrupt, ID: "turn-7:interrupt:req-2", ResumeToken: "tok-2", RequestID: "req-2", SchemaID: "s", InterruptID: "h2"},
 				{Type: pieceError, ID: "turn-7:error:0", Content: "boom"},
@@ -328,7 +328,7 @@ func TestFinalize(t *testing.T) {
 				{Type: contracts.ChunkInterrupt, RequestID: "req-1", ResumeToken: "new"},
 				fzDone,
 			},
-			status:  statusInterrupted,
+			status:  StatusInterrupted,
 			content: "x",
 			pieces: []ContentPiece{
 				{Type: pieceInterrupt, ID: "turn-7:interrupt:req-1", ResumeToken: "new", RequestID: "req-1"},
@@ -350,7 +350,7 @@ func TestFinalize(t *testing.T) {
 				{Type: contracts.ChunkResumeRejected, RequestID: "req-1", Failure: failure},
 				fzDone,
 			},
-			status: statusCompleted,
+			status: StatusCompleted,
 			pieces: []ContentPiece{},
 		},
 		{
@@ -359,7 +359,7 @@ func TestFinalize(t *testing.T) {
 				msgChunk("Answer."), fzCheckpoint("cp-1", 1), fzDone,
 				msgChunk("Later."), fzError("later failure", nil), fzCheckpoint("cp-2", 2), fzDone,
 			},
-			status:  statusCompleted,
+			status:  StatusCompleted,
 			content: "Answer.",
 			pieces:  []ContentPiece{messagePiece(0, "Answer.")},
 			cpID:    "cp-1", cpTurn: intPtr(1),

@@ -171,7 +171,7 @@ func (r *Reader) check(ctx context.Context, e stream.Entry) error {
 // turn when the session has moved past it.
 func (r *Reader) runState(ctx context.Context, runID string) (stream.RunState, error) {
 	if !r.started && r.s.moved(ctx, r.sessionID, r.ts) {
-		return stream.RunState{Phase: "closed", Reason: movedReason}, nil
+		return stream.RunState{Phase: stream.PhaseClosed, Reason: movedReason}, nil
 	}
 	return r.s.RunState(ctx, runID)
 }
@@ -248,7 +248,7 @@ func (s *Service) RunState(ctx context.Context, runID string) (stream.RunState, 
 	desc, err := s.o.Client.DescribeWorkflow(ctx, runID, "")
 	if err != nil {
 		if isNotFound(err) {
-			return stream.RunState{Phase: "missing"}, nil
+			return stream.RunState{Phase: stream.PhaseMissing}, nil
 		}
 		return stream.RunState{}, err
 	}
@@ -256,23 +256,23 @@ func (s *Service) RunState(ctx context.Context, runID string) (stream.RunState, 
 	switch info.GetStatus() {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: // a later execution of the chain runs
-		return stream.RunState{Phase: "running"}, nil
+		return stream.RunState{Phase: stream.PhaseRunning}, nil
 	default:
-		return stream.RunState{Phase: "closed"}, nil
+		return stream.RunState{Phase: stream.PhaseClosed}, nil
 	}
 	if desc.RawResponse.GetPendingWorkflowTask() != nil {
 		// A workflow task is due: the run has something to act on (an answer it has not taken
 		// yet, for one) and may publish, whatever its status attribute still says. A run whose
 		// worker was killed keeps it pending until a worker polls again (after the dead
 		// worker's sticky queue times out).
-		return stream.RunState{Phase: "running"}, nil
+		return stream.RunState{Phase: stream.PhaseRunning}, nil
 	}
 	var status string
 	if p := info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeStatus]; p != nil {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &status)
 	}
 	if status == string(contracts.StatusWaiting) {
-		return stream.RunState{Phase: "waiting"}, nil
+		return stream.RunState{Phase: stream.PhaseWaiting}, nil
 	}
-	return stream.RunState{Phase: "running"}, nil
+	return stream.RunState{Phase: stream.PhaseRunning}, nil
 }

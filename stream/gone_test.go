@@ -20,7 +20,7 @@ import (
 // on) and counts the calls.
 type phases struct {
 	mu    sync.Mutex
-	list  []string
+	list  []stream.Phase
 	calls int
 }
 
@@ -78,7 +78,7 @@ func TestGoneEvictedRun(t *testing.T) {
 	m := stream.NewMemory(stream.MemoryOptions{MaxRuns: 1})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "hi"), kc("w:2", contracts.ChunkDone)))
 	require.NoError(t, m.Publish(ctx, "run-b", delta("w:1", "other")))
-	p := &phases{list: []string{"closed"}}
+	p := &phases{list: []stream.Phase{stream.PhaseClosed}}
 	chunks, raw := goneRead(t, &sse.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
 	require.Equal(t, 1, p.calls)
@@ -87,7 +87,7 @@ func TestGoneEvictedRun(t *testing.T) {
 // A restarted broker (a new, empty Memory) and a reader resuming with Last-Event-ID: gone
 // without asking the run (the offset is past the end of what the broker has).
 func TestGoneRestartedBrokerWithLastEventID(t *testing.T) {
-	p := &phases{list: []string{"running"}}
+	p := &phases{list: []stream.Phase{stream.PhaseRunning}}
 	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a",
 		map[string]string{"Last-Event-ID": "7"})
 	requireGone(t, chunks, raw, "STREAM_GONE", "offset 7 is past the end of the stream, which is empty")
@@ -106,7 +106,7 @@ func TestGoneLastEventIDPastTheEnd(t *testing.T) {
 // A run that is running with nothing in the broker is waited for; once it is closed with
 // still nothing there, the stream is gone.
 func TestGoneRunningThenClosed(t *testing.T) {
-	p := &phases{list: []string{"running", "running", "closed"}}
+	p := &phases{list: []stream.Phase{stream.PhaseRunning, stream.PhaseRunning, stream.PhaseClosed}}
 	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended")
 	require.Equal(t, 3, p.calls)
@@ -115,12 +115,12 @@ func TestGoneRunningThenClosed(t *testing.T) {
 // A waiting run with nothing in the broker is gone on the second check (its response was
 // published, but not here); a missing run is NOT_FOUND.
 func TestGoneWaitingAndMissing(t *testing.T) {
-	p := &phases{list: []string{"waiting"}}
+	p := &phases{list: []stream.Phase{stream.PhaseWaiting}}
 	chunks, raw := goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run waits for an answer")
 	require.Equal(t, 2, p.calls)
 
-	p = &phases{list: []string{"missing"}}
+	p = &phases{list: []stream.Phase{stream.PhaseMissing}}
 	chunks, raw = goneRead(t, &sse.Server{Broker: stream.NewMemory(stream.MemoryOptions{}), Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, contracts.CodeNotFound, `There is no run "run-a".`)
 }
@@ -130,7 +130,7 @@ func TestGoneWaitingAndMissing(t *testing.T) {
 func TestGoneRunningRunStreams(t *testing.T) {
 	ctx := testCtx(t)
 	m := stream.NewMemory(stream.MemoryOptions{})
-	p := &phases{list: []string{"running"}}
+	p := &phases{list: []stream.Phase{stream.PhaseRunning}}
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		_ = m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone))
@@ -147,7 +147,7 @@ func TestFollowRunEndOfClosedRun(t *testing.T) {
 	ctx := testCtx(t)
 	m := stream.NewMemory(stream.MemoryOptions{})
 	require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
-	p := &phases{list: []string{"closed"}}
+	p := &phases{list: []stream.Phase{stream.PhaseClosed}}
 	err := stream.FollowRun(ctx, m, "run-a", 2, stream.UntilResponse, p.run, func(stream.Entry) error { return nil })
 	require.Equal(t, contracts.Code("STREAM_GONE"), contracts.CodeOf(err))
 	require.ErrorContains(t, err, "the run has ended: nothing follows offset 2")
@@ -168,7 +168,7 @@ func TestGonePublishedWhileAsked(t *testing.T) {
 		if calls++; calls == 1 {
 			require.NoError(t, m.Publish(ctx, "run-a", delta("w:1", "a"), kc("w:2", contracts.ChunkDone)))
 		}
-		return stream.RunState{Phase: "closed"}, nil
+		return stream.RunState{Phase: stream.PhaseClosed}, nil
 	}
 	var got []contracts.ChunkType
 	require.NoError(t, stream.FollowRun(ctx, m, "run-a", 0, stream.UntilRun, run, func(e stream.Entry) error {
@@ -209,7 +209,7 @@ func TestGoneAfterRetention(t *testing.T) {
 	first, last, err = m.Bounds(ctx, "run-a")
 	require.NoError(t, err)
 	require.Equal(t, [2]int64{0, 0}, [2]int64{first, last}, "dropped once it has passed")
-	p := &phases{list: []string{"closed"}}
+	p := &phases{list: []stream.Phase{stream.PhaseClosed}}
 	chunks, raw := goneRead(t, &sse.Server{Broker: m, Run: p.run, KeepAlive: -1}, "run-a", nil)
 	requireGone(t, chunks, raw, "STREAM_GONE", "the run has ended and the run's chunks are no longer kept")
 

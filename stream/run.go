@@ -9,22 +9,28 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 )
 
-// The values of [RunState].Phase.
+// Phase is what a reader needs to know about a run whose stream has nothing to read
+// ([RunState].Phase).
+type Phase string
+
+// The phases of a run.
 const (
-	runRunning = "running"
-	runWaiting = "waiting"
-	runClosed  = "closed"
-	runMissing = "missing"
+	// PhaseRunning: the run executes and may still publish (also "").
+	PhaseRunning Phase = "running"
+	// PhaseWaiting: the run waits for an answer to a question; the response that asked it was
+	// already published.
+	PhaseWaiting Phase = "waiting"
+	// PhaseClosed: the run has ended (completed, failed, cancelled, terminated, timed out); it
+	// publishes nothing more.
+	PhaseClosed Phase = "closed"
+	// PhaseMissing: there is no such run.
+	PhaseMissing Phase = "missing"
 )
 
 // RunState is the state of a run as [ReaderOptions].Run reports it.
 type RunState struct {
-	// Phase is what a reader needs to know about a run whose stream has nothing to read:
-	// "running" (the run executes and may still publish; also ""), "waiting" (the run waits for
-	// an answer to a question; the response that asked it was already published), "closed"
-	// (the run has ended: completed, failed, cancelled, terminated, timed out; it publishes
-	// nothing more) or "missing" (there is no such run).
-	Phase string
+	// Phase is what a reader needs to know about a run whose stream has nothing to read.
+	Phase Phase
 	// Reason, for a closed run, replaces the reason given in the STREAM_GONE error (for
 	// callers that know more, such as a session that moved on to another turn).
 	Reason string
@@ -83,12 +89,12 @@ func (g *goneCheck) check(ctx context.Context, askRun bool) error {
 		return nil
 	}
 	switch st.Phase {
-	case runMissing:
+	case PhaseMissing:
 		if last == 0 {
 			return &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("There is no run %q.", g.runID),
 				Details: map[string]any{"runId": g.runID}}
 		}
-	case runClosed:
+	case PhaseClosed:
 		if st.Reason != "" {
 			return goneError(g.runID, st.Reason)
 		}
@@ -96,7 +102,7 @@ func (g *goneCheck) check(ctx context.Context, askRun bool) error {
 			return goneError(g.runID, "the run has ended and "+goneHint)
 		}
 		return goneError(g.runID, fmt.Sprintf("the run has ended: nothing follows offset %d", g.after))
-	case runWaiting:
+	case PhaseWaiting:
 		if last == 0 {
 			if g.waiting++; g.waiting >= 2 {
 				return goneError(g.runID, "the run waits for an answer and "+goneHint)
