@@ -1,7 +1,6 @@
 package aisdk
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,10 +13,8 @@ import (
 	"github.com/kortyx-go/kortyx/internal/httpapi"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/ssewriter"
-	"github.com/kortyx-go/kortyx/internal/temporalhealth"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 )
 
@@ -165,7 +162,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 			Reconnect: t.Answer.Cancel})
 	}
 	if err != nil {
-		h.fail(w, r, 0, temporalError(r.Context(), err))
+		h.fail(w, r, 0, err)
 		return
 	}
 	from := ts.Begin
@@ -221,7 +218,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.fail(w, r, 0, temporalError(r.Context(), err))
+		h.fail(w, r, 0, err)
 		return
 	}
 	a := v.Active
@@ -282,17 +279,3 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 	_ = sw.Done()
 }
 
-// temporalError turns an error that says Temporal is unreachable into TEMPORAL_UNAVAILABLE
-// (while the request is live); other errors are returned as they are.
-func temporalError(ctx context.Context, err error) error {
-	var ke *contracts.Error
-	if ctx.Err() != nil || errors.As(err, &ke) {
-		return err
-	}
-	var gone *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	if errors.As(err, &gone) || errors.As(err, &deadline) {
-		return temporalhealth.Unavailable(err)
-	}
-	return err
-}

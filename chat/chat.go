@@ -310,13 +310,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		accepted = true
 	}
-	var ts sessions.TurnStarted
-	var begin, from int64
-	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
-		var err error
-		ts, begin, from, err = h.start(ctx, r, req, resume)
-		return err
-	})
+	ts, begin, from, err := h.start(r.Context(), r, req, resume)
 	if err != nil {
 		fail(w, r, h.o.Logger, err)
 		return
@@ -370,12 +364,7 @@ func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string
 	if !reattach || checkpoint == "" {
 		return reattach
 	}
-	var view sessions.SessionView
-	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
-		var err error
-		view, err = h.svc.View(ctx, sessionID)
-		return err
-	})
+	view, err := h.svc.View(ctx, sessionID)
 	if err != nil {
 		return true
 	}
@@ -567,11 +556,7 @@ func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
 	defer cancel()
-	err := temporalCall(ctx, h.o.Client, func(ctx context.Context) error {
-		_, err := h.svc.Stop(ctx, req.SessionID, t.ts.RunID)
-		return err
-	})
-	if err != nil {
+	if _, err := h.svc.Stop(ctx, req.SessionID, t.ts.RunID); err != nil {
 		h.o.Logger.Warn("kortyx chat: cancelling the run of a disconnected reader failed", "run", t.ts.RunID, "error", err)
 	}
 }
@@ -683,12 +668,7 @@ func (h *Handler) StopHandler() http.Handler {
 				return
 			}
 		}
-		var runID string
-		err := temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
-			var err error
-			runID, err = h.svc.Stop(ctx, req.SessionID, "")
-			return err
-		})
+		runID, err := h.svc.Stop(r.Context(), req.SessionID, "")
 		if err != nil {
 			fail(w, r, h.o.Logger, err)
 			return

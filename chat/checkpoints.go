@@ -218,13 +218,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var out any
-	var callback func()
-	err = temporalCall(r.Context(), h.o.Client, func(ctx context.Context) error {
-		var err error
-		out, callback, err = h.act(ctx, r, req)
-		return err
-	})
+	out, callback, err := h.act(r.Context(), r, req)
 	if err != nil {
 		fail(w, r, h.o.Logger, err)
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/digest"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/internal/temporalhealth"
 	"github.com/kortyx-go/kortyx/stream"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -123,17 +124,19 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(sessionID)),
 	}, protocol.SessionWorkflowName, protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints, Seed: newSeed()})
-	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: protocol.SessionStartTurnUpdate,
-			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	return out, s.guard(ctx, func(ctx context.Context) error {
+		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: protocol.SessionStartTurnUpdate,
+				Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, &out)
 	})
-	if err != nil {
-		return out, err
-	}
-	return out, h.Get(ctx, &out)
 }
 
 // AnswerOptions are the options of [Service.Answer]; the zero value works.
@@ -308,17 +311,27 @@ func newSeed() []byte {
 	return b
 }
 
+// guard runs fn, which calls Temporal, failing it with TEMPORAL_UNAVAILABLE (503, retryable)
+// when Temporal does not answer: every call of the service that reaches Temporal goes through
+// it, so that no wire waits out the SDK's minute of retries or tells an unreachable service
+// from another failure on its own (temporalhealth.Guard).
+func (s *Service) guard(ctx context.Context, fn func(ctx context.Context) error) error {
+	return temporalhealth.Guard(ctx, s.o.Client, fn)
+}
+
 // update sends an update to an existing session.
 func (s *Service) update(ctx context.Context, sessionID, name string, arg, out any) error {
 	if err := checkSession(sessionID); err != nil {
 		return err
 	}
-	h, err := s.o.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: protocol.SessionWorkflowID(sessionID),
-		UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
-	if err != nil {
-		return sessionNotFound(sessionID, err)
-	}
-	return h.Get(ctx, out)
+	return s.guard(ctx, func(ctx context.Context) error {
+		h, err := s.o.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: protocol.SessionWorkflowID(sessionID),
+			UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err != nil {
+			return sessionNotFound(sessionID, err)
+		}
+		return h.Get(ctx, out)
+	})
 }
 
 func isNotFound(err error) bool {
@@ -360,11 +373,13 @@ func (s *Service) View(ctx context.Context, sessionID string) (SessionView, erro
 	if err := checkSession(sessionID); err != nil {
 		return v, err
 	}
-	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionQueryName)
-	if err != nil {
-		return v, sessionNotFound(sessionID, err)
-	}
-	return v, res.Get(&v)
+	return v, s.guard(ctx, func(ctx context.Context) error {
+		res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionQueryName)
+		if err != nil {
+			return sessionNotFound(sessionID, err)
+		}
+		return res.Get(&v)
+	})
 }
 
 // Owner returns the owner of a session ([TurnRequest].Owner) from its workflow's
@@ -375,7 +390,12 @@ func (s *Service) Owner(ctx context.Context, sessionID string) (string, error) {
 	if err := checkSession(sessionID); err != nil {
 		return "", err
 	}
-	d, err := s.o.Client.DescribeWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "")
+	var d *client.WorkflowExecutionDescription
+	err := s.guard(ctx, func(ctx context.Context) error {
+		var err error
+		d, err = s.o.Client.DescribeWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "")
+		return err
+	})
 	if err != nil {
 		if isNotFound(err) {
 			return "", nil
@@ -406,11 +426,14 @@ func (s *Service) Checkpoint(ctx context.Context, sessionID, checkpointID string
 	if err := checkSession(sessionID); err != nil {
 		return cp, err
 	}
-	res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionCheckpointQueryName, checkpointID)
+	err := s.guard(ctx, func(ctx context.Context) error {
+		res, err := s.o.Client.QueryWorkflow(ctx, protocol.SessionWorkflowID(sessionID), "", protocol.SessionCheckpointQueryName, checkpointID)
+		if err != nil {
+			return sessionNotFound(sessionID, err)
+		}
+		return res.Get(&cp)
+	})
 	if err != nil {
-		return cp, sessionNotFound(sessionID, err)
-	}
-	if err := res.Get(&cp); err != nil {
 		return cp, err
 	}
 	if cp.ID == "" {

@@ -1,4 +1,4 @@
-package chat
+package temporalhealth
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (h health) CheckHealth(ctx context.Context, _ *client.CheckHealthRequest) (
 	return &client.CheckHealthResponse{}, h.err
 }
 
-func TestClassifyTemporal(t *testing.T) {
+func TestClassify(t *testing.T) {
 	live := context.Background()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -45,7 +45,7 @@ func TestClassifyTemporal(t *testing.T) {
 		{"other", live, plain, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := classifyTemporal(tc.ctx, tc.err)
+			got := Classify(tc.ctx, tc.err)
 			if tc.want == "" {
 				require.Equal(t, tc.err, got)
 				return
@@ -57,8 +57,8 @@ func TestClassifyTemporal(t *testing.T) {
 	}
 }
 
-func TestTemporalCallGivesUpWhenTemporalIsDown(t *testing.T) {
-	err := temporalCall(context.Background(), health{err: errors.New("connection refused")}, func(ctx context.Context) error {
+func TestGuardGivesUpWhenTemporalIsDown(t *testing.T) {
+	err := Guard(context.Background(), health{err: errors.New("connection refused")}, func(ctx context.Context) error {
 		<-ctx.Done() // a call that would wait for Temporal forever
 		return ctx.Err()
 	})
@@ -66,11 +66,11 @@ func TestTemporalCallGivesUpWhenTemporalIsDown(t *testing.T) {
 	require.NotContains(t, contracts.FailureOf(err).Message, "connection refused")
 }
 
-func TestTemporalCallWaitsWhileTemporalAnswers(t *testing.T) {
+func TestGuardWaitsWhileTemporalAnswers(t *testing.T) {
 	release := make(chan struct{})
 	checks := 0
 	c := countingHealth{n: &checks, after: 2, release: release}
-	err := temporalCall(context.Background(), c, func(ctx context.Context) error {
+	err := Guard(context.Background(), c, func(ctx context.Context) error {
 		select {
 		case <-release: // released by the second health check: the call outlived two of them
 			return nil
