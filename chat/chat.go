@@ -25,6 +25,9 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
+// wire is the name of the chat and checkpoint routes in [sessions.Access].
+const wire = "chat"
+
 // The values of Options.Disconnect.
 const (
 	disconnectCancel   = "cancel"
@@ -91,11 +94,14 @@ type Options struct {
 	DefaultWorkflow string
 	// MaxCheckpoints per new session (default 50).
 	MaxCheckpoints int
-	// Authorize runs before any work: return a *contracts.Error with CodeUnauthorized or
-	// CodeForbidden (any other error is 403) to refuse. Required unless AllowUnauthenticated.
-	// Client-supplied ids and context are not proof of ownership: check the session against
-	// the authenticated caller.
-	Authorize func(r *http.Request, req *Request) error
+	// Authorize runs before any work, with what the request does ([sessions.Access], Wire
+	// "chat": ActionStart with the request's workflow, or ActionAnswer; ActionStop for the Stop
+	// route; SessionID "" for a prompt that names no session, which gets a new one): return a
+	// *contracts.Error with CodeUnauthorized or CodeForbidden (any other error is 403) to
+	// refuse. Required unless AllowUnauthenticated. It is the hook every wire takes. Client-
+	// supplied ids are not proof of ownership: check the session against the authenticated
+	// caller ([sessions.Service.Owner]).
+	Authorize func(r *http.Request, a sessions.Access) error
 	// AllowUnauthenticated accepts requests without Authorize (development only).
 	AllowUnauthenticated bool
 	// Owner, when set, names the authenticated caller of a request (an application user id,
@@ -253,7 +259,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if h.o.Authorize != nil {
-		if err := h.o.Authorize(r, req); err != nil {
+		a := sessions.Access{Wire: wire, Action: sessions.ActionStart, SessionID: req.SessionID, Workflow: req.WorkflowID}
+		if resume != nil {
+			a = sessions.Access{Wire: wire, Action: sessions.ActionAnswer, SessionID: req.SessionID}
+		}
+		if err := h.o.Authorize(r, a); err != nil {
 			fail(w, r, h.o.Logger, authError(err))
 			return
 		}
@@ -663,7 +673,7 @@ func (h *Handler) StopHandler() http.Handler {
 			return
 		}
 		if h.o.Authorize != nil {
-			if err := h.o.Authorize(r, req); err != nil {
+			if err := h.o.Authorize(r, sessions.Access{Wire: wire, Action: sessions.ActionStop, SessionID: req.SessionID}); err != nil {
 				fail(w, r, h.o.Logger, authError(err))
 				return
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -138,11 +139,11 @@ func TestNewHandlerOptions(t *testing.T) {
 func TestRefusedBeforeWork(t *testing.T) {
 	calls := 0
 	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
-		Authorize: func(r *http.Request, req *Request) error {
+		Authorize: func(r *http.Request, a sessions.Access) error {
 			if r.Header.Get("Authorization") == "" {
 				return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in."}
 			}
-			if req.SessionID == "theirs" {
+			if a.SessionID == "theirs" {
 				return errBoom
 			}
 			return nil

@@ -59,8 +59,11 @@ type RolledBack struct {
 // CheckpointOptions configure [NewCheckpointHandler].
 type CheckpointOptions struct {
 	Client client.Client
-	// Authorize runs before any work (required unless AllowUnauthenticated).
-	Authorize            func(r *http.Request, req *CheckpointRequest) error
+	// Authorize runs before any work (required unless AllowUnauthenticated), with what the
+	// request does ([sessions.Access], Wire "chat": ActionRead for get and list,
+	// ActionRollback, ActionFork with the NewSessionID the client picked; SessionID the
+	// request's session, or the one its checkpoint id names when the request names none).
+	Authorize            func(r *http.Request, a sessions.Access) error
 	AllowUnauthenticated bool
 	OnForked             func(ctx context.Context, ev Forked) error
 	OnRolledBack         func(ctx context.Context, ev RolledBack) error
@@ -213,7 +216,7 @@ func (h *CheckpointHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.o.Authorize != nil {
-		if err := h.o.Authorize(r, req); err != nil {
+		if err := h.o.Authorize(r, sessions.Access{Wire: wire, Action: checkpointAction(req.Action), SessionID: req.SessionID, NewSessionID: req.NewSessionID}); err != nil {
 			fail(w, r, h.o.Logger, authError(err))
 			return
 		}
@@ -362,4 +365,15 @@ func (h *CheckpointHandler) callback(phase string, fn func() error) {
 	if err := runCallback(phase, fn); err != nil {
 		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phase, Err: err})
 	}
+}
+
+// checkpointAction is what a checkpoint request does, for Authorize.
+func checkpointAction(action string) string {
+	switch action {
+	case "rollback":
+		return sessions.ActionRollback
+	case "fork":
+		return sessions.ActionFork
+	}
+	return sessions.ActionRead
 }

@@ -9,7 +9,7 @@
 //
 //	h, err := chat.NewHandler(chat.Options{
 //		Client: c, Broker: broker, DefaultWorkflow: "support",
-//		Authorize: func(r *http.Request, req *chat.Request) error { return owns(r, req.SessionID) },
+//		Authorize: func(r *http.Request, a sessions.Access) error { return owns(r, a.SessionID) },
 //	})
 //	if err != nil {
 //		return err

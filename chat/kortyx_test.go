@@ -167,11 +167,11 @@ func TestSessionIndexDefaultCap(t *testing.T) {
 
 func TestKortyxCheckpointRequests(t *testing.T) {
 	idx := newSessionIndex(10)
-	var authorized []CheckpointRequest
+	var authorized []sessions.Access
 	resolved := map[string]string{"cp-app": "s-app"}
 	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: idx,
-		Authorize: func(r *http.Request, req *CheckpointRequest) error {
-			authorized = append(authorized, *req)
+		Authorize: func(r *http.Request, a sessions.Access) error {
+			authorized = append(authorized, a)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
 		},
 		ResolveSession: func(ctx context.Context, r *http.Request, id string) (string, error) { return resolved[id], nil },
@@ -194,15 +194,15 @@ func TestKortyxCheckpointRequests(t *testing.T) {
 		`{"action": "get", "checkpointId": "cp-1"}`, `{"action": "fork", "checkpointId": "cp-app", "newSessionId": "n"}`} {
 		require.Equal(t, http.StatusForbidden, do(body).Code, body)
 	}
-	require.Equal(t, []CheckpointRequest{
-		{Action: "rollback", SessionID: "s1", CheckpointID: "cp-1", SessionResolved: true},
-		{Action: "fork", SessionID: "s1", CheckpointID: "cp-1", SessionResolved: true},
-		{Action: "get", SessionID: "s1", CheckpointID: "cp-1", SessionResolved: true},
-		{Action: "fork", SessionID: "s-app", CheckpointID: "cp-app", NewSessionID: "n", SessionResolved: true},
+	require.Equal(t, []sessions.Access{
+		{Wire: "chat", Action: sessions.ActionRollback, SessionID: "s1"},
+		{Wire: "chat", Action: sessions.ActionFork, SessionID: "s1"},
+		{Wire: "chat", Action: sessions.ActionRead, SessionID: "s1"},
+		{Wire: "chat", Action: sessions.ActionFork, SessionID: "s-app", NewSessionID: "n"},
 	}, authorized, "the resolved session is authorized like a sent one")
 	authorized = nil
 	require.Equal(t, http.StatusForbidden, do(`{"action": "rollback", "sessionId": "s7", "checkpointId": "cp-1"}`).Code)
-	require.Equal(t, []CheckpointRequest{{Action: "rollback", SessionID: "s7", CheckpointID: "cp-1"}}, authorized, "a sent session is used as sent")
+	require.Equal(t, []sessions.Access{{Wire: "chat", Action: sessions.ActionRollback, SessionID: "s7"}}, authorized, "a sent session is used as sent")
 	require.Equal(t, http.StatusBadRequest, do(`{"action": "list"}`).Code, "list still needs its session")
 }
 

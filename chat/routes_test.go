@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 )
@@ -17,10 +18,10 @@ import (
 // session without any index (a fresh process, another process), and is authorized with it.
 // Ids without a session (older checkpoints) still go through the index.
 func TestCheckpointIDNamesItsSession(t *testing.T) {
-	var authorized []CheckpointRequest
+	var authorized []sessions.Access
 	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: newSessionIndex(10),
-		Authorize: func(r *http.Request, req *CheckpointRequest) error {
-			authorized = append(authorized, *req)
+		Authorize: func(r *http.Request, a sessions.Access) error {
+			authorized = append(authorized, a)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
 		},
 	})
@@ -31,10 +32,10 @@ func TestCheckpointIDNamesItsSession(t *testing.T) {
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/api/checkpoints", strings.NewReader(`{"action": "`+action+`", "checkpointId": "`+id+`"}`)))
 		require.Equal(t, http.StatusForbidden, w.Code, w.Body.String())
 	}
-	require.Equal(t, []CheckpointRequest{
-		{Action: "rollback", SessionID: "web-s1", CheckpointID: id, SessionResolved: true},
-		{Action: "get", SessionID: "web-s1", CheckpointID: id, SessionResolved: true},
-		{Action: "fork", SessionID: "web-s1", CheckpointID: id, SessionResolved: true},
+	require.Equal(t, []sessions.Access{
+		{Wire: "chat", Action: sessions.ActionRollback, SessionID: "web-s1"},
+		{Wire: "chat", Action: sessions.ActionRead, SessionID: "web-s1"},
+		{Wire: "chat", Action: sessions.ActionFork, SessionID: "web-s1"},
 	}, authorized)
 
 	w := httptest.NewRecorder()
@@ -75,7 +76,7 @@ func TestCORSAnyPort(t *testing.T) {
 func TestCallbackIDsBeforeAuthorize(t *testing.T) {
 	authorized := 0
 	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
-		Authorize: func(r *http.Request, req *Request) error {
+		Authorize: func(r *http.Request, a sessions.Access) error {
 			authorized++
 			return contracts.Errorf(contracts.CodeForbidden, "This session is not yours.")
 		},

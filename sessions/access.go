@@ -1,7 +1,7 @@
 package sessions
 
 // Access is what a wire asks its authorization hook to allow before it calls the service for a
-// request. The protocol wires (packages aisdk, mcpserver and a2aserver) take the same hook,
+// request. Every wire (packages chat, aisdk, mcpserver, a2aserver and web) takes the same hook,
 //
 //	Authorize func(r *http.Request, a sessions.Access) error
 //
@@ -11,11 +11,10 @@ package sessions
 // to its protocol's error shape. A hook is
 // required unless the wire's options say AllowUnauthenticated (development: app.ServeHTTP).
 type Access struct {
-	// Wire names the protocol: "aisdk", "mcp" or "a2a"; "web" for the studio (package web).
+	// Wire names the protocol: "chat" (the chat and checkpoint routes), "aisdk", "mcp", "a2a",
+	// "agui"; "web" for the studio (package web).
 	Wire string
-	// Action is what the request does: "start" (a new turn; Workflow names its agent),
-	// "answer" (an open question), "stop" (cancels the active turn), "read" (a reattach, a
-	// task's state, a listing: nothing changes).
+	// Action is what the request does: one of the Action constants.
 	Action string
 	// SessionID is the session the request reaches ("" for a listing).
 	SessionID string
@@ -24,4 +23,23 @@ type Access struct {
 	// RunID is the run a request reads or answers when it names a run rather than a session
 	// (the studio's run routes, package web; "" otherwise).
 	RunID string
+	// NewSessionID is, for ActionFork, the new session's id when the client picks it: check
+	// that it is not someone else's ("" when the service picks it).
+	NewSessionID string
 }
+
+// The actions of a request ([Access].Action).
+const (
+	// ActionStart starts a new turn; [Access].Workflow names its agent ("" for the session's).
+	ActionStart = "start"
+	// ActionAnswer answers an open question.
+	ActionAnswer = "answer"
+	// ActionStop cancels the active turn.
+	ActionStop = "stop"
+	// ActionRead changes nothing: a reattach, a task's state, a checkpoint, a listing.
+	ActionRead = "read"
+	// ActionRollback makes a checkpoint the session's head.
+	ActionRollback = "rollback"
+	// ActionFork copies a checkpoint into a new session (SessionID is the source's).
+	ActionFork = "fork"
+)

@@ -64,13 +64,7 @@ func Mount(mux *http.ServeMux, o Options) error {
 		return nil
 	}
 	chatRoute, err := chat.NewHandler(chat.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Owner: user,
-		Authorize: func(r *http.Request, req *chat.Request) error {
-			a := sessions.Access{Wire: "chat", Action: "start", SessionID: req.SessionID, Workflow: req.WorkflowID}
-			if req.ResumeOf() != nil {
-				a.Action, a.Workflow = "answer", ""
-			}
-			return authorize(r, a)
-		}})
+		Authorize: authorize})
 	if err != nil {
 		return err
 	}

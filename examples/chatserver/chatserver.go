@@ -214,8 +214,8 @@ func New(o Options) (*Server, error) {
 	chatRoute, err := chat.NewHandler(chat.Options{
 		Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Logger: o.Logger,
 		Owner: UserOf,
-		Authorize: func(r *http.Request, req *chat.Request) error {
-			return owned(r, req.SessionID, req.ResumeOf() == nil)
+		Authorize: func(r *http.Request, a sessions.Access) error {
+			return owned(r, a.SessionID, a.Action == sessions.ActionStart)
 		},
 		OnTurnAccepted: func(ctx context.Context, ev chat.TurnAccepted) error {
 			store.put(ev.SessionID, Entry{ID: ev.ClientTurnID + ":user", Role: "user", Content: ev.UserMessage.Content, User: UserOf(ev.Request)})
@@ -236,12 +236,12 @@ func New(o Options) (*Server, error) {
 		Client: o.Client, Logger: o.Logger,
 		// Only the owner may list, restore or fork a session's checkpoints; a fork's new session
 		// id, when the client picks it, must not belong to someone else.
-		Authorize: func(r *http.Request, req *chat.CheckpointRequest) error {
-			if err := owned(r, req.SessionID, false); err != nil {
+		Authorize: func(r *http.Request, a sessions.Access) error {
+			if err := owned(r, a.SessionID, false); err != nil {
 				return err
 			}
-			if req.NewSessionID != "" {
-				return owned(r, req.NewSessionID, true)
+			if a.NewSessionID != "" {
+				return owned(r, a.NewSessionID, true)
 			}
 			return nil
 		},

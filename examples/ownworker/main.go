@@ -18,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/openai"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/sse"
 	"github.com/kortyx-go/kortyx/tools"
@@ -95,8 +96,8 @@ func main() {
 }
 
 // authorize lets a request through only with the application's credentials; a real one also
-// checks that the caller owns req.SessionID (docs/chat.md).
-func authorize(r *http.Request, req *chat.Request) error {
+// checks that the caller owns a.SessionID (docs/chat.md).
+func authorize(r *http.Request, a sessions.Access) error {
 	if r.Header.Get("Authorization") != "Bearer "+os.Getenv("APP_TOKEN") || os.Getenv("APP_TOKEN") == "" {
 		return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."}
 	}

@@ -972,8 +972,8 @@ func TestChatAuthorization(t *testing.T) {
 		}
 		return nil
 	}
-	c := startChat(t, chat.Options{Authorize: func(r *http.Request, req *chat.Request) error { return authorize(r, req.SessionID) }},
-		chat.CheckpointOptions{Authorize: func(r *http.Request, req *chat.CheckpointRequest) error { return authorize(r, req.SessionID) }})
+	c := startChat(t, chat.Options{Authorize: func(r *http.Request, a sessions.Access) error { return authorize(r, a.SessionID) }},
+		chat.CheckpointOptions{Authorize: func(r *http.Request, a sessions.Access) error { return authorize(r, a.SessionID) }})
 	session := "alice-" + taskQueue(t)
 	body := prompt(session, "", testagents.EchoWorkflow, "hi")
 

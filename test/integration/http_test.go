@@ -485,7 +485,7 @@ func TestChatRetryDuringTurnAcceptedRunsHooksOnce(t *testing.T) {
 		}
 		return nil
 	}
-	o.Authorize = func(*http.Request, *chat.Request) error {
+	o.Authorize = func(*http.Request, sessions.Access) error {
 		if authorized.Add(1) == 2 {
 			close(secondIn) // the retry is past authorization, right before its turn is decided
 		}
