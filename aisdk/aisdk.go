@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/sdk/client"
@@ -54,7 +53,7 @@ type Options struct {
 	MaxBodyBytes int64
 	// CORS, when set, lets browser apps on other origins call the routes (a chat.CORS: the
 	// same type and rules as the chat route's; nil: off). Mount the routes for OPTIONS too.
-	CORS *httpapi.CORS
+	CORS *httpwire.CORS
 	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
 	// chunk to send; 0 means every 15 s, a negative value disables them.
 	KeepAlive time.Duration
@@ -84,7 +83,7 @@ func New(o Options) (*Handler, error) {
 		o.TaskQueue = contracts.DefaultTaskQueue
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = httpapi.DefaultMaxBody
+		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -115,14 +114,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	httpapi.WriteError(w, r, h.o.Logger, status, err)
+	httpwire.WriteError(w, r, h.o.Logger, status, err)
 }
 
 func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
 	if h.o.Authorize == nil {
 		return nil
 	}
-	return httpapi.Refusal(h.o.Authorize(r, a))
+	return httpwire.Refusal(h.o.Authorize(r, a))
 }
 
 // post starts the turn a chat request asks for (a prompt or an answer) and streams its response.
@@ -241,7 +240,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 		return schemas[requestID]
 	}
 	w.Header().Set(streamHeader, "v1")
-	sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
+	sw, err := httpwire.NewSSEWriter(w, httpwire.SSEOptions{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
 	if err == nil {
 		err = sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: session})
 	}
@@ -268,14 +267,13 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 		var fail contracts.Chunk
 		if contracts.CodeOf(err) == contracts.CodeStreamGone {
 			h.o.Logger.Warn("kortyx aisdk: the run's stream is gone", "run", ts.RunID, "error", err)
-			f := httpapi.Public(err)
+			f := httpwire.Public(err)
 			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		} else {
-			fail = httpapi.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
+			fail = httpwire.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
 		}
 		_ = sw.Event(0, fail)
 		_ = sw.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
 	}
 	_ = sw.Done()
 }
-

@@ -4,7 +4,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // Body is the response body the handler writes for chunks: the same writer and mapping, for
@@ -23,7 +23,7 @@ func CancelBody(toolCallID, errorText string, chunks ...contracts.Chunk) (string
 
 func body(m *mapper, chunks []contracts.Chunk) (string, error) {
 	rec := httptest.NewRecorder()
-	sw, err := ssewriter.New(rec, ssewriter.Options{OmitIDs: true, Transform: m.chunk})
+	sw, err := httpwire.NewSSEWriter(rec, httpwire.SSEOptions{OmitIDs: true, Transform: m.chunk})
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 )
 
@@ -98,7 +98,7 @@ func decodeError(err error) error {
 
 // parseRequest reads a chat request of at most limit bytes and what it asks.
 func parseRequest(r *http.Request, limit int64) (*request, turn, error) {
-	body, err := httpapi.ReadBody(nil, r, limit)
+	body, err := httpwire.ReadBody(nil, r, limit)
 	if err != nil {
 		return nil, turn{}, err
 	}

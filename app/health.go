@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/temporalhealth"
@@ -98,7 +98,7 @@ func checkReady(ctx context.Context, c client.Client, broker any, w *WorkerState
 	}
 	r.Status = "unavailable"
 	if failed != nil {
-		f := httpapi.Public(failed) // the cause (Redis's address, Temporal's error) is logged
+		f := httpwire.Public(failed) // the cause (Redis's address, Temporal's error) is logged
 		r.Error, r.Failure = f.Message, &f
 		r.cause = failed
 	} else {
@@ -149,7 +149,7 @@ func serveHealth(ctx context.Context, addr string, c client.Client, broker any, 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthHandler)
 	mux.HandleFunc("GET /readyz", readyHandler(c, broker, w, logger))
-	srv := &http.Server{Handler: httpapi.JSONErrors(mux, logger), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: httpwire.JSONErrors(mux, logger), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

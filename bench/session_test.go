@@ -14,7 +14,7 @@ import (
 
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"go.temporal.io/sdk/client"
 )
 
@@ -120,7 +120,7 @@ func chatTurn(ctx context.Context, base string, body any) (time.Time, []contract
 		return time.Time{}, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(ssewriter.ResumableHeader, "0")
+	req.Header.Set(httpwire.ResumableHeader, "0")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return time.Time{}, nil, err

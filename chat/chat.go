@@ -17,8 +17,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.opentelemetry.io/otel/trace"
@@ -178,7 +177,7 @@ func NewHandler(o Options) (*Handler, error) {
 		o.TaskQueue = contracts.DefaultTaskQueue
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = httpapi.DefaultMaxBody
+		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.FinalizeTimeout <= 0 {
 		o.FinalizeTimeout = 10 * time.Minute
@@ -205,7 +204,7 @@ func (h *Handler) hasCallbacks() bool {
 // WriteError writes an error as JSON {error, failure} with the failure's HTTP status (a 5xx is
 // logged with its cause on slog.Default()).
 func WriteError(w http.ResponseWriter, err error) {
-	httpapi.WriteError(w, nil, nil, 0, err)
+	httpwire.WriteError(w, nil, nil, 0, err)
 }
 
 // JSONErrors serves mux and answers the requests that match none of its patterns in the same
@@ -213,18 +212,18 @@ func WriteError(w http.ResponseWriter, err error) {
 // served only for other methods 405 INVALID_REQUEST (with the mux's Allow header). Wrap the mux
 // that mounts the chat routes with it (logger nil: slog.Default()).
 func JSONErrors(mux *http.ServeMux, logger *slog.Logger) http.Handler {
-	return httpapi.JSONErrors(mux, logger)
+	return httpwire.JSONErrors(mux, logger)
 }
 
 // fail writes err as the request's error answer; a 5xx is logged with its cause.
 func fail(w http.ResponseWriter, r *http.Request, logger *slog.Logger, err error) {
-	httpapi.WriteError(w, r, logger, 0, err)
+	httpwire.WriteError(w, r, logger, 0, err)
 }
 
 // methodNotAllowed answers a request that is not a POST.
 func methodNotAllowed(w http.ResponseWriter, r *http.Request, logger *slog.Logger) {
 	w.Header().Set("Allow", http.MethodPost)
-	httpapi.WriteError(w, r, logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
+	httpwire.WriteError(w, r, logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST."))
 }
 
 func authError(err error) error {
@@ -446,11 +445,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	}
 	buffered := req.Stream != nil && !*req.Stream
 	feeder := h.turns.join(t, from)
-	var sw *ssewriter.Writer
+	var sw *httpwire.SSEWriter
 	var idle time.Duration
 	if !buffered {
 		var err error
-		opts := ssewriter.Options{KeepAlive: h.o.KeepAlive}
+		opts := httpwire.SSEOptions{KeepAlive: h.o.KeepAlive}
 		if !resumable(r) {
 			runID := t.ts.RunID
 			cancel := req.ResumeOf() != nil && req.ResumeOf().Cancel
@@ -463,7 +462,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 				return kortyxChunks(runID, c)
 			}
 		}
-		if sw, err = ssewriter.New(w, opts); err == nil {
+		if sw, err = httpwire.NewSSEWriter(w, opts); err == nil {
 			err = sw.Event(0, session)
 		}
 		if err == nil && traced {
@@ -475,7 +474,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		}
 		switch idle = h.o.KeepAlive; {
 		case idle == 0:
-			idle = ssewriter.DefaultKeepAlive
+			idle = httpwire.DefaultKeepAlive
 		case idle < 0:
 			idle = 0
 		}
@@ -513,10 +512,10 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		var fail contracts.Chunk
 		if isGone(err) {
 			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
-			f := httpapi.Public(err)
+			f := httpwire.Public(err)
 			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 		} else {
-			fail = httpapi.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
+			fail = httpwire.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
 		}
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sw != nil {
@@ -623,7 +622,7 @@ func (h *Handler) finish(t *turn, err error) {
 	defer close(t.ended)
 	chunks := append([]contracts.Chunk{{Type: contracts.ChunkSession, SessionID: t.req.SessionID}}, h.turns.response(t)...)
 	if err != nil {
-		f := httpapi.Public(httpapi.StreamFailure(err))
+		f := httpwire.Public(httpwire.StreamFailure(err))
 		chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
 	}
 	msg, status := sessions.Finalize(t.req.ClientTurnID, chunks)

@@ -1,6 +1,6 @@
 package chat
 
-import "github.com/kortyx-go/kortyx/internal/httpapi"
+import "github.com/kortyx-go/kortyx/httpwire"
 
 // CORS lets browser apps on other origins call the chat, stop and checkpoint routes
 // (Options.CORS, CheckpointOptions.CORS). It is off when nil.
@@ -22,4 +22,4 @@ import "github.com/kortyx-go/kortyx/internal/httpapi"
 //   - MaxAge is how long a browser may cache a preflight answer (default 10 minutes).
 //
 // The protocol wires (packages aisdk, mcpserver, a2aserver) take the same type.
-type CORS = httpapi.CORS
+type CORS = httpwire.CORS

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // codeCancelled is the failure code of the error chunk that tells a Kortyx-framed client the run
@@ -30,10 +30,10 @@ const codeLimitReached contracts.Code = "LIMIT_REACHED"
 //     header: each event's data line is preceded by "id: <offset>" (the offset to send back as
 //     Last-Event-ID on reconnect), and chunks are written as the run published them.
 //
-// r gets it when it carries "X-Kortyx-Resumable: 1" ([ssewriter.ResumableHeader]) or a Last-Event-ID
+// r gets it when it carries "X-Kortyx-Resumable: 1" ([httpwire.ResumableHeader]) or a Last-Event-ID
 // header.
 func resumable(r *http.Request) bool {
-	return strings.TrimSpace(r.Header.Get(ssewriter.ResumableHeader)) == "1" || r.Header.Get("Last-Event-ID") != ""
+	return strings.TrimSpace(r.Header.Get(httpwire.ResumableHeader)) == "1" || r.Header.Get("Last-Event-ID") != ""
 }
 
 // kortyxChunks returns the events Kortyx framing writes for chunk c of run runID, as JSON

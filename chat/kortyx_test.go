@@ -15,7 +15,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/test/kortyxwire"
 	"github.com/stretchr/testify/require"
@@ -27,8 +27,8 @@ func TestResumable(t *testing.T) {
 		want    bool
 	}{
 		"no header":           {nil, false},
-		"resumable 1":         {map[string]string{ssewriter.ResumableHeader: "1"}, true},
-		"resumable 0":         {map[string]string{ssewriter.ResumableHeader: "0"}, false},
+		"resumable 1":         {map[string]string{httpwire.ResumableHeader: "1"}, true},
+		"resumable 0":         {map[string]string{httpwire.ResumableHeader: "0"}, false},
 		"Last-Event-ID":       {map[string]string{"Last-Event-ID": "3"}, true},
 		"Last-Event-ID 0":     {map[string]string{"Last-Event-ID": "0"}, true},
 		"resumable lowercase": {map[string]string{"x-kortyx-resumable": "1"}, true},

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -162,7 +162,7 @@ func invalid(format string, args ...any) error {
 
 // parseRequest reads and validates a chat request body of at most limit bytes.
 func parseRequest(r *http.Request, limit int64) (*Request, error) {
-	body, err := httpapi.ReadBody(nil, r, limit)
+	body, err := httpwire.ReadBody(nil, r, limit)
 	if err != nil {
 		return nil, err
 	}

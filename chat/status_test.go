@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,13 +41,13 @@ func TestHTTPStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.code), func(t *testing.T) {
-			require.Equal(t, tc.want, httpapi.Status(contracts.Failure{Code: tc.code, Category: tc.code.Category()}))
-			require.Equal(t, tc.want, httpapi.Status(contracts.FailureOf(contracts.Errorf(tc.code, "x"))))
+			require.Equal(t, tc.want, httpwire.Status(contracts.Failure{Code: tc.code, Category: tc.code.Category()}))
+			require.Equal(t, tc.want, httpwire.Status(contracts.FailureOf(contracts.Errorf(tc.code, "x"))))
 		})
 	}
 	// The category decides; a descriptor without one is mapped by its code.
-	require.Equal(t, http.StatusBadGateway, httpapi.Status(contracts.Failure{Code: contracts.CodeProviderHTTPError}))
-	require.Equal(t, http.StatusBadRequest, httpapi.Status(contracts.Failure{Code: "APP_SPECIFIC", Category: "request"}))
+	require.Equal(t, http.StatusBadGateway, httpwire.Status(contracts.Failure{Code: contracts.CodeProviderHTTPError}))
+	require.Equal(t, http.StatusBadRequest, httpwire.Status(contracts.Failure{Code: "APP_SPECIFIC", Category: "request"}))
 }
 
 // The statuses of some errors, as the routes answer them.
@@ -62,7 +62,7 @@ func TestHTTPStatusOfErrors(t *testing.T) {
 		errors.New("anything else"),
 	} {
 		f := contracts.FailureOf(err)
-		got = append(got, fmt.Sprint(httpapi.Status(f), " ", f.Code))
+		got = append(got, fmt.Sprint(httpwire.Status(f), " ", f.Code))
 	}
 	require.Equal(t, []string{"400 INVALID_INPUT", "404 UNKNOWN_WORKFLOW", "502 PROVIDER_HTTP_ERROR", "503 PERSISTENCE_ERROR",
 		"500 DOMAIN_ERROR", "500 EXECUTION_FAILED"}, got)

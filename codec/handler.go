@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -53,22 +53,22 @@ func Handler(c converter.PayloadCodec, o HandlerOptions) http.Handler {
 		case strings.HasSuffix(r.URL.Path, "/decode"):
 			op = c.Decode
 		default:
-			httpapi.WriteError(w, r, o.Logger, 0, contracts.Errorf(contracts.CodeNotFound, "Not found: the codec endpoint serves POST .../encode and POST .../decode."))
+			httpwire.WriteError(w, r, o.Logger, 0, contracts.Errorf(contracts.CodeNotFound, "Not found: the codec endpoint serves POST .../encode and POST .../decode."))
 			return
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
-			httpapi.WriteError(w, r, o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST for %s.", r.URL.Path))
+			httpwire.WriteError(w, r, o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST for %s.", r.URL.Path))
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequest))
 		if err != nil {
-			httpapi.WriteError(w, r, o.Logger, http.StatusRequestEntityTooLarge, contracts.Errorf(contracts.CodePayloadTooLarge, "The request body is over %d bytes.", maxRequest))
+			httpwire.WriteError(w, r, o.Logger, http.StatusRequestEntityTooLarge, contracts.Errorf(contracts.CodePayloadTooLarge, "The request body is over %d bytes.", maxRequest))
 			return
 		}
 		var in commonpb.Payloads
 		if err := protojson.Unmarshal(body, &in); err != nil {
-			httpapi.WriteError(w, r, o.Logger, 0, contracts.Errorf(contracts.CodeInvalidRequest, `The body is not {"payloads":[...]} in Temporal's JSON form of payloads.`))
+			httpwire.WriteError(w, r, o.Logger, 0, contracts.Errorf(contracts.CodeInvalidRequest, `The body is not {"payloads":[...]} in Temporal's JSON form of payloads.`))
 			return
 		}
 		out, err := op(in.Payloads)
@@ -80,12 +80,12 @@ func Handler(c converter.PayloadCodec, o HandlerOptions) http.Handler {
 			case contracts.CodePayloadMissing:
 				status = http.StatusNotFound
 			}
-			httpapi.WriteError(w, r, o.Logger, status, err)
+			httpwire.WriteError(w, r, o.Logger, status, err)
 			return
 		}
 		b, err := protojson.Marshal(&commonpb.Payloads{Payloads: out})
 		if err != nil {
-			httpapi.WriteError(w, r, o.Logger, 0, err)
+			httpwire.WriteError(w, r, o.Logger, 0, err)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

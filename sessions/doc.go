@@ -23,7 +23,7 @@
 // result's RunID and Begin say where the response is), Stop when its reader asks to
 // stop or leaves. It then reads the response with [Service.Follow] from Begin, in one loop:
 // [Reader.Next] returns the next chunk (io.EOF after the response's done, stream.ErrIdle when a
-// keep-alive is due), and the wire writes it in its own framing (package internal/ssewriter holds the
+// keep-alive is due), and the wire writes it in its own framing (package httpwire holds the
 // one SSE writer) and, for the lifecycle hooks, keeps it for [Finalize]. A wire never calls
 // another wire, and nothing here calls a wire: what differs between wires is only the parsing
 // and the framing. The chat route (package chat) is the example: its Kortyx and resumable

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/sse"
 	"github.com/kortyx-go/kortyx/stream/sseclient"
@@ -180,7 +180,7 @@ func eventsOf(ks []stream.Keyed, from int64) []event {
 
 // writeEvents writes entries with the SSE handler's writer, without [DONE].
 func writeEvents(w http.ResponseWriter, es []stream.Entry) {
-	sw, err := ssewriter.New(w, ssewriter.Options{})
+	sw, err := httpwire.NewSSEWriter(w, httpwire.SSEOptions{})
 	for _, e := range es {
 		if err == nil {
 			err = sw.Event(e.Offset, e.Chunk)
@@ -455,7 +455,7 @@ func TestClientServerStreamError(t *testing.T) {
 func TestClientAsksForResumableFraming(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get(ssewriter.ResumableHeader))
+		got = append(got, r.Header.Get(httpwire.ResumableHeader))
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, "id: 1\ndata: {\"type\":\"done\"}\n\ndata: [DONE]\n\n")
 	}))
@@ -468,5 +468,5 @@ func TestClientAsksForResumableFraming(t *testing.T) {
 	}))
 	require.Equal(t, []string{"1"}, got)
 	require.Equal(t, []int64{1}, offsets)
-	require.Equal(t, "X-Kortyx-Resumable", ssewriter.ResumableHeader)
+	require.Equal(t, "X-Kortyx-Resumable", httpwire.ResumableHeader)
 }

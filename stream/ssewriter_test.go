@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/stream/sse"
 	"github.com/kortyx-go/kortyx/stream/sseclient"
@@ -19,7 +19,7 @@ import (
 
 func TestSSEWriterFraming(t *testing.T) {
 	rec := httptest.NewRecorder()
-	sw, err := ssewriter.New(rec, ssewriter.Options{})
+	sw, err := httpwire.NewSSEWriter(rec, httpwire.SSEOptions{})
 	require.NoError(t, err)
 	require.NoError(t, sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: "s1"}))
 	require.NoError(t, sw.Event(7, contracts.Chunk{Type: contracts.ChunkTextDelta, Delta: "<b> & you"}))
@@ -39,7 +39,7 @@ func TestSSEWriterFraming(t *testing.T) {
 
 func TestSSEWriterOmitIDsAndTransform(t *testing.T) {
 	rec := httptest.NewRecorder()
-	sw, err := ssewriter.New(rec, ssewriter.Options{OmitIDs: true, Transform: func(c contracts.Chunk) []any {
+	sw, err := httpwire.NewSSEWriter(rec, httpwire.SSEOptions{OmitIDs: true, Transform: func(c contracts.Chunk) []any {
 		switch c.Type {
 		case contracts.ChunkCancelled:
 			return nil
@@ -77,7 +77,7 @@ var errBrokenPipe = errors.New("broken pipe")
 // The first failed write is sticky: later writes fail with it and write nothing.
 func TestSSEWriterErrorIsSticky(t *testing.T) {
 	fw := &failingWriter{header: http.Header{}}
-	sw, err := ssewriter.New(fw, ssewriter.Options{})
+	sw, err := httpwire.NewSSEWriter(fw, httpwire.SSEOptions{})
 	require.NoError(t, err)
 	require.ErrorIs(t, sw.Event(1, contracts.Chunk{Type: contracts.ChunkDone}), errBrokenPipe)
 	require.ErrorIs(t, sw.KeepAlive(), errBrokenPipe)
@@ -123,7 +123,7 @@ func TestSSEWriterFollow(t *testing.T) {
 		seen []int64
 	)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: 5 * time.Millisecond})
+		sw, err := httpwire.NewSSEWriter(w, httpwire.SSEOptions{KeepAlive: 5 * time.Millisecond})
 		if err != nil {
 			return
 		}

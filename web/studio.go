@@ -11,7 +11,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"go.temporal.io/api/serviceerror"
@@ -24,7 +24,7 @@ const wire = "web"
 // authorize asks the hook to allow a; without a hook only AllowUnauthenticated lets it pass.
 func (o Options) authorize(r *http.Request, a sessions.Access) error {
 	if o.Authorize != nil {
-		return httpapi.Refusal(o.Authorize(r, a))
+		return httpwire.Refusal(o.Authorize(r, a))
 	}
 	if o.AllowUnauthenticated {
 		return nil
@@ -128,7 +128,7 @@ func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Se
 	if err := protocol.CheckID("runId", runID); err != nil {
 		return nil, err
 	}
-	body, err := httpapi.ReadBody(w, r, httpapi.DefaultMaxBody)
+	body, err := httpwire.ReadBody(w, r, httpwire.DefaultMaxBody)
 	if err != nil {
 		return nil, err
 	}

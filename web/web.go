@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
@@ -387,5 +387,5 @@ func writeJSON(w http.ResponseWriter, v any) {
 }
 
 func writeError(w http.ResponseWriter, logger *slog.Logger, r *http.Request, err error) {
-	httpapi.WriteError(w, r, logger, 0, err)
+	httpwire.WriteError(w, r, logger, 0, err)
 }

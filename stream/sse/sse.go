@@ -12,8 +12,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/stream"
 )
 
@@ -54,7 +53,7 @@ type Server struct {
 func Handler(b stream.Broker) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(pattern, &Server{Broker: b})
-	return httpapi.JSONErrors(mux, nil)
+	return httpwire.JSONErrors(mux, nil)
 }
 
 // ServeHTTP implements [http.Handler]. The request's context bounds the stream: a client that
@@ -102,7 +101,7 @@ func parseOffset(s string) (int64, error) {
 
 // writeError writes a JSON error response for err (a *contracts.Error, else an internal error).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	httpapi.WriteError(w, r, nil, 0, err)
+	httpwire.WriteError(w, r, nil, 0, err)
 }
 
 // WriteSSE writes the stream of runID from offset after to w as server-sent events until the
@@ -123,7 +122,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 // stream store (Redis) did not answer; try again shortly."), then data: [DONE], and returns the
 // broker's error. If ctx ends or writing fails, it stops without [DONE] and returns that error.
 func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID string, after int64, until stream.Until) error {
-	sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: s.KeepAlive})
+	sw, err := httpwire.NewSSEWriter(w, httpwire.SSEOptions{KeepAlive: s.KeepAlive})
 	if err != nil {
 		return err
 	}
@@ -136,7 +135,7 @@ func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID stri
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	if werr := sw.Event(0, httpapi.ErrorChunk(s.Logger, runID, err)); werr != nil {
+	if werr := sw.Event(0, httpwire.ErrorChunk(s.Logger, runID, err)); werr != nil {
 		return werr
 	}
 	if werr := sw.Done(); werr != nil {
@@ -150,7 +149,7 @@ func (s *Server) WriteSSE(ctx context.Context, w http.ResponseWriter, runID stri
 // [stream.Reader], with run). It returns nil when until holds (it does not write [DONE]),
 // else the first error of a write (also s.Err()), of the broker, a STREAM_GONE error when the
 // stream is gone, or ctx.Err().
-func follow(ctx context.Context, s *ssewriter.Writer, b stream.Broker, runID string, after int64, until stream.Until, run func(context.Context, string) (stream.RunState, error)) error {
+func follow(ctx context.Context, s *httpwire.SSEWriter, b stream.Broker, runID string, after int64, until stream.Until, run func(context.Context, string) (stream.RunState, error)) error {
 	if err := s.Err(); err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/stream"
 )
 
@@ -279,7 +279,7 @@ func (c *Client) stream(ctx context.Context, runID string, after int64, resume b
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
-	req.Header.Set(ssewriter.ResumableHeader, "1")
+	req.Header.Set(httpwire.ResumableHeader, "1")
 	if resume && after > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream/sseclient"
 	"github.com/kortyx-go/kortyx/test/testagents"
@@ -139,7 +139,7 @@ func post(t *testing.T, url string, body any, headers ...string) *http.Response 
 	}
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(t, err)
-	req.Header.Set(ssewriter.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
+	req.Header.Set(httpwire.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
 	req.Header.Set("Content-Type", "application/json")
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
@@ -428,7 +428,7 @@ func (c *chatEnv) open(t *testing.T, body any, headers ...string) *liveSSE {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url+"/api/chat", bytes.NewReader(b))
 	require.NoError(t, err)
-	req.Header.Set(ssewriter.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
+	req.Header.Set(httpwire.ResumableHeader, "1") // these tests read offsets; the Kortyx framing is read in kortyxwire_test.go
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)

@@ -21,8 +21,8 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/research"
 	"github.com/kortyx-go/kortyx/examples/support"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream/sseclient"
 	"github.com/kortyx-go/kortyx/test/redistest"
@@ -147,7 +147,7 @@ func mpPost(g require.TestingT, url string, body any, headers ...string) sseResp
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(g, err)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(ssewriter.ResumableHeader, "1") // these tests read offsets: the resumable framing
+	req.Header.Set(httpwire.ResumableHeader, "1") // these tests read offsets: the resumable framing
 	for _, h := range headers {
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)

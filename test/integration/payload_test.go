@@ -17,7 +17,7 @@ import (
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/hooks"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/stream"
@@ -157,7 +157,7 @@ func TestCheckpointOverThePayloadLimitFailsTheTurn(t *testing.T) {
 	_, err = service(e.c, e.tq).Start(context.Background(), session, sessions.TurnRequest{Workflow: testagents.EchoWorkflow, Input: huge})
 	require.Equal(t, contracts.CodePayloadTooLarge, contracts.CodeOf(err), "%v", err)
 	requirePayloadDetails(t, contracts.FailureOf(err), "the turn request")
-	require.Equal(t, 413, httpapi.Status(contracts.FailureOf(err)))
+	require.Equal(t, 413, httpwire.Status(contracts.FailureOf(err)))
 
 	t2 = turn(t, e, session, testagents.EchoWorkflow, "next")
 	require.Equal(t, 1, t2.TurnIndex, "the failed turn committed nothing")

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/test/testagents"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,7 +96,7 @@ func (c *countingTools) seen() []string {
 // Kortyx's client reads it, and returns the chunk types and chunks.
 func kortyxChat(t *testing.T, base string, body any) ([]string, []contracts.Chunk) {
 	t.Helper()
-	r := mpPost(t, base+"/api/chat", body, ssewriter.ResumableHeader+": 0")
+	r := mpPost(t, base+"/api/chat", body, httpwire.ResumableHeader+": 0")
 	require.Equal(t, http.StatusOK, r.Status, r.Body)
 	require.NoError(t, r.ParseErr, r.Body)
 	chunks := r.Chunks(t)

@@ -1,4 +1,4 @@
-package httpapi_test
+package httpwire_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,10 +39,10 @@ func TestWriteErrorLogsEvery5xxWithItsCause(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, nil))
 			w := httptest.NewRecorder()
-			httpapi.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), logger, tc.status, tc.err)
+			httpwire.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), logger, tc.status, tc.err)
 			require.Equal(t, tc.want, w.Code)
 			require.Equal(t, "application/json", w.Header().Get("Content-Type"))
-			var body httpapi.Body
+			var body httpwire.ErrorBody
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
 			require.Equal(t, tc.code, body.Failure.Code)
 			require.Equal(t, tc.message, body.Error)
@@ -65,7 +65,7 @@ func TestJSONErrors(t *testing.T) {
 	mux.HandleFunc("GET /a", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("a")) })
 	mux.HandleFunc("PUT /a", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("/dir/", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("dir")) })
-	h := httpapi.JSONErrors(mux, slog.New(slog.DiscardHandler))
+	h := httpwire.JSONErrors(mux, slog.New(slog.DiscardHandler))
 	for _, tc := range []struct {
 		method, path string
 		status       int
@@ -90,7 +90,7 @@ func TestJSONErrors(t *testing.T) {
 			continue
 		}
 		require.Equal(t, "application/json", w.Header().Get("Content-Type"))
-		var body httpapi.Body
+		var body httpwire.ErrorBody
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
 		require.Equal(t, tc.code, body.Failure.Code, "%s %s", tc.method, tc.path)
 	}
@@ -112,7 +112,7 @@ func TestWriteErrorKeepsCausesInTheLog(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
 			w := httptest.NewRecorder()
-			httpapi.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), slog.New(slog.NewTextHandler(&logs, nil)), 0, tc.err)
+			httpwire.WriteError(w, httptest.NewRequest(http.MethodPost, "/api/chat", nil), slog.New(slog.NewTextHandler(&logs, nil)), 0, tc.err)
 			require.Equal(t, tc.status, w.Code)
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
@@ -132,7 +132,7 @@ func TestErrorChunkIsSafe(t *testing.T) {
 	var logs bytes.Buffer
 	err := &contracts.Error{Code: contracts.CodeStreamUnavailable, Retryable: true, Source: "redis",
 		Message: "stream: Redis at 127.0.0.1:6390 did not answer (read); check that it runs"}
-	c := httpapi.ErrorChunk(slog.New(slog.NewTextHandler(&logs, nil)), "run-1", err)
+	c := httpwire.ErrorChunk(slog.New(slog.NewTextHandler(&logs, nil)), "run-1", err)
 	b, jerr := json.Marshal(c)
 	require.NoError(t, jerr)
 	require.JSONEq(t, `{"type":"error","message":"The stream store (Redis) did not answer; try again shortly.",
@@ -149,21 +149,21 @@ func TestWriteErrorWhenTheClientLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := httptest.NewRequest(http.MethodPost, "/api/checkpoints", nil).WithContext(ctx)
-	httpapi.WriteError(httptest.NewRecorder(), r, logger, 0, fmt.Errorf("listing checkpoints: %w", context.Canceled))
+	httpwire.WriteError(httptest.NewRecorder(), r, logger, 0, fmt.Errorf("listing checkpoints: %w", context.Canceled))
 	require.Empty(t, logs.String())
 
 	// The same error on a request whose client is still there is a server error.
-	httpapi.WriteError(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/checkpoints", nil), logger, 0,
+	httpwire.WriteError(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/api/checkpoints", nil), logger, 0,
 		fmt.Errorf("listing checkpoints: %w", context.Canceled))
 	require.Contains(t, logs.String(), "level=ERROR")
 }
 
 // The hook's error on every wire: a coded error is that failure, any other refuses.
 func TestRefusal(t *testing.T) {
-	require.NoError(t, httpapi.Refusal(nil))
+	require.NoError(t, httpwire.Refusal(nil))
 	down := &contracts.Error{Code: contracts.CodeTemporalUnavailable, Message: "Temporal did not answer."}
-	require.Same(t, down, httpapi.Refusal(down))
-	f := contracts.FailureOf(httpapi.Refusal(errors.New("ldap: connection reset")))
+	require.Same(t, down, httpwire.Refusal(down))
+	f := contracts.FailureOf(httpwire.Refusal(errors.New("ldap: connection reset")))
 	require.Equal(t, contracts.CodeForbidden, f.Code)
 	require.Equal(t, "Forbidden.", f.Message)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package httpwire
 
 import (
 	"net/http"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
 )
 
 // CORS lets browser apps on other origins call a route; a nil *CORS is off. Every wire's CORS
@@ -38,7 +37,7 @@ type CORS struct {
 
 // defaultCORSHeaders returns the request headers [CORS] allows when AllowedHeaders is empty.
 func defaultCORSHeaders() []string {
-	return []string{"Content-Type", "Authorization", "Last-Event-ID", ssewriter.ResumableHeader}
+	return []string{"Content-Type", "Authorization", "Last-Event-ID", ResumableHeader}
 }
 
 func (c *CORS) allows(origin string) bool {
