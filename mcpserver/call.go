@@ -48,6 +48,7 @@ type call struct {
 	run      string  // the run followed (for the log messages; "" until one is)
 	progress any     // the client's progress token (nil: no progress notifications)
 	n        float64 // progress notifications sent
+	owner    string  // the caller (Options.Owner; "" without it)
 }
 
 func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -78,6 +79,13 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 		hdr = req.Extra.Header
 	}
 	c := &call{h: h, t: t, req: req, session: session, progress: req.Params.GetProgressToken()}
+	if h.o.Owner != nil {
+		c.owner = h.o.Owner(h.request(ctx, hdr))
+	}
+	if c.stateless() && req.Params.RequestState != "" {
+		// 2026-07-28: the client's answer to the input-required result of an earlier call.
+		return c.answerState(ctx, hdr, req.Params.RequestState)
+	}
 	if named && turn == "" {
 		// A session with an open question: the host came back for it (from any process).
 		if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "read", SessionID: session}); err != nil {
@@ -109,9 +117,7 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 		// call).
 		tr.ClientTurnID = "mcp-turn-" + uuid.NewString()
 	}
-	if h.o.Owner != nil {
-		tr.Owner = h.o.Owner(h.request(ctx, hdr))
-	}
+	tr.Owner = c.owner
 	ts, err := h.svc.Start(ctx, session, tr)
 	if err != nil {
 		if cancelled(ctx) {
@@ -206,8 +212,13 @@ func (c *call) follow(ctx context.Context, ts sessions.TurnStarted, from int64, 
 }
 
 // ask asks question q of turn ts by elicitation and answers it with the human's answer; a
-// question that gets no answer leaves the call with a result that says the run waits.
+// question that gets no answer leaves the call with a result that says the run waits. A call
+// of protocol 2026-07-28 returns the input-required result of the question instead
+// ([call.inputRequired]): the client's next call answers it.
 func (c *call) ask(ctx context.Context, ts sessions.TurnStarted, q contracts.PendingRequest) (*mcp.CallToolResult, error) {
+	if c.stateless() {
+		return c.inputRequired(ctx, ts, q, nil), nil
+	}
 	caps := c.req.Session.InitializeParams()
 	if caps == nil || caps.Capabilities == nil || caps.Capabilities.Elicitation == nil {
 		return c.waiting(ts.RunID, q), nil

@@ -5,8 +5,11 @@
 // run is an elicitation/create request whose answer resumes the run; streamed text, status
 // and tool calls are progress notifications when the call has a progress token, and log
 // messages at the client's logging/setLevel; a client's notifications/cancelled cancels the run. A call naming a session whose question is open
-// asks it again, from any API process: the session and the broker hold the state. The
-// mapping and what is not mapped: docs/mcp-server.md.
+// asks it again, from any API process: the session and the broker hold the state. With
+// Options.StatelessRevision it also serves MCP 2026-07-28, which has no sessions: a question
+// is an input-required result whose signed requestState (Options.RequestStateKey) the
+// client's next call sends back with the answer. The mapping and what is not mapped:
+// docs/mcp-server.md.
 //
 //	h, err := mcpserver.New(mcpserver.Options{Client: c, Broker: broker, Registry: reg,
 //		Authorize: func(r *http.Request, a sessions.Access) error { return checkCaller(r, a) }})

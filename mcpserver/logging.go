@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 (SEP-2577), which this server does not serve; up to 2025-11-25 it is part of the protocol and the server advertises it.
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28 (SEP-2577); up to 2025-11-25 it is part of the protocol and the server advertises it, and a 2026-07-28 request still sets its level in _meta.
 
 package mcpserver
 

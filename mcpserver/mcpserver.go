@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,8 @@ type Options struct {
 	TaskQueue string
 	// Authorize runs before tools/list (Action "read", no session) and before a call touches
 	// a session: "start" for a new turn (Workflow: the tool's agent); for a call naming a
-	// session, "read" first (its open question is looked up), then "answer" when it has one.
+	// session, "read" first (its open question is looked up), then "answer" when it has one;
+	// for a 2026-07-28 call that carries a requestState, "answer" with the state's session.
 	// Its request carries the headers of the POST that carried the message (the go-sdk hands a
 	// tool handler the headers, not the request): method POST and path "/mcp" whatever the
 	// mount, no body. Refuse with a *contracts.Error of
@@ -59,16 +61,33 @@ type Options struct {
 	SessionTimeout time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// StatelessRevision serves MCP 2026-07-28 beside 2025-03-26 to 2025-11-25: a request whose
+	// Mcp-Protocol-Version header, or whose _meta "io.modelcontextprotocol/protocolVersion",
+	// is 2026-07-28 is served without a session (server/discover, tools/list, tools/call), and
+	// a question of a run is an input-required result whose signed requestState the client's
+	// next call sends back with the answer. Off, such a request is refused with the version
+	// error -32022 naming the versions served, and a client falls back to 2025-11-25. Turning
+	// it on moves every client that prefers 2026-07-28 (the go-sdk v1.8.0 client does) to it:
+	// no Mcp-Session-Id, no Last-Event-ID resumption, no logging/setLevel.
+	StatelessRevision bool
+	// RequestStateKey is the HMAC-SHA256 key of the requestStates of StatelessRevision (at
+	// least 32 bytes). Give every API process that serves the same sessions the same key: a
+	// state is good on any of them. Without one, New draws a random key: a state is then good
+	// only on the process that issued it, until it restarts (elsewhere the client gets -32602
+	// and calls again with _meta kortyx/sessionId, which asks the open question again).
+	RequestStateKey []byte
 }
 
 // Handler is the MCP server: streamable HTTP (POST, GET and DELETE on one path) with one
 // tool per agent of the registry.
 type Handler struct {
-	o     Options
-	svc   *sessions.Service
-	tools map[string]*agentTool
-	srv   *mcp.Server
-	mcp   http.Handler
+	o         Options
+	svc       *sessions.Service
+	tools     map[string]*agentTool
+	srv       *mcp.Server
+	mcp       http.Handler
+	stateless http.Handler // the requests of 2026-07-28 (nil unless Options.StatelessRevision)
+	key       []byte       // the requestState key
 }
 
 // agentTool is one agent served as a tool.
@@ -95,6 +114,8 @@ func New(o Options) (*Handler, error) {
 		return nil, errors.New("kortyx mcpserver: Options.Registry is required: its agents are the tools")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx mcpserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case len(o.RequestStateKey) > 0 && len(o.RequestStateKey) < minStateKey:
+		return nil, fmt.Errorf("kortyx mcpserver: Options.RequestStateKey has %d bytes: give it at least %d random bytes (or none, for a random key per process)", len(o.RequestStateKey), minStateKey)
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpapi.DefaultMaxBody
@@ -129,6 +150,17 @@ func New(o Options) (*Handler, error) {
 	h.mcp = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes, EventStore: mcp.NewMemoryEventStore(nil),
 		SessionTimeout: o.SessionTimeout})
+	if o.StatelessRevision {
+		h.key = slices.Clone(o.RequestStateKey)
+		if len(h.key) == 0 {
+			h.key = make([]byte, minStateKey)
+			_, _ = rand.Read(h.key) // crypto/rand.Read does not fail
+		}
+		// The go-sdk serves 2026-07-28 from a stateless handler only: one temporary session per
+		// request, its protocol version and capabilities from the request's _meta.
+		h.stateless = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Logger: sdkLog, MaxRequestBodyBytes: o.MaxBodyBytes, Stateless: true})
+	}
 	return h, nil
 }
 
@@ -257,7 +289,10 @@ func (h *Handler) authorizeList(next mcp.MethodHandler) mcp.MethodHandler {
 // a JSON-RPC message ([checkMessages]), is refused with a JSON-RPC error (HTTP 400, data code
 // INVALID_REQUEST: the body rule of every wire) before the SDK reads it; so is a batch of a
 // protocol version without batches ([refuseBatch]); a method the server does not have gets
-// the JSON-RPC error -32601 ([unknownMethod]).
+// the JSON-RPC error -32601 ([unknownMethod]). With Options.StatelessRevision, a request of
+// 2026-07-28 (its Mcp-Protocol-Version header, or a message's _meta protocol version) goes to
+// the go-sdk's stateless handler, every other one to the stateful handler of the older
+// revisions.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Method == http.MethodPost {
 		body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
@@ -288,6 +323,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if h.stateless != nil && (version >= statelessRevision || slices.ContainsFunc(msgs, func(m message) bool { return m.version >= statelessRevision })) {
+			h.stateless.ServeHTTP(w, r)
+			return
+		}
+	} else if h.stateless != nil && r.Header.Get(protocolVersionHeader) >= statelessRevision {
+		h.stateless.ServeHTTP(w, r) // GET and DELETE: 405, 2026-07-28 has neither
+		return
 	}
 	h.mcp.ServeHTTP(w, r)
 }
@@ -359,6 +401,7 @@ type message struct {
 	method    string
 	hasMethod bool            // a request or a notification (else a response)
 	id        json.RawMessage // a request's id (nil: a notification or a response)
+	version   string          // its _meta's protocol version (2026-07-28 and later; else "")
 }
 
 // checkMessages checks the shape of a POST body before the SDK reads it (the SDK answers a
@@ -406,10 +449,22 @@ func checkMessages(body []byte) (msgs []message, batch bool, code int64, err err
 		}
 		if v, ok := msg["params"]; ok && v[0] != '{' {
 			return nil, batch, jsonrpc.CodeInvalidRequest, contracts.Errorf(contracts.CodeInvalidRequest, `The message's "params" must be an object.`)
+		} else if ok {
+			got.version = metaVersion(v)
 		}
 		msgs = append(msgs, got)
 	}
 	return msgs, batch, 0, nil
+}
+
+// metaVersion is the protocol version in the _meta of a message's params ("" when none).
+func metaVersion(params json.RawMessage) string {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	v, _ := p.Meta[metaProtocolVersion].(string)
+	return v
 }
 
 // validID reports whether a JSON-RPC id is a string or an integer.
