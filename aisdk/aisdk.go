@@ -11,7 +11,6 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.temporal.io/sdk/client"
@@ -189,7 +188,7 @@ func (h *Handler) start(r *http.Request, req *request, text string) (sessions.Tu
 
 // clientTurnID is id when it can name a turn ("" otherwise: the turn is not reattachable).
 func clientTurnID(id string) string {
-	if len(id) > 128 || protocol.CheckID("clientTurnId", id) != nil {
+	if len(id) > 128 || contracts.CheckID("clientTurnId", id) != nil {
 		return ""
 	}
 	return id

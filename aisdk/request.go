@@ -9,7 +9,6 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 )
 
 // request is a chat request of the AI SDK's DefaultChatTransport: the chat id, its messages,
@@ -151,7 +150,7 @@ func checkID(id string) error {
 	if id == "" {
 		return invalid("id (the chat id) is required.")
 	}
-	if err := protocol.CheckID("id", id); err != nil {
+	if err := contracts.CheckID("id", id); err != nil {
 		return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: err.Message, Issues: err.Issues}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
@@ -667,7 +666,7 @@ func (h *Handler) StopHandler() http.Handler {
 			return
 		}
 		req := &Request{SessionID: strings.TrimSpace(body.SessionID)}
-		if err := protocol.CheckID("sessionId", req.SessionID); err != nil {
+		if err := contracts.CheckID("sessionId", req.SessionID); err != nil {
 			fail(w, r, h.o.Logger, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: err.Issues})
 			return
 		}

@@ -129,7 +129,7 @@ func (h *CheckpointHandler) parse(r *http.Request) (*CheckpointRequest, error) {
 	var issues []contracts.Issue
 	for _, f := range []struct{ name, v string }{{"sessionId", req.SessionID}, {"checkpointId", req.CheckpointID}, {"newSessionId", req.NewSessionID}} {
 		if f.v != "" {
-			if err := protocol.CheckID(f.name, f.v); err != nil {
+			if err := contracts.CheckID(f.name, f.v); err != nil {
 				issues = append(issues, err.Issues...)
 			}
 		}
@@ -183,7 +183,7 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 			Message: fmt.Sprintf("Checkpoint %q is not known to this server: send its sessionId with it.", req.CheckpointID),
 			Details: map[string]any{"checkpointId": req.CheckpointID}}
 	}
-	if err := protocol.CheckID("sessionId", session); err != nil {
+	if err := contracts.CheckID("sessionId", session); err != nil {
 		return err
 	}
 	req.SessionID, req.SessionResolved = session, true

@@ -17,7 +17,7 @@
 //	mux.Handle("POST /api/chat", h)
 //	mux.Handle("POST /api/chat/stop", h.StopHandler())
 //
-// Ids (sessionId, clientTurnId, checkpoint and run ids) follow [protocol.CheckID]. Errors are
+// Ids (sessionId, clientTurnId, checkpoint and run ids) follow [contracts.CheckID]. Errors are
 // JSON {error, failure} with the failure's status ([WriteError]); when Temporal does not answer,
 // the routes answer 503 TEMPORAL_UNAVAILABLE within seconds. The handler keeps
 // in memory the turns its requests read: readers of one turn share it (the last one leaving

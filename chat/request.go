@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/httpwire"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
@@ -153,7 +152,7 @@ func (res *Resume) response(content string) contracts.Response {
 }
 
 // maxClientTurnIDLength is the longest clientTurnId (spec F6.6); session ids may have
-// [protocol.MaxIDLength] characters.
+// [contracts.MaxIDLength] characters.
 const maxClientTurnIDLength = 128
 
 func invalid(format string, args ...any) error {
@@ -191,21 +190,21 @@ func parseRequest(r *http.Request, limit int64) (*Request, error) {
 		}
 		return s
 	}
-	// id reads an id field: checked against the one id rule (protocol.CheckID), and at most max
+	// id reads an id field: checked against the one id rule (contracts.CheckID), and at most max
 	// characters.
 	id := func(key string, max int) string {
 		s := str(key, 0)
 		if s == "" {
 			return ""
 		}
-		if err := protocol.CheckID(key, s); err != nil {
+		if err := contracts.CheckID(key, s); err != nil {
 			issues = append(issues, err.Issues...)
 		} else if len(s) > max {
 			issues = append(issues, contracts.Issue{Path: []any{key}, Code: "too_big", Message: fmt.Sprintf("%s must have at most %d characters", key, max)})
 		}
 		return s
 	}
-	req.SessionID = id("sessionId", protocol.MaxIDLength)
+	req.SessionID = id("sessionId", contracts.MaxIDLength)
 	req.ClientTurnID = id("clientTurnId", maxClientTurnIDLength)
 	req.WorkflowID = str("workflowId", 256)
 	if raw, ok := top["stream"]; ok && string(raw) != "null" {

@@ -61,10 +61,10 @@ func (s *Service) logger() *slog.Logger {
 	return s.o.Logger
 }
 
-// checkSession checks a session id against the one id rule ([protocol.CheckID]): an id
+// checkSession checks a session id against the one id rule ([contracts.CheckID]): an id
 // Temporal cannot carry fails here, with INVALID_SESSION, rather than in a gRPC header.
 func checkSession(sessionID string) error {
-	if err := protocol.CheckID("sessionId", sessionID); err != nil {
+	if err := contracts.CheckID("sessionId", sessionID); err != nil {
 		return &contracts.Error{Code: contracts.CodeInvalidSession, Message: err.Message, Issues: err.Issues}
 	}
 	return nil

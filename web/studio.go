@@ -125,7 +125,7 @@ type answerResult struct {
 // answer first (a refused answer changes nothing).
 func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Service) (any, error) {
 	runID := r.PathValue("id")
-	if err := protocol.CheckID("runId", runID); err != nil {
+	if err := contracts.CheckID("runId", runID); err != nil {
 		return nil, err
 	}
 	body, err := httpwire.ReadBody(w, r, httpwire.DefaultMaxBody)

@@ -149,7 +149,7 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /api/sessions", o.serve(o.sessions))
 	mux.HandleFunc("GET /api/sessions/{id}", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
-		if err := protocol.CheckID("sessionId", id); err != nil {
+		if err := contracts.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
 		if svcErr != nil {
@@ -163,7 +163,7 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /api/cost", o.serve(o.cost))
 	mux.HandleFunc("GET /api/sessions/{id}/transcript", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
-		if err := protocol.CheckID("sessionId", id); err != nil {
+		if err := contracts.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
 		return o.transcriptOf(r.Context(), id)
@@ -186,7 +186,7 @@ func Handler(o Options) http.Handler {
 	})
 	trace := o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
-		if err := protocol.CheckID("runId", id); err != nil {
+		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
 		return o.timeline(r.Context(), id)

@@ -1,45 +1,9 @@
 package protocol
 
-import (
-	"fmt"
-	"unicode/utf8"
+import "github.com/kortyx-go/kortyx/contracts"
 
-	"github.com/kortyx-go/kortyx/contracts"
-)
+// MaxIDLength is contracts.MaxIDLength, for the kernel's own ids.
+const MaxIDLength = contracts.MaxIDLength
 
-// MaxIDLength is the longest id [CheckID] accepts, in characters (bytes: ids are ASCII).
-const MaxIDLength = 256
-
-// CheckID checks an id that arrives from outside (a session, clientTurnId, checkpoint or run
-// id) against the one rule for ids: 1 to [MaxIDLength] characters, each a visible ASCII
-// character (letters, digits and the punctuation !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~); no spaces,
-// control characters or non-ASCII letters. Ids the system makes (session-<uuid>, run-<uuid>,
-// cp-<uuid>@<sessionId>, child runs <run>/<node>#<n>/<call>) follow it. Temporal carries ids in gRPC
-// headers, which take only ASCII.
-//
-// field names the id in the error: an INVALID_REQUEST [*contracts.Error] with one [contracts.Issue] at path
-// [field] (code "invalid_id") saying what to fix; nil when the id is valid.
-func CheckID(field, id string) *contracts.Error {
-	msg := idProblem(field, id)
-	if msg == "" {
-		return nil
-	}
-	return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: msg, Issues: []contracts.Issue{{Path: []any{field}, Code: "invalid_id", Message: msg}}}
-}
-
-// idProblem says what is wrong with id ("" when nothing is).
-func idProblem(field, id string) string {
-	switch {
-	case id == "":
-		return field + " must not be empty"
-	case len(id) > MaxIDLength:
-		return fmt.Sprintf("%s must have at most %d characters", field, MaxIDLength)
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; c <= ' ' || c > '~' {
-			r, _ := utf8.DecodeRuneInString(id[i:])
-			return fmt.Sprintf("%s must use only visible ASCII characters (letters, digits, punctuation; no spaces): %q at byte %d is not allowed", field, r, i)
-		}
-	}
-	return ""
-}
+// CheckID is contracts.CheckID, for the kernel and the wires not yet moved to contracts.
+func CheckID(field, id string) *contracts.Error { return contracts.CheckID(field, id) }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
@@ -48,7 +47,7 @@ type Server struct {
 // [Server] for the parameters and [Server.WriteSSE] for the format). The path is absolute:
 // mount the handler at "/" of a mux (mux.Handle("/", sse.Handler(b))) or behind
 // [http.StripPrefix]. Other paths get 404 NOT_FOUND and other methods 405 INVALID_REQUEST, as
-// JSON errors like the others; the run ID must follow the id rule of [protocol.CheckID] (400
+// JSON errors like the others; the run ID must follow the id rule of [contracts.CheckID] (400
 // INVALID_REQUEST otherwise).
 func Handler(b stream.Broker) http.Handler {
 	mux := http.NewServeMux()
@@ -60,7 +59,7 @@ func Handler(b stream.Broker) http.Handler {
 // disconnects ends it promptly.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("runID")
-	if err := protocol.CheckID("runId", runID); err != nil {
+	if err := contracts.CheckID("runId", runID); err != nil {
 		writeError(w, r, err)
 		return
 	}

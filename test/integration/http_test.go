@@ -82,7 +82,7 @@ func TestHTTPInvalidIDsAre400(t *testing.T) {
 	client := &http.Client{Timeout: 20 * time.Second}
 	bad := map[string]string{
 		"e acute": "caf\u00e9", "emoji": "s-\U0001F600", "cjk": "会话", "nbsp": "a\u00a0b",
-		"tab": "a\tb", "zero width": "a\u200bb", "too long": strings.Repeat("a", protocol.MaxIDLength+1),
+		"tab": "a\tb", "zero width": "a\u200bb", "too long": strings.Repeat("a", contracts.MaxIDLength+1),
 	}
 	check := func(name string, a httpAnswer, field string) {
 		t.Helper()

@@ -1,10 +1,8 @@
-package protocol_test
+package contracts_test
 
 import (
 	"strings"
 	"testing"
-
-	"github.com/kortyx-go/kortyx/internal/protocol"
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/stretchr/testify/require"
@@ -20,9 +18,9 @@ func TestCheckID(t *testing.T) {
 		{"checkpoint uuid", "cp-3f1c2a9e-8f5b-4a0c-9b8e-2f7d6c5b4a31", ""},
 		{"child run", "run-3f1c2a9e/research#2/topic-a/summarize#1/b", ""},
 		{"email and punctuation", `alice@example.com:conv_1.2+x=y~z|!"$%&'()*,;<>?[\]^{}` + "`", ""},
-		{"max length", strings.Repeat("a", protocol.MaxIDLength), ""},
+		{"max length", strings.Repeat("a", contracts.MaxIDLength), ""},
 		{"empty", "", "sessionId must not be empty"},
-		{"too long", strings.Repeat("a", protocol.MaxIDLength+1), "sessionId must have at most 256 characters"},
+		{"too long", strings.Repeat("a", contracts.MaxIDLength+1), "sessionId must have at most 256 characters"},
 		{"e acute", "caf\u00e9", `sessionId must use only visible ASCII characters (letters, digits, punctuation; no spaces): 'é' at byte 3 is not allowed`},
 		{"emoji", "s-\U0001F600", `sessionId must use only visible ASCII characters (letters, digits, punctuation; no spaces): '😀' at byte 2 is not allowed`},
 		{"cjk", "会话", `sessionId must use only visible ASCII characters (letters, digits, punctuation; no spaces): '会' at byte 0 is not allowed`},
@@ -34,7 +32,7 @@ func TestCheckID(t *testing.T) {
 		{"invalid utf-8", "a\xff", `sessionId must use only visible ASCII characters (letters, digits, punctuation; no spaces): '�' at byte 1 is not allowed`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := protocol.CheckID("sessionId", tc.id)
+			err := contracts.CheckID("sessionId", tc.id)
 			if tc.want == "" {
 				require.Nil(t, err)
 				return
