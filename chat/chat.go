@@ -104,7 +104,7 @@ type Options struct {
 	AllowUnauthenticated bool
 	// Owner, when set, names the authenticated caller of a request (an application user id,
 	// never a secret). A session's first accepted turn makes its caller the session's owner,
-	// kept by the session workflow (memo [protocol.SessionOwnerMemo]); a prompt of another
+	// kept by the session workflow (in its memo); a prompt of another
 	// owner is refused with FORBIDDEN by the session itself, so two callers racing for a new
 	// session id cannot share it. Check the owner of existing sessions in Authorize with
 	// [sessions.Service.Owner].

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"go.temporal.io/sdk/client"
 )
@@ -165,7 +164,7 @@ func (h *CheckpointHandler) resolve(r *http.Request, req *CheckpointRequest) err
 	if req.SessionID != "" {
 		return nil
 	}
-	session, ok := protocol.CheckpointSession(req.CheckpointID) // cp-<uuid>@<sessionId>
+	session, ok := sessions.CheckpointSession(req.CheckpointID) // cp-<uuid>@<sessionId>
 	if !ok {
 		session, ok = h.index.session(req.CheckpointID) // an older cp-<uuid> this process saw
 	}

@@ -420,6 +420,14 @@ func (s *Service) Owner(ctx context.Context, sessionID string) (string, error) {
 	return owner, nil
 }
 
+// CheckpointSession returns the session a checkpoint id names: checkpoint ids carry their
+// session ("cp-<uuid>@<sessionId>"), so a request that names only a checkpoint finds its
+// session in any process, without a lookup; false for the "cp-<uuid>" ids of older
+// checkpoints.
+func CheckpointSession(checkpointID string) (sessionID string, ok bool) {
+	return protocol.CheckpointSession(checkpointID)
+}
+
 // Checkpoint returns one checkpoint of a session without its state, or NOT_FOUND.
 func (s *Service) Checkpoint(ctx context.Context, sessionID, checkpointID string) (Checkpoint, error) {
 	var cp Checkpoint
