@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -101,10 +102,17 @@ func New(o Options) (*Handler, error) {
 	return &Handler{o: o, svc: svc}, nil
 }
 
-// ServeHTTP serves GET /a2a/{agent}/.well-known/agent-card.json and POST /a2a/{agent}.
+// ServeHTTP serves GET /a2a/{agent}/.well-known/agent-card.json, POST /a2a/{agent} (JSON-RPC:
+// the methods of A2A 0.3 and of A2A 1.0) and the HTTP+JSON routes of A2A 1.0 under
+// /a2a/{agent}/ (message:send, message:stream, tasks/{id}, tasks/{id}:cancel,
+// tasks/{id}:subscribe).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/a2a/")
 	agent, card := strings.CutSuffix(rest, cardPath)
+	route := ""
+	if a, found := restRoute(r); ok && !card && found != "" {
+		agent, route = a, found
+	}
 	def, known := h.o.Registry.Lookup(agent)
 	switch {
 	case !ok || agent == "" || strings.Contains(agent, "/") || !known:
@@ -115,6 +123,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case card:
 		w.Header().Set("Allow", http.MethodGet)
 		httpapi.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use GET."))
+	case route != "":
+		h.rest(w, r, def.ID, route)
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
 		httpapi.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST with a JSON-RPC request."))
@@ -123,8 +133,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// card is the agent card of def: one skill, the agent itself.
-func (h *Handler) card(r *http.Request, def *workflows.Definition) *a2a.AgentCard {
+// agentInterface is an entry of an A2A 1.0 card's supportedInterfaces: a binding of one
+// protocol version at a URL.
+type agentInterface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+// agentCard is the card of both versions: the fields of A2A 0.3 (url, preferredTransport,
+// protocolVersion, read by 0.3 clients) and A2A 1.0's supportedInterfaces (read by 1.0 clients).
+type agentCard struct {
+	*a2a.AgentCard
+	SupportedInterfaces []agentInterface `json:"supportedInterfaces"`
+}
+
+// card is the agent card of def: one skill, the agent itself; JSON-RPC (1.0 and 0.3) at the
+// endpoint, and the HTTP+JSON binding of 1.0 under it.
+func (h *Handler) card(r *http.Request, def *workflows.Definition) *agentCard {
 	base := strings.TrimSuffix(h.o.BaseURL, "/")
 	if base == "" {
 		base = "http://" + r.Host
@@ -136,12 +162,18 @@ func (h *Handler) card(r *http.Request, def *workflows.Definition) *a2a.AgentCar
 	if desc == "" {
 		desc = "The " + def.ID + " agent."
 	}
+	url := base + "/a2a/" + def.ID
 	modes := []string{"text/plain", "application/json"}
-	return &a2a.AgentCard{Name: def.ID, Description: desc, Version: def.Version, ProtocolVersion: protocolVersion,
-		URL: base + "/a2a/" + def.ID, PreferredTransport: a2a.TransportProtocolJSONRPC,
+	return &agentCard{AgentCard: &a2a.AgentCard{Name: def.ID, Description: desc, Version: def.Version, ProtocolVersion: protocolVersion,
+		URL: url, PreferredTransport: a2a.TransportProtocolJSONRPC,
 		Capabilities:      a2a.AgentCapabilities{Streaming: true},
 		DefaultInputModes: modes, DefaultOutputModes: modes,
-		Skills: []a2a.AgentSkill{{ID: def.ID, Name: def.ID, Description: desc, Tags: []string{"kortyx"}}}}
+		Skills: []a2a.AgentSkill{{ID: def.ID, Name: def.ID, Description: desc, Tags: []string{"kortyx"}}}},
+		SupportedInterfaces: []agentInterface{
+			{URL: url, ProtocolBinding: bindingJSONRPC, ProtocolVersion: v1Version},
+			{URL: url, ProtocolBinding: bindingREST, ProtocolVersion: v1Version},
+			{URL: url, ProtocolBinding: bindingJSONRPC, ProtocolVersion: "0.3"},
+		}}
 }
 
 // The JSON-RPC method names of A2A 0.3.
@@ -165,8 +197,10 @@ const (
 	codeTaskNotFound   = -32001
 	codeNotCancelable  = -32002
 	codePushNotSupp    = -32003
+	codeUnsupported    = -32004
 	codeContentType    = -32005
 	codeNoExtendedCard = -32007
+	codeVersion        = -32009
 )
 
 type rpcRequest struct {
@@ -193,7 +227,8 @@ type rpcError struct {
 
 // codedError is an error with the A2A code to answer it with.
 type codedError struct {
-	code int
+	code int // the JSON-RPC code of A2A 0.3
+	v1   int // the one of A2A 1.0 where it differs (0: code)
 	err  error
 }
 
@@ -205,15 +240,31 @@ func rpcFail(code int, c contracts.Code, format string, args ...any) error {
 	return &codedError{code: code, err: contracts.Errorf(c, format, args...)}
 }
 
+// endedFail is the error of a message to a task that has ended: InvalidRequest in A2A 0.3,
+// UnsupportedOperation in 1.0.
+func endedFail(format string, args ...any) error {
+	return &codedError{code: codeInvalidRequest, v1: codeUnsupported, err: contracts.Errorf(contracts.CodeInvalidRequest, format, args...)}
+}
+
 // toRPC is the JSON-RPC error of err: the A2A code it carries, else the one of its Kortyx
 // code; the message and data are the public failure descriptor (internal failures are logged).
 func (h *Handler) toRPC(r *http.Request, method string, err error) *rpcError {
+	code, f := h.codeOf(r, method, err, false)
+	return &rpcError{Code: code, Message: f.Message, Data: &f}
+}
+
+// codeOf is the JSON-RPC code of err in A2A 0.3 (v1 false) or 1.0 and its public failure; an
+// internal failure is logged.
+func (h *Handler) codeOf(r *http.Request, method string, err error, v1 bool) (int, contracts.Failure) {
 	f := httpapi.Public(err)
 	code := codeInternal
 	var ce *codedError
 	switch {
 	case errors.As(err, &ce):
 		code = ce.code
+		if v1 && ce.v1 != 0 {
+			code = ce.v1
+		}
 	case f.Code == contracts.CodeNotFound:
 		code = codeTaskNotFound
 	case f.Code == contracts.CodeUnauthorized || f.Code == contracts.CodeForbidden:
@@ -224,10 +275,12 @@ func (h *Handler) toRPC(r *http.Request, method string, err error) *rpcError {
 	if code == codeInternal {
 		h.o.Logger.Error("kortyx a2aserver: request failed", "method", method, "path", r.URL.Path, "code", f.Code, "error", err)
 	}
-	return &rpcError{Code: code, Message: f.Message, Data: &f}
+	return code, f
 }
 
-// rpc serves one JSON-RPC request to agent's endpoint.
+// rpc serves one JSON-RPC request to agent's endpoint: a method of A2A 1.0 ([Handler.rpcV1]),
+// or one of 0.3. A request that fails before its method is known is answered in the shape of
+// the version its A2A-Version header names (none: 0.3).
 func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
 	body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
 	var req rpcRequest
@@ -244,11 +297,15 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
 	if len(bytes.TrimSpace(req.ID)) == 0 {
 		req.ID = json.RawMessage("null")
 	}
-	if err != nil {
+	c := &call{h: h, r: r, agent: agent}
+	switch {
+	case (err == nil && v1Methods[req.Method]) || (!v03Methods[req.Method] && wantsV1(r)):
+		h.rpcV1(w, r, req, c, err)
+		return
+	case err != nil:
 		h.reply(w, r, req, nil, err)
 		return
 	}
-	c := &call{h: h, r: r, agent: agent}
 	var res any
 	switch req.Method {
 	case methodStream, methodResubscribe:
@@ -271,6 +328,9 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	h.reply(w, r, req, res, err)
 }
+
+// v03Methods are the JSON-RPC methods of A2A 0.3 (push notification methods aside).
+var v03Methods = map[string]bool{methodSend: true, methodStream: true, methodGet: true, methodCancel: true, methodResubscribe: true, methodCard: true}
 
 // with decodes params and calls fn with them.
 func with[P, R any](params json.RawMessage, fn func(*P) (R, error)) (any, error) {
@@ -318,49 +378,95 @@ func (h *Handler) reply(w http.ResponseWriter, r *http.Request, req rpcRequest, 
 // one error response in the event stream, the shape those clients read errors of a stream in
 // (a 200 JSON answer to a stream request is "Invalid response Content-Type" to @a2a-js/sdk).
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req rpcRequest, c *call) {
-	var pending []any
-	var sw *ssewriter.Writer
-	open := func() error {
-		if sw != nil {
-			return sw.Err()
-		}
-		var err error
-		sw, err = ssewriter.New(w, ssewriter.Options{KeepAlive: h.o.KeepAlive, OmitIDs: true,
-			Transform: func(contracts.Chunk) []any { out := pending; pending = nil; return out }})
-		return err
+	out := h.events(w, c, func(ev a2a.Event) any { return rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: ev} })
+	var err error
+	if req.Method == methodStream {
+		_, err = with(req.Params, func(p *a2a.MessageSendParams) (any, error) { return nil, c.streamMessage(p) })
+	} else {
+		_, err = with(req.Params, func(p *a2a.TaskIDParams) (any, error) { return nil, c.resubscribe(p.ID, false) })
 	}
+	if err == nil {
+		return
+	}
+	if code := contracts.CodeOf(err); !out.opened() && (code == contracts.CodeUnauthorized || code == contracts.CodeForbidden) {
+		h.reply(w, r, req, nil, err)
+		return
+	}
+	if out.open() == nil && r.Context().Err() == nil {
+		_ = out.send("", rpcResponse{JSONRPC: "2.0", ID: req.ID, Error: h.toRPC(r, req.Method, err)})
+	}
+}
+
+// events is the event stream of a stream request of c, opened at its first write: c emits
+// each A2A event as the JSON value wrap returns, and keep-alives while idle.
+func (h *Handler) events(w http.ResponseWriter, c *call, wrap func(a2a.Event) any) *sseOut {
+	out := &sseOut{w: w, keepAlive: h.o.KeepAlive}
 	c.idle = h.o.KeepAlive // the writer's interval: 0 is ssewriter.DefaultKeepAlive, a negative value none
 	if c.idle == 0 {
 		c.idle = ssewriter.DefaultKeepAlive
 	}
 	c.idle = max(c.idle, 0)
 	c.emit = func(ev a2a.Event) error {
-		if err := open(); err != nil {
-			return err
-		}
 		if ev == nil {
-			return sw.KeepAlive()
+			return out.keepAliveEvent()
 		}
-		pending = []any{rpcResponse{JSONRPC: "2.0", ID: req.ID, Result: ev}}
-		return sw.Event(0, contracts.Chunk{})
+		return out.send("", wrap(ev))
+	}
+	return out
+}
+
+// sseOut is the event stream of one stream request, opened (its headers sent) at its first
+// write, written by Kortyx's one SSE writer.
+type sseOut struct {
+	w         http.ResponseWriter
+	keepAlive time.Duration
+	sw        *ssewriter.Writer
+	pending   []any
+}
+
+// opened reports whether the stream's headers were sent.
+func (s *sseOut) opened() bool { return s.sw != nil }
+
+// open sends the stream's headers, once.
+func (s *sseOut) open() error {
+	if s.sw != nil {
+		return s.sw.Err()
 	}
 	var err error
-	if req.Method == methodStream {
-		_, err = with(req.Params, func(p *a2a.MessageSendParams) (any, error) { return nil, c.streamMessage(p) })
-	} else {
-		_, err = with(req.Params, func(p *a2a.TaskIDParams) (any, error) { return nil, c.resubscribe(p.ID) })
+	s.sw, err = ssewriter.New(s.w, ssewriter.Options{KeepAlive: s.keepAlive, OmitIDs: true,
+		Transform: func(contracts.Chunk) []any { out := s.pending; s.pending = nil; return out }})
+	return err
+}
+
+// keepAliveEvent writes a keep-alive comment.
+func (s *sseOut) keepAliveEvent() error {
+	if err := s.open(); err != nil {
+		return err
 	}
-	if err == nil {
-		return
+	return s.sw.KeepAlive()
+}
+
+// send writes v as one event: a data line of its JSON, after an "event: <name>" line when
+// name is set (the error event of A2A 1.0's HTTP+JSON binding, which the SSE writer has no
+// field for: it is written past it, on the same response, after the writer's last flush).
+func (s *sseOut) send(name string, v any) error {
+	if err := s.open(); err != nil {
+		return err
 	}
-	if code := contracts.CodeOf(err); sw == nil && (code == contracts.CodeUnauthorized || code == contracts.CodeForbidden) {
-		h.reply(w, r, req, nil, err)
-		return
+	if name == "" {
+		s.pending = []any{v}
+		return s.sw.Event(0, contracts.Chunk{})
 	}
-	if open() == nil && r.Context().Err() == nil {
-		pending = []any{rpcResponse{JSONRPC: "2.0", ID: req.ID, Error: h.toRPC(r, req.Method, err)}}
-		_ = sw.Event(0, contracts.Chunk{})
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("kortyx a2aserver: encoding an event: %w", err)
 	}
+	rc := http.NewResponseController(s.w)
+	_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return fmt.Errorf("kortyx a2aserver: writing an event: %w", err)
+	}
+	return rc.Flush()
 }
 
 // authorize asks Options.Authorize about a; a refusal that is not a *contracts.Error is

@@ -292,7 +292,10 @@ func TestOfficialClient(t *testing.T) {
 	call(map[string]any{"cmd": "card", "agent": "hello"}, "card", `{"card":{"name":"hello","description":"The hello agent.","version":"1",
 			"protocolVersion":"0.3.0","url":"http://`+s.addr+`/a2a/hello","preferredTransport":"JSONRPC","capabilities":{"streaming":true},
 			"defaultInputModes":["text/plain","application/json"],"defaultOutputModes":["text/plain","application/json"],
-			"skills":[{"id":"hello","name":"hello","description":"The hello agent.","tags":["kortyx"]}]}}`)
+			"skills":[{"id":"hello","name":"hello","description":"The hello agent.","tags":["kortyx"]}],
+			"supportedInterfaces":[{"url":"http://`+s.addr+`/a2a/hello","protocolBinding":"JSONRPC","protocolVersion":"1.0"},
+				{"url":"http://`+s.addr+`/a2a/hello","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},
+				{"url":"http://`+s.addr+`/a2a/hello","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}}`)
 
 	// message/send: hello asks (input-required: the question as text and data), the answer on
 	// the task completes it with the greeting; tasks/get gives the same task.

@@ -157,7 +157,10 @@ func TestRoutes(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code)
 	require.JSONEq(t, `{"name":"hello","description":"The hello agent.","version":"1","protocolVersion":"0.3.0","url":"https://agents.example.com/a2a/hello",
 		"preferredTransport":"JSONRPC","capabilities":{"streaming":true},"defaultInputModes":["text/plain","application/json"],
-		"defaultOutputModes":["text/plain","application/json"],"skills":[{"id":"hello","name":"hello","description":"The hello agent.","tags":["kortyx"]}]}`, w.Body.String())
+		"defaultOutputModes":["text/plain","application/json"],"skills":[{"id":"hello","name":"hello","description":"The hello agent.","tags":["kortyx"]}],
+		"supportedInterfaces":[{"url":"https://agents.example.com/a2a/hello","protocolBinding":"JSONRPC","protocolVersion":"1.0"},
+			{"url":"https://agents.example.com/a2a/hello","protocolBinding":"HTTP+JSON","protocolVersion":"1.0"},
+			{"url":"https://agents.example.com/a2a/hello","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`, w.Body.String())
 	for _, c := range []struct {
 		method, path string
 		status       int

@@ -138,7 +138,7 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		return ts, 0, "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "Task %s belongs to context %s, not %s.", m.TaskID, rec.session, m.ContextID)
 	}
 	if rec.closed != "" {
-		return ts, 0, "", nil, rpcFail(codeInvalidRequest, contracts.CodeInvalidRequest, "Task %s is %s and cannot be continued: send the message without taskId to start a new task in the same context.", m.TaskID, rec.closed)
+		return ts, 0, "", nil, endedFail("Task %s is %s and cannot be continued: send the message without taskId to start a new task in the same context.", m.TaskID, rec.closed)
 	}
 	view, err := kortyx.Query(c.ctx(), c.h.o.Client, string(m.TaskID))
 	if err != nil {
@@ -286,9 +286,11 @@ func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
 	return t, err
 }
 
-// resubscribe serves tasks/resubscribe: the task as it is, then, while a response is being
-// written, its events from the broker until its end.
-func (c *call) resubscribe(id a2a.TaskID) error {
+// resubscribe serves tasks/resubscribe (and SubscribeToTask of A2A 1.0, with ended true): the
+// task as it is, then, while a response is being written, its events from the broker until its
+// end. With ended, a task that has ended is UnsupportedOperation (A2A 1.0: there is nothing to
+// subscribe to).
+func (c *call) resubscribe(id a2a.TaskID, ended bool) error {
 	rec, err := c.task(id, "read")
 	if err != nil {
 		return err
@@ -296,6 +298,10 @@ func (c *call) resubscribe(id a2a.TaskID) error {
 	t, tr, last, err := c.build(id, rec)
 	if err != nil {
 		return err
+	}
+	if ended && t.Status.State.Terminal() {
+		return &codedError{code: codeUnsupported, err: contracts.Errorf(contracts.CodeInvalidRequest,
+			"Task %s is %s: there is nothing to subscribe to; read it with GetTask.", id, t.Status.State)}
 	}
 	if err := c.emit(t); err != nil || t.Status.State != a2a.TaskStateWorking {
 		return err
