@@ -19,6 +19,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/a2aserver"
+	"github.com/kortyx-go/kortyx/agui"
 	"github.com/kortyx-go/kortyx/aisdk"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/codec"
@@ -342,6 +343,20 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if cors != nil {
 		mux.Handle("OPTIONS /api/ui/chat", aiChat)
 		mux.Handle("OPTIONS /api/ui/chat/{id}/stream", aiChat)
+	}
+	aguiSvc, err := sessions.New(sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
+	aguiRoute, err := agui.New(aguiSvc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
+	mux.Handle("POST /api/agui/{agent}", aguiRoute) // AG-UI 1.0 (docs/agui.md)
+	if cors != nil {
+		mux.Handle("OPTIONS /api/agui/{agent}", aguiRoute)
 	}
 	if api.Registry != nil { // A2A: a card and a JSON-RPC endpoint per agent (docs/a2a.md)
 		ao := a2aserver.Options{Client: c, Broker: broker, Registry: api.Registry, TaskQueue: api.TaskQueue, AllowUnauthenticated: true, Logger: logger}

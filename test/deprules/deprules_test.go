@@ -212,7 +212,7 @@ func TestSessionStateImportsNoExecution(t *testing.T) {
 }
 
 // wires are the packages that each translate one protocol to the session service.
-var wires = []string{module + "/chat", module + "/aisdk", module + "/mcpserver", module + "/a2aserver", module + "/web"}
+var wires = []string{module + "/chat", module + "/aisdk", module + "/mcpserver", module + "/a2aserver", module + "/web", module + "/agui"}
 
 // No wire depends on another: what they share is below them (sessions, httpwire), so a wire
 // can change, or be left out of a program, on its own.

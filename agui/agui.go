@@ -1,0 +1,203 @@
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
+	"go.temporal.io/api/serviceerror"
+)
+
+// wire is the name of this wire in [sessions.Access].
+const wire = "agui"
+
+// Options configure [New].
+type Options struct {
+	// DefaultAgent runs the turns of a request whose route names no agent (a handler mounted
+	// without {agent} in its pattern).
+	DefaultAgent string
+	// Authorize runs before any work, with what the request does ([sessions.Access], Wire
+	// "agui", Action "start" or "answer"): return a *contracts.Error with CodeUnauthorized or
+	// CodeForbidden (any other error refuses with FORBIDDEN). Required unless
+	// AllowUnauthenticated. The threadId is not proof of ownership: check the session against
+	// the authenticated caller ([sessions.Service.Owner]).
+	Authorize func(r *http.Request, a sessions.Access) error
+	// AllowUnauthenticated accepts requests without Authorize (development only).
+	AllowUnauthenticated bool
+	// Owner, when set, names the authenticated caller of a request: a session's first turn
+	// makes its caller the session's owner, and the session refuses prompt turns of another
+	// one (FORBIDDEN), as on every wire. Answers carry no owner: check them in Authorize.
+	Owner func(r *http.Request) string
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// CORS, when set, lets browser apps on other origins call the route (a chat.CORS: the
+	// same type and rules as the other wires'; nil: off). Mount the route for OPTIONS too.
+	CORS *httpapi.CORS
+	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
+	// event to send; 0 means every 15 s, a negative value disables them.
+	KeepAlive time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Handler serves AG-UI's HTTP transport: POST a RunAgentInput, get the run's events as
+// server-sent events.
+type Handler struct {
+	o   Options
+	svc *sessions.Service
+}
+
+// New checks the options and returns the handler over svc, the process's session service.
+func New(svc *sessions.Service, o Options) (*Handler, error) {
+	switch {
+	case svc == nil:
+		return nil, errors.New("kortyx agui: the session service is required (sessions.New)")
+	case o.Authorize == nil && !o.AllowUnauthenticated:
+		return nil, errors.New("kortyx agui: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = httpapi.DefaultMaxBody
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &Handler{o: o, svc: svc}, nil
+}
+
+// ServeHTTP runs the turn a RunAgentInput asks for (POST; the agent is the route's {agent},
+// else DefaultAgent) and writes its events.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.CORS.Serve(w, r, http.MethodPost) {
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.fail(w, r, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest,
+			"Use POST with a RunAgentInput to run the agent."))
+		return
+	}
+	in, t, err := parseInput(r, h.o.MaxBodyBytes)
+	if err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	agent := r.PathValue("agent")
+	if agent == "" {
+		agent = h.o.DefaultAgent
+	}
+	a := sessions.Access{Wire: wire, Action: "start", SessionID: in.ThreadID, Workflow: agent}
+	if t.answer != nil {
+		a = sessions.Access{Wire: wire, Action: "answer", SessionID: in.ThreadID}
+	} else if agent == "" {
+		h.fail(w, r, 0, contracts.Errorf(contracts.CodeUnknownWorkflow, "No agent named: POST to the agent's route (/{agent}), or configure a default agent."))
+		return
+	}
+	if err := h.authorize(r, a); err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
+	ts, err := h.turn(r, in, t, agent)
+	if err != nil {
+		h.fail(w, r, 0, temporalError(r.Context(), err))
+		return
+	}
+	from, answered := int64(0), ""
+	if t.answer != nil {
+		from, answered = ts.Begin, t.answer.Token
+	}
+	h.stream(w, r, in, ts, from, answered)
+}
+
+// turn starts the prompt turn or the answer turn of a request, or reattaches to it: the
+// runId is the turn's client turn id, so the same run sent again reads the same turn (also
+// one that failed: Reconnect).
+func (h *Handler) turn(r *http.Request, in *runInput, t turn, agent string) (sessions.TurnStarted, error) {
+	if t.answer != nil {
+		return h.svc.Answer(r.Context(), in.ThreadID, *t.answer, sessions.AnswerOptions{ClientTurnID: in.RunID, Reconnect: true, Continue: true})
+	}
+	input, _ := json.Marshal(t.text)
+	tr := sessions.TurnRequest{ClientTurnID: in.RunID, Workflow: agent, Input: input, Reconnect: true}
+	if h.o.Owner != nil {
+		tr.Owner = h.o.Owner(r)
+	}
+	return h.svc.Start(r.Context(), in.ThreadID, tr)
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	httpapi.WriteError(w, r, h.o.Logger, status, err)
+}
+
+func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
+	if h.o.Authorize == nil {
+		return nil
+	}
+	return httpapi.Refusal(h.o.Authorize(r, a))
+}
+
+// stream writes the response of turn ts, read from offset from, as AG-UI events: the one loop
+// of a wire (sessions.Reader), each chunk mapped by the response's mapper.
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, ts sessions.TurnStarted, from int64, answered string) {
+	m := newMapper(in.ThreadID, in.RunID, in.State)
+	m.schema = func(requestID string) json.RawMessage { // a custom question's, asked when one comes
+		if v, err := h.svc.View(r.Context(), in.ThreadID); err == nil {
+			return v.Schemas[requestID]
+		}
+		return nil
+	}
+	sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
+	if err == nil {
+		err = sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: in.ThreadID})
+	}
+	if err != nil {
+		return // the client left
+	}
+	var rd *sessions.Reader
+	rd, err = h.svc.Follow(r.Context(), in.ThreadID, ts, from, sessions.FollowOptions{Idle: sw.KeepAliveInterval(), Answered: answered, Started: !ts.Reattached})
+	for err == nil {
+		var e stream.Entry
+		e, err = rd.Next(r.Context())
+		switch {
+		case errors.Is(err, stream.ErrIdle):
+			err = sw.KeepAlive()
+		case err == nil:
+			err = sw.Event(0, e.Chunk)
+		}
+	}
+	if sw.Err() != nil || r.Context().Err() != nil || errors.Is(err, io.EOF) {
+		return // the end of the response, or the client left (the run goes on; the same run reattaches)
+	}
+	var fail contracts.Chunk
+	if contracts.CodeOf(err) == contracts.CodeStreamGone {
+		h.o.Logger.Warn("kortyx agui: the run's stream is gone", "run", ts.RunID, "error", err)
+		f := httpapi.Public(err)
+		fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
+	} else {
+		fail = httpapi.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
+	}
+	_ = sw.Event(0, fail)
+}
+
+// temporalError turns an error that says Temporal is unreachable into TEMPORAL_UNAVAILABLE
+// (while the request is live); other errors are returned as they are.
+func temporalError(ctx context.Context, err error) error {
+	var ke *contracts.Error
+	if ctx.Err() != nil || errors.As(err, &ke) {
+		return err
+	}
+	var gone *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	if errors.As(err, &gone) || errors.As(err, &deadline) {
+		return &contracts.Error{Code: contracts.CodeTemporalUnavailable, Retryable: true, Err: err,
+			Message: "The workflow service (Temporal) is unavailable; try again shortly."}
+	}
+	return err
+}
