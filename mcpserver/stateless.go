@@ -35,7 +35,7 @@ type requestState struct {
 	Tool    string `json:"tool"`
 	Session string `json:"session"`
 	Run     string `json:"run,omitempty"`
-	Request string `json:"request"` // the question's request id: the key of its input request
+	Request string `json:"request"` // the question's request id
 	Token   string `json:"token"`   // tokenDigest of the question's resume token
 	Owner   string `json:"owner,omitempty"`
 }
@@ -98,16 +98,20 @@ func (c *call) stateless() bool {
 	return c.h.stateless != nil && c.req.ProtocolVersion() >= statelessRevision
 }
 
-// inputKey is the key of a question's input request: its request id ("answer" without one).
+// inputKey is the key of a question's input request: the question's id (the interrupt's ID,
+// "name" for hooks.AskText(ctx, "name", ...)), else its request id, else "answer".
 func inputKey(q contracts.PendingRequest) string {
-	if q.RequestID == "" {
-		return "answer"
+	switch {
+	case q.Input.ID != "":
+		return q.Input.ID
+	case q.RequestID != "":
+		return q.RequestID
 	}
-	return q.RequestID
+	return "answer"
 }
 
 // inputRequired is the input-required result that asks question q of turn ts (2026-07-28):
-// an elicitation/create input request keyed by the question's request id, and the signed
+// an elicitation/create input request keyed by the question's id ([inputKey]), and the signed
 // request state the client sends back with its answer. A client without the elicitation
 // capability gets the "waiting" result instead. refusal, when set, is the failure of the
 // answer that was refused (kortyx/failure).

@@ -256,6 +256,7 @@ func TestStatelessRevision(t *testing.T) {
 	c = r.call(t)
 	require.Equal(t, "input_required", c.ResultType)
 	key := c.key(t)
+	require.Equal(t, "name", key)
 	ir := c.InputRequests[key]
 	require.Equal(t, "elicitation/create", ir.Method)
 	require.Equal(t, "What is your name?", ir.Params.Message)
@@ -600,7 +601,7 @@ func TestStatelessAnswers(t *testing.T) {
 	meta := map[string]any{"kortyx/sessionId": "v2-auth-1"}
 	c := call("hello", args, meta)
 	key := c.key(t)
-	require.Equal(t, c.Meta["kortyx/requestId"], key)
+	require.Equal(t, "name", key, "hello asks hooks.AskText(ctx, \"name\", ...)")
 	mu.Lock()
 	refuse = true
 	mu.Unlock()
