@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 const (
 	aguiBoom = "aguiboom" // fails with INVALID_INPUT
 	aguiSlow = "aguislow" // publishes {step: working}, waits for the signal "agui-go", says "Finished."
+	aguiPlan = "aguiplan" // asks a custom question {plan} and answers "Plan: <plan>"
 )
 
 // goSignal lets the aguislow run finish.
@@ -62,6 +63,19 @@ func options(t *testing.T) (app.Options, *examples.Set) {
 	defs := []*workflows.Definition{
 		one(aguiBoom, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 			return workflows.NodeResult{}, contracts.Errorf(contracts.CodeInvalidInput, "aguiboom refuses %q", in.Text())
+		}),
+		one(aguiPlan, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			a, err := hooks.Interrupt(ctx, hooks.InterruptOptions{ID: "plan", Kind: contracts.InterruptCustom, Question: "Pick a plan",
+				Contract: "plan", Request: map[string]any{"choices": []string{"basic", "pro"}},
+				ResponseSchema: contracts.MustCompileSchema(`{"type":"object","properties":{"plan":{"enum":["basic","pro"]}},"required":["plan"]}`)})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			var v struct{ Plan string }
+			if err := json.Unmarshal(a.Value, &v); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{UI: &workflows.UI{Message: "Plan: " + v.Plan}}, nil
 		}),
 		one(aguiSlow, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 			if _, err := hooks.StructuredData(ctx, hooks.StructuredDataOptions{DataType: "progress", Data: map[string]any{"step": "working"}}); err != nil {

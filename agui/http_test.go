@@ -96,7 +96,8 @@ func interruptOf(t *testing.T, es []map[string]any) map[string]any {
 // the stream, a cancel, and the refusals of bad input (4xx, a Kortyx code, nothing started).
 func TestHTTP(t *testing.T) {
 	o, chosen := options(t)
-	st := testenv.Run(t, context.Background(), config(taskQueue()), o)
+	tq := taskQueue()
+	st := testenv.Run(t, context.Background(), config(tq), o)
 	base := "http://" + st.HTTPAddr + "/api/agui/"
 	svc, err := sessions.New(sessions.Options{Client: st.Client})
 	require.NoError(t, err)
@@ -149,6 +150,52 @@ func TestHTTP(t *testing.T) {
 		res, body = post(t, base+"hello", resume(thread, "r3", id, "resolved", "Ada"))
 		require.Equal(t, 200, res.StatusCode, body)
 		require.Contains(t, body, `"delta":"Hello, Ada!"`, "the question stayed open")
+	})
+
+	t.Run("custom question", func(t *testing.T) {
+		thread := uuid.NewString()
+		_, body := post(t, base+aguiPlan, input(thread, "r1", "which plan?"))
+		q := interruptOf(t, events(t, body))
+		require.Equal(t, map[string]any{"type": "object", "properties": map[string]any{"plan": map[string]any{"enum": []any{"basic", "pro"}}},
+			"required": []any{"plan"}}, q["responseSchema"], "the schema the session keeps")
+		require.Equal(t, map[string]any{"kind": "custom", "node": "n", "contract": "plan", "request": map[string]any{"choices": []any{"basic", "pro"}}}, q["metadata"])
+		res, body := post(t, base+aguiPlan, resume(thread, "r2", q["id"].(string), "resolved", map[string]any{"plan": "gold"}))
+		require.Equal(t, 400, res.StatusCode, body)
+		require.Equal(t, string(contracts.CodeInvalidResponse), code(t, body))
+		_, body = post(t, base+aguiPlan, resume(thread, "r3", q["id"].(string), "resolved", map[string]any{"plan": "pro"}))
+		require.Contains(t, body, `"delta":"Plan: pro"`)
+	})
+
+	t.Run("keep-alive and the default agent", func(t *testing.T) {
+		svc, err := sessions.New(sessions.Options{Client: st.Client, Broker: st.Broker, TaskQueue: tq})
+		require.NoError(t, err)
+		h, err := agui.New(svc, agui.Options{AllowUnauthenticated: true, DefaultAgent: aguiSlow, KeepAlive: 20 * time.Millisecond})
+		require.NoError(t, err)
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		thread := uuid.NewString()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(input(thread, "r1", "start")))
+		require.NoError(t, err)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var got strings.Builder
+		buf := make([]byte, 4096)
+		for !strings.Contains(got.String(), ": keep-alive\n\n") {
+			n, err := res.Body.Read(buf)
+			require.NoError(t, err, got.String())
+			got.Write(buf[:n])
+		}
+		require.Contains(t, got.String(), `"type":"STATE_SNAPSHOT"`, "the default agent runs")
+		v, err := svc.View(context.Background(), thread)
+		require.NoError(t, err)
+		require.NotNil(t, v.Active)
+		require.NoError(t, st.Client.SignalWorkflow(context.Background(), v.Active.RunID, "", goSignal, nil))
+		rest, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.Contains(t, string(rest), `"delta":"Finished."`)
 	})
 
 	t.Run("approval denied", func(t *testing.T) {

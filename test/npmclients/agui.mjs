@@ -7,6 +7,8 @@
 //   {"op":"run","name":"a1","runId":"r1","text":"hi"}    addMessage (a user message), runAgent({runId})
 //   {"op":"run","name":"a1","runId":"r1"}                runAgent({runId}) again, no new message
 //   {"op":"run",...,"abortOn":"STATE_SNAPSHOT"}           ... abortRun() once that event arrived
+//   {"op":"verify","name":"v1","body":"data: ...\n\n"}   a new HttpAgent whose fetch answers
+//        with body (an event stream), runAgent(): what the client makes of a response body
 //   {"op":"resume","name":"a1","runId":"r2","status":"resolved","payload":<json>}
 //        runAgent({runId, resume}) with the resume built by buildResumeArray: every pending
 //        interrupt answered with status and payload
@@ -62,6 +64,13 @@ for (let cmd = await next(); cmd !== undefined; cmd = await next()) {
       agents.set(cmd.name, new HttpAgent({ url: cmd.url, threadId: cmd.threadId }));
       emit("done", { name: cmd.name });
       break;
+    case "verify": {
+      const body = cmd.body;
+      const fetch = async () => new Response(body, { status: 200, headers: { "content-type": "text/event-stream" } });
+      agents.set(cmd.name, new HttpAgent({ url: "http://verify.invalid/", threadId: "thread-1", fetch }));
+      run({ ...cmd, runId: "run-1" }).catch(fail);
+      break;
+    }
     case "run":
     case "resume":
       run(cmd).catch(fail);
