@@ -21,13 +21,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// exampleBlock is the ```sh block of docs/a2a.md under "## Try it".
-func exampleBlock(t *testing.T) string {
+// exampleBlock is the first ```sh block of docs/a2a.md under the heading (a "## " line).
+func exampleBlock(t *testing.T, heading string) string {
 	t.Helper()
 	page, err := os.ReadFile(filepath.Join(tenv.Root, "docs", "a2a.md"))
 	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(page), "\n## Try it\n")
-	require.True(t, ok, "docs/a2a.md has no \"## Try it\" section")
+	_, rest, ok := strings.Cut(string(page), "\n"+heading+"\n")
+	require.True(t, ok, "docs/a2a.md has no %q section", heading)
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	require.True(t, ok, "the section has no sh block")
 	block, _, ok := strings.Cut(rest, "```")
@@ -43,7 +43,7 @@ func TestDocsExample(t *testing.T) {
 		HTTPAddr: "127.0.0.1:0", FakeModels: true}, options(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-e", "-c", strings.ReplaceAll(exampleBlock(t), "127.0.0.1:8080", r.HTTPAddr))
+	cmd := exec.CommandContext(ctx, "sh", "-e", "-c", strings.ReplaceAll(exampleBlock(t, "## Try it"), "127.0.0.1:8080", r.HTTPAddr))
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
