@@ -268,6 +268,7 @@ func TestHTTP(t *testing.T) {
 			{"field of the wrong type", "hello", `{"threadId":1,"runId":"r1","messages":[]}`, 400, contracts.CodeInvalidRequest},
 			{"no threadId", "hello", `{"runId":"r1","messages":[{"id":"m","role":"user","content":"hi"}]}`, 400, contracts.CodeInvalidRequest},
 			{"no runId", "hello", `{"threadId":"` + thread + `","messages":[{"id":"m","role":"user","content":"hi"}]}`, 400, contracts.CodeInvalidRequest},
+			{"runId too long", "hello", input(thread, strings.Repeat("r", 129), "hi"), 400, contracts.CodeInvalidRequest},
 			{"no messages", "hello", `{"threadId":"` + thread + `","runId":"r1"}`, 400, contracts.CodeInvalidRequest},
 			{"no user message", "hello", `{"threadId":"` + thread + `","runId":"r1","messages":[{"id":"a","role":"assistant","content":"hi"}]}`, 400, contracts.CodeInvalidRequest},
 			{"bad thread id", "hello", input("a b", "r1", "hi"), 400, contracts.CodeInvalidSession},
@@ -337,6 +338,50 @@ func TestFirstAnswerWins(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, v.Checkpoints, 3, "the session's start, the question's turn and the first answer's")
 	require.Nil(t, v.Active)
+
+	// The other way round: answered over AG-UI, the question is gone for the other wires.
+	thread = uuid.NewString()
+	_, body = post(t, base+"hello", input(thread, "r1", "hi"))
+	id = interruptOf(t, events(t, body))["id"].(string)
+	requestID, token, _ = strings.Cut(id, ".")
+	res, body = post(t, base+"hello", resume(thread, "r2", id, "resolved", "Ada"))
+	require.Equal(t, 200, res.StatusCode, body)
+	_, err = svc.Answer(ctx, thread, contracts.Response{Token: token, RequestID: requestID, Text: "Grace"}, sessions.AnswerOptions{ClientTurnID: "chat-1"})
+	require.Equal(t, contracts.CodeInvalidResume, contracts.CodeOf(err), "%v", err)
+
+	// Two resumes of one question at once, under two runIds: one runs it, the other is refused.
+	thread = uuid.NewString()
+	_, body = post(t, base+"hello", input(thread, "r1", "hi"))
+	id = interruptOf(t, events(t, body))["id"].(string)
+	type answer struct {
+		status int
+		body   string
+	}
+	answers := make(chan answer, 2)
+	for _, run := range []string{"ra", "rb"} {
+		go func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"hello", strings.NewReader(resume(thread, run, id, "resolved", "name "+run)))
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			answers <- answer{status: res.StatusCode, body: string(b)}
+		}()
+	}
+	a, b := <-answers, <-answers
+	if a.status != 200 {
+		a, b = b, a
+	}
+	require.Equal(t, 200, a.status, a.body)
+	require.Regexp(t, `"delta":"Hello, name r[ab]!"`, a.body)
+	require.Contains(t, []int{400, 409}, b.status, b.body)
+	require.Contains(t, []string{string(contracts.CodeInvalidResume), string(contracts.CodeSessionBusy)}, code(t, b.body))
+	v, err = svc.View(ctx, thread)
+	require.NoError(t, err)
+	require.Len(t, v.Checkpoints, 3, "one answer ran")
 }
 
 // TestAuthorize: New refuses a handler without Authorize (unless AllowUnauthenticated), and the
