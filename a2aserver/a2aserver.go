@@ -21,8 +21,9 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-// protocolVersion is the A2A version the cards declare: the one of the Go SDK's types and
-// JSON-RPC method names (a2a-go v0.3.x) and of the JS client the tests drive (@a2a-js/sdk 0.3).
+// protocolVersion is the A2A version the cards declare in their 0.3 field protocolVersion: the
+// one of the Go SDK's types and JSON-RPC method names (a2a-go v0.3.x) and of the 0.3 JS client
+// the tests drive (@a2a-js/sdk 0.3). The 1.0 interfaces are in supportedInterfaces.
 const protocolVersion = "0.3.0"
 
 // cardPath is where each agent's card is served, after /a2a/{agent}.
@@ -68,7 +69,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Handler serves the A2A agent cards and JSON-RPC endpoints of every agent under /a2a/.
+// Handler serves the A2A agent cards, JSON-RPC endpoints (A2A 1.0 and 0.3) and HTTP+JSON
+// routes (A2A 1.0) of every agent under /a2a/.
 type Handler struct {
 	o   Options
 	svc *sessions.Service
@@ -299,7 +301,7 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	c := &call{h: h, r: r, agent: agent}
 	switch {
-	case (err == nil && v1Methods[req.Method]) || (!v03Methods[req.Method] && wantsV1(r)):
+	case (err == nil && v1Methods[req.Method]) || (!isV03(req.Method) && wantsV1(r)):
 		h.rpcV1(w, r, req, c, err)
 		return
 	case err != nil:
@@ -331,6 +333,12 @@ func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
 
 // v03Methods are the JSON-RPC methods of A2A 0.3 (push notification methods aside).
 var v03Methods = map[string]bool{methodSend: true, methodStream: true, methodGet: true, methodCancel: true, methodResubscribe: true, methodCard: true}
+
+// isV03 reports whether method is one of A2A 0.3: such a request is served as 0.3 whatever its
+// A2A-Version header says.
+func isV03(method string) bool {
+	return v03Methods[method] || strings.HasPrefix(method, methodPushPrefix)
+}
 
 // with decodes params and calls fn with them.
 func with[P, R any](params json.RawMessage, fn func(*P) (R, error)) (any, error) {

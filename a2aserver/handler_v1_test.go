@@ -116,6 +116,14 @@ func TestV1RPCErrors(t *testing.T) {
 		require.JSONEq(t, c.want, w.Body.String(), c.name)
 	}
 
+	// A method of 0.3 is served as 0.3 whatever the A2A-Version header says.
+	for _, version := range []string{"", "0.3", "1.0"} {
+		w := send1(h, http.MethodPost, "/a2a/hello", `{"jsonrpc":"2.0","id":5,"method":"tasks/get","params":{"id":"run-x"}}`, "A2A-Version", version)
+		require.JSONEq(t, rpcErr("5", -32001, "NOT_FOUND", `Task \"run-x\" not found.`), w.Body.String(), version)
+		w = send1(h, http.MethodPost, "/a2a/hello", `{"jsonrpc":"2.0","id":2,"method":"tasks/pushNotificationConfig/set","params":{}}`, "A2A-Version", version)
+		require.JSONEq(t, rpcErr("2", -32003, "INVALID_REQUEST", "Push notifications are not supported: follow the task with message/stream or tasks/resubscribe."), w.Body.String(), version)
+	}
+
 	// The same ended task over 0.3 keeps 0.3's code (InvalidRequest) and shape.
 	w := do(h, http.MethodPost, "/a2a/hello", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m","role":"user","taskId":"`+
 		ended+`","parts":[{"kind":"text","text":"Ada"}]}}}`)
