@@ -1,7 +1,6 @@
 package agui
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,11 +9,9 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
-	"go.temporal.io/api/serviceerror"
 )
 
 // wire is the name of this wire in [sessions.Access].
@@ -39,9 +36,9 @@ type Options struct {
 	Owner func(r *http.Request) string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
-	// CORS, when set, lets browser apps on other origins call the route (a chat.CORS: the
-	// same type and rules as the other wires'; nil: off). Mount the route for OPTIONS too.
-	CORS *httpapi.CORS
+	// CORS, when set, lets browser apps on other origins call the route (the same type and
+	// rules as the other wires'; nil: off). Mount the route for OPTIONS too.
+	CORS *httpwire.CORS
 	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
 	// event to send; 0 means every 15 s, a negative value disables them.
 	KeepAlive time.Duration
@@ -65,7 +62,7 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New("kortyx agui: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = httpapi.DefaultMaxBody
+		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -107,7 +104,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ts, err := h.turn(r, in, t, agent)
 	if err != nil {
-		h.fail(w, r, 0, temporalError(r.Context(), err))
+		h.fail(w, r, 0, err)
 		return
 	}
 	from, answered := int64(0), ""
@@ -133,14 +130,14 @@ func (h *Handler) turn(r *http.Request, in *runInput, t turn, agent string) (ses
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	httpapi.WriteError(w, r, h.o.Logger, status, err)
+	httpwire.WriteError(w, r, h.o.Logger, status, err)
 }
 
 func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
 	if h.o.Authorize == nil {
 		return nil
 	}
-	return httpapi.Refusal(h.o.Authorize(r, a))
+	return httpwire.Refusal(h.o.Authorize(r, a))
 }
 
 // stream writes the response of turn ts, read from offset from, as AG-UI events: the one loop
@@ -153,7 +150,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, t
 		}
 		return nil
 	}
-	sw, err := ssewriter.New(w, ssewriter.Options{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
+	sw, err := httpwire.NewSSEWriter(w, httpwire.SSEOptions{KeepAlive: h.o.KeepAlive, OmitIDs: true, Transform: m.chunk})
 	if err == nil {
 		err = sw.Event(0, contracts.Chunk{Type: contracts.ChunkSession, SessionID: in.ThreadID})
 	}
@@ -178,26 +175,10 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, t
 	var fail contracts.Chunk
 	if contracts.CodeOf(err) == contracts.CodeStreamGone {
 		h.o.Logger.Warn("kortyx agui: the run's stream is gone", "run", ts.RunID, "error", err)
-		f := httpapi.Public(err)
+		f := httpwire.Public(err)
 		fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 	} else {
-		fail = httpapi.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
+		fail = httpwire.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
 	}
 	_ = sw.Event(0, fail)
-}
-
-// temporalError turns an error that says Temporal is unreachable into TEMPORAL_UNAVAILABLE
-// (while the request is live); other errors are returned as they are.
-func temporalError(ctx context.Context, err error) error {
-	var ke *contracts.Error
-	if ctx.Err() != nil || errors.As(err, &ke) {
-		return err
-	}
-	var gone *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	if errors.As(err, &gone) || errors.As(err, &deadline) {
-		return &contracts.Error{Code: contracts.CodeTemporalUnavailable, Retryable: true, Err: err,
-			Message: "The workflow service (Temporal) is unavailable; try again shortly."}
-	}
-	return err
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // Body is the response body the handler writes for chunks of a run of thread threadID and
@@ -17,7 +17,7 @@ func Body(threadID, runID string, state json.RawMessage, schema json.RawMessage,
 	m := newMapper(threadID, runID, state)
 	m.schema = func(string) json.RawMessage { return schema }
 	rec := httptest.NewRecorder()
-	sw, err := ssewriter.New(rec, ssewriter.Options{OmitIDs: true, Transform: m.chunk})
+	sw, err := httpwire.NewSSEWriter(rec, httpwire.SSEOptions{OmitIDs: true, Transform: m.chunk})
 	if err != nil {
 		return "", err
 	}

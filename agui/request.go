@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // runInput is AG-UI's RunAgentInput: what this wire reads of it. tools, context and
@@ -50,7 +50,7 @@ func invalid(format string, args ...any) error {
 
 // parseInput reads a RunAgentInput of at most limit bytes and what it asks.
 func parseInput(r *http.Request, limit int64) (*runInput, turn, error) {
-	body, err := httpapi.ReadBody(nil, r, limit)
+	body, err := httpwire.ReadBody(nil, r, limit)
 	if err != nil {
 		return nil, turn{}, err
 	}
