@@ -15,6 +15,7 @@ import (
 	"github.com/kortyx-go/kortyx/agui"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/stretchr/testify/require"
 )
@@ -444,4 +445,71 @@ func TestCORS(t *testing.T) {
 	require.Equal(t, "http://app.example:3000", res.Header.Get("Access-Control-Allow-Origin"))
 	require.Equal(t, "POST, OPTIONS", res.Header.Get("Access-Control-Allow-Methods"))
 	require.Equal(t, http.StatusForbidden, preflight("http://evil.example").StatusCode)
+}
+
+// TestReattachOnAnotherProcess: a run's connection to one API process drops mid-stream; the
+// same RunAgentInput sent to a second API process, over the same Redis, reads the same turn
+// from its beginning while it still waits, and the turn runs once.
+func TestReattachOnAnotherProcess(t *testing.T) {
+	rs := redistest.Start(t)
+	o, _ := options(t)
+	tq := taskQueue()
+	worker := config(tq)
+	worker.HTTPAddr, worker.RedisURL = "", rs.URL()
+	st := testenv.Run(t, context.Background(), worker, o)
+	apiOnly := o
+	apiOnly.APIOnly = true
+	api := config(tq)
+	api.RedisURL = rs.URL()
+	api1 := testenv.Run(t, context.Background(), api, apiOnly)
+	api2 := testenv.Run(t, context.Background(), api, apiOnly)
+	require.NotEqual(t, api1.HTTPAddr, api2.HTTPAddr)
+	before := slowRuns.Load()
+	thread := uuid.NewString()
+	body := input(thread, "r1", "start")
+
+	// readUntil reads a response until it holds want.
+	readUntil := func(res *http.Response, got *strings.Builder, want string) {
+		buf := make([]byte, 4096)
+		for !strings.Contains(got.String(), want) {
+			n, err := res.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				require.Contains(t, got.String(), want, "%v", err)
+			}
+		}
+	}
+	open := func(addr string) (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/api/agui/"+aguiSlow, strings.NewReader(body))
+		require.NoError(t, err)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, 200, res.StatusCode)
+		return res, cancel
+	}
+	res, cancel := open(api1.HTTPAddr)
+	var first strings.Builder
+	readUntil(res, &first, `"type":"STATE_SNAPSHOT"`)
+	cancel() // the connection drops
+	res.Body.Close()
+
+	res, cancel = open(api2.HTTPAddr)
+	defer cancel()
+	defer res.Body.Close()
+	var again strings.Builder
+	readUntil(res, &again, `"type":"STATE_SNAPSHOT"`)
+	require.Equal(t, first.String(), again.String(), "the same events from the beginning")
+	svc, err := sessions.New(sessions.Options{Client: st.Client})
+	require.NoError(t, err)
+	v, err := svc.View(context.Background(), thread)
+	require.NoError(t, err)
+	require.NotNil(t, v.Active)
+	require.NoError(t, st.Client.SignalWorkflow(context.Background(), v.Active.RunID, "", goSignal, nil))
+	rest, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	es := events(t, again.String()+string(rest))
+	require.Equal(t, []string{"RUN_STARTED", "STEP_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
+		"TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_FINISHED"}, types(es))
+	require.Equal(t, before+1, slowRuns.Load(), "the turn ran once")
 }
