@@ -652,3 +652,33 @@ func TestStatelessAnswers(t *testing.T) {
 	c = post2026(t, url, "tools/call", answer("ship", args, nil, k, accepted(map[string]any{"answer": `{"address":{"city":"Oslo"}}`}), c.RequestState), elicitCaps).call(t)
 	require.Equal(t, `Shipping to {"address":{"city":"Oslo"}}.`, c.Content[0].Text)
 }
+
+// With StatelessRevision, the older revisions are served as before on the same handler: a
+// go-sdk client pinned to 2025-11-25 and the official TypeScript client 1.32.2 get a session
+// and hello's question as an elicitation request.
+func TestStatelessBesideOlder(t *testing.T) {
+	s := startStateless(t, mcpserver.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "Lin"}}, nil
+		}})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.urls[0]}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	defer func() { _ = cs.Close() }()
+	require.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion)
+	require.NotEmpty(t, cs.ID(), "a stateful session")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hello", Arguments: map[string]any{"message": "hi"}})
+	require.NoError(t, err)
+	require.Equal(t, "Hello, Lin!", res.Content[0].(*mcp.TextContent).Text)
+
+	p := nodeclient.Start(t, "mcp.mjs", nil, s.urls[0])
+	p.Expect("ready", nodeWait)
+	nodeCall(p, "hello", "hi", nil, false)
+	e := expectElicit(t, p)
+	require.Equal(t, "What is your name?", e.Message)
+	p.Send(map[string]any{"op": "reply", "action": "accept", "content": map[string]any{"answer": "Ada"}})
+	r := expectResult(t, p)
+	require.Equal(t, "Hello, Ada!", r.Result.Content[0].Text)
+}
