@@ -13,7 +13,6 @@ import (
 	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
-	"go.temporal.io/sdk/client"
 )
 
 // wire is the name of this wire in [sessions.Access].
@@ -23,18 +22,11 @@ const wire = "aisdk"
 // of `ai`).
 const streamHeader = "X-Vercel-Ai-Ui-Message-Stream"
 
-// Options configure [New].
+// Options configure [New]. Temporal, the broker, the task queue and the checkpoints kept per
+// session are the session service's ([sessions.Options]).
 type Options struct {
-	// Client reaches Temporal (required).
-	Client client.Client
-	// Broker is where the runs' streams are read (required): the workers' broker.
-	Broker stream.Broker
-	// TaskQueue of sessions and runs (default contracts.DefaultTaskQueue).
-	TaskQueue string
 	// DefaultAgent runs the first turn of a chat whose request names no agent.
 	DefaultAgent string
-	// MaxCheckpoints per new session (default 50).
-	MaxCheckpoints int
 	// Authorize runs before any work, with what the request does ([sessions.Access], Wire
 	// "aisdk"): return a *contracts.Error with CodeUnauthorized or CodeForbidden (any other
 	// error refuses with FORBIDDEN). Required unless AllowUnauthenticated. The chat id is not
@@ -68,28 +60,22 @@ type Handler struct {
 	svc *sessions.Service
 }
 
-// New checks the options and returns the handler.
-func New(o Options) (*Handler, error) {
+// New checks the options and returns the handler over svc, the session service the program's
+// wires share (it must have a broker: the handler reads the responses from it).
+func New(svc *sessions.Service, o Options) (*Handler, error) {
 	switch {
-	case o.Client == nil:
-		return nil, errors.New("kortyx aisdk: Options.Client is required")
-	case o.Broker == nil:
-		return nil, errors.New("kortyx aisdk: Options.Broker is required (the stream broker the workers publish to)")
+	case svc == nil:
+		return nil, errors.New("kortyx aisdk: the session service is required")
+	case svc.Broker() == nil:
+		return nil, errors.New("kortyx aisdk: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx aisdk: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
-	}
-	if o.TaskQueue == "" {
-		o.TaskQueue = contracts.DefaultTaskQueue
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, MaxCheckpoints: o.MaxCheckpoints, Logger: o.Logger})
-	if err != nil {
-		return nil, err
 	}
 	return &Handler{o: o, svc: svc}, nil
 }

@@ -16,7 +16,7 @@
 // Like every wire, it only translates: it calls [sessions.Service] and holds no state a second
 // API process would need.
 //
-//	h, err := aisdk.New(aisdk.Options{Client: c, Broker: broker, DefaultAgent: "support",
+//	h, err := aisdk.New(svc, aisdk.Options{DefaultAgent: "support",
 //		Authorize: func(r *http.Request, a sessions.Access) error { return nil }})
 //	if err != nil {
 //		return err

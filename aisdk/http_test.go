@@ -139,11 +139,19 @@ func TestHTTP(t *testing.T) {
 	})
 
 	t.Run("authorize", func(t *testing.T) {
-		_, err := aisdk.New(aisdk.Options{Client: st.Client, Broker: st.Broker})
+		svc, err := sessions.New(sessions.Options{Client: st.Client, Broker: st.Broker, TaskQueue: "unused"})
+		require.NoError(t, err)
+		_, err = aisdk.New(svc, aisdk.Options{})
 		require.ErrorContains(t, err, "Options.Authorize is required")
+		_, err = aisdk.New(nil, aisdk.Options{AllowUnauthenticated: true})
+		require.ErrorContains(t, err, "the session service is required")
+		noBroker, err := sessions.New(sessions.Options{Client: st.Client})
+		require.NoError(t, err)
+		_, err = aisdk.New(noBroker, aisdk.Options{AllowUnauthenticated: true})
+		require.ErrorContains(t, err, "the session service has no broker")
 		var seen []sessions.Access
 		refuse := error(&contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in first."})
-		h, err := aisdk.New(aisdk.Options{Client: st.Client, Broker: st.Broker, TaskQueue: "unused",
+		h, err := aisdk.New(svc, aisdk.Options{
 			Authorize: func(r *http.Request, a sessions.Access) error {
 				seen = append(seen, a)
 				return refuse

@@ -286,14 +286,16 @@ type API struct {
 // /api/chat/stop), the checkpoint route at /api/checkpoints and /api/chat/checkpoints (the
 // checkpointEndpoint of Kortyx's example app), run streams at
 // /v1/runs/{runID}/stream, the AI SDK's chat transport at POST /api/ui/chat and
-// GET /api/ui/chat/{id}/stream (package aisdk), with api.Registry each agent's A2A card at
-// /a2a/{agent}/.well-known/agent-card.json and its JSON-RPC endpoint at /a2a/{agent} (package
-// a2aserver) and the MCP server at /mcp, the agents as tools (package mcpserver), liveness at
+// GET /api/ui/chat/{id}/stream (package aisdk), AG-UI runs at POST /api/agui/{agent} (package
+// agui), with api.Registry each agent's A2A card at /a2a/{agent}/.well-known/agent-card.json,
+// its JSON-RPC endpoint (A2A 1.0 and 0.3) at /a2a/{agent} and its A2A 1.0 HTTP+JSON routes
+// under /a2a/{agent}/ (package a2aserver) and the MCP server at /mcp, the agents as tools (package mcpserver), liveness at
 // /healthz ({"status":"ok"}) and readiness at /readyz
 // ([Readiness]: Temporal answers, the broker answers when it has a Ping, the worker polls).
 // Every error, also of unknown paths and methods, is a JSON {error, failure}. The routes have
 // no authentication: this is the development API; put the chat package's handlers behind your
-// own authentication in production. It returns the server and the address it listens on.
+// own authentication in production. The wires share one session service. It returns the
+// server and the address it listens on.
 func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string, error) {
 	c, broker := api.Client, api.Broker
 	logger := api.Logger
@@ -308,20 +310,22 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if len(api.CORSOrigins) > 0 {
 		cors = &chat.CORS{AllowedOrigins: api.CORSOrigins}
 	}
+	// One session service for every wire: the turns, answers, stops and checkpoints of all of
+	// them go through it.
+	svc, err := sessions.New(sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger})
+	if err != nil {
+		_ = ln.Close()
+		return nil, "", err
+	}
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
-	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultWorkflow: api.DefaultWorkflow,
+	chatRoute, err := chat.NewHandler(svc, chat.Options{DefaultWorkflow: api.DefaultWorkflow,
 		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
 	}
-	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{Client: c, AllowUnauthenticated: true, Logger: logger, CORS: cors})
-	if err != nil {
-		_ = ln.Close()
-		return nil, "", err
-	}
-	runs, err := sessions.New(sessions.Options{Client: c, Broker: broker})
+	checkpoints, err := chat.NewCheckpointHandler(svc, chat.CheckpointOptions{AllowUnauthenticated: true, Logger: logger, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -331,8 +335,8 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/stop", chatRoute.StopHandler())
 	mux.Handle("/api/checkpoints", checkpoints)
 	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
-	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker, Run: runs.RunState, Logger: logger})
-	aiChat, err := aisdk.New(aisdk.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, DefaultAgent: api.DefaultWorkflow,
+	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker, Run: svc.RunState, Logger: logger})
+	aiChat, err := aisdk.New(svc, aisdk.Options{DefaultAgent: api.DefaultWorkflow,
 		AllowUnauthenticated: true, Logger: logger, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
@@ -344,12 +348,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/ui/chat", aiChat)
 		mux.Handle("OPTIONS /api/ui/chat/{id}/stream", aiChat)
 	}
-	aguiSvc, err := sessions.New(sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger})
-	if err != nil {
-		_ = ln.Close()
-		return nil, "", err
-	}
-	aguiRoute, err := agui.New(aguiSvc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors})
+	aguiRoute, err := agui.New(svc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kortyx-go/kortyx/sessions"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,7 +32,11 @@ type sessionTurn struct{ prompt, answer time.Duration }
 // from the broker directly.
 func BenchmarkSessionTurn(b *testing.B) {
 	e := setup(b)
-	h, err := chat.NewHandler(chat.Options{Client: e.c, Broker: e.broker, TaskQueue: e.queue, AllowUnauthenticated: true})
+	svc, err := sessions.New(sessions.Options{Client: e.c, Broker: e.broker, TaskQueue: e.queue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := chat.NewHandler(svc, chat.Options{AllowUnauthenticated: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func (b *pingBroker) Ping(context.Context) error {
 func TestTurnRefusedWhenBrokerDown(t *testing.T) {
 	b := &pingBroker{Broker: stream.NewMemory(stream.MemoryOptions{}), err: errors.New("dial tcp 127.0.0.1:6399: connect: connection refused")}
 	accepted := 0
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: b, AllowUnauthenticated: true,
+	h, err := NewHandler(service(t, lazyClient(t), b), Options{AllowUnauthenticated: true,
 		OnTurnAccepted: func(context.Context, TurnAccepted) error { accepted++; return nil }})
 	require.NoError(t, err)
 	for _, body := range []string{

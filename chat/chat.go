@@ -13,14 +13,12 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"go.opentelemetry.io/otel/trace"
-	"go.temporal.io/sdk/client"
 )
 
 // wire is the name of the chat and checkpoint routes in [sessions.Access].
@@ -80,18 +78,11 @@ func callbackError(phase string, cause error) *contracts.Error {
 		Details: map[string]any{"phase": string(phase)}, Err: cause}
 }
 
-// Options configure [NewHandler].
+// Options configure [NewHandler]. Temporal, the broker, the task queue and the checkpoints
+// kept per session are the session service's ([sessions.Options]).
 type Options struct {
-	// Client reaches Temporal (required).
-	Client client.Client
-	// Broker is where the runs' streams are read (required): the workers' broker.
-	Broker stream.Broker
-	// TaskQueue of sessions and runs (default contracts.DefaultTaskQueue).
-	TaskQueue string
 	// DefaultWorkflow runs the first turn of a session whose request names no workflow.
 	DefaultWorkflow string
-	// MaxCheckpoints per new session (default 50).
-	MaxCheckpoints int
 	// Authorize runs before any work, with what the request does ([sessions.Access], Wire
 	// "chat": ActionStart with the request's workflow, or ActionAnswer; ActionStop for the Stop
 	// route; SessionID "" for a prompt that names no session, which gets a new one): return a
@@ -158,22 +149,20 @@ type Handler struct {
 	turns turns
 }
 
-// NewHandler checks the options and returns the chat route.
-func NewHandler(o Options) (*Handler, error) {
+// NewHandler checks the options and returns the chat route over svc, the session service the
+// program's wires share (it must have a broker: the route reads the responses from it).
+func NewHandler(svc *sessions.Service, o Options) (*Handler, error) {
 	switch {
-	case o.Client == nil:
-		return nil, errors.New("kortyx chat: Options.Client is required")
-	case o.Broker == nil:
-		return nil, errors.New("kortyx chat: Options.Broker is required (the stream broker the workers publish to)")
+	case svc == nil:
+		return nil, errors.New("kortyx chat: the session service is required")
+	case svc.Broker() == nil:
+		return nil, errors.New("kortyx chat: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx chat: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 	case o.Disconnect == disconnectContinue && o.OnExecution == nil:
 		return nil, errors.New(`kortyx chat: disconnect: "continue" requires onExecution to retain host lifetime (Options.OnExecution)`)
 	case o.Disconnect != "" && o.Disconnect != disconnectCancel && o.Disconnect != disconnectContinue:
 		return nil, fmt.Errorf("kortyx chat: Options.Disconnect must be %q or %q", disconnectCancel, disconnectContinue)
-	}
-	if o.TaskQueue == "" {
-		o.TaskQueue = contracts.DefaultTaskQueue
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
@@ -186,10 +175,6 @@ func NewHandler(o Options) (*Handler, error) {
 	}
 	if o.RememberedTurns <= 0 {
 		o.RememberedTurns = defaultRememberedTurns
-	}
-	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, MaxCheckpoints: o.MaxCheckpoints, Logger: o.Logger})
-	if err != nil {
-		return nil, err
 	}
 	h := &Handler{o: o, svc: svc, index: o.index.orDefault()}
 	h.turns.max = o.RememberedTurns

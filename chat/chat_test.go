@@ -108,19 +108,21 @@ func TestResumeResponse(t *testing.T) {
 func TestNewHandlerOptions(t *testing.T) {
 	c := lazyClient(t)
 	b := stream.NewMemory(stream.MemoryOptions{})
+	withBroker, noBroker := service(t, c, b), service(t, c, nil)
 	for name, tc := range map[string]struct {
+		svc  *sessions.Service
 		o    Options
 		want string
 	}{
-		"no client": {Options{Broker: b, AllowUnauthenticated: true}, "Options.Client is required"},
-		"no broker": {Options{Client: c, AllowUnauthenticated: true}, "Options.Broker is required"},
-		"no auth":   {Options{Client: c, Broker: b}, "Options.Authorize is required"},
-		"continue":  {Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: disconnectContinue}, `disconnect: "continue" requires onExecution`},
-		"bad mode":  {Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: "later"}, "Options.Disconnect must be"},
-		"dev":       {Options{Client: c, Broker: b, AllowUnauthenticated: true}, ""},
+		"no service": {nil, Options{AllowUnauthenticated: true}, "the session service is required"},
+		"no broker":  {noBroker, Options{AllowUnauthenticated: true}, "the session service has no broker"},
+		"no auth":    {withBroker, Options{}, "Options.Authorize is required"},
+		"continue":   {withBroker, Options{AllowUnauthenticated: true, Disconnect: disconnectContinue}, `disconnect: "continue" requires onExecution`},
+		"bad mode":   {withBroker, Options{AllowUnauthenticated: true, Disconnect: "later"}, "Options.Disconnect must be"},
+		"dev":        {withBroker, Options{AllowUnauthenticated: true}, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewHandler(tc.o)
+			_, err := NewHandler(tc.svc, tc.o)
 			if tc.want == "" {
 				require.NoError(t, err)
 				return
@@ -128,9 +130,9 @@ func TestNewHandlerOptions(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
-	_, err := NewHandler(Options{Client: c, Broker: b, AllowUnauthenticated: true, Disconnect: disconnectContinue, OnExecution: func(<-chan struct{}) {}})
+	_, err := NewHandler(service(t, c, b), Options{AllowUnauthenticated: true, Disconnect: disconnectContinue, OnExecution: func(<-chan struct{}) {}})
 	require.NoError(t, err)
-	_, err = NewCheckpointHandler(CheckpointOptions{Client: c})
+	_, err = NewCheckpointHandler(service(t, c, nil), CheckpointOptions{})
 	require.ErrorContains(t, err, "CheckpointOptions.Authorize is required")
 }
 
@@ -138,7 +140,7 @@ func TestNewHandlerOptions(t *testing.T) {
 // authorization, callback preconditions.
 func TestRefusedBeforeWork(t *testing.T) {
 	calls := 0
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
+	h, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			if r.Header.Get("Authorization") == "" {
 				return &contracts.Error{Code: contracts.CodeUnauthorized, Message: "Sign in."}
@@ -189,7 +191,7 @@ func lazyClient(t *testing.T) client.Client {
 }
 
 func TestCheckpointRequestRefusals(t *testing.T) {
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), AllowUnauthenticated: true})
+	h, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	for name, body := range map[string]string{
 		"invalid JSON":         `{`,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/sessions"
-	"go.temporal.io/sdk/client"
 )
 
 // CheckpointRequest is a checkpoint route request (spec F6.10), discriminated by Action:
@@ -57,7 +56,6 @@ type RolledBack struct {
 
 // CheckpointOptions configure [NewCheckpointHandler].
 type CheckpointOptions struct {
-	Client client.Client
 	// Authorize runs before any work (required unless AllowUnauthenticated), with what the
 	// request does ([sessions.Access], Wire "chat": ActionRead for get and list,
 	// ActionRollback, ActionFork with the NewSessionID the client picked; SessionID the
@@ -89,11 +87,12 @@ type CheckpointHandler struct {
 	index *sessionIndex
 }
 
-// NewCheckpointHandler checks the options and returns the checkpoint route.
-func NewCheckpointHandler(o CheckpointOptions) (*CheckpointHandler, error) {
+// NewCheckpointHandler checks the options and returns the checkpoint route over svc, the
+// session service the program's wires share.
+func NewCheckpointHandler(svc *sessions.Service, o CheckpointOptions) (*CheckpointHandler, error) {
 	switch {
-	case o.Client == nil:
-		return nil, errors.New("kortyx checkpoints: CheckpointOptions.Client is required")
+	case svc == nil:
+		return nil, errors.New("kortyx checkpoints: the session service is required")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx checkpoints: CheckpointOptions.Authorize is required (or set AllowUnauthenticated for development)")
 	}
@@ -102,10 +101,6 @@ func NewCheckpointHandler(o CheckpointOptions) (*CheckpointHandler, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	svc, err := sessions.New(sessions.Options{Client: o.Client})
-	if err != nil {
-		return nil, err
 	}
 	return &CheckpointHandler{o: o, svc: svc, index: o.index.orDefault()}, nil
 }

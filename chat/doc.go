@@ -7,8 +7,12 @@
 // Put the handlers behind your own authentication and authorize every request against the
 // session it names (Options.Authorize):
 //
-//	h, err := chat.NewHandler(chat.Options{
-//		Client: c, Broker: broker, DefaultWorkflow: "support",
+//	svc, err := sessions.New(sessions.Options{Client: c, Broker: broker}) // one for every wire
+//	if err != nil {
+//		return err
+//	}
+//	h, err := chat.NewHandler(svc, chat.Options{
+//		DefaultWorkflow: "support",
 //		Authorize: func(r *http.Request, a sessions.Access) error { return owns(r, a.SessionID) },
 //	})
 //	if err != nil {

@@ -17,7 +17,7 @@ import (
 // Every 5xx of the routes is logged on Options.Logger with its cause; 4xx are not.
 func TestFiveHundredsAreLoggedWithTheirCause(t *testing.T) {
 	var logs bytes.Buffer
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true,
+	h, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true,
 		Logger:         slog.New(slog.NewTextHandler(&logs, nil)),
 		OnTurnAccepted: func(context.Context, TurnAccepted) error { return errors.New("the transcript database is down") },
 		// Handled, so that only the route's own log line is written.

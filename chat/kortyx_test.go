@@ -169,7 +169,7 @@ func TestKortyxCheckpointRequests(t *testing.T) {
 	idx := newSessionIndex(10)
 	var authorized []sessions.Access
 	resolved := map[string]string{"cp-app": "s-app"}
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: idx,
+	h, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{index: idx,
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			authorized = append(authorized, a)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
@@ -226,7 +226,7 @@ func TestKortyxResult(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), AllowUnauthenticated: true,
+	h, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{AllowUnauthenticated: true,
 		CORS: &CORS{AllowedOrigins: []string{"https://app.example"}, AllowCredentials: true}})
 	require.NoError(t, err)
 	pre := func(origin string) *httptest.ResponseRecorder {
@@ -271,7 +271,7 @@ func TestCORS(t *testing.T) {
 	require.Empty(t, w.Header().Get("Access-Control-Allow-Origin"))
 
 	// Off by default: a preflight is a method the route does not serve.
-	off, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), AllowUnauthenticated: true})
+	off, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	r := httptest.NewRequest(http.MethodOptions, "/api/checkpoints", nil)
 	r.Header.Set("Origin", "https://app.example")
@@ -282,7 +282,7 @@ func TestCORS(t *testing.T) {
 	require.Empty(t, w.Header().Get("Access-Control-Allow-Origin"))
 
 	// The chat and stop routes take the same option; "*" allows any origin.
-	ch, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true, CORS: &CORS{AllowedOrigins: []string{"*"}}})
+	ch, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true, CORS: &CORS{AllowedOrigins: []string{"*"}}})
 	require.NoError(t, err)
 	for _, route := range []http.Handler{ch, ch.StopHandler()} {
 		r := httptest.NewRequest(http.MethodOptions, "/api/chat", nil)

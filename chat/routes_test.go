@@ -19,7 +19,7 @@ import (
 // Ids without a session (older checkpoints) still go through the index.
 func TestCheckpointIDNamesItsSession(t *testing.T) {
 	var authorized []sessions.Access
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), index: newSessionIndex(10),
+	h, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{index: newSessionIndex(10),
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			authorized = append(authorized, a)
 			return contracts.Errorf(contracts.CodeForbidden, "Stop here.") // before Temporal
@@ -45,7 +45,7 @@ func TestCheckpointIDNamesItsSession(t *testing.T) {
 
 // Origins with the port "*" allow their scheme and host on any port, and nothing else.
 func TestCORSAnyPort(t *testing.T) {
-	h, err := NewCheckpointHandler(CheckpointOptions{Client: lazyClient(t), AllowUnauthenticated: true,
+	h, err := NewCheckpointHandler(service(t, lazyClient(t), nil), CheckpointOptions{AllowUnauthenticated: true,
 		CORS: &CORS{AllowedOrigins: []string{"http://localhost:*", "http://[::1]:*"}}})
 	require.NoError(t, err)
 	pre := func(origin string) int {
@@ -75,7 +75,7 @@ func TestCORSAnyPort(t *testing.T) {
 // caller's).
 func TestCallbackIDsBeforeAuthorize(t *testing.T) {
 	authorized := 0
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}),
+	h, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			authorized++
 			return contracts.Errorf(contracts.CodeForbidden, "This session is not yours.")

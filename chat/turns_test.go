@@ -132,10 +132,10 @@ func TestTurnsRememberAtMostMax(t *testing.T) {
 }
 
 func TestRememberedTurnsOption(t *testing.T) {
-	h, err := NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true})
+	h, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	require.Equal(t, defaultRememberedTurns, h.turns.max)
-	h, err = NewHandler(Options{Client: lazyClient(t), Broker: stream.NewMemory(stream.MemoryOptions{}), AllowUnauthenticated: true, RememberedTurns: 10})
+	h, err = NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true, RememberedTurns: 10})
 	require.NoError(t, err)
 	require.Equal(t, 10, h.turns.max)
 }

@@ -54,6 +54,10 @@ func New(o Options) (*Service, error) {
 	return &Service{o: o}, nil
 }
 
+// Broker is the broker the service reads the runs' streams from (nil: none, see
+// [Options].Broker): a wire that streams responses checks at construction that there is one.
+func (s *Service) Broker() stream.Broker { return s.o.Broker }
+
 func (s *Service) logger() *slog.Logger {
 	if s.o.Logger == nil {
 		return slog.Default()

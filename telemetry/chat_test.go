@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kortyx-go/kortyx/sessions"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -132,7 +133,9 @@ func startStack(t *testing.T) *stack {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	h, err := chat.NewHandler(chat.Options{Client: c, Broker: broker, TaskQueue: tq, DefaultWorkflow: agentID, AllowUnauthenticated: true})
+	svc, err := sessions.New(sessions.Options{Client: c, Broker: broker, TaskQueue: tq})
+	require.NoError(t, err)
+	h, err := chat.NewHandler(svc, chat.Options{DefaultWorkflow: agentID, AllowUnauthenticated: true})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)

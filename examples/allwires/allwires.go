@@ -63,12 +63,12 @@ func Mount(mux *http.ServeMux, o Options) error {
 		}
 		return nil
 	}
-	chatRoute, err := chat.NewHandler(chat.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Owner: user,
+	chatRoute, err := chat.NewHandler(svc, chat.Options{Owner: user,
 		Authorize: authorize})
 	if err != nil {
 		return err
 	}
-	ui, err := aisdk.New(aisdk.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Owner: user, Authorize: authorize})
+	ui, err := aisdk.New(svc, aisdk.Options{Owner: user, Authorize: authorize})
 	if err != nil {
 		return err
 	}

@@ -189,7 +189,7 @@ func New(o Options) (*Server, error) {
 	// owned checks that the caller owns session; unclaimed, when true, also lets a caller use a
 	// session that has no owner yet (a prompt: the session itself refuses it if another
 	// caller's first turn gets there first).
-	svc, err := sessions.New(sessions.Options{Client: o.Client, TaskQueue: o.TaskQueue})
+	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +211,8 @@ func New(o Options) (*Server, error) {
 		}
 		return nil
 	}
-	chatRoute, err := chat.NewHandler(chat.Options{
-		Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, DefaultWorkflow: o.DefaultWorkflow, Logger: o.Logger,
+	chatRoute, err := chat.NewHandler(svc, chat.Options{
+		DefaultWorkflow: o.DefaultWorkflow, Logger: o.Logger,
 		Owner: UserOf,
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			return owned(r, a.SessionID, a.Action == sessions.ActionStart)
@@ -232,8 +232,8 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	checkpoints, err := chat.NewCheckpointHandler(chat.CheckpointOptions{
-		Client: o.Client, Logger: o.Logger,
+	checkpoints, err := chat.NewCheckpointHandler(svc, chat.CheckpointOptions{
+		Logger: o.Logger,
 		// Only the owner may list, restore or fork a session's checkpoints; a fork's new session
 		// id, when the client picks it, must not belong to someone else.
 		Authorize: func(r *http.Request, a sessions.Access) error {

@@ -80,7 +80,11 @@ func main() {
 	}
 	acts.Register(w)
 
-	chatRoute, err := chat.NewHandler(chat.Options{Client: c, Broker: broker,
+	svc, err := sessions.New(sessions.Options{Client: c, Broker: broker}) // every wire's session service
+	if err != nil {
+		log.Fatal(err)
+	}
+	chatRoute, err := chat.NewHandler(svc, chat.Options{
 		Authorize: authorize}) // your authorization: docs/chat.md
 	if err != nil {
 		log.Fatal(err)

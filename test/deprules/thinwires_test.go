@@ -8,7 +8,7 @@ import (
 // thinWires are the wires that are already built on the session service and package httpwire
 // alone. The others (mcpserver, a2aserver, web) still read run histories or the agent registry
 // themselves; each joins this list once it no longer does.
-var thinWires = []string{module + "/chat", module + "/aisdk"}
+var thinWires = []string{module + "/chat", module + "/aisdk", module + "/agui"}
 
 // A thin wire's own code imports nothing under internal/ and not package workflows: what it
 // needs of a run, a session or an agent it gets from the service, what it shares with other

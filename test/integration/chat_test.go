@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/kortyx-go/kortyx/stream"
+	"go.temporal.io/sdk/client"
 	"io"
 	"mime"
 	"net/http"
@@ -26,6 +28,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// newService is the session service of the routes a test serves: Temporal client c, broker b,
+// task queue tq.
+func newService(t *testing.T, c client.Client, b stream.Broker, tq string) *sessions.Service {
+	t.Helper()
+	svc, err := sessions.New(sessions.Options{Client: c, Broker: b, TaskQueue: tq})
+	require.NoError(t, err)
+	return svc
+}
+
 // chatEnv is a worker plus the chat and checkpoint routes on a real HTTP server.
 type chatEnv struct {
 	*inproc
@@ -34,17 +45,17 @@ type chatEnv struct {
 
 // startChat starts a worker and serves the chat route (at /api/chat, its Stop route at
 // /api/chat/stop) and the checkpoint route (at /api/checkpoints). The options get the worker's
-// client, broker and task queue, and AllowUnauthenticated when they have no Authorize.
+// client, broker and task queue through one session service, and AllowUnauthenticated when
+// they have no Authorize.
 func startChat(t *testing.T, o chat.Options, co chat.CheckpointOptions) *chatEnv {
 	t.Helper()
 	e := startWorker(t, tc)
-	o.Client, o.Broker, o.TaskQueue = e.c, e.broker, e.tq
+	svc := newService(t, e.c, e.broker, e.tq)
 	o.AllowUnauthenticated = o.Authorize == nil
-	h, err := chat.NewHandler(o)
+	h, err := chat.NewHandler(svc, o)
 	require.NoError(t, err)
-	co.Client = e.c
 	co.AllowUnauthenticated = co.Authorize == nil
-	ch, err := chat.NewCheckpointHandler(co)
+	ch, err := chat.NewCheckpointHandler(svc, co)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)

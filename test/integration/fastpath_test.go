@@ -330,7 +330,7 @@ func TestFastPathSessionTaskTimeout(t *testing.T) {
 		Providers: providers.NewSet(openai.New(openai.Options{ID: "fake", BaseURL: fs.URL(), APIKey: "test"}))})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	h, err := chat.NewHandler(chat.Options{Client: e.c, Broker: e.broker, TaskQueue: e.tq, AllowUnauthenticated: true})
+	h, err := chat.NewHandler(newService(t, e.c, e.broker, e.tq), chat.Options{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)

@@ -80,14 +80,14 @@ type goneRoutes struct {
 
 func serveGone(t *testing.T, e *inproc, b stream.Broker, o chat.Options) *goneRoutes {
 	t.Helper()
-	o.Client, o.Broker, o.TaskQueue, o.AllowUnauthenticated = tc, b, e.tq, true
+	o.AllowUnauthenticated = true
 	g := &goneRoutes{}
 	o.OnExecution = func(done <-chan struct{}) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.execs = append(g.execs, done)
 	}
-	h, err := chat.NewHandler(o)
+	h, err := chat.NewHandler(newService(t, tc, b, e.tq), o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)

@@ -222,9 +222,8 @@ func idle(t *testing.T, c *chatEnv, session string) {
 // process would), and returns its environment.
 func serveChat(t *testing.T, e *inproc, o chat.Options) *chatEnv {
 	t.Helper()
-	o.Client, o.Broker, o.TaskQueue = e.c, e.broker, e.tq
 	o.AllowUnauthenticated = true
-	h, err := chat.NewHandler(o)
+	h, err := chat.NewHandler(newService(t, e.c, e.broker, e.tq), o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)

@@ -81,7 +81,7 @@ func startSilentWorker(t *testing.T) *inproc {
 // server's deadline, and sent no keep-alive).
 func TestChatSSEOutlivesServerWriteTimeout(t *testing.T) {
 	e := startSilentWorker(t)
-	h, err := chat.NewHandler(chat.Options{Client: e.c, Broker: e.broker, TaskQueue: e.tq, AllowUnauthenticated: true,
+	h, err := chat.NewHandler(newService(t, e.c, e.broker, e.tq), chat.Options{AllowUnauthenticated: true,
 		KeepAlive: time.Second})
 	require.NoError(t, err)
 	mux := http.NewServeMux()

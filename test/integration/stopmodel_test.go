@@ -153,8 +153,8 @@ func TestCancelAbortsProviderRequest(t *testing.T) {
 func startWatchedChat(t *testing.T, o chat.Options) (*chatEnv, *watchedServer) {
 	t.Helper()
 	e, ws := startWatchedWorker(t)
-	o.Client, o.Broker, o.TaskQueue, o.AllowUnauthenticated = e.c, e.broker, e.tq, true
-	h, err := chat.NewHandler(o)
+	o.AllowUnauthenticated = true
+	h, err := chat.NewHandler(newService(t, e.c, e.broker, e.tq), o)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/api/chat", h)
