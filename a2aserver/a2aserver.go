@@ -12,13 +12,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
-	"github.com/kortyx-go/kortyx/internal/ssewriter"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
-	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 )
 
 // protocolVersion is the A2A version the cards declare in their 0.3 field protocolVersion: the
@@ -29,16 +24,10 @@ const protocolVersion = "0.3.0"
 // cardPath is where each agent's card is served, after /a2a/{agent}.
 const cardPath = "/.well-known/agent-card.json"
 
-// Options configure [New].
+// Options configure [New]. Temporal, the broker, the task queue, the agents (each gets a card
+// and an endpoint) and the data converter of run histories are the session service's
+// ([sessions.Options]).
 type Options struct {
-	// Client reaches Temporal (required).
-	Client client.Client
-	// Broker is where the runs' streams are read (required): the workers' broker.
-	Broker stream.Broker
-	// Registry lists the agents (required): each definition gets a card and an endpoint.
-	Registry *workflows.Registry
-	// TaskQueue of new sessions and their runs (default contracts.DefaultTaskQueue).
-	TaskQueue string
 	// Authorize runs before every call of the session service, with what the request does
 	// (sessions.Access, Wire "a2a"); return a *contracts.Error with CodeUnauthorized or
 	// CodeForbidden (HTTP 401/403; any other error is FORBIDDEN) to refuse. Required unless
@@ -62,9 +51,6 @@ type Options struct {
 	// KeepAlive is the interval of the ": keep-alive" comments of an idle stream; 0 means
 	// every 15 s, a negative value disables them.
 	KeepAlive time.Duration
-	// DataConverter decodes the payloads of run histories (the prompt and the answers of a
-	// task's history): the one Client was dialed with (nil: Temporal's default).
-	DataConverter converter.DataConverter
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -76,30 +62,25 @@ type Handler struct {
 	svc *sessions.Service
 }
 
-// New checks the options and returns the handler; mount it at "/a2a/".
-func New(o Options) (*Handler, error) {
+// New checks the options and returns the handler over svc, the session service the program's
+// wires share (it must have a broker, to read the tasks' streams, and a catalog of agents,
+// [sessions.Options].Agents); mount it at "/a2a/".
+func New(svc *sessions.Service, o Options) (*Handler, error) {
 	switch {
-	case o.Client == nil:
-		return nil, errors.New("kortyx a2aserver: Options.Client is required")
-	case o.Broker == nil:
-		return nil, errors.New("kortyx a2aserver: Options.Broker is required (the stream broker the workers publish to)")
-	case o.Registry == nil:
-		return nil, errors.New("kortyx a2aserver: Options.Registry is required (the agents to serve)")
+	case svc == nil:
+		return nil, errors.New("kortyx a2aserver: the session service is required")
+	case svc.Broker() == nil:
+		return nil, errors.New("kortyx a2aserver: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
+	case svc.Agents() == nil:
+		return nil, errors.New("kortyx a2aserver: the session service has no agents (sessions.Options.Agents: the agents to serve)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx a2aserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = httpapi.DefaultMaxBody
+		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.DataConverter == nil {
-		o.DataConverter = converter.GetDefaultDataConverter()
-	}
-	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Logger: o.Logger})
-	if err != nil {
-		return nil, err
 	}
 	return &Handler{o: o, svc: svc}, nil
 }
@@ -115,21 +96,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a, found := restRoute(r); ok && !card && found != "" {
 		agent, route = a, found
 	}
-	def, known := h.o.Registry.Lookup(agent)
+	def, known := h.svc.Agent(agent)
 	switch {
 	case !ok || agent == "" || strings.Contains(agent, "/") || !known:
-		httpapi.WriteError(w, r, h.o.Logger, http.StatusNotFound, contracts.Errorf(contracts.CodeNotFound, "No A2A agent at %s.", r.URL.Path))
+		httpwire.WriteError(w, r, h.o.Logger, http.StatusNotFound, contracts.Errorf(contracts.CodeNotFound, "No A2A agent at %s.", r.URL.Path))
 	case card && r.Method == http.MethodGet:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(h.card(r, def))
 	case card:
 		w.Header().Set("Allow", http.MethodGet)
-		httpapi.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use GET."))
+		httpwire.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use GET."))
 	case route != "":
 		h.rest(w, r, def.ID, route)
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
-		httpapi.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST with a JSON-RPC request."))
+		httpwire.WriteError(w, r, h.o.Logger, http.StatusMethodNotAllowed, contracts.Errorf(contracts.CodeInvalidRequest, "Use POST with a JSON-RPC request."))
 	default:
 		h.rpc(w, r, def.ID)
 	}
@@ -152,7 +133,7 @@ type agentCard struct {
 
 // card is the agent card of def: one skill, the agent itself; JSON-RPC (1.0 and 0.3) at the
 // endpoint, and the HTTP+JSON binding of 1.0 under it.
-func (h *Handler) card(r *http.Request, def *workflows.Definition) *agentCard {
+func (h *Handler) card(r *http.Request, def contracts.Agent) *agentCard {
 	base := strings.TrimSuffix(h.o.BaseURL, "/")
 	if base == "" {
 		base = "http://" + r.Host
@@ -258,7 +239,7 @@ func (h *Handler) toRPC(r *http.Request, method string, err error) *rpcError {
 // codeOf is the JSON-RPC code of err in A2A 0.3 (v1 false) or 1.0 and its public failure; an
 // internal failure is logged.
 func (h *Handler) codeOf(r *http.Request, method string, err error, v1 bool) (int, contracts.Failure) {
-	f := httpapi.Public(err)
+	f := httpwire.Public(err)
 	code := codeInternal
 	var ce *codedError
 	switch {
@@ -284,7 +265,7 @@ func (h *Handler) codeOf(r *http.Request, method string, err error, v1 bool) (in
 // or one of 0.3. A request that fails before its method is known is answered in the shape of
 // the version its A2A-Version header names (none: 0.3).
 func (h *Handler) rpc(w http.ResponseWriter, r *http.Request, agent string) {
-	body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
+	body, err := httpwire.ReadBody(w, r, h.o.MaxBodyBytes)
 	var req rpcRequest
 	switch {
 	case err != nil:
@@ -409,9 +390,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, req rpcRequest,
 // each A2A event as the JSON value wrap returns, and keep-alives while idle.
 func (h *Handler) events(w http.ResponseWriter, c *call, wrap func(a2a.Event) any) *sseOut {
 	out := &sseOut{w: w, keepAlive: h.o.KeepAlive}
-	c.idle = h.o.KeepAlive // the writer's interval: 0 is ssewriter.DefaultKeepAlive, a negative value none
+	c.idle = h.o.KeepAlive // the writer's interval: 0 is httpwire.DefaultKeepAlive, a negative value none
 	if c.idle == 0 {
-		c.idle = ssewriter.DefaultKeepAlive
+		c.idle = httpwire.DefaultKeepAlive
 	}
 	c.idle = max(c.idle, 0)
 	c.emit = func(ev a2a.Event) error {
@@ -428,7 +409,7 @@ func (h *Handler) events(w http.ResponseWriter, c *call, wrap func(a2a.Event) an
 type sseOut struct {
 	w         http.ResponseWriter
 	keepAlive time.Duration
-	sw        *ssewriter.Writer
+	sw        *httpwire.SSEWriter
 	pending   []any
 }
 
@@ -441,7 +422,7 @@ func (s *sseOut) open() error {
 		return s.sw.Err()
 	}
 	var err error
-	s.sw, err = ssewriter.New(s.w, ssewriter.Options{KeepAlive: s.keepAlive, OmitIDs: true,
+	s.sw, err = httpwire.NewSSEWriter(s.w, httpwire.SSEOptions{KeepAlive: s.keepAlive, OmitIDs: true,
 		Transform: func(contracts.Chunk) []any { out := s.pending; s.pending = nil; return out }})
 	return err
 }
@@ -484,5 +465,5 @@ func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
 		return nil
 	}
 	a.Wire = "a2a"
-	return httpapi.Refusal(h.o.Authorize(r, a))
+	return httpwire.Refusal(h.o.Authorize(r, a))
 }

@@ -20,7 +20,8 @@
 // is the input-required state, whose message carries the question as a text part and a data
 // part with its kind, options and the JSON Schema of the answer.
 //
-//	h, err := a2aserver.New(a2aserver.Options{Client: c, Broker: broker, Registry: reg,
+//	// svc: the program's one session service, with sessions.Options.Agents the agents to serve.
+//	h, err := a2aserver.New(svc, a2aserver.Options{
 //		Authorize: func(r *http.Request, a sessions.Access) error { return checkCaller(r, a) }})
 //	if err != nil {
 //		return err

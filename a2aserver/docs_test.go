@@ -153,7 +153,7 @@ func TestMessageRules(t *testing.T) {
 	// task still has its state and its prompt.
 	reg := workflows.NewRegistry()
 	require.NoError(t, hello.Register(reg))
-	h, err := a2aserver.New(a2aserver.Options{Client: tenv.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: reg, AllowUnauthenticated: true})
+	h, err := a2aserver.New(wireService(t, tenv.Client, stream.NewMemory(stream.MemoryOptions{}), reg, ""), a2aserver.Options{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	w := do(h, http.MethodPost, "/a2a/hello", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"`+first["id"].(string)+`"}}`)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"`+first["id"].(string)+`","contextId":"`+session+`","status":{"state":"input-required"},

@@ -24,11 +24,10 @@ func newHandler(t *testing.T, o a2aserver.Options) http.Handler {
 	t.Helper()
 	reg := workflows.NewRegistry()
 	require.NoError(t, hello.Register(reg))
-	o.Client, o.Broker, o.Registry = tenv.Client, stream.NewMemory(stream.MemoryOptions{}), reg
 	if o.Authorize == nil {
 		o.AllowUnauthenticated = true
 	}
-	h, err := a2aserver.New(o)
+	h, err := a2aserver.New(wireService(t, tenv.Client, stream.NewMemory(stream.MemoryOptions{}), reg, ""), o)
 	require.NoError(t, err)
 	return h
 }
@@ -209,6 +208,6 @@ func TestAuthorize(t *testing.T) {
 	require.Equal(t, http.StatusOK, do(h, http.MethodGet, "/a2a/hello/.well-known/agent-card.json", "").Code)
 	require.Len(t, seen, 2)
 
-	_, err := a2aserver.New(a2aserver.Options{Client: tenv.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: workflows.NewRegistry()})
+	_, err := a2aserver.New(wireService(t, tenv.Client, stream.NewMemory(stream.MemoryOptions{}), workflows.NewRegistry(), ""), a2aserver.Options{})
 	require.EqualError(t, err, "kortyx a2aserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 }

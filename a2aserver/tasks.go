@@ -11,16 +11,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/google/uuid"
-	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
-	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 )
 
 // cancelWait bounds how long tasks/cancel waits for the run to end.
@@ -108,7 +101,7 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		return ts, 0, "", nil, err
 	}
 	turnID := ""
-	if len(m.ID) <= 128 && protocol.CheckID("messageId", m.ID) == nil {
+	if len(m.ID) <= 128 && contracts.CheckID("messageId", m.ID) == nil {
 		turnID = m.ID // a message sent again (same messageId) gets its turn back, not a second run
 	}
 	if m.TaskID == "" {
@@ -140,7 +133,7 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 	if rec.closed != "" {
 		return ts, 0, "", nil, endedFail("Task %s is %s and cannot be continued: send the message without taskId to start a new task in the same context.", m.TaskID, rec.closed)
 	}
-	view, err := kortyx.Query(c.ctx(), c.h.o.Client, string(m.TaskID))
+	view, err := c.h.svc.RunView(c.ctx(), string(m.TaskID))
 	if err != nil {
 		return ts, 0, "", nil, err
 	}
@@ -261,7 +254,7 @@ func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
 	if rec.closed != "" {
 		return nil, rpcFail(codeNotCancelable, contracts.CodeInvalidRequest, "Task %s is already %s.", id, rec.closed)
 	}
-	view, err := kortyx.Query(c.ctx(), c.h.o.Client, string(id))
+	view, err := c.h.svc.RunView(c.ctx(), string(id))
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +271,7 @@ func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx(), cancelWait)
 	defer cancel()
-	_ = c.h.o.Client.GetWorkflow(ctx, string(id), "").Get(ctx, nil) // its end: the cancellation
+	_ = c.h.svc.WaitRun(ctx, string(id)) // its end: the cancellation
 	if rec, err = c.reread(id); err != nil {
 		return nil, err
 	}
@@ -328,98 +321,70 @@ type record struct {
 // the hook was asked with no session: a refused caller learns nothing of which runs exist, and
 // costs one history call (its first page; only the start is decoded), never the whole history.
 func (c *call) task(id a2a.TaskID, action string) (record, error) {
-	it, rec, err := c.open(id)
+	rec, err := c.open(id)
 	if err := c.h.authorize(c.r, sessions.Access{Action: action, SessionID: rec.session}); err != nil {
 		return rec, err
 	}
 	if err != nil {
 		return rec, err
 	}
-	return rec, c.read(it, &rec)
+	return rec, c.read(id, &rec)
 }
 
 // reread is the record of task id again (after task authorized it).
 func (c *call) reread(id a2a.TaskID) (record, error) {
-	it, rec, err := c.open(id)
+	rec, err := c.open(id)
 	if err != nil {
 		return rec, err
 	}
-	return rec, c.read(it, &rec)
+	return rec, c.read(id, &rec)
 }
 
-// open reads the first event of task id's run history, its start: the record it begins (the
-// session and the prompt) and the history's iterator after it. TaskNotFound (with no session in
-// the record) unless the run is one of a session of the endpoint's agent.
-func (c *call) open(id a2a.TaskID) (client.HistoryEventIterator, record, error) {
+// open reads the start of task id's run ([sessions.Service.TurnRun]): the record it begins
+// (the session and the prompt). TaskNotFound (with no session in the record) unless the run is
+// one of a session of the endpoint's agent.
+func (c *call) open(id a2a.TaskID) (record, error) {
 	rec := record{answers: map[string]contracts.Response{}}
 	notFound := rpcFail(codeTaskNotFound, contracts.CodeNotFound, "Task %q not found.", id)
-	if id == "" || protocol.CheckID("id", string(id)) != nil {
-		return nil, rec, notFound
+	if id == "" || contracts.CheckID("id", string(id)) != nil {
+		return rec, notFound
 	}
-	it := c.h.o.Client.GetWorkflowHistory(c.ctx(), string(id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !it.HasNext() {
-		return nil, rec, notFound
+	run, err := c.h.svc.TurnRun(c.ctx(), string(id))
+	switch {
+	case contracts.CodeOf(err) == contracts.CodeNotFound:
+		return rec, notFound
+	case err != nil:
+		return rec, err
+	case run.Workflow != c.agent:
+		return rec, notFound // the run of a session turn of another agent
 	}
-	ev, err := it.Next()
-	if err != nil {
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return nil, rec, notFound
-		}
-		return nil, rec, err
-	}
-	a := ev.GetWorkflowExecutionStartedEventAttributes()
-	var start protocol.RunStart
-	if a.GetWorkflowType().GetName() != contracts.RunWorkflowName || !c.fromPayloads(a.GetInput(), &start) ||
-		start.Session == nil || start.Session.SessionID == "" || start.Workflow != c.agent {
-		return nil, rec, notFound // not the run of a session turn of this agent
-	}
-	rec.session, rec.input = start.Session.SessionID, start.Input
-	return it, rec, nil
+	rec.session, rec.input = run.SessionID, run.Input
+	return rec, nil
 }
 
 // read reads the rest of a run's history into rec: the answers and the run's end.
-func (c *call) read(it client.HistoryEventIterator, rec *record) error {
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return err
-		}
-		switch a := ev.Attributes.(type) {
-		case *historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes:
-			var r contracts.Response
-			if a.WorkflowExecutionSignaledEventAttributes.GetSignalName() == contracts.RespondName &&
-				c.fromPayloads(a.WorkflowExecutionSignaledEventAttributes.GetInput(), &r) {
-				rec.answers[r.RequestID] = r
-			}
-		case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
-			in := a.WorkflowExecutionUpdateAcceptedEventAttributes.GetAcceptedRequest().GetInput()
-			var r contracts.Response
-			if in.GetName() == contracts.RespondName && c.fromPayloads(in.GetArgs(), &r) {
-				rec.answers[r.RequestID] = r
-			}
-		case *historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes:
-			rec.closed = a2a.TaskStateCompleted
-		case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
-			rec.closed = a2a.TaskStateCanceled
-		case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes, *historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes,
-			*historypb.HistoryEvent_WorkflowExecutionTimedOutEventAttributes:
-			rec.closed = a2a.TaskStateFailed
-		}
+func (c *call) read(id a2a.TaskID, rec *record) error {
+	answers, end, err := c.h.svc.TurnRunAnswers(c.ctx(), string(id))
+	if err != nil {
+		return err
+	}
+	rec.answers = answers
+	switch end {
+	case contracts.StatusCompleted:
+		rec.closed = a2a.TaskStateCompleted
+	case contracts.StatusCancelled:
+		rec.closed = a2a.TaskStateCanceled
+	case contracts.StatusFailed:
+		rec.closed = a2a.TaskStateFailed
 	}
 	return nil
-}
-
-// fromPayloads decodes the first payload of p into v with the history's data converter.
-func (c *call) fromPayloads(p *commonpb.Payloads, v any) bool {
-	return p != nil && len(p.Payloads) > 0 && c.h.o.DataConverter.FromPayloads(p, v) == nil
 }
 
 // build is task id as its record and its run's stream say: the history (the prompt, each
 // response's closing message, the answers), the artifacts and the state. It also returns the
 // translator that read the stream and the offset it read up to.
 func (c *call) build(id a2a.TaskID, rec record) (*a2a.Task, *translator, int64, error) {
-	entries, err := c.h.o.Broker.Read(c.ctx(), string(id), 0, 0)
+	entries, err := c.h.svc.Broker().Read(c.ctx(), string(id), 0, 0)
 	if err != nil && contracts.CodeOf(err) != contracts.CodeStreamGone {
 		return nil, nil, 0, err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // A2A 1.0 beside 0.3. The task logic (package sessions calls, the run's history and stream)
@@ -277,7 +277,7 @@ const (
 )
 
 // v1ErrorKinds are the ErrorInfo reason, HTTP status and status name of the A2A errors, by
-// JSON-RPC code (HTTP 0: the failure's own status, [httpapi.Status]).
+// JSON-RPC code (HTTP 0: the failure's own status, [httpwire.Status]).
 var v1ErrorKinds = map[int]struct {
 	reason string
 	http   int
@@ -317,7 +317,7 @@ func (h *Handler) fault(r *http.Request, method string, err error) v1Fault {
 	kind := v1ErrorKinds[code]
 	out := v1Fault{code: code, http: kind.http, status: kind.status, f: f}
 	if out.http == 0 {
-		out.http = httpapi.Status(f)
+		out.http = httpwire.Status(f)
 	}
 	if out.status == "" {
 		out.status = statusNames[out.http]

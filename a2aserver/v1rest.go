@@ -9,7 +9,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 )
 
 // The HTTP+JSON binding of A2A 1.0, under the agent's endpoint /a2a/{agent}:
@@ -108,7 +108,7 @@ func (h *Handler) method(w http.ResponseWriter, r *http.Request, methods ...stri
 
 // restBody reads a SendMessageRequest body as the send parameters of 0.3.
 func (h *Handler) restBody(w http.ResponseWriter, r *http.Request) (*a2a.MessageSendParams, error) {
-	body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
+	body, err := httpwire.ReadBody(w, r, h.o.MaxBodyBytes)
 	var req v1SendRequest
 	switch {
 	case err != nil:

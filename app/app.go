@@ -24,7 +24,7 @@ import (
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/devserver"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
 	"github.com/kortyx-go/kortyx/mcpserver"
 	"github.com/kortyx-go/kortyx/sessions"
@@ -312,7 +312,14 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	}
 	// One session service for every wire: the turns, answers, stops and checkpoints of all of
 	// them go through it.
-	svc, err := sessions.New(sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger})
+	so := sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger}
+	if api.Registry != nil {
+		so.Agents = api.Registry
+	}
+	if api.Codec != nil {
+		so.DataConverter = codec.DataConverter(api.Codec)
+	}
+	svc, err := sessions.New(so)
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -358,11 +365,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/agui/{agent}", aguiRoute)
 	}
 	if api.Registry != nil { // A2A: a card and a JSON-RPC endpoint per agent (docs/a2a.md)
-		ao := a2aserver.Options{Client: c, Broker: broker, Registry: api.Registry, TaskQueue: api.TaskQueue, AllowUnauthenticated: true, Logger: logger}
-		if api.Codec != nil {
-			ao.DataConverter = codec.DataConverter(api.Codec)
-		}
-		a2a, err := a2aserver.New(ao)
+		a2a, err := a2aserver.New(svc, a2aserver.Options{AllowUnauthenticated: true, Logger: logger})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err
@@ -370,8 +373,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("/a2a/", a2a)
 	}
 	if api.Registry != nil { // the MCP server: one tool per agent (docs/mcp-server.md)
-		mcpRoute, err := mcpserver.New(mcpserver.Options{Client: c, Broker: broker, Registry: api.Registry, TaskQueue: api.TaskQueue,
-			AllowUnauthenticated: true, Logger: logger})
+		mcpRoute, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, Logger: logger})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err
@@ -402,7 +404,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if m := api.Telemetry.Metrics(); m != nil {
 		mux.Handle("GET /metrics", m)
 	}
-	srv := &http.Server{Handler: api.Telemetry.HTTP(httpapi.JSONErrors(mux, logger)), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: api.Telemetry.HTTP(httpwire.JSONErrors(mux, logger)), ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

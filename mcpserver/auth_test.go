@@ -31,7 +31,7 @@ func helloRegistry(t *testing.T) *workflows.Registry {
 }
 
 func TestNewNeedsAuthorization(t *testing.T) {
-	_, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t)})
+	_, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{})
 	require.EqualError(t, err, "kortyx mcpserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 }
 
@@ -40,7 +40,7 @@ func TestNewNeedsAuthorization(t *testing.T) {
 func TestAuthorize(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
-	h, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	h, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -100,7 +100,7 @@ func TestAuthorize(t *testing.T) {
 // A body over MaxBodyBytes is refused before the SDK reads it: HTTP 400, a JSON-RPC error of
 // code INVALID_REQUEST, the body rule of every wire.
 func TestBodyLimit(t *testing.T) {
-	h, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	h, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		AllowUnauthenticated: true, MaxBodyBytes: 1024})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
@@ -123,7 +123,7 @@ func TestBodyLimit(t *testing.T) {
 // A body that is not a JSON-RPC message is refused before the SDK reads it (the SDK would
 // answer with its internal text): HTTP 400, a JSON-RPC error whose data code is INVALID_REQUEST.
 func TestMalformedBody(t *testing.T) {
-	h, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	h, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		AllowUnauthenticated: true})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -70,7 +69,7 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 		if id == "" {
 			continue
 		}
-		if err := protocol.CheckID(field, id); err != nil {
+		if err := contracts.CheckID(field, id); err != nil {
 			return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidRequest, Message: err.Message, Issues: err.Issues})
 		}
 	}

@@ -11,7 +11,8 @@
 // client's next call sends back with the answer. The mapping and what is not mapped:
 // docs/mcp-server.md.
 //
-//	h, err := mcpserver.New(mcpserver.Options{Client: c, Broker: broker, Registry: reg,
+//	// svc: the program's one session service, with sessions.Options.Agents the agents to serve.
+//	h, err := mcpserver.New(svc, mcpserver.Options{
 //		Authorize: func(r *http.Request, a sessions.Access) error { return checkCaller(r, a) }})
 //	if err != nil {
 //		return err

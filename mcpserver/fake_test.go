@@ -64,7 +64,7 @@ func fakeHandler(t *testing.T, fc *fakeClient) *Handler {
 	t.Helper()
 	reg := workflows.NewRegistry()
 	require.NoError(t, hello.Register(reg))
-	h, err := New(Options{Client: fc, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: reg, AllowUnauthenticated: true})
+	h, err := New(internalService(t, fc, stream.NewMemory(stream.MemoryOptions{}), reg, ""), Options{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	return h
 }
@@ -182,7 +182,7 @@ func TestCancelWhileStartingStopsTheTurn(t *testing.T) {
 	fc := &startClient{fakeClient: fakeClient{queryErr: serviceerror.NewNotFound("workflow not found")}, started: make(chan struct{})}
 	reg := workflows.NewRegistry()
 	require.NoError(t, hello.Register(reg))
-	h, err := New(Options{Client: fc, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: reg, AllowUnauthenticated: true})
+	h, err := New(internalService(t, fc, stream.NewMemory(stream.MemoryOptions{}), reg, ""), Options{AllowUnauthenticated: true})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()

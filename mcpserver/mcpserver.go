@@ -17,25 +17,15 @@ import (
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/httpapi"
+	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/sessions"
-	"github.com/kortyx-go/kortyx/stream"
-	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.temporal.io/sdk/client"
 )
 
-// Options configure [New].
+// Options configure [New]. Temporal, the broker, the task queue and the agents served as
+// tools are the session service's ([sessions.Options]).
 type Options struct {
-	// Client reaches Temporal (required).
-	Client client.Client
-	// Broker is where the runs' streams are read (required): the workers' broker.
-	Broker stream.Broker
-	// Registry holds the agents served as tools (required): the worker's registry.
-	Registry *workflows.Registry
-	// TaskQueue of new sessions and their runs (default contracts.DefaultTaskQueue).
-	TaskQueue string
 	// Authorize runs before tools/list (Action "read", no session) and before a call touches
 	// a session: "start" for a new turn (Workflow: the tool's agent); for a call naming a
 	// session, "read" first (its open question is looked up), then "answer" when it has one;
@@ -92,7 +82,7 @@ type Handler struct {
 
 // agentTool is one agent served as a tool.
 type agentTool struct {
-	def *workflows.Definition
+	def contracts.Agent
 	// wrapped is set when the agent's input is not an object: the tool's arguments are
 	// {"input": value} (or {"message": text} without an input schema).
 	wrapped string
@@ -102,23 +92,25 @@ type agentTool struct {
 // toolName is the MCP tool name rule (SEP-986): 1 to 128 of A-Z, a-z, 0-9, _, - and '.'.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
-// New checks the options and returns the MCP server over the session service. An agent whose
-// id is not a valid MCP tool name is not served (logged).
-func New(o Options) (*Handler, error) {
+// New checks the options and returns the MCP server over svc, the session service the
+// program's wires share (it must have a broker and a catalog of agents,
+// [sessions.Options].Agents: its agents at New are the tools). An agent whose id is not a
+// valid MCP tool name is not served (logged).
+func New(svc *sessions.Service, o Options) (*Handler, error) {
 	switch {
-	case o.Client == nil:
-		return nil, errors.New("kortyx mcpserver: Options.Client is required")
-	case o.Broker == nil:
-		return nil, errors.New("kortyx mcpserver: Options.Broker is required (the stream broker the workers publish to)")
-	case o.Registry == nil:
-		return nil, errors.New("kortyx mcpserver: Options.Registry is required: its agents are the tools")
+	case svc == nil:
+		return nil, errors.New("kortyx mcpserver: the session service is required")
+	case svc.Broker() == nil:
+		return nil, errors.New("kortyx mcpserver: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
+	case svc.Agents() == nil:
+		return nil, errors.New("kortyx mcpserver: the session service has no agents (sessions.Options.Agents): they are the tools")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx mcpserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 	case len(o.RequestStateKey) > 0 && len(o.RequestStateKey) < minStateKey:
 		return nil, fmt.Errorf("kortyx mcpserver: Options.RequestStateKey has %d bytes: give it at least %d random bytes (or none, for a random key per process)", len(o.RequestStateKey), minStateKey)
 	}
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = httpapi.DefaultMaxBody
+		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -126,14 +118,10 @@ func New(o Options) (*Handler, error) {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = time.Hour
 	}
-	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Logger: o.Logger})
-	if err != nil {
-		return nil, err
-	}
 	sdkLog := slog.New(warnings{o.Logger.Handler()}) // the SDK logs every session at info
 	srv := mcp.NewServer(&mcp.Implementation{Name: "kortyx", Version: "1"}, &mcp.ServerOptions{Logger: sdkLog})
 	h := &Handler{o: o, svc: svc, tools: map[string]*agentTool{}, srv: srv}
-	for _, def := range o.Registry.Workflows() {
+	for _, def := range svc.Agents() {
 		if !toolName.MatchString(def.ID) {
 			o.Logger.Warn("kortyx mcpserver: agent not served: its id is not a valid MCP tool name (1-128 of A-Z a-z 0-9 _ - .)", "agent", def.ID)
 			continue
@@ -167,7 +155,7 @@ func New(o Options) (*Handler, error) {
 // newTool maps an agent to its tool: input schema from the agent's (an object schema as it
 // is; another one under "input"; none: {"message": string}), output schema when the agent's
 // is an object schema.
-func newTool(def *workflows.Definition) (*agentTool, *mcp.Tool) {
+func newTool(def contracts.Agent) (*agentTool, *mcp.Tool) {
 	t := &agentTool{def: def}
 	tool := &mcp.Tool{Name: def.ID, Description: def.Description}
 	if tool.Description == "" {
@@ -266,7 +254,7 @@ func (h *Handler) access(ctx context.Context, hdr http.Header, a sessions.Access
 	if h.o.Authorize == nil {
 		return nil
 	}
-	return httpapi.Refusal(h.o.Authorize(h.request(ctx, hdr), a))
+	return httpwire.Refusal(h.o.Authorize(h.request(ctx, hdr), a))
 }
 
 // authorizeList asks Authorize before tools/list: a refusal is a JSON-RPC error.
@@ -295,7 +283,7 @@ func (h *Handler) authorizeList(next mcp.MethodHandler) mcp.MethodHandler {
 // revisions.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil && r.Method == http.MethodPost {
-		body, err := httpapi.ReadBody(w, r, h.o.MaxBodyBytes)
+		body, err := httpwire.ReadBody(w, r, h.o.MaxBodyBytes)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, jsonrpc.CodeInvalidRequest, nil, err)
 			return

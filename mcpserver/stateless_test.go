@@ -55,10 +55,9 @@ func startStateless(t *testing.T, os ...mcpserver.Options) *statelessStack {
 	for _, mo := range os {
 		reg := workflows.NewRegistry()
 		require.NoError(t, register(reg))
-		mo.Client, mo.Broker, mo.Registry, mo.TaskQueue = r.Client, r.Broker, reg, tq
 		mo.StatelessRevision = true
 		mo.AllowUnauthenticated = mo.Authorize == nil
-		h, err := mcpserver.New(mo)
+		h, err := mcpserver.New(wireService(t, r.Client, r.Broker, reg, tq), mo)
 		require.NoError(t, err)
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
@@ -352,11 +351,11 @@ func TestStatelessStateKey(t *testing.T) {
 // Requests of 2026-07-28 that are not right get a JSON-RPC error with an exact code; without
 // StatelessRevision the revision is refused as before.
 func TestStatelessBadInput(t *testing.T) {
-	_, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	_, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		AllowUnauthenticated: true, StatelessRevision: true, RequestStateKey: []byte("short")})
 	require.EqualError(t, err, "kortyx mcpserver: Options.RequestStateKey has 5 bytes: give it at least 32 random bytes (or none, for a random key per process)")
 
-	h, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	h, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		AllowUnauthenticated: true, StatelessRevision: true})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

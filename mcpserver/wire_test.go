@@ -50,7 +50,7 @@ func (r rawReply) messages(t *testing.T) []string {
 
 func rawServer(t *testing.T) string {
 	t.Helper()
-	h, err := mcpserver.New(mcpserver.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{}), Registry: helloRegistry(t),
+	h, err := mcpserver.New(wireService(t, env.Client, stream.NewMemory(stream.MemoryOptions{}), helloRegistry(t), ""), mcpserver.Options{
 		AllowUnauthenticated: true})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)

@@ -35,6 +35,17 @@ type Options struct {
 	MaxCheckpoints int
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Agents lists the agents the program serves, for the wires that show them (A2A cards,
+	// MCP tools): a *workflows.Registry is one. nil: none.
+	Agents Catalog
+	// DataConverter decodes the payloads of run histories ([Service.TurnRun]): the one Client
+	// was dialed with (nil: Temporal's default).
+	DataConverter converter.DataConverter
+}
+
+// Catalog lists the agents a program serves ([Options].Agents).
+type Catalog interface {
+	Agents() []contracts.Agent
 }
 
 // Service is the session service: every call of a chat's turns and checkpoints, over the
@@ -50,6 +61,9 @@ func New(o Options) (*Service, error) {
 	}
 	if o.TaskQueue == "" {
 		o.TaskQueue = contracts.DefaultTaskQueue
+	}
+	if o.DataConverter == nil {
+		o.DataConverter = converter.GetDefaultDataConverter()
 	}
 	return &Service{o: o}, nil
 }

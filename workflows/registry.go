@@ -463,6 +463,18 @@ func (r *Registry) Workflows() []*Definition {
 	return out
 }
 
+// Agents returns what the wires show of the registered definitions, sorted by id: it is the
+// catalog of the session service (sessions.Options.Agents), read again on each call.
+func (r *Registry) Agents() []contracts.Agent {
+	defs := r.Workflows()
+	out := make([]contracts.Agent, 0, len(defs))
+	for _, d := range defs {
+		out = append(out, contracts.Agent{ID: d.ID, Description: d.Description, Version: d.Version,
+			InputSchema: d.InputSchema, OutputSchema: d.OutputSchema})
+	}
+	return out
+}
+
 // NodeNames returns the registered node function names, sorted.
 func (r *Registry) nodeNames() []string {
 	r.mu.RLock()

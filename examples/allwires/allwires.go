@@ -32,7 +32,7 @@ type Options struct {
 
 // Mount serves the four wires on mux: /api/chat, /api/ui/chat, /mcp and /a2a/.
 func Mount(mux *http.ServeMux, o Options) error {
-	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue})
+	svc, err := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker, TaskQueue: o.TaskQueue, Agents: o.Registry})
 	if err != nil {
 		return err
 	}
@@ -72,12 +72,12 @@ func Mount(mux *http.ServeMux, o Options) error {
 	if err != nil {
 		return err
 	}
-	mcpRoute, err := mcpserver.New(mcpserver.Options{Client: o.Client, Broker: o.Broker, Registry: o.Registry, TaskQueue: o.TaskQueue, Owner: user,
+	mcpRoute, err := mcpserver.New(svc, mcpserver.Options{Owner: user,
 		Authorize: authorize})
 	if err != nil {
 		return err
 	}
-	a2a, err := a2aserver.New(a2aserver.Options{Client: o.Client, Broker: o.Broker, Registry: o.Registry, TaskQueue: o.TaskQueue, Owner: user,
+	a2a, err := a2aserver.New(svc, a2aserver.Options{Owner: user,
 		Authorize: authorize})
 	if err != nil {
 		return err

@@ -33,7 +33,6 @@ var forbidden = []string{
 	module + "/devserver",
 	module + "/examples",
 	module + "/kortyxtest",
-	module + "/internal/httpapi",
 	module + "/httpwire",
 	module + "/stream",
 	module + "/tools",
@@ -181,18 +180,13 @@ func TestStarterLinksNoHeavyDependency(t *testing.T) {
 // builds on the kernel, never the other way round.
 var kernelMayImport = []string{module + "/contracts", module + "/providers"}
 
-// forwarders are the kernel packages that only forward to httpwire, kept while wires still
-// being moved import them; they go, and with them this exception, once none does.
-var forwarders = []string{module + "/internal/httpapi", module + "/internal/ssewriter"}
-
 // The kernel under internal/ imports nothing of a higher layer, in its code or its tests.
 func TestKernelImportsNoHigherLayer(t *testing.T) {
 	for _, pkg := range goList(t, module+"/internal/...") {
 		t.Run(strings.TrimPrefix(pkg, module+"/"), func(t *testing.T) {
 			imports := goList(t, "-f", `{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, pkg)
 			for _, imp := range imports {
-				if !strings.HasPrefix(imp, module+"/") || strings.HasPrefix(imp, module+"/internal/") || slices.Contains(kernelMayImport, imp) ||
-					slices.Contains(forwarders, pkg) && imp == module+"/httpwire" {
+				if !strings.HasPrefix(imp, module+"/") || strings.HasPrefix(imp, module+"/internal/") || slices.Contains(kernelMayImport, imp) {
 					continue
 				}
 				t.Errorf("%s imports %s, a higher layer", pkg, imp)

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// thinWires are the wires that are already built on the session service and package httpwire
-// alone. The others (mcpserver, a2aserver, web) still read run histories or the agent registry
-// themselves; each joins this list once it no longer does.
-var thinWires = []string{module + "/chat", module + "/aisdk", module + "/agui"}
+// thinWires are the wires that are built on the session service and package httpwire alone.
+// The studio (package web) is not one yet: it still lists runs and reads their histories with
+// the Temporal client itself.
+var thinWires = []string{module + "/chat", module + "/aisdk", module + "/agui", module + "/mcpserver", module + "/a2aserver"}
 
 // A thin wire's own code imports nothing under internal/ and not package workflows: what it
 // needs of a run, a session or an agent it gets from the service, what it shares with other

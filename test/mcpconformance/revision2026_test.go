@@ -20,6 +20,7 @@ import (
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/mcpserver"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
@@ -59,8 +60,9 @@ func TestServerScenarios20260728(t *testing.T) {
 		Namespace: "default", HTTPAddr: "127.0.0.1:0", FakeModels: true}, o)
 	reg := workflows.NewRegistry()
 	require.NoError(t, register(reg))
-	h, err := mcpserver.New(mcpserver.Options{Client: r.Client, Broker: r.Broker, Registry: reg, TaskQueue: tq,
-		AllowUnauthenticated: true, StatelessRevision: true})
+	svc, err := sessions.New(sessions.Options{Client: r.Client, Broker: r.Broker, Agents: reg, TaskQueue: tq})
+	require.NoError(t, err)
+	h, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, StatelessRevision: true})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
