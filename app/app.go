@@ -269,6 +269,13 @@ type API struct {
 	Telemetry *telemetry.Telemetry
 	// Registry, when set, is the worker's registry: the chat page suggests its workflows.
 	Registry *workflows.Registry
+	// MCPStateless serves MCP 2026-07-28 beside the older revisions at /mcp
+	// ([mcpserver.Options].StatelessRevision); [Run] passes [Config.MCPStateless].
+	MCPStateless bool
+	// MCPStateKey signs the request states of the MCP server's 2026-07-28 revision
+	// ([mcpserver.Options].RequestStateKey; nil: a random key of this process). [Run] passes
+	// [Config.MCPStateKey].
+	MCPStateKey []byte
 	// CORSOrigins, when not empty, are the origins whose browser pages may call the chat, stop
 	// and checkpoint routes ([chat.CORS]); [Run] passes [Config.CORSOrigins].
 	CORSOrigins []string
@@ -373,7 +380,9 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("/a2a/", a2a)
 	}
 	if api.Registry != nil { // the MCP server: one tool per agent (docs/mcp-server.md)
-		mcpRoute, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, Logger: logger})
+		// MCP 2025-03-26 to 2025-11-25 and, with MCPStateless, the stateless 2026-07-28.
+		mcpRoute, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, Logger: logger,
+			StatelessRevision: api.MCPStateless, RequestStateKey: api.MCPStateKey})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -112,6 +113,17 @@ type Config struct {
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
+	// MCPStateless is KORTYX_MCP_STATELESS (true or false): whether the HTTP API's MCP server
+	// also serves the stateless revision 2026-07-28 ([mcpserver.Options].StatelessRevision).
+	// Default: true in dev mode only. On, every client that prefers 2026-07-28 moves to it (the
+	// go-sdk v1.8.0 client does), where a cancelled call does not stop its run
+	// (docs/mcp-server.md).
+	MCPStateless bool
+	// MCPStateKey signs the request states of MCP 2026-07-28 (KORTYX_MCP_STATE_KEY: at least
+	// 32 bytes, base64): give every API process of a deployment the same key, so that a
+	// question's state issued by one is answered on another. Unset, each process draws a
+	// random key; [Run] warns of it outside dev mode.
+	MCPStateKey []byte
 
 	err error // a configuration the program cannot start with, reported by Err
 }
@@ -201,6 +213,21 @@ func ConfigFromEnv() Config {
 		c.fail(err)
 	}
 	c.CORSOrigins = append(c.CORSOrigins, origins...)
+	c.MCPStateless = c.devMode()
+	if v := os.Getenv("KORTYX_MCP_STATELESS"); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			c.fail(fmt.Errorf("kortyx: KORTYX_MCP_STATELESS=%q: use true or false", v))
+		}
+		c.MCPStateless = on
+	}
+	if v := os.Getenv("KORTYX_MCP_STATE_KEY"); v != "" {
+		key, err := parseStateKey(v)
+		if err != nil {
+			c.fail(err)
+		}
+		c.MCPStateKey = key
+	}
 	if path := os.Getenv("KORTYX_PRICES"); path != "" {
 		prices, err := web.LoadPrices(path)
 		if err != nil {
@@ -219,6 +246,21 @@ func ConfigFromEnv() Config {
 		c.fail(err)
 	}
 	return c
+}
+
+// parseStateKey reads KORTYX_MCP_STATE_KEY: base64 (standard or URL alphabet, padded or not) of
+// at least 32 bytes.
+func parseStateKey(v string) ([]byte, error) {
+	v = strings.TrimSpace(v)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if key, err := enc.DecodeString(v); err == nil {
+			if len(key) < 32 {
+				return nil, fmt.Errorf("kortyx: KORTYX_MCP_STATE_KEY has %d bytes: give at least 32 random bytes, base64 (openssl rand -base64 32)", len(key))
+			}
+			return key, nil
+		}
+	}
+	return nil, fmt.Errorf("kortyx: KORTYX_MCP_STATE_KEY is not base64: give at least 32 random bytes, base64 (openssl rand -base64 32)")
 }
 
 // devCORSOrigins are the origins a dev-mode HTTP API allows by CORS: pages served from

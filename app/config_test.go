@@ -1,12 +1,14 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"log/slog"
 	"math/big"
@@ -28,7 +30,7 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
-		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES"} {
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -293,4 +295,33 @@ func TestConfigPrices(t *testing.T) {
 	require.Equal(t, map[string]web.Price{"openai:gpt-4.1-mini": {Input: 0.4, Output: 1.6}}, c.Prices)
 	t.Setenv("KORTYX_PRICES", filepath.Join(dir, "none.json"))
 	require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: the price table (KORTYX_PRICES): open ")
+}
+
+// KORTYX_MCP_STATE_KEY: base64 (any of the four alphabets and paddings) of at least 32 bytes;
+// anything else stops the program at start with what to give.
+func TestConfigMCPStateKey(t *testing.T) {
+	isolate(t)
+	cfg := ConfigFromEnv()
+	require.NoError(t, cfg.Err())
+	require.Nil(t, cfg.MCPStateKey, "unset: a random key per process")
+	require.True(t, cfg.MCPStateless, "on in dev mode")
+	t.Setenv("TEMPORAL_ADDRESS", "temporal:7233")
+	require.False(t, ConfigFromEnv().MCPStateless, "off with a Temporal address")
+	t.Setenv("KORTYX_MCP_STATELESS", "true")
+	require.True(t, ConfigFromEnv().MCPStateless)
+	t.Setenv("KORTYX_MCP_STATELESS", "maybe")
+	require.EqualError(t, ConfigFromEnv().Err(), `kortyx: KORTYX_MCP_STATELESS="maybe": use true or false`)
+	t.Setenv("KORTYX_MCP_STATELESS", "")
+
+	key := bytes.Repeat([]byte{0xfb, 0xff, 0x01}, 11) // 33 bytes, with + and / in standard base64
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		t.Setenv("KORTYX_MCP_STATE_KEY", " "+enc.EncodeToString(key)+"\n")
+		cfg = ConfigFromEnv()
+		require.NoError(t, cfg.Err())
+		require.Equal(t, key, cfg.MCPStateKey)
+	}
+	t.Setenv("KORTYX_MCP_STATE_KEY", base64.StdEncoding.EncodeToString(key[:16]))
+	require.EqualError(t, ConfigFromEnv().Err(), "kortyx: KORTYX_MCP_STATE_KEY has 16 bytes: give at least 32 random bytes, base64 (openssl rand -base64 32)")
+	t.Setenv("KORTYX_MCP_STATE_KEY", "not base64!")
+	require.EqualError(t, ConfigFromEnv().Err(), "kortyx: KORTYX_MCP_STATE_KEY is not base64: give at least 32 random bytes, base64 (openssl rand -base64 32)")
 }
