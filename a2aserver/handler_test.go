@@ -201,7 +201,7 @@ func TestAuthorize(t *testing.T) {
 	h.ServeHTTP(w, r)
 	require.Equal(t, http.StatusForbidden, w.Code)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Forbidden.","data":{"version":1,"code":"FORBIDDEN","category":"request","message":"Forbidden.","retryable":false}}}`, w.Body.String())
-	want := sessions.Access{Wire: "a2a", Action: "start", SessionID: "s-1", Workflow: "hello"}
+	want := sessions.Access{Wire: "a2a", Action: sessions.ActionStart, SessionID: "s-1", Workflow: "hello"}
 	require.Equal(t, []sessions.Access{want, want}, seen)
 
 	// The card needs no authorization.

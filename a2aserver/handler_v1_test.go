@@ -251,6 +251,6 @@ func TestV1Refused(t *testing.T) {
 		require.Equal(t, c.status, w.Code, c.name)
 		require.Equal(t, "application/json", w.Header().Get("Content-Type"), c.name)
 		require.JSONEq(t, c.want, w.Body.String(), c.name)
-		require.Equal(t, []sessions.Access{{Wire: "a2a", Action: "start", SessionID: "s-1", Workflow: "hello"}}, seen, c.name)
+		require.Equal(t, []sessions.Access{{Wire: "a2a", Action: sessions.ActionStart, SessionID: "s-1", Workflow: "hello"}}, seen, c.name)
 	}
 }

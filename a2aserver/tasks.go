@@ -113,7 +113,7 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		if data != nil {
 			input, _ = json.Marshal(data)
 		}
-		if err := c.h.authorize(c.r, sessions.Access{Action: "start", SessionID: session, Workflow: c.agent}); err != nil {
+		if err := c.h.authorize(c.r, sessions.Access{Action: sessions.ActionStart, SessionID: session, Workflow: c.agent}); err != nil {
 			return ts, 0, "", nil, err
 		}
 		tr := sessions.TurnRequest{ClientTurnID: turnID, Workflow: c.agent, Input: input}
@@ -123,7 +123,7 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		ts, err = c.h.svc.Start(c.ctx(), session, tr)
 		return ts, 0, "", input, err
 	}
-	rec, err := c.task(m.TaskID, "answer")
+	rec, err := c.task(m.TaskID, sessions.ActionAnswer)
 	if err != nil {
 		return ts, 0, "", nil, err
 	}
@@ -233,7 +233,7 @@ func (c *call) follow(ts sessions.TurnStarted, from int64, answered string, tr *
 
 // get serves tasks/get.
 func (c *call) get(id a2a.TaskID, historyLength *int) (*a2a.Task, error) {
-	rec, err := c.task(id, "read")
+	rec, err := c.task(id, sessions.ActionRead)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (c *call) get(id a2a.TaskID, historyLength *int) (*a2a.Task, error) {
 // cancel serves tasks/cancel: a task that waits for an answer is answered with a cancel; a
 // working one is stopped (its run cancelled). It returns the task once its run has ended.
 func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
-	rec, err := c.task(id, "stop")
+	rec, err := c.task(id, sessions.ActionStop)
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +284,7 @@ func (c *call) cancel(id a2a.TaskID) (*a2a.Task, error) {
 // end. With ended, a task that has ended is UnsupportedOperation (A2A 1.0: there is nothing to
 // subscribe to).
 func (c *call) resubscribe(id a2a.TaskID, ended bool) error {
-	rec, err := c.task(id, "read")
+	rec, err := c.task(id, sessions.ActionRead)
 	if err != nil {
 		return err
 	}
@@ -320,7 +320,7 @@ type record struct {
 // history. An id that is not a run of a session of the endpoint's agent is TaskNotFound, once
 // the hook was asked with no session: a refused caller learns nothing of which runs exist, and
 // costs one history call (its first page; only the start is decoded), never the whole history.
-func (c *call) task(id a2a.TaskID, action string) (record, error) {
+func (c *call) task(id a2a.TaskID, action sessions.Action) (record, error) {
 	rec, err := c.open(id)
 	if err := c.h.authorize(c.r, sessions.Access{Action: action, SessionID: rec.session}); err != nil {
 		return rec, err

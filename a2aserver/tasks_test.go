@@ -44,7 +44,7 @@ func taskCalls(task string) map[string]string {
 	}
 }
 
-var taskActions = map[string]string{"tasks/get": "read", "tasks/cancel": "stop", "tasks/resubscribe": "read", "message/send": "answer", "message/stream": "answer"}
+var taskActions = map[string]sessions.Action{"tasks/get": sessions.ActionRead, "tasks/cancel": sessions.ActionStop, "tasks/resubscribe": sessions.ActionRead, "message/send": sessions.ActionAnswer, "message/stream": sessions.ActionAnswer}
 
 // A refused caller gets the refusal (401) for a task that does not exist as for one that
 // does: the hook is asked before anything says whether the task exists (about no session

@@ -91,9 +91,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if agent == "" {
 		agent = h.o.DefaultAgent
 	}
-	a := sessions.Access{Wire: wire, Action: "start", SessionID: in.ThreadID, Workflow: agent}
+	a := sessions.Access{Wire: wire, Action: sessions.ActionStart, SessionID: in.ThreadID, Workflow: agent}
 	if t.answer != nil {
-		a = sessions.Access{Wire: wire, Action: "answer", SessionID: in.ThreadID}
+		a = sessions.Access{Wire: wire, Action: sessions.ActionAnswer, SessionID: in.ThreadID}
 	} else if agent == "" {
 		h.fail(w, r, 0, contracts.Errorf(contracts.CodeUnknownWorkflow, "No agent named: POST to the agent's route (/{agent}), or configure a default agent."))
 		return

@@ -412,8 +412,8 @@ func TestAuthorize(t *testing.T) {
 	res, body = post(t, srv.URL+"/agui/hello", resume("t1", "r2", "human-1.t", "resolved", "Ada"))
 	require.Equal(t, 403, res.StatusCode)
 	require.Equal(t, string(contracts.CodeForbidden), code(t, body))
-	require.Equal(t, []sessions.Access{{Wire: "agui", Action: "start", SessionID: "t1", Workflow: "hello"},
-		{Wire: "agui", Action: "answer", SessionID: "t1"}}, seen)
+	require.Equal(t, []sessions.Access{{Wire: "agui", Action: sessions.ActionStart, SessionID: "t1", Workflow: "hello"},
+		{Wire: "agui", Action: sessions.ActionAnswer, SessionID: "t1"}}, seen)
 	req, err := http.NewRequest(http.MethodGet, srv.URL+"/agui/hello", nil)
 	require.NoError(t, err)
 	res, err = http.DefaultClient.Do(req)

@@ -116,9 +116,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, 0, err)
 		return
 	}
-	a := sessions.Access{Wire: wire, Action: "start", SessionID: req.ID, Workflow: req.Agent}
+	a := sessions.Access{Wire: wire, Action: sessions.ActionStart, SessionID: req.ID, Workflow: req.Agent}
 	if t.Answer != nil {
-		a = sessions.Access{Wire: wire, Action: "answer", SessionID: req.ID}
+		a = sessions.Access{Wire: wire, Action: sessions.ActionAnswer, SessionID: req.ID}
 	}
 	if err := h.authorize(r, a); err != nil {
 		h.fail(w, r, 0, err)
@@ -192,7 +192,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, 0, err)
 		return
 	}
-	if err := h.authorize(r, sessions.Access{Wire: wire, Action: "read", SessionID: id}); err != nil {
+	if err := h.authorize(r, sessions.Access{Wire: wire, Action: sessions.ActionRead, SessionID: id}); err != nil {
 		h.fail(w, r, 0, err)
 		return
 	}

@@ -172,8 +172,8 @@ func TestHTTP(t *testing.T) {
 		require.Equal(t, string(contracts.CodeForbidden), code(t, body))
 		res, _ = do(t, http.MethodGet, srv.URL+"/chat/c1/stream", "")
 		require.Equal(t, 403, res.StatusCode)
-		require.Equal(t, []sessions.Access{{Wire: "aisdk", Action: "start", SessionID: "c1", Workflow: "hello"},
-			{Wire: "aisdk", Action: "answer", SessionID: "c1"}, {Wire: "aisdk", Action: "read", SessionID: "c1"}}, seen)
+		require.Equal(t, []sessions.Access{{Wire: "aisdk", Action: sessions.ActionStart, SessionID: "c1", Workflow: "hello"},
+			{Wire: "aisdk", Action: sessions.ActionAnswer, SessionID: "c1"}, {Wire: "aisdk", Action: sessions.ActionRead, SessionID: "c1"}}, seen)
 	})
 }
 

@@ -362,7 +362,7 @@ func (h *CheckpointHandler) callback(phase string, fn func() error) {
 }
 
 // checkpointAction is what a checkpoint request does, for Authorize.
-func checkpointAction(action string) string {
+func checkpointAction(action string) sessions.Action {
 	switch action {
 	case "rollback":
 		return sessions.ActionRollback

@@ -44,8 +44,8 @@ func TestAuthorize(t *testing.T) {
 		Authorize: func(r *http.Request, a sessions.Access) error {
 			mu.Lock()
 			defer mu.Unlock()
-			seen = append(seen, strings.Join([]string{a.Wire, a.Action, a.SessionID, a.Workflow, r.Header.Get("X-Caller")}, "|"))
-			if a.Action == "start" {
+			seen = append(seen, strings.Join([]string{a.Wire, string(a.Action), a.SessionID, a.Workflow, r.Header.Get("X-Caller")}, "|"))
+			if a.Action == sessions.ActionStart {
 				return contracts.Errorf(contracts.CodeUnauthorized, "Sign in first.")
 			}
 			return nil

@@ -87,7 +87,7 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 	}
 	if named && turn == "" {
 		// A session with an open question: the host came back for it (from any process).
-		if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "read", SessionID: session}); err != nil {
+		if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionRead, SessionID: session}); err != nil {
 			return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 		}
 		v, err := h.svc.View(ctx, session)
@@ -99,13 +99,13 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 			// answer: a lookup that failed (no worker polling, Temporal away) fails the call.
 			return c.failed(ctx, "", lookupError(err))
 		case len(v.Pending) > 0:
-			if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "answer", SessionID: session}); err != nil {
+			if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionAnswer, SessionID: session}); err != nil {
 				return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 			}
 			return c.ask(ctx, sessions.TurnStarted{SessionID: session, RunID: h.questionRun(ctx, session, v)}, v.Pending[0])
 		}
 	}
-	if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "start", SessionID: session, Workflow: t.def.ID}); err != nil {
+	if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionStart, SessionID: session, Workflow: t.def.ID}); err != nil {
 		return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 	}
 	tr := sessions.TurnRequest{Workflow: t.def.ID, Input: in, ClientTurnID: turn}

@@ -265,7 +265,7 @@ func (h *Handler) authorizeList(next mcp.MethodHandler) mcp.MethodHandler {
 			if extra := req.GetExtra(); extra != nil {
 				hdr = extra.Header
 			}
-			if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "read"}); err != nil {
+			if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionRead}); err != nil {
 				return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 			}
 		}

@@ -159,7 +159,7 @@ func (c *call) answerState(ctx context.Context, hdr http.Header, raw string) (*m
 		return nil, protocolError(jsonrpc.CodeInvalidParams, err)
 	}
 	c.session = st.Session
-	if err := c.h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: "answer", SessionID: st.Session}); err != nil {
+	if err := c.h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionAnswer, SessionID: st.Session}); err != nil {
 		return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 	}
 	v, err := c.h.svc.View(ctx, st.Session)

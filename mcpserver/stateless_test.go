@@ -579,9 +579,9 @@ func TestStatelessAnswers(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if a.SessionID == "v2-auth-1" {
-			seen = append(seen, a.Action+" "+a.Workflow)
+			seen = append(seen, string(a.Action)+" "+a.Workflow)
 		}
-		if refuse && a.Action == "answer" {
+		if refuse && a.Action == sessions.ActionAnswer {
 			return contracts.Errorf(contracts.CodeForbidden, "Not yours.")
 		}
 		return nil

@@ -14,8 +14,8 @@ type Access struct {
 	// Wire names the protocol: "chat" (the chat and checkpoint routes), "aisdk", "mcp", "a2a",
 	// "agui"; "web" for the studio (package web).
 	Wire string
-	// Action is what the request does: one of the Action constants.
-	Action string
+	// Action is what the request does.
+	Action Action
 	// SessionID is the session the request reaches ("" for a listing).
 	SessionID string
 	// Workflow is the agent a start runs ("" for the other actions).
@@ -28,18 +28,21 @@ type Access struct {
 	NewSessionID string
 }
 
-// The actions of a request ([Access].Action).
+// Action is what a request does ([Access].Action).
+type Action string
+
+// The actions of a request.
 const (
 	// ActionStart starts a new turn; [Access].Workflow names its agent ("" for the session's).
-	ActionStart = "start"
+	ActionStart Action = "start"
 	// ActionAnswer answers an open question.
-	ActionAnswer = "answer"
+	ActionAnswer Action = "answer"
 	// ActionStop cancels the active turn.
-	ActionStop = "stop"
+	ActionStop Action = "stop"
 	// ActionRead changes nothing: a reattach, a task's state, a checkpoint, a listing.
-	ActionRead = "read"
+	ActionRead Action = "read"
 	// ActionRollback makes a checkpoint the session's head.
-	ActionRollback = "rollback"
+	ActionRollback Action = "rollback"
 	// ActionFork copies a checkpoint into a new session (SessionID is the source's).
-	ActionFork = "fork"
+	ActionFork Action = "fork"
 )

@@ -36,14 +36,14 @@ func (o Options) authorize(r *http.Request, a sessions.Access) error {
 // access is the Access of a studio request: an answer for POST /api/runs/{id}/answer, a read
 // otherwise, with the session or run it names (a path id, or the session filter of a list).
 func access(r *http.Request) sessions.Access {
-	a := sessions.Access{Wire: wire, Action: "read"}
+	a := sessions.Access{Wire: wire, Action: sessions.ActionRead}
 	switch {
 	case strings.HasPrefix(r.URL.Path, "/api/sessions/"):
 		a.SessionID = r.PathValue("id")
 	case strings.HasPrefix(r.URL.Path, "/api/runs/"):
 		a.RunID = r.PathValue("id")
 		if r.Method == http.MethodPost {
-			a.Action = "answer"
+			a.Action = sessions.ActionAnswer
 		}
 	default:
 		a.SessionID = r.URL.Query().Get("session")

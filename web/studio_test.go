@@ -79,9 +79,9 @@ func TestStudioAuthorization(t *testing.T) {
 	code, _ = getRaw(t, h, "/api/runs?session=s2")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, []sessions.Access{
-		{Wire: "web", Action: "read", SessionID: "blocked"},
-		{Wire: "web", Action: "answer", RunID: "blocked"},
-		{Wire: "web", Action: "read", SessionID: "s2"},
+		{Wire: "web", Action: sessions.ActionRead, SessionID: "blocked"},
+		{Wire: "web", Action: sessions.ActionAnswer, RunID: "blocked"},
+		{Wire: "web", Action: sessions.ActionRead, SessionID: "s2"},
 	}, seen)
 }
 
