@@ -175,14 +175,11 @@ func question(c contracts.Chunk) (string, map[string]any) {
 		ids = append(ids, o.ID)
 	}
 	text := in.Question
-	switch in.Kind {
-	case contracts.InterruptText:
-		data["schema"] = map[string]any{"type": "string", "minLength": 1}
-	case contracts.InterruptChoice:
-		data["schema"] = map[string]any{"type": "string", "enum": ids}
-	case contracts.InterruptMultiChoice:
-		data["schema"] = map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": ids}, "minItems": 1, "uniqueItems": true}
-	default:
+	if schema := in.AnswerSchema(); schema != nil {
+		var v any
+		_ = json.Unmarshal(schema, &v)
+		data["schema"] = v
+	} else {
 		data["schema"] = map[string]any{"type": "object"} // unless the session says it (translator.schemaOf)
 	}
 	if text == "" {

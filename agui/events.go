@@ -314,7 +314,7 @@ func (m *mapper) question(c contracts.Chunk) []any {
 		m.asked = append(m.asked, q)
 		return m.announce(meta.ToolCallID, meta.Tool, meta.Input)
 	}
-	q.ResponseSchema = answerSchema(in)
+	q.ResponseSchema = in.AnswerSchema()
 	if in.Kind == contracts.InterruptCustom {
 		q.Metadata.Request, q.Metadata.Contract, q.Metadata.SchemaID, q.Metadata.SchemaVersion = in.Request, in.Contract, in.SchemaID, in.SchemaVersion
 		if m.schema != nil {
@@ -323,27 +323,4 @@ func (m *mapper) question(c contracts.Chunk) []any {
 	}
 	m.asked = append(m.asked, q)
 	return nil
-}
-
-// answerSchema is the JSON schema of the payload that answers a question: a non-empty string
-// (text), one option id (choice), one or more distinct option ids (multi-choice); nil for a
-// custom question (its schema is the one the session keeps).
-func answerSchema(in contracts.InterruptInput) json.RawMessage {
-	ids := make([]string, 0, len(in.Options))
-	for _, o := range in.Options {
-		ids = append(ids, o.ID)
-	}
-	var s any
-	switch in.Kind {
-	case contracts.InterruptText:
-		s = map[string]any{"type": "string", "minLength": 1}
-	case contracts.InterruptChoice:
-		s = map[string]any{"type": "string", "enum": ids}
-	case contracts.InterruptMultiChoice:
-		s = map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": ids}, "minItems": 1, "uniqueItems": true}
-	default:
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
 }

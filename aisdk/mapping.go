@@ -330,34 +330,11 @@ func (m *mapper) question(c contracts.Chunk) []any {
 		return append(m.announce(meta.ToolCallID, meta.Tool, meta.Input),
 			part{Type: "tool-approval-request", ApprovalID: id, ToolCallID: meta.ToolCallID})
 	}
-	ask := askInput{Question: in.Question, Kind: string(in.Kind), Options: in.Options, Schema: answerSchema(in), Request: in.Request,
+	ask := askInput{Question: in.Question, Kind: string(in.Kind), Options: in.Options, Schema: in.AnswerSchema(), Request: in.Request,
 		Contract: in.Contract, SchemaID: in.SchemaID, SchemaVersion: in.SchemaVersion, Meta: in.Meta, Node: c.Node}
 	if ask.Schema == nil && m.schema != nil {
 		ask.Schema = m.schema(c.RequestID)
 	}
 	b, _ := json.Marshal(ask)
 	return m.announce(id, askTool, b)
-}
-
-// answerSchema is the JSON schema of the tool output that answers a question: a non-empty
-// string (text), one option id (choice), one or more distinct option ids (multi-choice). A
-// custom question's is the response schema the session keeps (mapper.schema), nil here.
-func answerSchema(in contracts.InterruptInput) json.RawMessage {
-	ids := make([]string, 0, len(in.Options))
-	for _, o := range in.Options {
-		ids = append(ids, o.ID)
-	}
-	var s any
-	switch in.Kind {
-	case contracts.InterruptText:
-		s = map[string]any{"type": "string", "minLength": 1}
-	case contracts.InterruptChoice:
-		s = map[string]any{"type": "string", "enum": ids}
-	case contracts.InterruptMultiChoice:
-		s = map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": ids}, "minItems": 1, "uniqueItems": true}
-	default:
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
 }

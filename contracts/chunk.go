@@ -139,3 +139,28 @@ type InterruptInput struct {
 	Contract      string          `json:"contract,omitempty"`
 	Request       json.RawMessage `json:"request,omitempty"`
 }
+
+// AnswerSchema is the JSON Schema of the value that answers the question, as a wire shows it to
+// a client that fills a form or a tool output: a non-empty string (text), one option id
+// (choice, a tool approval's approve or deny included), one or more distinct option ids
+// (multi-choice); nil for the other kinds (a custom question's schema is its response schema,
+// which the session keeps).
+func (in InterruptInput) AnswerSchema() json.RawMessage {
+	ids := make([]string, 0, len(in.Options))
+	for _, o := range in.Options {
+		ids = append(ids, o.ID)
+	}
+	var s any
+	switch in.Kind {
+	case InterruptText:
+		s = map[string]any{"type": "string", "minLength": 1}
+	case InterruptChoice:
+		s = map[string]any{"type": "string", "enum": ids}
+	case InterruptMultiChoice:
+		s = map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": ids}, "minItems": 1, "uniqueItems": true}
+	default:
+		return nil
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
