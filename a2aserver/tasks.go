@@ -317,65 +317,66 @@ type record struct {
 
 // task opens task id for action: it reads the start of its run (its session and agent), asks
 // the authorization hook about action on that session, then reads the rest of the run's
-// history. An id that is not a run of a session of the endpoint's agent is TaskNotFound, once
-// the hook was asked with no session: a refused caller learns nothing of which runs exist, and
-// costs one history call (its first page; only the start is decoded), never the whole history.
+// history, in one pass ([sessions.Service.TurnRun]). An id that is not a run of a session of
+// the endpoint's agent is TaskNotFound, once the hook was asked with no session: a refused
+// caller learns nothing of which runs exist, and nothing past the run's start is read for it.
 func (c *call) task(id a2a.TaskID, action sessions.Action) (record, error) {
-	rec, err := c.open(id)
-	if err := c.h.authorize(c.r, sessions.Access{Action: action, SessionID: rec.session}); err != nil {
-		return rec, err
-	}
-	if err != nil {
-		return rec, err
-	}
-	return rec, c.read(id, &rec)
+	return c.load(id, func(session string) error {
+		return c.h.authorize(c.r, sessions.Access{Action: action, SessionID: session})
+	})
 }
 
 // reread is the record of task id again (after task authorized it).
 func (c *call) reread(id a2a.TaskID) (record, error) {
-	rec, err := c.open(id)
-	if err != nil {
-		return rec, err
-	}
-	return rec, c.read(id, &rec)
+	return c.load(id, func(string) error { return nil })
 }
 
-// open reads the start of task id's run ([sessions.Service.TurnRun]): the record it begins
-// (the session and the prompt). TaskNotFound (with no session in the record) unless the run is
-// one of a session of the endpoint's agent.
-func (c *call) open(id a2a.TaskID) (record, error) {
+// load reads task id's run into its record, asking allow about its session once the run's
+// start is read (about "" when there is no such task of this agent, or the run could not be
+// read, before it says so).
+func (c *call) load(id a2a.TaskID, allow func(session string) error) (record, error) {
 	rec := record{answers: map[string]contracts.Response{}}
 	notFound := rpcFail(codeTaskNotFound, contracts.CodeNotFound, "Task %q not found.", id)
 	if id == "" || contracts.CheckID("id", string(id)) != nil {
-		return rec, notFound
+		return rec, firstErr(allow(""), notFound)
 	}
-	run, err := c.h.svc.TurnRun(c.ctx(), string(id))
+	asked := false
+	run, err := c.h.svc.TurnRun(c.ctx(), string(id), func(run sessions.TurnRun) error {
+		if run.Workflow != c.agent {
+			return errOtherAgent // the run of a session turn of another agent
+		}
+		asked = true
+		return allow(run.SessionID)
+	})
 	switch {
-	case contracts.CodeOf(err) == contracts.CodeNotFound:
-		return rec, notFound
-	case err != nil:
+	case asked && err != nil:
 		return rec, err
-	case run.Workflow != c.agent:
-		return rec, notFound // the run of a session turn of another agent
+	case errors.Is(err, errOtherAgent) || contracts.CodeOf(err) == contracts.CodeNotFound:
+		return rec, firstErr(allow(""), notFound)
+	case err != nil:
+		return rec, firstErr(allow(""), err)
 	}
-	rec.session, rec.input = run.SessionID, run.Input
-	return rec, nil
-}
-
-// read reads the rest of a run's history into rec: the answers and the run's end.
-func (c *call) read(id a2a.TaskID, rec *record) error {
-	answers, end, err := c.h.svc.TurnRunAnswers(c.ctx(), string(id))
-	if err != nil {
-		return err
-	}
-	rec.answers = answers
-	switch end {
+	rec.session, rec.input, rec.answers = run.SessionID, run.Input, run.Answers
+	switch run.End {
 	case contracts.StatusCompleted:
 		rec.closed = a2a.TaskStateCompleted
 	case contracts.StatusCancelled:
 		rec.closed = a2a.TaskStateCanceled
 	case contracts.StatusFailed:
 		rec.closed = a2a.TaskStateFailed
+	}
+	return rec, nil
+}
+
+// errOtherAgent ends the read of a run that belongs to another agent's endpoint.
+var errOtherAgent = errors.New("the run of another agent")
+
+// firstErr is the first of errs that is not nil.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -58,6 +58,8 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 	switch {
 	case svc == nil:
 		return nil, errors.New("kortyx agui: the session service is required (sessions.New)")
+	case svc.Broker() == nil:
+		return nil, errors.New("kortyx agui: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx agui: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
 	}
@@ -172,13 +174,5 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, t
 	if sw.Err() != nil || r.Context().Err() != nil || errors.Is(err, io.EOF) {
 		return // the end of the response, or the client left (the run goes on; the same run reattaches)
 	}
-	var fail contracts.Chunk
-	if contracts.CodeOf(err) == contracts.CodeStreamGone {
-		h.o.Logger.Warn("kortyx agui: the run's stream is gone", "run", ts.RunID, "error", err)
-		f := httpwire.Public(err)
-		fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
-	} else {
-		fail = httpwire.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
-	}
-	_ = sw.Event(0, fail)
+	_ = sw.Event(0, httpwire.ErrorChunk(h.o.Logger, ts.RunID, err)) // logs err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kortyx-go/kortyx/agui"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/kortyx-go/kortyx/test/testenv"
 	"github.com/stretchr/testify/require"
@@ -388,7 +389,11 @@ func TestFirstAnswerWins(t *testing.T) {
 // TestAuthorize: New refuses a handler without Authorize (unless AllowUnauthenticated), and the
 // hook sees what each request does before any work.
 func TestAuthorize(t *testing.T) {
-	svc, err := sessions.New(sessions.Options{Client: env.Client})
+	noBroker, err := sessions.New(sessions.Options{Client: env.Client})
+	require.NoError(t, err)
+	_, err = agui.New(noBroker, agui.Options{AllowUnauthenticated: true})
+	require.ErrorContains(t, err, "the session service has no broker")
+	svc, err := sessions.New(sessions.Options{Client: env.Client, Broker: stream.NewMemory(stream.MemoryOptions{})})
 	require.NoError(t, err)
 	_, err = agui.New(svc, agui.Options{})
 	require.ErrorContains(t, err, "Options.Authorize is required")

@@ -249,15 +249,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 		return // the client left; the run goes on, and a reconnect reattaches
 	}
 	if !errors.Is(err, io.EOF) {
-		var fail contracts.Chunk
-		if contracts.CodeOf(err) == contracts.CodeStreamGone {
-			h.o.Logger.Warn("kortyx aisdk: the run's stream is gone", "run", ts.RunID, "error", err)
-			f := httpwire.Public(err)
-			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
-		} else {
-			fail = httpwire.ErrorChunk(h.o.Logger, ts.RunID, err) // logs err
-		}
-		_ = sw.Event(0, fail)
+		_ = sw.Event(0, httpwire.ErrorChunk(h.o.Logger, ts.RunID, err)) // logs err
 		_ = sw.Event(0, contracts.Chunk{Type: contracts.ChunkDone})
 	}
 	_ = sw.Done()

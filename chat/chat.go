@@ -493,14 +493,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 	if err == nil {
 		h.turns.responseOver(t)
 	} else {
-		var fail contracts.Chunk
-		if isGone(err) {
-			h.o.Logger.Warn("kortyx chat: the run's stream is gone", "run", t.ts.RunID, "error", err)
-			f := httpwire.Public(err)
-			fail = contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
-		} else {
-			fail = httpwire.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
-		}
+		fail := httpwire.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sw != nil {
 			_ = sw.Event(0, fail)

@@ -46,12 +46,17 @@ func StreamFailure(err error) error {
 
 // ErrorChunk is the error chunk a route writes itself when err ends a stream it serves: the
 // [Public] descriptor of [StreamFailure](err). The full error is logged on logger (nil:
-// slog.Default()) with the run's id.
+// slog.Default()) with the run's id: at warn level for STREAM_GONE (the chunks are no longer
+// kept, which a reader can meet without anything being wrong), else at error level.
 func ErrorChunk(logger *slog.Logger, runID string, err error) contracts.Chunk {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	logger.Error("kortyx http: reading the run's stream failed", "run", runID, "error", errorText(err), "cause", causeText(err))
+	if contracts.CodeOf(err) == contracts.CodeStreamGone {
+		logger.Warn("kortyx http: the run's stream is gone", "run", runID, "error", err)
+	} else {
+		logger.Error("kortyx http: reading the run's stream failed", "run", runID, "error", errorText(err), "cause", causeText(err))
+	}
 	f := Public(StreamFailure(err))
 	return contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}
 }

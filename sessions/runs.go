@@ -39,21 +39,26 @@ type TurnRun struct {
 	Workflow string
 	// Input is the turn's input.
 	Input json.RawMessage
+	// Answers are the answers the run received, by request id (by signal or by update).
+	Answers map[string]contracts.Response
+	// End is how the run ended: "" while it runs; contracts.StatusCompleted, StatusCancelled,
+	// or StatusFailed for a failure, termination or timeout.
+	End contracts.RunStatus
 }
 
-// TurnRun reads the start of run runID (the first event of its history, nothing more): the
-// session and agent of the turn it runs, and its input. A run id that is not a run of a
-// session's turn (no such execution, another workflow type, a run started without a session)
-// is NOT_FOUND, so that a caller can ask its authorization hook about the session before it
-// reads anything else of the run.
-func (s *Service) TurnRun(ctx context.Context, runID string) (TurnRun, error) {
+// TurnRun reads the history of run runID in one pass. Its first event gives the turn's session,
+// agent and input; check (when not nil) is then asked about them, before anything else of the
+// history is read, and its error ends the call: a caller asks its authorization hook there. The
+// rest gives the answers and the end. A run id that is not a run of a session's turn (no such
+// execution, another workflow type, a run started without a session) is NOT_FOUND, and check
+// is not asked.
+func (s *Service) TurnRun(ctx context.Context, runID string, check func(TurnRun) error) (TurnRun, error) {
 	notFound := &contracts.Error{Code: contracts.CodeNotFound, Message: fmt.Sprintf("Run %q is not the run of a session's turn.", runID),
 		Details: map[string]any{"runId": runID}}
 	if contracts.CheckID("runId", runID) != nil {
 		return TurnRun{}, notFound
 	}
-	var start protocol.RunStart
-	var typ string
+	run := TurnRun{RunID: runID, Answers: map[string]contracts.Response{}}
 	err := s.guard(ctx, func(ctx context.Context) error {
 		it := s.o.Client.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		if !it.HasNext() {
@@ -67,59 +72,52 @@ func (s *Service) TurnRun(ctx context.Context, runID string) (TurnRun, error) {
 			return err
 		}
 		a := ev.GetWorkflowExecutionStartedEventAttributes()
-		typ = a.GetWorkflowType().GetName()
-		if !s.decode(a.GetInput(), &start) {
+		var start protocol.RunStart
+		if a.GetWorkflowType().GetName() != contracts.RunWorkflowName || !s.decode(a.GetInput(), &start) ||
+			start.Session == nil || start.Session.SessionID == "" {
 			return notFound
 		}
-		return nil
-	})
-	if err != nil {
-		return TurnRun{}, err
-	}
-	if typ != contracts.RunWorkflowName || start.Session == nil || start.Session.SessionID == "" {
-		return TurnRun{}, notFound
-	}
-	return TurnRun{RunID: runID, SessionID: start.Session.SessionID, Workflow: start.Workflow, Input: start.Input}, nil
-}
-
-// TurnRunAnswers reads the whole history of run runID: the answers it received, by request id
-// (by signal or by update), and how it ended ("" while it runs; contracts.StatusCompleted,
-// StatusCancelled, or StatusFailed for a failure, termination or timeout).
-func (s *Service) TurnRunAnswers(ctx context.Context, runID string) (map[string]contracts.Response, contracts.RunStatus, error) {
-	answers := map[string]contracts.Response{}
-	var end contracts.RunStatus
-	err := s.guard(ctx, func(ctx context.Context) error {
-		it := s.o.Client.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		run.SessionID, run.Workflow, run.Input = start.Session.SessionID, start.Workflow, start.Input
+		if check != nil {
+			if err := check(run); err != nil {
+				return err
+			}
+		}
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
 				return err
 			}
-			switch a := ev.Attributes.(type) {
-			case *historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes:
-				var r contracts.Response
-				if a.WorkflowExecutionSignaledEventAttributes.GetSignalName() == contracts.RespondName &&
-					s.decode(a.WorkflowExecutionSignaledEventAttributes.GetInput(), &r) {
-					answers[r.RequestID] = r
-				}
-			case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
-				in := a.WorkflowExecutionUpdateAcceptedEventAttributes.GetAcceptedRequest().GetInput()
-				var r contracts.Response
-				if in.GetName() == contracts.RespondName && s.decode(in.GetArgs(), &r) {
-					answers[r.RequestID] = r
-				}
-			case *historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes:
-				end = contracts.StatusCompleted
-			case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
-				end = contracts.StatusCancelled
-			case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes, *historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes,
-				*historypb.HistoryEvent_WorkflowExecutionTimedOutEventAttributes:
-				end = contracts.StatusFailed
-			}
+			s.apply(&run, ev)
 		}
 		return nil
 	})
-	return answers, end, err
+	return run, err
+}
+
+// apply adds what history event ev says of a turn's run to run: an answer, or its end.
+func (s *Service) apply(run *TurnRun, ev *historypb.HistoryEvent) {
+	switch a := ev.Attributes.(type) {
+	case *historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes:
+		var r contracts.Response
+		if a.WorkflowExecutionSignaledEventAttributes.GetSignalName() == contracts.RespondName &&
+			s.decode(a.WorkflowExecutionSignaledEventAttributes.GetInput(), &r) {
+			run.Answers[r.RequestID] = r
+		}
+	case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
+		in := a.WorkflowExecutionUpdateAcceptedEventAttributes.GetAcceptedRequest().GetInput()
+		var r contracts.Response
+		if in.GetName() == contracts.RespondName && s.decode(in.GetArgs(), &r) {
+			run.Answers[r.RequestID] = r
+		}
+	case *historypb.HistoryEvent_WorkflowExecutionCompletedEventAttributes:
+		run.End = contracts.StatusCompleted
+	case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
+		run.End = contracts.StatusCancelled
+	case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes, *historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes,
+		*historypb.HistoryEvent_WorkflowExecutionTimedOutEventAttributes:
+		run.End = contracts.StatusFailed
+	}
 }
 
 // RunView returns a run's state, status and pending question (its state query: it needs a
