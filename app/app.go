@@ -207,7 +207,7 @@ func newRegistry(b *backend, register ...func(*workflows.Registry) error) (*work
 
 // defaultDevStickyCacheSize is the sticky workflow cache of a dev-mode process (see
 // [Config.StickyCacheSize]). A cached idle chat session costs from about 40 KB of heap (a short
-// hello session) to 400 KB (one with a 100 KB prompt; docs/performance.md), which the SDK's
+// hello session) to 400 KB (one with a 100 KB prompt; docs/performance-archive.md), which the SDK's
 // default of 10,000 does not bound in practice.
 const defaultDevStickyCacheSize = 200
 
