@@ -148,26 +148,34 @@ func (o Options) trace(ctx context.Context, runID string) (*traceView, error) {
 	all := runSpend{}
 	all.add(own)
 	seen := map[string]bool{runID: true}
-	for len(kids) > 0 {
-		var next []string
+	read := 1
+	for len(kids) > 0 { // a generation of descendants at a time, at most maxQueries at once
+		var level []string
 		for _, id := range kids {
 			if seen[id] {
 				continue
 			}
-			if r.Runs == maxRollupRuns {
+			if read == maxRollupRuns {
 				r.Truncated = true
 				break
 			}
 			seen[id] = true
-			ctl, err := buildTimeline(ctx, o.Client, o.DataConverter, id)
-			if err != nil {
-				continue // a child that is gone (retention) adds nothing
+			level = append(level, id)
+			read++
+		}
+		tls := make([]*timeline, len(level))
+		eachAtMost(maxQueries, len(level), func(i int) {
+			tls[i], _ = buildTimeline(ctx, o.Client, o.DataConverter, level[i]) // one that is gone (retention) adds nothing
+		})
+		kids = nil
+		for _, ctl := range tls {
+			if ctl == nil {
+				continue
 			}
 			r.Runs++
 			all.add(o.spendOfTimeline(ctl))
-			next = append(next, childRuns(ctl)...)
+			kids = append(kids, childRuns(ctl)...)
 		}
-		kids = next
 	}
 	r.Usage, r.Cost = all.models.total(), o.costOf(all)
 	v.Rollup = r
