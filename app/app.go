@@ -283,6 +283,10 @@ type API struct {
 	// ("provider:model") is the model of the passes that name none (the worker's default).
 	Prices       map[string]web.Price
 	DefaultModel string
+	// Currency and ActionPrice are the studio's currency and price per million Temporal
+	// actions ([web.Options]; [Config.Currency], [Config.ActionPrice]).
+	Currency    string
+	ActionPrice *float64
 	// NoWebPage leaves out the chat page and its routes ([web.Patterns]: the page, the session
 	// list and views, run timelines), which list every session of the namespace without
 	// authentication. The worker program sets it from [Config.WebPage] (KORTYX_WEB_PAGE).
@@ -391,6 +395,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	}
 	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
 		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow, Prices: api.Prices, DefaultModel: api.DefaultModel,
+		Currency: api.Currency, ActionPrice: api.ActionPrice,
 		AllowUnauthenticated: true, Broker: broker}
 	if api.Codec != nil {
 		wo.DataConverter = codec.DataConverter(api.Codec)

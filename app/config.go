@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -110,6 +111,13 @@ type Config struct {
 	// Prices is the price table of KORTYX_PRICES (a JSON file of web.Price by "provider:model"):
 	// the run traces of the chat page price their tokens with it; nil prices nothing.
 	Prices map[string]web.Price
+	// Currency is KORTYX_CURRENCY: the currency of the price table and of ActionPrice, shown
+	// with every cost of the studio ("": web.DefaultCurrency, USD).
+	Currency string
+	// ActionPrice is KORTYX_ACTION_PRICE: the price per million Temporal actions at which the
+	// studio estimates each run's Temporal cost (nil: web.DefaultActionPrice; 0 for a server
+	// that bills no actions).
+	ActionPrice *float64
 	// Root is the project directory holding .tools/ and .kortyx/ (KORTYX_ROOT, default: the
 	// nearest directory above the working directory with a go.mod, else the working directory).
 	Root string
@@ -227,6 +235,15 @@ func ConfigFromEnv() Config {
 			c.fail(err)
 		}
 		c.MCPStateKey = key
+	}
+	c.Currency = strings.TrimSpace(os.Getenv("KORTYX_CURRENCY"))
+	if v := strings.TrimSpace(os.Getenv("KORTYX_ACTION_PRICE")); v != "" {
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil || p < 0 || math.IsInf(p, 0) || math.IsNaN(p) {
+			c.fail(fmt.Errorf("kortyx: KORTYX_ACTION_PRICE=%q is not a price per million Temporal actions, such as 25 (0 for a server that bills none)", v))
+		} else {
+			c.ActionPrice = &p
+		}
 	}
 	if path := os.Getenv("KORTYX_PRICES"); path != "" {
 		prices, err := web.LoadPrices(path)

@@ -30,7 +30,8 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_SERVER_NAME", "TEMPORAL_TLS_CLIENT_CERT_DATA", "TEMPORAL_TLS_CLIENT_KEY_DATA", "TEMPORAL_TLS_SERVER_CA_CERT_DATA",
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
-		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS"} {
+		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
+		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -324,4 +325,23 @@ func TestConfigMCPStateKey(t *testing.T) {
 	require.EqualError(t, ConfigFromEnv().Err(), "kortyx: KORTYX_MCP_STATE_KEY has 16 bytes: give at least 32 random bytes, base64 (openssl rand -base64 32)")
 	t.Setenv("KORTYX_MCP_STATE_KEY", "not base64!")
 	require.EqualError(t, ConfigFromEnv().Err(), "kortyx: KORTYX_MCP_STATE_KEY is not base64: give at least 32 random bytes, base64 (openssl rand -base64 32)")
+}
+
+// KORTYX_CURRENCY and KORTYX_ACTION_PRICE reach the studio's options; unset, the studio's
+// defaults apply (nil price); a price that is not a non-negative number stops the program.
+func TestConfigActionPrice(t *testing.T) {
+	isolate(t)
+	c := ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, "", c.Currency)
+	require.Nil(t, c.ActionPrice)
+	t.Setenv("KORTYX_CURRENCY", "EUR")
+	t.Setenv("KORTYX_ACTION_PRICE", "0")
+	c = ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, "EUR", c.Currency)
+	require.NotNil(t, c.ActionPrice)
+	require.Equal(t, 0.0, *c.ActionPrice)
+	t.Setenv("KORTYX_ACTION_PRICE", "-1")
+	require.ErrorContains(t, ConfigFromEnv().Err(), `kortyx: KORTYX_ACTION_PRICE="-1" is not a price per million Temporal actions, such as 25 (0 for a server that bills none)`)
 }

@@ -101,7 +101,8 @@ func serveAPIOnly(ctx context.Context, cfg Config, o Options, logger *slog.Logge
 	}
 	addr, err := serve(ctx, cfg, o, logger, API{Client: c, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultModel: def.Provider + ":" + def.Model,
 		DefaultWorkflow: o.DefaultWorkflow, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace, Codec: cfg.payloadCodec(),
-		CORSOrigins: cfg.CORSOrigins, Prices: cfg.Prices, NoWebPage: !cfg.WebPage, Registry: reg})
+		CORSOrigins: cfg.CORSOrigins, Prices: cfg.Prices, NoWebPage: !cfg.WebPage, Registry: reg,
+		Currency: cfg.Currency, ActionPrice: cfg.ActionPrice})
 	if err != nil {
 		return err
 	}

@@ -231,7 +231,8 @@ func runWorker(ctx context.Context, cfg Config, o Options, wo worker.Options, lo
 		}
 		addr, err = serve(ctx, cfg, o, logger, API{Client: t.Client, Broker: broker, TaskQueue: cfg.TaskQueue, DefaultModel: def,
 			DefaultWorkflow: o.DefaultWorkflow, Worker: state, Logger: logger, Telemetry: cfg.Telemetry, Namespace: cfg.Namespace,
-			TemporalUIURL: devUILink(t), Codec: cfg.payloadCodec(), Registry: reg, CORSOrigins: cfg.CORSOrigins, Prices: cfg.Prices, NoWebPage: !cfg.WebPage})
+			TemporalUIURL: devUILink(t), Codec: cfg.payloadCodec(), Registry: reg, CORSOrigins: cfg.CORSOrigins, Prices: cfg.Prices, NoWebPage: !cfg.WebPage,
+			Currency: cfg.Currency, ActionPrice: cfg.ActionPrice})
 		if err != nil {
 			return err
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 )
 
-// Price is what a model's tokens cost, per million, in the unit of the operator's table (no
-// currency is assumed and no price is built in: prices change, the table is yours).
+// Price is what a model's tokens cost, per million, in the operator's currency
+// (Options.Currency; no price is built in: prices change, the table is yours).
 type Price struct {
 	Input      float64 `json:"input"`
 	Output     float64 `json:"output"`
@@ -40,6 +40,14 @@ type runCost struct {
 	Models map[string]modelCost `json:"models"`
 	// Unpriced are the models of the run the table has no price for (their cost counts 0).
 	Unpriced []string `json:"unpriced"`
+	// Currency is the currency of the price table and of the action price (Options.Currency).
+	Currency string `json:"currency"`
+	// Actions are the billable Temporal actions counted from the runs' histories (an estimate:
+	// queries and heartbeats are not in a history), ActionPrice the price per million actions
+	// (Options.ActionPrice) and ActionsCost their cost. Total does not include it.
+	Actions     int     `json:"actions"`
+	ActionPrice float64 `json:"actionPrice"`
+	ActionsCost float64 `json:"actionsCost"`
 }
 
 type modelCost struct {

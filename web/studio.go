@@ -103,7 +103,7 @@ func (o Options) transcriptOf(ctx context.Context, sessionID string) (*transcrip
 			return
 		}
 		t.Input, t.Entries = tl.Input, tl.Entries
-		t.Usage, t.Cost = o.rowFigures(o.byModel(tl))
+		t.Usage, t.Cost = o.rowFigures(o.spendOfTimeline(tl))
 	})
 	return out, nil
 }

@@ -71,11 +71,14 @@ type temporalCounts struct {
 	Children         int `json:"children"`
 	SearchAttributes int `json:"searchAttributeUpserts"`
 	ContinuedAsNew   int `json:"continuedAsNew"`
+
+	actions actionCounter // the billable actions (actions.go), in the trace's cost
 }
 
 // count adds ev to the counts.
 func (c *temporalCounts) count(ev *historypb.HistoryEvent) {
 	c.Events++
+	c.actions.count(ev)
 	switch ev.GetEventType() {
 	case enums.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
 		c.WorkflowTasks++

@@ -26,25 +26,25 @@ type spend map[string]providers.Usage
 // running run is read on each request.
 type spendCache struct {
 	mu   sync.Mutex
-	runs map[string]spend
+	runs map[string]runSpend
 }
 
 // maxCachedSpends bounds the cache; past it, it starts over (the cost of a miss is one
 // history read).
 const maxCachedSpends = 5000
 
-func (c *spendCache) get(key string) (spend, bool) {
+func (c *spendCache) get(key string) (runSpend, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.runs[key]
 	return s, ok
 }
 
-func (c *spendCache) put(key string, s spend) {
+func (c *spendCache) put(key string, s runSpend) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil || len(c.runs) >= maxCachedSpends {
-		c.runs = map[string]spend{}
+		c.runs = map[string]runSpend{}
 	}
 	c.runs[key] = s
 }
@@ -61,8 +61,8 @@ func spendKey(it runItem) string {
 }
 
 // spendOf returns it's spend: each model pass's usage by model, passes that name no model
-// under the worker's default (o.DefaultModel, else "default").
-func (o Options) spendOf(ctx context.Context, it runItem) (spend, error) {
+// under the worker's default (o.DefaultModel, else "default"), and its Temporal actions.
+func (o Options) spendOf(ctx context.Context, it runItem) (runSpend, error) {
 	key := spendKey(it)
 	if key != "" && o.cache != nil {
 		if s, ok := o.cache.get(key); ok {
@@ -71,9 +71,9 @@ func (o Options) spendOf(ctx context.Context, it runItem) (spend, error) {
 	}
 	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, it.RunID)
 	if err != nil {
-		return nil, err
+		return runSpend{}, err
 	}
-	s := o.byModel(tl)
+	s := o.spendOfTimeline(tl)
 	if key != "" && o.cache != nil {
 		o.cache.put(key, s)
 	}
@@ -112,8 +112,8 @@ func (s spend) add(other spend) {
 
 // spends fills in the usage and cost of each item, reading at most maxQueries histories at a
 // time. An item whose history cannot be read keeps none (its usage and cost are absent).
-func (o Options) spends(ctx context.Context, items []runItem) []spend {
-	out := make([]spend, len(items))
+func (o Options) spends(ctx context.Context, items []runItem) []runSpend {
+	out := make([]runSpend, len(items))
 	eachAtMost(maxQueries, len(items), func(i int) {
 		it := &items[i]
 		s, err := o.spendOf(ctx, *it)
@@ -126,9 +126,10 @@ func (o Options) spends(ctx context.Context, items []runItem) []spend {
 	return out
 }
 
-// rowFigures are a row's usage and cost: s's total and its price under o.Prices.
-func (o Options) rowFigures(s spend) (*providers.Usage, *runCost) {
-	u, c := s.total(), priced(s, o.Prices)
+// rowFigures are a row's usage and cost: s's total and its price under o.Prices, with its
+// Temporal actions.
+func (o Options) rowFigures(s runSpend) (*providers.Usage, *runCost) {
+	u, c := s.models.total(), o.costOf(s)
 	return &u, &c
 }
 
@@ -141,22 +142,44 @@ type costRow struct {
 	Cost  runCost         `json:"cost"`
 }
 
+// costRun is one run of a cost report's most expensive runs, its child runs rolled up into it.
+type costRun struct {
+	RunID     string    `json:"runId"`
+	Agent     string    `json:"agent"`
+	Status    string    `json:"status"`
+	SessionID string    `json:"sessionId,omitempty"`
+	StartedAt time.Time `json:"startedAt"`
+	// Own is the run's own figures; Total adds those of its child runs (and theirs) that the
+	// report read, Children counts them.
+	Own      costRow `json:"own"`
+	Children int     `json:"children"`
+	Total    costRow `json:"total"`
+}
+
 // costReport is the answer of GET /api/cost.
 type costReport struct {
 	GroupBy string    `json:"groupBy"`
 	Rows    []costRow `json:"rows"`
 	Total   costRow   `json:"total"`
+	// Runs are the maxCostTopRuns most expensive runs that no other run of the report started
+	// (by the cost of their tokens and actions, children included), most expensive first.
+	Runs []costRun `json:"runs"`
 	// Truncated says that more runs matched than the report reads (maxCostRuns): the figures
 	// are those of the newest maxCostRuns.
 	Truncated bool `json:"truncated"`
 }
 
-// maxCostRuns bounds the runs one cost report reads.
-const maxCostRuns = 1000
+// maxCostRuns bounds the runs one cost report reads, and maxCostTopRuns the runs it lists.
+const (
+	maxCostRuns    = 1000
+	maxCostTopRuns = 20
+)
 
-// cost serves GET /api/cost: the tokens and cost of the runs that match the filters of
-// GET /api/runs, grouped by agent or session (groupBy), most expensive first. Each run counts
-// its own model passes (a child run is a run of its own agent).
+// cost serves GET /api/cost: the tokens, Temporal actions and cost of the runs that match the
+// filters of GET /api/runs, grouped by agent or session (groupBy), most expensive first. By
+// agent, each run counts under its own agent (a child run under the child's); by session, a
+// child run counts under the session of the run that started it (when the report read it). The
+// most expensive runs follow, each with its child runs rolled up into it.
 func (o Options) cost(r *http.Request) (any, error) {
 	groupBy := r.URL.Query().Get("groupBy")
 	if groupBy == "" {
@@ -172,7 +195,7 @@ func (o Options) cost(r *http.Request) (any, error) {
 	}
 	var items []runItem
 	var token []byte
-	rep := costReport{GroupBy: groupBy, Rows: []costRow{}}
+	rep := costReport{GroupBy: groupBy, Rows: []costRow{}, Runs: []costRun{}}
 	for {
 		resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
 			Namespace: o.Namespace, PageSize: maxRunPage, NextPageToken: token, Query: query,
@@ -193,38 +216,78 @@ func (o Options) cost(r *http.Request) (any, error) {
 		}
 	}
 	spends := o.spends(r.Context(), items)
-	groups := map[string]spend{}
-	index := map[string]int{}
-	all := spend{}
+	byID := map[string]int{}
 	for i, it := range items {
+		byID[it.RunID] = i
+	}
+	// root is the run of the report that started i, or started the run that started it, …
+	root := func(i int) int {
+		for depth := 0; depth < maxCostRuns; depth++ {
+			j, ok := byID[items[i].ParentRunID]
+			if !ok || items[i].ParentRunID == "" {
+				break
+			}
+			i = j
+		}
+		return i
+	}
+	groups := map[string]*runSpend{}
+	index := map[string]int{}
+	all := runSpend{}
+	tops := map[int]*costRun{}
+	rolled := map[int]*runSpend{}
+	for i, it := range items {
+		top := root(i)
 		key := it.Agent
 		if groupBy == "session" {
-			key = it.SessionID
+			key = items[top].SessionID
 		}
 		j, ok := index[key]
 		if !ok {
 			j = len(rep.Rows)
 			index[key] = j
 			rep.Rows = append(rep.Rows, costRow{Key: key})
-			groups[key] = spend{}
+			groups[key] = &runSpend{}
 		}
 		rep.Rows[j].Runs++
 		groups[key].add(spends[i])
 		all.add(spends[i])
+		if tops[top] == nil {
+			t := items[top]
+			tops[top] = &costRun{RunID: t.RunID, Agent: t.Agent, Status: t.Status, SessionID: t.SessionID, StartedAt: t.StartedAt}
+			rolled[top] = &runSpend{}
+		}
+		rolled[top].add(spends[i])
+		if i != top {
+			tops[top].Children++
+		}
 	}
 	for i := range rep.Rows {
 		s := groups[rep.Rows[i].Key]
-		rep.Rows[i].Usage, rep.Rows[i].Cost = s.total(), priced(s, o.Prices)
+		rep.Rows[i].Usage, rep.Rows[i].Cost = s.models.total(), o.costOf(*s)
 	}
-	slices.SortStableFunc(rep.Rows, func(a, b costRow) int {
-		if a.Cost.Total != b.Cost.Total {
-			if a.Cost.Total > b.Cost.Total {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
-	rep.Total = costRow{Key: "total", Runs: len(items), Usage: all.total(), Cost: priced(all, o.Prices)}
+	slices.SortStableFunc(rep.Rows, func(a, b costRow) int { return byCost(a.Cost, b.Cost, a.Key, b.Key) })
+	rep.Total = costRow{Key: "total", Runs: len(items), Usage: all.models.total(), Cost: o.costOf(all)}
+	for i, t := range tops {
+		t.Own = costRow{Key: t.RunID, Runs: 1, Usage: spends[i].models.total(), Cost: o.costOf(spends[i])}
+		t.Total = costRow{Key: t.RunID, Runs: 1 + t.Children, Usage: rolled[i].models.total(), Cost: o.costOf(*rolled[i])}
+		rep.Runs = append(rep.Runs, *t)
+	}
+	slices.SortStableFunc(rep.Runs, func(a, b costRun) int { return byCost(a.Total.Cost, b.Total.Cost, a.RunID, b.RunID) })
+	if len(rep.Runs) > maxCostTopRuns {
+		rep.Runs = rep.Runs[:maxCostTopRuns]
+	}
 	return rep, nil
+}
+
+// byCost orders by cost (tokens and actions), highest first, then by key.
+func byCost(a, b runCost, ka, kb string) int {
+	ta, tb := a.Total+a.ActionsCost, b.Total+b.ActionsCost
+	switch {
+	case ta > tb:
+		return -1
+	case ta < tb:
+		return 1
+	}
+	return strings.Compare(ka, kb)
 }

@@ -32,7 +32,7 @@ var static embed.FS
 //
 //	for _, p := range web.Patterns() { mux.Handle(p, h) }
 func Patterns() []string {
-	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline", "GET /api/runs", "GET /api/runs/{id}", "GET /api/interrupts", "GET /api/workflows", "GET /api/cost", "GET /api/sessions/{id}/transcript", "POST /api/runs/{id}/answer"}
+	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline", "GET /api/runs", "GET /api/runs/{id}", "GET /api/interrupts", "GET /api/workflows", "GET /api/cost", "GET /api/sessions/{id}/transcript", "POST /api/runs/{id}/answer", "GET /api/overview"}
 }
 
 // Options configure [Handler].
@@ -62,6 +62,13 @@ type Options struct {
 	// DefaultModel ("provider:model") is the model of the passes that name none: the worker's
 	// default. "": such passes are priced under the key "default".
 	DefaultModel string
+	// Currency is the currency of the price table and of ActionPrice, shown with every cost
+	// ("": [DefaultCurrency], USD).
+	Currency string
+	// ActionPrice is the price per million Temporal actions, in Currency, at which the studio
+	// estimates what each run's actions cost (counted from its history; nil:
+	// [DefaultActionPrice]; 0 for a server that bills no actions, e.g. a self-hosted one).
+	ActionPrice *float64
 
 	// Authorize is asked before every JSON route ([sessions.Access] with Wire "web"; Action
 	// "answer" for POST /api/runs/{id}/answer with RunID, "read" otherwise, with the session a
@@ -75,7 +82,8 @@ type Options struct {
 	// question then says where its response begins in the run's stream.
 	Broker stream.Broker
 
-	cache *spendCache // closed runs' spend, made by Handler
+	cache         *spendCache    // closed runs' spend, made by Handler
+	overviewCache *overviewCache // what the overview reads once per run, made by Handler
 }
 
 // config is the answer of GET /api/config.
@@ -105,6 +113,7 @@ type agent struct {
 //	GET /api/cost                    tokens and cost of the runs, by agent or session
 //	GET /api/sessions/{id}/transcript the session's runs with their prompts and traces
 //	POST /api/runs/{id}/answer       an answer to the run's open question
+//	GET /api/overview                runs by status, waiting questions by age, failures by code
 //
 // Errors are JSON {error, failure} like the chat route's. Mount it on the API's mux next to the
 // chat, Stop and checkpoint routes ([Patterns]). Every JSON route asks Options.Authorize first
@@ -117,6 +126,7 @@ func Handler(o Options) http.Handler {
 		o.Logger = slog.Default()
 	}
 	o.cache = &spendCache{}
+	o.overviewCache = &overviewCache{}
 	svc, svcErr := sessions.New(sessions.Options{Client: o.Client, Broker: o.Broker})
 	files, _ := fs.Sub(static, "static") // the embedded directory exists
 	mux := http.NewServeMux()
@@ -161,6 +171,7 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /api/interrupts", o.serve(o.interrupts))
 	mux.HandleFunc("GET /api/workflows", o.serve(o.workflowsList))
 	mux.HandleFunc("GET /api/cost", o.serve(o.cost))
+	mux.HandleFunc("GET /api/overview", o.serve(o.overview))
 	mux.HandleFunc("GET /api/sessions/{id}/transcript", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
 		if err := contracts.CheckID("sessionId", id); err != nil {
@@ -189,7 +200,7 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
-		return o.timeline(r.Context(), id)
+		return o.trace(r.Context(), id)
 	})
 	mux.HandleFunc("GET /api/runs/{id}/timeline", trace)
 	mux.HandleFunc("GET /api/runs/{id}", trace)

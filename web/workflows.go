@@ -30,6 +30,11 @@ type graphNode struct {
 	Run    string           `json:"run,omitempty"`
 	Params map[string]any   `json:"params,omitempty"`
 	Retry  *workflows.Retry `json:"retry,omitempty"`
+	// Version is the node's declared version, Metadata its free-form metadata, and Children
+	// the workflows it declares it starts as child workflows ([workflows.Node].Children).
+	Version  string         `json:"version,omitempty"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Children []string       `json:"children,omitempty"`
 	// Kind is "start", "end", "reason" (the built-in kortyx.reason node), "registered" (a
 	// function registered by name) or "go" (a function of the definition).
 	Kind string `json:"kind"`
@@ -58,7 +63,8 @@ func (o Options) workflowsList(r *http.Request) (any, error) {
 			default:
 				kind = "registered"
 			}
-			g.Nodes = append(g.Nodes, graphNode{ID: id, Run: runs[id], Params: n.Params, Retry: n.Retry, Kind: kind})
+			g.Nodes = append(g.Nodes, graphNode{ID: id, Run: runs[id], Params: n.Params, Retry: n.Retry, Kind: kind,
+				Version: n.Version, Metadata: n.Metadata, Children: n.Children})
 		}
 		slices.SortFunc(g.Nodes, func(a, b graphNode) int { return strings.Compare(a.ID, b.ID) })
 		g.Nodes = append(g.Nodes, graphNode{ID: workflows.Start, Kind: "start"}, graphNode{ID: workflows.End, Kind: "end"})

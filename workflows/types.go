@@ -98,6 +98,10 @@ type Node struct {
 	Params map[string]any `json:"params,omitempty"`
 	// Metadata is free-form and ignored by the runtime.
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Children optionally declares the workflows the node starts as child workflows (their
+	// ids), so that the studio draws the node's fan-out on the graph. Ignored by the runtime and
+	// not part of the fingerprint: it describes, it does not constrain.
+	Children []string `json:"children,omitempty"`
 	// Retry re-runs a node whose function returned an error; nil means one attempt.
 	Retry *Retry `json:"retry,omitempty"`
 	// Version is the declared version of the node's code (free-form, optional). It is part of

@@ -55,7 +55,7 @@ var topic = hooks.ChildWorkflow[TopicInput, Finding](TopicWorkflowID)
 func Register(reg *workflows.Registry) error {
 	return reg.Add(
 		&workflows.Definition{ID: WorkflowID, Version: "1", Description: "Research a topic from three angles in parallel.",
-			Nodes: map[string]workflows.Node{"fanout": {Run: fanout}, "summarize": {Run: summarize}},
+			Nodes: map[string]workflows.Node{"fanout": {Run: fanout, Children: []string{TopicWorkflowID}}, "summarize": {Run: summarize}},
 			Edges: []workflows.Edge{{From: workflows.Start, To: "fanout"}, {From: "fanout", To: "summarize"}}},
 		&workflows.Definition{ID: TopicWorkflowID, Version: "1", Description: "Research one angle of a topic.",
 			InputSchema: topicInput, OutputSchema: topicOutput,

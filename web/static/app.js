@@ -1,5 +1,5 @@
-// The studio (the entry module): one page, five views on hash routes (#/chat, #/runs?…, #/runs/<id>, #/sessions,
-// #/sessions/<id>, #/interrupts, #/workflows?agent=…&run=…). Each view module draws itself
+// The studio (the entry module): one page, its views on hash routes (#/home, #/chat, #/runs?…, #/runs/<id>,
+// #/sessions, #/sessions/<id>, #/interrupts, #/workflows?agent=…&run=…, #/cost?range=…). Each view module draws itself
 // from the JSON routes when its route is shown and stops its refresh when it is left.
 import { $, api, studio, hashRoute } from "./util.js";
 import * as chat from "./chat.js";
@@ -8,8 +8,10 @@ import * as sessions from "./sessions.js";
 import * as inbox from "./inbox.js";
 import * as trace from "./trace.js";
 import * as graph from "./graph.js";
+import * as home from "./home.js";
+import * as cost from "./cost.js";
 
-const views = { chat, runs, sessions, interrupts: inbox, trace, workflows: graph };
+const views = { chat, runs, sessions, interrupts: inbox, trace, workflows: graph, home, cost };
 let current = null;
 
 // route shows the view of the location's hash.

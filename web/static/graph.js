@@ -3,7 +3,7 @@
 // back edges aside); conditional edges dashed with their condition. With a run, the nodes it
 // went through (its trace's nodes) and the edges between them are highlighted, and the node
 // where it waits now is marked.
-import { $, el, api, go, shortId, statusBadge, link } from "./util.js";
+import { $, el, api, go, shortId, statusBadge, link, json } from "./util.js";
 
 const W = 150, H = 40, GAPX = 40, GAPY = 70, PAD = 20;
 let graphs = null;
@@ -62,7 +62,12 @@ function draw(g0, tl) {
   const g = Object.assign({}, g0, { edges: edgesOf(g0) });
   const layer = layers(g);
   const rows = [];
-  for (const n of g.nodes) { const l = layer.get(n.id); (rows[l] = rows[l] || []).push(n); }
+  for (const n of g.nodes) {
+    const l = layer.get(n.id);
+    (rows[l] = rows[l] || []).push(n);
+    // A node's declared child workflows are drawn beside it, in its row.
+    for (const c of n.children || []) rows[l].push({ id: childKey(n.id, c), child: c, parent: n.id, kind: "child" });
+  }
   const widest = Math.max(...rows.filter(Boolean).map((r) => r.length));
   const width = PAD * 2 + widest * W + (widest - 1) * GAPX;
   const pos = new Map();
@@ -98,18 +103,67 @@ function draw(g0, tl) {
     svg.append(el("g", { class: cls, "data-from": e.from, "data-to": e.to }, el("path", { d, "marker-end": "url(#arrow)" }),
       e.when ? el("text", { x: (x1 + x2) / 2 + 6, y: (y1 + y2) / 2, class: "edge-label" }, e.when) : null));
   }
+  for (const n of g.nodes) for (const c of n.children || []) {
+    const a = pos.get(n.id), b = pos.get(childKey(n.id, c));
+    svg.append(el("g", { class: "edge spawn", "data-from": n.id, "data-child": c },
+      el("path", { d: `M${a.x + W},${a.y + H / 2} L${b.x},${b.y + H / 2}`, "marker-end": "url(#arrow)" }),
+      el("text", { x: (a.x + W + b.x) / 2, y: a.y + H / 2 - 6, "text-anchor": "middle", class: "edge-label" }, "starts")));
+    const box = el("g", { class: "node kind-child", "data-child": c, "data-parent": n.id, transform: `translate(${b.x},${b.y})`, tabindex: "0", role: "link",
+      "aria-label": `Child workflow ${c}, started by ${n.id} (open its graph)` },
+    el("title", {}, `child workflow ${c} (started by ${n.id})`),
+    el("rect", { width: W, height: H, rx: 6 }),
+    el("text", { x: W / 2, y: 17, "text-anchor": "middle", class: "node-label" }, c),
+    el("text", { x: W / 2, y: 32, "text-anchor": "middle", class: "node-run" }, "child workflow"));
+    const open = () => go("workflows", new URLSearchParams({ agent: c }));
+    box.addEventListener("click", open);
+    box.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
+    svg.append(box);
+  }
+  const details = el("div", { class: "node-details", id: "node-details", "aria-live": "polite" }, el("p", { class: "meta" }, "Click a node for its details."));
   for (const n of g.nodes) {
     const p = pos.get(n.id);
     const cls = `node kind-${n.kind}${visited.has(n.id) ? " visited" : ""}${n.id === waitingAt ? " waiting" : ""}`;
-    svg.append(el("g", { class: cls, "data-node": n.id, transform: `translate(${p.x},${p.y})` },
+    const box = el("g", { class: cls, "data-node": n.id, transform: `translate(${p.x},${p.y})`, tabindex: "0", role: "button", "aria-label": `Node ${n.id}: show its details` },
       el("title", {}, `${n.id} (${n.kind}${n.run ? ": " + n.run : ""})${n.id === waitingAt ? " — the run waits here" : ""}`),
       el("rect", { width: W, height: H, rx: n.kind === "start" || n.kind === "end" ? 20 : 6 }),
       el("text", { x: W / 2, y: n.run ? 17 : H / 2 + 5, "text-anchor": "middle", class: "node-label" }, n.id === "__start__" ? "start" : n.id === "__end__" ? "end" : n.id),
       n.run ? el("text", { x: W / 2, y: 32, "text-anchor": "middle", class: "node-run" }, n.run) : null,
-      n.id === waitingAt ? el("circle", { cx: W - 8, cy: 8, r: 5, class: "waiting-dot" }) : null));
+      n.id === waitingAt ? el("circle", { cx: W - 8, cy: 8, r: 5, class: "waiting-dot" }) : null);
+    const open = () => {
+      for (const o of svg.querySelectorAll(".node.selected")) o.classList.remove("selected");
+      box.classList.add("selected");
+      details.replaceChildren(nodeDetails(n, g));
+    };
+    box.addEventListener("click", open);
+    box.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
+    svg.append(box);
   }
-  const legend = el("p", { class: "meta legend" }, "Solid: always; dashed: conditional (its condition beside it); dotted: a node without an outgoing edge ends the run.",
+  const legend = el("p", { class: "meta legend" }, "Solid: always; dashed: conditional (its condition beside it); dotted: a node without an outgoing edge ends the run; beside a node, the child workflows it starts.",
     tl ? [" Highlighted: run ", shortId(tl.runId), " ", statusBadge(tl.status), waitingAt ? [" — waits at ", el("strong", { class: "waiting-node" }, waitingAt)] : null, " ", link("runs/" + encodeURIComponent(tl.runId), "trace")] : null);
   return el("div", { class: "graph-box" }, el("h3", {}, g.id, " ", el("span", { class: "meta" }, `v${g.version}`)), g.description ? el("p", { class: "meta" }, g.description) : null,
-    el("div", { class: "graph-scroll", tabindex: "0", "aria-label": "Graph (scrolls)" }, svg), legend);
+    el("div", { class: "graph-scroll", tabindex: "0", "aria-label": "Graph (scrolls)" }, svg), legend, details);
+}
+
+function childKey(node, child) { return `child:${node}:${child}`; }
+
+// nodeDetails lists what the definition says of a node: its kind and function, for a
+// kortyx.reason node its model, prompt, tools and approval policy, then its params, retry,
+// version, child workflows, metadata and edges.
+function nodeDetails(n, g) {
+  const p = n.params || {};
+  const rows = [["Kind", n.kind], ["Runs", n.run || (n.kind === "go" ? "a Go function of the definition" : "—")]];
+  if (n.kind === "reason") {
+    rows.push(["Model", p.model || "the worker's default"], ["Prompt", p.system ? el("pre", { class: "payload-value" }, p.system) : "—"],
+      ["Tools", (p.tools || []).length ? p.tools.join(", ") : "none"], ["Approval", p.approval === undefined ? "none" : el("pre", { class: "payload-value" }, json(p.approval))]);
+  }
+  if (Object.keys(p).length) rows.push(["Params", el("pre", { class: "payload-value" }, json(p))]);
+  if (n.retry) rows.push(["Retry", `${n.retry.maxAttempts} attempts${n.retry.delayMs ? `, ${n.retry.delayMs} ms apart` : ""}`]);
+  if (n.version) rows.push(["Version", n.version]);
+  if ((n.children || []).length) rows.push(["Child workflows", n.children.map((c, i) => [i ? ", " : "", link(`workflows?agent=${encodeURIComponent(c)}`, c)])]);
+  if (n.metadata) rows.push(["Metadata", el("pre", { class: "payload-value" }, json(n.metadata))]);
+  const out = g.edges.filter((e) => e.from === n.id).map((e) => e.to + (e.when ? ` (when ${e.when})` : ""));
+  const into = g.edges.filter((e) => e.to === n.id).map((e) => e.from + (e.when ? ` (when ${e.when})` : ""));
+  rows.push(["Comes from", into.length ? into.join(", ") : "—"], ["Goes to", out.length ? out.join(", ") : "—"]);
+  return el("div", { "data-node": n.id }, el("h4", {}, "Node ", el("code", {}, n.id)),
+    el("dl", { class: "node-fields" }, rows.map(([k, v]) => [el("dt", {}, k), el("dd", { "data-field": k }, v)])));
 }

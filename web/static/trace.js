@@ -13,8 +13,48 @@ export async function show(r) {
     body.replaceChildren(el("div", { class: "error", role: "alert", "data-code": e.code }, `${e.code}: ${e.message}`));
     return;
   }
-  body.replaceChildren(header(tl), traceBox(tl, 0));
+  const draw = () => body.replaceChildren(header(tl), zoomControl(draw), traceBox(tl, 0));
+  draw();
   body.dataset.run = tl.runId;
+}
+
+// zoom is how long a wait (a stretch where no model pass, tool call or run point happens) may
+// be on the waterfall's scale, in ms; longer ones are drawn that long, marked as compressed.
+// 0: the real scale.
+let zoom = 0;
+
+// zoomControl chooses zoom; changing it draws the trace again.
+function zoomControl(draw) {
+  const pick = el("select", { id: "trace-zoom" }, [[0, "real time"], [1000, "1 s"], [10000, "10 s"], [60000, "1 min"]].map(([v, t]) =>
+    el("option", { value: String(v), selected: v === zoom }, v ? "compress waits over " + t : t)));
+  pick.addEventListener("change", () => { zoom = Number(pick.value); draw(); });
+  return el("div", { class: "toolbar trace-zoom" }, el("label", { for: "trace-zoom" }, "Time scale "), pick);
+}
+
+// timeScale maps a run's times onto its waterfall: linear, or with every idle stretch longer
+// than zoom (no model pass, tool call or point in it: a human wait) shortened to zoom.
+function timeScale(tl, sc) {
+  const gaps = [];
+  if (zoom > 0) {
+    const busy = [];
+    for (const e of tl.entries) {
+      if (e.kind === "question" || e.kind === "child") continue;
+      const s = sc.of(e);
+      busy.push([s.from, s.to]);
+    }
+    busy.push([sc.start, sc.start], [sc.end, sc.end]);
+    busy.sort((a, b) => a[0] - b[0]);
+    let reach = busy[0][1];
+    for (const [from, to] of busy) {
+      if (from - reach > zoom) gaps.push({ from: reach, to: from, cut: from - reach - zoom });
+      reach = Math.max(reach, to);
+    }
+  }
+  const map = (t) => { let v = t - sc.start; for (const g of gaps) if (t > g.from) v -= Math.min(t - g.from, g.to - g.from) * (g.cut / (g.to - g.from)); return v; };
+  const total = Math.max(map(sc.end), 1);
+  const unmap = (v) => { let t = sc.start + v; for (const g of gaps) { const a = map(g.from), b = map(g.to); if (v >= b) t += g.cut; else if (v > a) t += (v - a) / (b - a) * g.cut; } return t; };
+  return { pct: (t) => Math.max(0, Math.min(100, (map(t) / total) * 100)), at: (p) => unmap((total * p) / 100) - sc.start,
+    breaks: gaps.map((g) => ({ left: (map(g.from) / total) * 100, width: ((map(g.to) - map(g.from)) / total) * 100, real: g.to - g.from })) };
 }
 
 function header(tl) {
@@ -31,7 +71,10 @@ function header(tl) {
       figure("Started", timeEl(tl.startedAt)), figure("Duration", ms(tl.durationMs), "duration"),
       figure("Tokens", `${u.input || 0} in / ${u.output || 0} out / ${u.total || 0} total`, "tokens"),
       figure("Model passes", tl.modelPasses, "passes"), figure("Tool calls", tl.toolCalls, "tools"),
-      figure("Cost", money(c.total, c.currency), "cost-total")),
+      figure("Cost", money(c.total, c.currency), "cost-total"),
+      figure("Temporal actions", [String(c.actions || 0), " ≈ ", money(c.actionsCost || 0, c.currency)], "actions")),
+    el("p", { class: "meta action-price" }, `Temporal actions counted from the run's history (no queries or heartbeats), priced at ${money(c.actionPrice || 0, c.currency)} per million: an estimate.`),
+    tl.rollup ? rollupLine(tl.rollup) : null,
     el("details", { class: "cost-detail", open: models.length > 0 },
       el("summary", {}, "Cost by model"),
       el("div", { class: "table-wrap" }, el("table", { class: "grid cost-table" },
@@ -43,6 +86,15 @@ function header(tl) {
       tl.input !== undefined ? payload("input", tl.input) : null, tl.output !== undefined ? payload("output", tl.output) : null) : null,
     el("details", { class: "temporal-counts" }, el("summary", {}, `Temporal: ${t.events || 0} events, ${t.activities || 0} activities, ${t.updates || 0} updates, ${t.signalsReceived || 0} signals`),
       el("dl", {}, Object.entries(t).map(([k, v]) => [el("dt", {}, k), el("dd", { "data-count": k }, String(v))]))));
+}
+
+// rollupLine is the run's figures with its child runs'.
+function rollupLine(r) {
+  const c = r.cost || {};
+  return el("p", { class: "rollup", "data-runs": String(r.runs) }, el("strong", {}, `With its ${r.runs - 1} child run${r.runs === 2 ? "" : "s"}: `),
+    el("span", { class: "rollup-tokens" }, `${(r.usage || {}).input || 0} in / ${(r.usage || {}).output || 0} out`), " · cost ",
+    el("span", { class: "rollup-cost" }, money(c.total, c.currency)), " · ", el("span", { class: "rollup-actions" }, `${c.actions || 0} actions ≈ ${money(c.actionsCost || 0, c.currency)}`),
+    r.truncated ? " (the first runs only)" : "");
 }
 
 function figure(label, value, cls) {
@@ -123,9 +175,10 @@ function payloads(e) {
 // traceBox draws a run's waterfall; depth > 0 for a child drawn inside its parent.
 function traceBox(tl, depth) {
   const sc = spans(tl);
-  const total = sc.end - sc.start;
-  const pct = (t) => Math.max(0, Math.min(100, ((t - sc.start) / total) * 100));
-  const axis = el("div", { class: "axis", "aria-hidden": "true" }, [0, 25, 50, 75, 100].map((p) => el("span", { style: `left:${p}%` }, ms((total * p) / 100))));
+  const ts = timeScale(tl, sc);
+  const pct = ts.pct;
+  const axis = el("div", { class: "axis", "aria-hidden": "true" }, [0, 25, 50, 75, 100].map((p) => el("span", { style: `left:${p}%` }, ms(ts.at(p)))));
+  const breaks = ts.breaks.map((b) => el("i", { class: "axis-break", style: `left:${b.left}%;width:${b.width}%`, title: `a wait of ${ms(b.real)}, compressed` }));
   const rows = tl.entries.map((e, i) => {
     const s = sc.of(e);
     const left = pct(s.from), width = s.point ? 0 : Math.max(pct(s.to) - left, 0.4);
@@ -139,13 +192,13 @@ function traceBox(tl, depth) {
     return el("li", { class: "row", "data-kind": e.kind, "data-index": String(i) },
       el("div", { class: "row-label" }, el("span", { class: "kind" }, label(e)), " ", el("span", { class: "row-detail" }, detail(e, tl, depth)), extra),
       el("div", { class: "track" }, bar),
-      pl.length ? el("div", { class: "row-payloads" }, pl) : null,
+      pl.length ? el("details", { class: "row-payloads" }, el("summary", {}, "payload: " + pl.map((x) => x.dataset.label).join(", ")), pl) : null,
       e.kind === "child" ? el("div", { class: "child-box", hidden: true }) : null);
   });
   return el("section", { class: "trace" + (depth ? " nested" : ""), "data-run": tl.runId, "aria-label": `Trace of run ${tl.runId}` },
     depth ? el("p", { class: "trace-line" }, el("strong", { class: "trace-workflow" }, tl.workflow), " ", statusBadge(tl.status), " ", shortId(tl.runId), " · ", ms(tl.durationMs), " · ",
       link("runs/" + encodeURIComponent(tl.runId), "open")) : null,
-    el("div", { class: "waterfall" }, el("div", { class: "axis-row" }, el("div", { class: "row-label meta" }, "time since start"), el("div", { class: "track" }, axis)),
+    el("div", { class: "waterfall" }, el("div", { class: "axis-row" }, el("div", { class: "row-label meta" }, "time since start"), el("div", { class: "track" }, axis, breaks)),
       el("ol", { class: "rows" }, rows)));
 }
 

@@ -1,0 +1,62 @@
+// The Home view (#/home?agent=…): GET /api/overview as three panels — the runs of the last
+// hour by status, the waiting questions by age, the last hour's failures by code — each
+// figure a link into the runs list (filtered by status and start time) or the inbox. Asked
+// again every 5 seconds while the view is open.
+import { $, el, api, link, setStatus } from "./util.js";
+
+const REFRESH_MS = 5000;
+const STATUSES = ["running", "waiting", "completed", "failed", "cancelled"];
+let timer = null;
+let params = new URLSearchParams();
+let seq = 0;
+
+export async function show(r) {
+  params = r.params;
+  await load();
+  schedule();
+}
+
+export function hide() { clearTimeout(timer); timer = null; }
+
+function schedule() {
+  clearTimeout(timer);
+  timer = setTimeout(async () => { if (document.body.dataset.view === "home") { await load(); schedule(); } }, REFRESH_MS);
+}
+
+// runsLink is the runs list of the overview's filters with more.
+function runsLink(extra) {
+  const q = new URLSearchParams();
+  for (const k of ["agent", "session", "q"]) if (params.get(k)) q.set(k, params.get(k));
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return "runs?" + q.toString();
+}
+
+async function load() {
+  const n = ++seq;
+  const q = new URLSearchParams();
+  for (const k of ["agent", "session", "q"]) if (params.get(k)) q.set(k, params.get(k));
+  let ov;
+  try { ov = await api("/api/overview" + (q.toString() ? "?" + q.toString() : "")); } catch (e) {
+    if (n === seq) { setStatus(`${e.code}: ${e.message}`); $("home-body").replaceChildren(el("div", { class: "error", role: "alert" }, `${e.code}: ${e.message}`)); }
+    return;
+  }
+  if (n !== seq) return;
+  const since = ov.since.replace(/\.\d+Z$/, "Z");
+  const inbox = "interrupts"; // the inbox lists every waiting question, oldest first
+  const tile = (cls, key, count, label, href) => el("li", { class: "tile " + cls, "data-key": key },
+    link(href, [el("span", { class: "tile-count" }, String(count)), el("span", { class: "tile-label" }, label)], { "aria-label": `${count} ${label}` }));
+  const runs = el("section", { class: "home-panel", id: "home-runs", "aria-labelledby": "home-runs-title" },
+    el("h3", { id: "home-runs-title" }, "Runs started in the last hour"),
+    el("ul", { class: "tiles" }, STATUSES.map((s) => tile("status-" + s, s, ov.runs[s] || 0, s, runsLink({ status: s, from: since })))));
+  const waiting = el("section", { class: "home-panel", id: "home-waiting", "aria-labelledby": "home-waiting-title" },
+    el("h3", { id: "home-waiting-title" }, `Waiting questions: ${ov.waitingTotal}`),
+    el("ul", { class: "tiles" }, ov.waiting.map((b) => tile("age", b.label, b.count, "waiting " + b.label, inbox))));
+  const failures = el("section", { class: "home-panel", id: "home-failures", "aria-labelledby": "home-failures-title" },
+    el("h3", { id: "home-failures-title" }, "Failures in the last hour, by code"),
+    ov.failures.length ? el("ul", { class: "tiles" }, ov.failures.map((f) => tile("failure", f.code, f.count, f.code, runsLink({ status: "failed", from: since }))))
+      : el("p", { class: "meta home-none" }, "No run failed in the last hour."));
+  const body = $("home-body");
+  body.replaceChildren(el("p", { class: "meta" }, "Since ", el("time", { datetime: since }, new Date(since).toLocaleTimeString()),
+    params.get("agent") ? [" · agent ", el("strong", {}, params.get("agent"))] : null, " · updated ", new Date().toLocaleTimeString()), runs, waiting, failures);
+  body.dataset.loaded = String(n);
+}
