@@ -62,6 +62,9 @@ type Options struct {
 	// DefaultModel ("provider:model") is the model of the passes that name none: the worker's
 	// default. "": such passes are priced under the key "default".
 	DefaultModel string
+	// Currency is the price table's currency, an ISO 4217 code ("" is "USD"): the page shows
+	// it with every cost.
+	Currency string
 
 	// Authorize is asked before every JSON route ([sessions.Access] with Wire "web"; Action
 	// "answer" for POST /api/runs/{id}/answer with RunID, "read" otherwise, with the session a
@@ -84,6 +87,10 @@ type config struct {
 	Namespace       string  `json:"namespace"`
 	DefaultWorkflow string  `json:"defaultWorkflow"`
 	Agents          []agent `json:"agents"`
+	// DefaultModel is the model of the passes that name none (Options.DefaultModel); Currency
+	// the price table's (Options.Currency, default "USD").
+	DefaultModel string `json:"defaultModel,omitempty"`
+	Currency     string `json:"currency"`
 }
 
 // agent is a registered workflow, as the page suggests it.
@@ -138,7 +145,11 @@ func Handler(o Options) http.Handler {
 			writeError(w, o.Logger, r, err)
 			return
 		}
-		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{}}
+		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{},
+			DefaultModel: o.DefaultModel, Currency: o.Currency}
+		if cfg.Currency == "" {
+			cfg.Currency = "USD"
+		}
 		if o.Registry != nil {
 			for _, d := range o.Registry.Workflows() {
 				cfg.Agents = append(cfg.Agents, agent{ID: d.ID, Description: d.Description})
@@ -166,7 +177,11 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
-		return o.transcriptOf(r.Context(), id)
+		var s *sessions.Service
+		if svcErr == nil {
+			s = svc
+		}
+		return o.transcriptOf(r.Context(), s, id)
 	}))
 	mux.HandleFunc("POST /api/runs/{id}/answer", func(w http.ResponseWriter, r *http.Request) {
 		if err := o.authorize(r, access(r)); err != nil {
