@@ -204,6 +204,11 @@ func TestStudioHumans(t *testing.T) {
 		p.press(`#checkpoints li:last-child button.fork`)
 		p.waitJS(fmt.Sprintf(`document.getElementById("session-id").textContent !== %q`, source))
 		fork = p.text("#session-id")
+		// The chat shows the turns the fork inherited, from the server.
+		remote := `#transcript .remote .remote-turns li.transcript-turn`
+		p.waitJS(fmt.Sprintf(`document.querySelectorAll(%q).length === 2`, remote))
+		require.Equal(t, []string{"inherited", "inherited"}, p.allAttrs(remote, "data-state"))
+		require.Equal(t, []string{"one", "four"}, p.allTexts(remote+" .prompt"))
 		p.send(echoWorkflow, "five")
 		p.lastTurnEnded()
 		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))

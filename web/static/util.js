@@ -143,6 +143,7 @@ export function confirmAction(title, text, okLabel, keepLabel) {
     d = el("dialog", { id: "confirm-dialog", "aria-labelledby": "confirm-title", "aria-describedby": "confirm-text" });
     document.body.append(d);
   }
+  if (d.open) return Promise.resolve(false); // one question at a time
   return new Promise((resolve) => {
     const close = (ok) => { d.returnValue = ok ? "ok" : "keep"; d.close(); };
     const ok = el("button", { type: "button", class: "confirm-ok danger", onclick: () => close(true) }, okLabel);
