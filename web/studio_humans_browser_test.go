@@ -296,10 +296,13 @@ func TestStudioHumans(t *testing.T) {
 		p := open(t, "#/chat")
 		p.run(chromedp.EmulateViewport(400, 800))
 		p.waitJS(`document.documentElement.clientWidth === 400`)
-		var h float64
-		p.eval(`document.querySelector("header").getBoundingClientRect().height`, &h)
-		t.Logf("header height at 400 px: %v", h)
-		require.LessOrEqual(t, h, 80.0)
+		// Two rows (the title, the status and the theme; the navigation), with or without a
+		// status; it was 152 px before.
+		for _, status := range []string{"", "Waiting for your answer."} {
+			var h float64
+			p.eval(fmt.Sprintf(`(() => { document.getElementById("status").textContent = %q; return document.querySelector("header").getBoundingClientRect().height; })()`, status), &h)
+			require.LessOrEqual(t, h, 64.0, "the header with the status %q", status)
+		}
 		var problems []string
 		p.eval(layoutCheck, &problems)
 		require.Empty(t, problems)

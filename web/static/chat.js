@@ -309,7 +309,8 @@ function remoteView(v) {
   const n = (v.checkpoints || []).length;
   const tr = v.transcript;
   const box = el("section", { class: "remote", "aria-label": "Earlier turns" },
-    tr ? [el("p", { class: "meta remote-note" }, `Earlier turns of this session, from the server (${plural((tr.turns || []).length, "turn")}):`),
+    tr && !(tr.turns || []).length ? el("p", { class: "meta remote-note" }, "This session has no earlier turn on the server.")
+      : tr ? [el("p", { class: "meta remote-note" }, `Earlier turns of this session, from the server (${plural(tr.turns.length, "turn")}):`),
       el("ol", { class: "session-transcript remote-turns" }, (tr.turns || []).map(transcriptTurnItem))]
       : el("p", { class: "meta remote-note" }, `Earlier turns of this session were made elsewhere and are not shown here (${plural(n, "checkpoint")}).`));
   for (const p of v.pending || []) {

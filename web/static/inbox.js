@@ -86,6 +86,7 @@ async function send(it, box, result, resume, label) {
   } catch (e) {
     delete box.dataset.answering;
     for (const b of box.querySelectorAll("button, input, select, textarea")) b.disabled = false;
+    for (const f of box.querySelectorAll("form")) f.dispatchEvent(new Event("change")); // a choice's Answer waits for its pick again
     result.replaceChildren(el("div", { class: "error", role: "alert", "data-code": e.code }, `${e.code}: ${e.message}`));
     return;
   }
