@@ -9,8 +9,8 @@ import (
 )
 
 // DefaultActionPrice is the price per million Temporal actions the studio estimates with when
-// Options.ActionPrice is nil: Temporal Cloud's commonly quoted list price, in US dollars. Your
-// contract sets yours; the figure is an estimate (see [Options].ActionPrice).
+// Options.ActionPrice is nil: the base rate, in US dollars, of Temporal Cloud's pricing page
+// before its 2025 plans (which price actions by plan and tier). Your contract sets yours; the figure is an estimate (see [Options].ActionPrice).
 const DefaultActionPrice = 25.0
 
 // DefaultCurrency is the currency of the figures when Options.Currency is "".

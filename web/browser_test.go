@@ -324,6 +324,7 @@ func TestPage(t *testing.T) {
 		p.send(formWorkflow, "ship it")
 		p.run(chromedp.WaitVisible(chromedp.CSS(`.turn:last-child form.question[data-kind="custom"]`)), chromedp.WaitVisible(chromedp.CSS(`.turn:last-child .run .id`)))
 		p.run(chromedp.Click(chromedp.CSS(`.turn:last-child form.question button.cancel`)))
+		p.press(confirmDialog + " button.confirm-ok") // the page asks first
 		p.waitJS(`document.querySelectorAll(".turn").length === 2`)
 		p.lastTurnEnded()
 		require.Equal(t, "Cancel", p.text(`.turn:last-child .user`))
@@ -401,6 +402,7 @@ func TestPage(t *testing.T) {
 		first := p.attr(`.turn:first-child .checkpoint`, "data-checkpoint")
 		require.Equal(t, []string{"turn 0 · web-echo · Roll back Fork", "turn 1 · web-echo · agentRoll back Fork", "turn 2 · web-echo · agentRoll back Fork"}, p.allTexts("#checkpoints li"))
 		p.press(`#checkpoints li[data-checkpoint="` + first + `"] button.rollback`)
+		p.press(confirmDialog + " button.confirm-ok") // the page asks first
 		p.run(chromedp.WaitVisible(chromedp.CSS(`#status`)))
 		p.waitJS(`document.getElementById("status").textContent.startsWith("Rolled back")`)
 		require.Equal(t, "Rolled back to turn 1.", p.text("#status"))
@@ -440,15 +442,15 @@ func TestPage(t *testing.T) {
 		require.Equal(t, "nodes: agent", p.text("#timeline .nodes"))
 		require.Equal(t, []string{
 			"run started",
-			"model (the worker's default) · 10 tokens (10 in, 0 out) · tool-calls · N ms",
+			"model openai:gpt-4.1-mini · 10 tokens (10 in, 0 out) · tool-calls · N ms",
 			`tool lookup_order {"orderId":"A-1001"} → {"orderId":"A-1001","item":"espresso machine","total":249,"status":"delivered"} · N ms · attempt 1`,
-			"model (the worker's default) · 10 tokens (10 in, 0 out) · tool-calls · N ms",
+			"model openai:gpt-4.1-mini · 10 tokens (10 in, 0 out) · tool-calls · N ms",
 			"node agent",
 			"question choice: Approve refund?",
 			"checkpoint cp-ID (turn 1) Roll back Fork",
 			`answer ["approve"]`,
 			`tool refund {"orderId":"A-1001","reason":"customer request: delivered"} → {"refundId":"R-5001","orderId":"A-1001","amount":249} · N ms · attempt 1`,
-			"model (the worker's default) · 18 tokens (10 in, 8 out) · stop · N ms",
+			"model openai:gpt-4.1-mini · 18 tokens (10 in, 8 out) · stop · N ms",
 			"checkpoint cp-ID (turn 2) Roll back Fork",
 			"run completed",
 		}, got)
@@ -524,7 +526,7 @@ func TestPage(t *testing.T) {
 		// Opened here, it shows its open question, which can be answered.
 		p.run(chromedp.Click(chromedp.CSS(btn)), chromedp.WaitVisible(chromedp.CSS(`.remote form.question[data-kind="custom"]`)))
 		require.Equal(t, waiting, p.text("#session-id"))
-		require.Equal(t, "Earlier turns of this session were made elsewhere and are not shown here (2 checkpoints).", p.text(".remote > p"))
+		require.Equal(t, "Earlier turns of this session, from the server (1 turn):", p.text(".remote > p"))
 		require.Equal(t, "How should we ship it?", p.text(`.remote form.question p strong`))
 		p.run(chromedp.SetValue(chromedp.CSS(`.remote input[name="quantity"]`), "1"),
 			chromedp.SetValue(chromedp.CSS(`.remote select[name="speed"]`), `"express"`),

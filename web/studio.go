@@ -58,7 +58,19 @@ type transcriptTurn struct {
 	// the model's text, tool calls, questions and answers, children, checkpoints).
 	Input   json.RawMessage `json:"input,omitempty"`
 	Entries []timelineEntry `json:"entries"`
+	// State is the turn's place in the session's history: "live" (the session goes on from
+	// it), "rolledBack" (a rollback discarded it) or "inherited" (a turn of the session this
+	// one was forked from, up to the forked checkpoint; its sessionId is that session's).
+	// Absent when the session's view cannot be read.
+	State string `json:"state,omitempty"`
 }
+
+// The states of a transcript's turns.
+const (
+	turnLive       = "live"
+	turnRolledBack = "rolledBack"
+	turnInherited  = "inherited"
+)
 
 // transcript is the answer of GET /api/sessions/{id}/transcript.
 type transcript struct {
@@ -67,16 +79,145 @@ type transcript struct {
 	// Truncated says the session has more runs than the transcript reads (maxTranscriptTurns,
 	// the newest).
 	Truncated bool `json:"truncated"`
+	// Head is the session's head checkpoint; ParentSessionID and ForkedFrom say where a fork
+	// came from (as in the session's view).
+	Head            string `json:"head,omitempty"`
+	ParentSessionID string `json:"parentSessionId,omitempty"`
+	ForkedFrom      string `json:"forkedFrom,omitempty"`
+
+	first string // the session's oldest listed checkpoint
 }
 
-// maxTranscriptTurns bounds a transcript.
-const maxTranscriptTurns = maxRunPage
+// maxTranscriptTurns bounds a transcript, and maxForkDepth how many sessions up a fork's
+// transcript looks for its inherited turns.
+const (
+	maxTranscriptTurns = maxRunPage
+	maxForkDepth       = 4
+)
 
 // transcriptOf serves GET /api/sessions/{id}/transcript: the session's runs, oldest first, each
 // with its prompt and trace entries, from Temporal visibility and the runs' histories. It holds
 // what history records: the model's text and the questions, not the messages or structured
-// data a node streams itself (those live in the stream, for its retention).
-func (o Options) transcriptOf(ctx context.Context, sessionID string) (*transcript, error) {
+// data a node streams itself (those live in the stream, for its retention). With the session's
+// view (svc not nil), each turn says its state, and a fork's transcript begins with the turns
+// it inherited from its parent.
+func (o Options) transcriptOf(ctx context.Context, svc *sessions.Service, sessionID string) (*transcript, error) {
+	return o.transcriptDepth(ctx, svc, sessionID, 0)
+}
+
+func (o Options) transcriptDepth(ctx context.Context, svc *sessions.Service, sessionID string, depth int) (*transcript, error) {
+	out, err := o.ownTurns(ctx, sessionID)
+	if err != nil || svc == nil {
+		return out, err
+	}
+	view, err := svc.View(ctx, sessionID)
+	if err != nil {
+		return out, nil // no view (not a session workflow): the turns without their state
+	}
+	out.Head, out.ParentSessionID, out.ForkedFrom = view.Head, view.ParentSessionID, view.ForkedFrom
+	if len(view.Checkpoints) > 0 {
+		out.first = view.Checkpoints[0].ID
+	}
+	markRolledBack(out.Turns, view)
+	if view.ParentSessionID == "" || depth >= maxForkDepth {
+		return out, nil
+	}
+	parent, err := o.transcriptDepth(ctx, svc, view.ParentSessionID, depth+1)
+	if err != nil {
+		return out, nil // the parent's turns are left out, the fork's own are shown
+	}
+	inherited := inheritedTurns(parent, view.ForkedFrom)
+	out.Turns = append(inherited, out.Turns...)
+	out.Truncated = out.Truncated || parent.Truncated
+	return out, nil
+}
+
+// checkpointsOf are the checkpoints a turn's run committed (its trace's checkpoint entries).
+func checkpointsOf(t transcriptTurn) []timelineEntry {
+	var out []timelineEntry
+	for _, e := range t.Entries {
+		if e.Kind == "checkpoint" && e.CheckpointID != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// markRolledBack sets each turn's state from the session's view. A rollback deletes the
+// checkpoints after its target: a turn whose run committed checkpoints, none of which the
+// session still lists, and one of them after the session's oldest listed checkpoint (older
+// ones are pruned, not rolled back), was rolled back. A turn that committed none (it failed,
+// was stopped, or runs) was rolled back when a later turn was; the running turn is live.
+func markRolledBack(turns []transcriptTurn, view sessions.SessionView) {
+	current := map[string]bool{}
+	var oldest time.Time
+	for i, c := range view.Checkpoints {
+		current[c.ID] = true
+		if i == 0 || c.CreatedAt.Before(oldest) {
+			oldest = c.CreatedAt
+		}
+	}
+	later := false // a later turn was rolled back
+	for i := len(turns) - 1; i >= 0; i-- {
+		t := &turns[i]
+		t.State = turnLive
+		cps := checkpointsOf(*t)
+		switch {
+		case view.Active != nil && view.Active.RunID == t.RunID:
+		case len(cps) == 0:
+			if later {
+				t.State = turnRolledBack
+			}
+		default:
+			listed, after := false, false
+			for _, e := range cps {
+				listed = listed || current[e.CheckpointID]
+				after = after || e.At.After(oldest)
+			}
+			if !listed && after {
+				t.State = turnRolledBack
+			}
+		}
+		later = later || t.State == turnRolledBack
+	}
+}
+
+// inheritedTurns are the turns of a fork's parent up to the one that committed the forked
+// checkpoint, as the parent's history now says (its rolled-back turns left out), marked
+// inherited. A fork of a fork's first checkpoint (the copy the fork began with) inherits what
+// that fork inherited; a fork of a session's start inherits nothing.
+func inheritedTurns(parent *transcript, forkedFrom string) []transcriptTurn {
+	end := -1
+	for i, t := range parent.Turns {
+		for _, e := range checkpointsOf(t) {
+			if e.CheckpointID == forkedFrom {
+				end = i
+			}
+		}
+	}
+	if end < 0 && forkedFrom != "" && forkedFrom == parent.first {
+		for i, t := range parent.Turns {
+			if t.State == turnInherited {
+				end = i // the copy the parent, itself a fork, began with
+			}
+		}
+	}
+	if end < 0 {
+		return nil
+	}
+	var out []transcriptTurn
+	for i, t := range parent.Turns[:end+1] {
+		if t.State == turnRolledBack && i != end {
+			continue
+		}
+		t.State = turnInherited
+		out = append(out, t)
+	}
+	return out
+}
+
+// ownTurns are the session's own runs, oldest first, with their prompts and entries.
+func (o Options) ownTurns(ctx context.Context, sessionID string) (*transcript, error) {
 	query := "WorkflowType = '" + contracts.RunWorkflowName + "' AND ExecutionStatus != 'ContinuedAsNew' AND (" +
 		sessionsFilter([]sessionItem{{SessionID: sessionID}}) + ")"
 	resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{

@@ -260,21 +260,21 @@ func TestStudio(t *testing.T) {
 		require.Equal(t, []string{runIDs[2], runIDs[1], runIDs[0]}, p.allAttrs(rows, "data-run"), "newest first")
 		// Two passes of 10 input tokens, an answer of 6 output tokens, at 2 and 8 per million.
 		require.Equal(t, []string{"20 in / 6 out", "20 in / 6 out", "20 in / 6 out"}, p.allTexts(rows+" td.tokens"))
-		require.Equal(t, []string{"0.000088 USD", "0.000088 USD", "0.000088 USD"}, p.allTexts(rows+" td.cost"))
+		require.Equal(t, []string{"$0.000088", "$0.000088", "$0.000088"}, p.allTexts(rows+" td.cost"))
 		// The report of GET /api/cost under the table, by agent, then by session.
 		p.run(chromedp.Click(chromedp.CSS("#runs-cost summary")))
 		p.waitJS(`!!document.querySelector("#cost-table")`)
 		cells := func(key string) []string { return p.allTexts(fmt.Sprintf(`#cost-table tr[data-key=%q] td`, key)) }
 		require.Equal(t, []string{"support", "total"}, p.allAttrs("#cost-table tbody tr", "data-key"))
-		require.Equal(t, []string{"support", "3", "60", "18", "0.000264 USD"}, cells("support"))
-		require.Equal(t, []string{"total", "3", "60", "18", "0.000264 USD"}, cells("total"))
+		require.Equal(t, []string{"support", "3", "60", "18", "$0.000264"}, cells("support"))
+		require.Equal(t, []string{"total", "3", "60", "18", "$0.000264"}, cells("total"))
 		p.run(chromedp.SetValue(chromedp.CSS("#cost-group"), "session"))
 		p.eval(`(() => { document.getElementById("cost-group").dispatchEvent(new Event("change")); return true; })()`, new(bool))
 		p.waitJS(fmt.Sprintf(`!!document.querySelector('#cost-table tr[data-key=%q]')`, two))
 		require.Equal(t, []string{two, one, "total"}, p.allAttrs("#cost-table tbody tr", "data-key"), "most expensive first")
-		require.Equal(t, []string{two, "2", "40", "12", "0.000176 USD"}, cells(two))
-		require.Equal(t, []string{one, "1", "20", "6", "0.000088 USD"}, cells(one))
-		require.Equal(t, []string{"total", "3", "60", "18", "0.000264 USD"}, cells("total"))
+		require.Equal(t, []string{two, "2", "40", "12", "$0.000176"}, cells(two))
+		require.Equal(t, []string{one, "1", "20", "6", "$0.000088"}, cells(one))
+		require.Equal(t, []string{"total", "3", "60", "18", "$0.000264"}, cells("total"))
 
 		// The sessions list counts the turns; a session's view is its transcript.
 		p.hash("#/sessions")
@@ -307,8 +307,8 @@ func TestStudio(t *testing.T) {
 		p.waitJS(`!!document.querySelector("#trace-body .trace .rows")`)
 		// 30 input and 8 output tokens at 2 and 8 per million: 0.000124.
 		require.Equal(t, "30 in / 8 out / 38 total", p.text(".figure.tokens .figure-value"))
-		require.Equal(t, "0.000124 USD", p.text(".figure.cost-total .figure-value"))
-		require.Equal(t, []string{"openai:gpt-4.1-mini", "30", "8", "0", "0.000124 USD"}, p.allTexts(`.cost-table tr[data-model="openai:gpt-4.1-mini"] td`))
+		require.Equal(t, "$0.000124", p.text(".figure.cost-total .figure-value"))
+		require.Equal(t, []string{"openai:gpt-4.1-mini", "30", "8", "0", "$0.000124"}, p.allTexts(`.cost-table tr[data-model="openai:gpt-4.1-mini"] td`))
 		require.Equal(t, "3", p.text(".figure.passes .figure-value"))
 		require.Equal(t, "2", p.text(".figure.tools .figure-value"))
 		require.Equal(t, []string{"started", "model", "tool", "model", "node", "question", "checkpoint", "answer", "tool", "model", "checkpoint", "ended"},
@@ -589,7 +589,7 @@ func TestStudioOnAPIOnly(t *testing.T) {
 		// Priced on this process from its price table: the support run's two passes of 10
 		// input tokens and its answer of 6; the form agent calls no model.
 		require.Equal(t, []string{"0 in / 0 out", "20 in / 6 out"}, p.allTexts(rows+" td.tokens"))
-		require.Equal(t, []string{"0 USD", "0.000088 USD"}, p.allTexts(rows+" td.cost"))
+		require.Equal(t, []string{"$0", "$0.000088"}, p.allTexts(rows+" td.cost"))
 
 		// The inbox answers the session's question; the answer's response comes over Redis
 		// from the worker's stream.
@@ -630,7 +630,7 @@ func TestStudioOnAPIOnly(t *testing.T) {
 		p.hash("#/runs/" + doneRun)
 		p.waitJS(`!!document.querySelector("#trace-body .trace .rows")`)
 		require.Equal(t, []string{"started", "model", "tool", "model", "node", "checkpoint", "ended"}, p.allAttrs("#trace-body .rows > li", "data-kind"))
-		require.Equal(t, "0.000088 USD", p.text(".figure.cost-total .figure-value"))
+		require.Equal(t, "$0.000088", p.text(".figure.cost-total .figure-value"))
 	})
 }
 

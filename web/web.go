@@ -92,6 +92,10 @@ type config struct {
 	Namespace       string  `json:"namespace"`
 	DefaultWorkflow string  `json:"defaultWorkflow"`
 	Agents          []agent `json:"agents"`
+	// DefaultModel is the model of the passes that name none (Options.DefaultModel); Currency
+	// the price table's (Options.Currency, default "USD").
+	DefaultModel string `json:"defaultModel,omitempty"`
+	Currency     string `json:"currency"`
 }
 
 // agent is a registered workflow, as the page suggests it.
@@ -148,7 +152,11 @@ func Handler(o Options) http.Handler {
 			writeError(w, o.Logger, r, err)
 			return
 		}
-		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{}}
+		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{},
+			DefaultModel: o.DefaultModel, Currency: o.Currency}
+		if cfg.Currency == "" {
+			cfg.Currency = "USD"
+		}
 		if o.Registry != nil {
 			for _, d := range o.Registry.Workflows() {
 				cfg.Agents = append(cfg.Agents, agent{ID: d.ID, Description: d.Description})
@@ -177,7 +185,11 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("sessionId", id); err != nil {
 			return nil, err
 		}
-		return o.transcriptOf(r.Context(), id)
+		var s *sessions.Service
+		if svcErr == nil {
+			s = svc
+		}
+		return o.transcriptOf(r.Context(), s, id)
 	}))
 	mux.HandleFunc("POST /api/runs/{id}/answer", func(w http.ResponseWriter, r *http.Request) {
 		if err := o.authorize(r, access(r)); err != nil {

@@ -4,7 +4,8 @@
 // with their stream offsets; the transcript is rendered from them. After a reload, a turn that
 // had not ended is asked again with Last-Event-ID: <last offset>, so its text continues where
 // it stopped, with nothing lost and nothing twice.
-import { $, el, json, api, apiError, shortId, studio, setStatus, temporalLink, go } from "./util.js";
+import { $, el, json, api, apiError, shortId, studio, setStatus, temporalLink, plural, confirmAction } from "./util.js";
+import { transcriptTurnItem } from "./sessions.js";
 
 const state = { sessionId: "", turns: [], reading: new Set(), remote: null };
 const randomId = (p) => p + "-" + (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(16).slice(2) + Date.now().toString(16));
@@ -39,13 +40,15 @@ function load(sessionId) {
   state.remote = null;
 }
 // loadRemote shows a session whose turns this tab has not kept (made in another tab or by another
-// client): the server's view of it, with its open questions to answer.
+// client): its earlier turns from the server (GET /api/sessions/{id}/transcript) and its view,
+// with its open questions to answer.
 async function loadRemote() {
   const id = state.sessionId;
   if (!id || state.turns.length) return;
   try {
-    const view = await api(`/api/sessions/${encodeURIComponent(id)}`);
-    if (state.sessionId === id && !state.turns.length) { state.remote = view; render(); }
+    const [view, tr] = await Promise.all([api(`/api/sessions/${encodeURIComponent(id)}`),
+      api(`/api/sessions/${encodeURIComponent(id)}/transcript`).catch(() => null)]);
+    if (state.sessionId === id && !state.turns.length) { view.transcript = tr; state.remote = view; render(); }
   } catch (e) { setStatus(`${e.code}: ${e.message}`); }
 }
 
@@ -67,6 +70,8 @@ async function send(turn) {
       endStatus(turn);
       return;
     }
+    // Connected (again, after a reload or a lost connection): the status says it runs.
+    if (turn === state.turns[state.turns.length - 1]) setStatus("Running…");
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buf = "";
@@ -113,6 +118,20 @@ function onEvent(turn, raw) {
     return; // a reconnect repeats the session chunk
   }
   turn.chunks.push({ id, chunk });
+  save();
+  renderTurn(turn);
+  if (chunk.type === "session" && !turn.runId) activeRun(turn);
+}
+
+// activeRun finds the run of a turn while it runs: the session's active turn (GET
+// /api/sessions/{id}) when it is this one, so the run line and its trace link show from the
+// start (a turn that ended first gets its run from its checkpoint, afterTurn).
+async function activeRun(turn) {
+  let v;
+  try { v = await api(`/api/sessions/${encodeURIComponent(turn.body.sessionId)}`); } catch (_) { return; }
+  const a = v && v.active;
+  if (!a || !a.runId || turn.runId || (a.clientTurnId && a.clientTurnId !== turn.clientTurnId)) return;
+  turn.runId = a.runId;
   save();
   renderTurn(turn);
 }
@@ -283,12 +302,17 @@ function fillTurn(d, turn) {
   d.replaceChildren(...kids);
 }
 
-// remoteView is the part of a session this tab did not see: a note and its open questions.
+// remoteView is the part of a session this tab did not see: its earlier turns as the server's
+// transcript has them (or, where that route is not served, a note), and its open questions.
 function remoteView(v) {
   const answered = answeredRequests();
   const n = (v.checkpoints || []).length;
+  const tr = v.transcript;
   const box = el("section", { class: "remote", "aria-label": "Earlier turns" },
-    el("p", { class: "meta" }, `Earlier turns of this session were made elsewhere and are not shown here (${n} checkpoint${n === 1 ? "" : "s"}).`));
+    tr && !(tr.turns || []).length ? el("p", { class: "meta remote-note" }, "This session has no earlier turn on the server.")
+      : tr ? [el("p", { class: "meta remote-note" }, `Earlier turns of this session, from the server (${plural(tr.turns.length, "turn")}):`),
+      el("ol", { class: "session-transcript remote-turns" }, (tr.turns || []).map(transcriptTurnItem))]
+      : el("p", { class: "meta remote-note" }, `Earlier turns of this session were made elsewhere and are not shown here (${plural(n, "checkpoint")}).`));
   for (const p of v.pending || []) {
     const c = { type: "interrupt", requestId: p.requestId, resumeToken: p.token, id: p.hookId, workflow: p.workflow, node: p.node, input: p.input };
     box.append(questionForm(c, answered.has(p.requestId) ? answered.get(p.requestId) : null));
@@ -358,7 +382,7 @@ export function questionForm(c, answered, onAnswer = answer) {
     const fs = el("fieldset", {}, el("legend", { class: "visually-hidden" }, multi ? "Choose one or more" : "Choose one"));
     q.options.forEach((o, i) => {
       const id = `q${n}-o${i}`;
-      fs.append(el("div", { class: "field option" }, el("input", { type: multi ? "checkbox" : "radio", name: `q${n}`, id, value: o.id, checked: !multi && i === 0 }),
+      fs.append(el("div", { class: "field option" }, el("input", { type: multi ? "checkbox" : "radio", name: `q${n}`, id, value: o.id }),
         " ", el("label", { for: id, style: "display:inline" }, o.label || o.id), o.description ? el("span", { class: "meta" }, " — " + o.description) : null));
     });
     form.append(fs);
@@ -396,8 +420,18 @@ export function questionForm(c, answered, onAnswer = answer) {
     collect = () => (input.value.trim() === "" ? { errors: ["Write an answer."] } : { resume: {}, label: input.value });
   }
   form.append(errors);
-  form.append(el("button", { type: "submit" }, "Answer"), " ",
-    el("button", { type: "button", class: "cancel", onclick: () => onAnswer(c, { cancel: true }, "Cancel") }, "Cancel"));
+  const submit = el("button", { type: "submit" }, "Answer");
+  // Nothing is chosen for the human: a single choice (a tool approval among them) is answered
+  // only once an option is picked.
+  if (q.kind === "choice") {
+    const sync = () => { submit.disabled = !form.querySelector(`input[name="q${n}"]:checked`); };
+    form.addEventListener("change", sync);
+    sync();
+  }
+  form.append(submit, " ",
+    el("button", { type: "button", class: "cancel", onclick: async () => {
+      if (await confirmCancel()) onAnswer(c, { cancel: true }, "Cancel");
+    } }, "Cancel run"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const r = collect();
@@ -406,6 +440,13 @@ export function questionForm(c, answered, onAnswer = answer) {
     onAnswer(c, r.resume, r.label);
   });
   return form;
+}
+
+// confirmCancel asks before a question's Cancel: it answers with a cancellation, which ends the
+// run that asks it.
+function confirmCancel() {
+  return confirmAction("Cancel the run?", "Cancel does not skip this question: it cancels the run that asks it. The run ends, cancelled, and does nothing more; this cannot be undone.",
+    "Cancel the run", "Keep the question");
 }
 
 // schemaFields builds one input per property of an object schema: enums are selects, numbers
@@ -513,8 +554,24 @@ function reissue(turns, res) {
   }
   return turns;
 }
+// confirmRollback says what a rollback to checkpoint id discards, from the session's checkpoint
+// list and this tab's transcript, and asks to go on.
+async function confirmRollback(id) {
+  const list = await api("/api/checkpoints", { action: "list", sessionId: state.sessionId });
+  const i = list.findIndex((cp) => cp.id === id);
+  const target = i >= 0 ? list[i] : null;
+  const later = i >= 0 ? list.slice(i + 1) : [];
+  const turns = state.turns.length - keepUpTo(state.turns, id, target ? target.turnIndex : undefined).length;
+  const n = target ? target.turnIndex : "?";
+  const text = later.length === 0 && turns === 0
+    ? `Turn ${n} is the session's last checkpoint: nothing is discarded.`
+    : `This discards ${plural(later.length, "later checkpoint")}` + (later.length ? ` (turn ${later[0].turnIndex}` + (later.length > 1 ? ` to turn ${later[later.length - 1].turnIndex})` : ")") : "") +
+      ` and ${plural(turns, "turn")} of this transcript after it; a run still open among them is cancelled. The session goes on from turn ${n}; this cannot be undone.`;
+  return confirmAction(`Roll back to turn ${n}?`, text, "Roll back", "Keep the turns");
+}
 async function rollback(id) {
   try {
+    if (!(await confirmRollback(id))) return;
     const n = await checkpointTurn(id);
     await api("/api/checkpoints", { action: "rollback", sessionId: state.sessionId, checkpointId: id });
     state.turns = keepUpTo(state.turns, id, n);
@@ -533,6 +590,7 @@ async function fork(id) {
     state.turns = turns;
     save();
     render();
+    loadRemote(); // a fork of a session this tab did not make: its inherited turns from the server
     setStatus(`Forked into ${res.sessionId}.`);
   } catch (e) { setStatus(`${e.code}: ${e.message}`); }
   refreshCheckpoints();
@@ -556,7 +614,7 @@ function entryText(e) {
   switch (e.kind) {
     case "started": return "run started";
     case "node": return `node ${e.node}`;
-    case "model": return `model ${e.model || "(the worker's default)"} · ${e.usage ? e.usage.total : 0} tokens (${e.usage ? e.usage.input : 0} in, ${e.usage ? e.usage.output : 0} out) · ${e.finishReason || "?"} · ${e.durationMs} ms`;
+    case "model": return `model ${e.model || studio.config.defaultModel || "(the worker's default)"} · ${e.usage ? e.usage.total : 0} tokens (${e.usage ? e.usage.input : 0} in, ${e.usage ? e.usage.output : 0} out) · ${e.finishReason || "?"} · ${e.durationMs} ms`;
     case "tool": return `tool ${e.tool} ${JSON.stringify(e.arguments)} → ${e.error ? "error: " + e.error : e.result} · ${e.durationMs} ms · attempt ${e.attempts}`;
     case "question": return `question ${e.question.kind}: ${e.question.question || ""}`;
     case "answer": return `answer ${JSON.stringify(e.answer)}`;
@@ -580,8 +638,11 @@ $("composer").addEventListener("submit", (ev) => {
   const text = $("message").value.trim();
   if (!text) return;
   $("message").value = "";
+  try { localStorage.setItem(AGENT_KEY, $("workflow").value.trim()); } catch (_) { /* private mode */ }
   startTurn({ role: "user", content: text }, { workflowId: $("workflow").value.trim() });
 });
+// The Agent field is kept across reloads (localStorage).
+$("workflow").addEventListener("change", () => { try { localStorage.setItem(AGENT_KEY, $("workflow").value.trim()); } catch (_) { /* private mode */ } });
 $("message").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); $("composer").requestSubmit(); }
 });
@@ -604,9 +665,12 @@ function showAgents() {
   $("workflow").placeholder = c.defaultWorkflow ? `default: ${c.defaultWorkflow}` : "default";
 }
 
+const AGENT_KEY = "kortyx.agent";
+
 // init starts the chat view (the configuration is loaded).
 export function init() {
   showAgents();
+  try { const a = localStorage.getItem(AGENT_KEY); if (a) $("workflow").value = a; } catch (_) { /* private mode */ }
   const s = sessionStorage.getItem("kortyx.session");
   if (s) load(s);
   render();

@@ -86,6 +86,7 @@ async function send(it, box, result, resume, label) {
   } catch (e) {
     delete box.dataset.answering;
     for (const b of box.querySelectorAll("button, input, select, textarea")) b.disabled = false;
+    for (const f of box.querySelectorAll("form")) f.dispatchEvent(new Event("change")); // a choice's Answer waits for its pick again
     result.replaceChildren(el("div", { class: "error", role: "alert", "data-code": e.code }, `${e.code}: ${e.message}`));
     return;
   }
@@ -99,7 +100,8 @@ async function openChat(sessionId) {
   location.hash = "#/chat";
 }
 
-// summary says how the answered turn went on: its last message, the next question, or its end.
+// summary says how the answered turn went on: its cancellation, its error, the next question,
+// its last message, or its end.
 function summary(chunks) {
   const next = chunks.filter((c) => c.type === "interrupt").at(-1);
   const gone = new Set(chunks.filter((c) => c.type === "text-invalidated").map((c) => c.segmentId));
@@ -107,6 +109,7 @@ function summary(chunks) {
   const last = chunks.filter((c) => c.type === "message").at(-1);
   const msg = last ? { content: last.content } : text ? { content: text } : null;
   const err = chunks.find((c) => c.type === "error");
+  if (chunks.some((c) => c.type === "cancelled")) return [el("span", { class: "run-cancelled" }, "Run cancelled.")];
   if (err) return [el("span", { class: "error", "data-code": (err.failure || {}).code }, `${(err.failure || {}).code || "ERROR"}: ${(err.failure || {}).message || err.message}`)];
   if (next) return [el("span", { class: "next-question" }, "Answered; the run asks next: ", el("strong", {}, (next.input || {}).question || "a question"))];
   if (msg) return [el("span", { class: "next-message" }, "Answered; the run said: ", el("strong", {}, msg.content))];
@@ -139,6 +142,7 @@ async function settled(runId, requestId) {
     if (tr) {
       const next = (tr.entries || []).filter((e) => e.kind === "question" && e.requestId && e.requestId !== requestId).at(-1);
       if (tr.status === "waiting" && next) return [el("span", { class: "next-question" }, "Answered; the run asks next: ", el("strong", {}, (next.question || {}).question || "a question"))];
+      if (tr.closedAt && tr.status === "cancelled") return [el("span", { class: "run-cancelled", "data-status": tr.status }, "Run cancelled.")];
       if (tr.closedAt) return [el("span", { class: "run-ended", "data-status": tr.status }, "Answered; the run ", tr.status === "completed" ? "completed." : "ended: " + tr.status + ".")];
     }
     await new Promise((r) => setTimeout(r, 300));

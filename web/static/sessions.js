@@ -2,7 +2,7 @@
 // status) and one session (#/sessions/<id>): GET /api/sessions/{id} — its checkpoints, open
 // questions and, for a fork, the session and checkpoint it came from, drawn as a branch — and
 // its runs (GET /api/runs?session=<id>), each linked to its trace.
-import { $, el, api, shortId, timeEl, statusBadge, link, go, setStatus } from "./util.js";
+import { $, el, api, shortId, timeEl, statusBadge, link, go, plural } from "./util.js";
 
 export async function show(r) {
   if (r.parts[1]) return detail(r.parts[1]);
@@ -47,7 +47,7 @@ async function detail(id) {
     el("div", { class: "session-turns" }, tr ? transcriptOf(tr) : [
       el("h4", {}, "Runs (the turns, newest first)"),
       el("p", { class: "meta" }, "This API gives no transcript: each turn is a run; open its trace for what it did."),
-      el("ol", { class: "session-runs" }, runs.runs.map((r) => el("li", { "data-run": r.runId }, link("runs/" + encodeURIComponent(r.runId), r.agent, { class: "run-link" }), " ", statusBadge(r.status), " ", shortId(r.runId), " · ", timeEl(r.startedAt),
+      el("ol", { class: "session-runs" }, runs.runs.slice().sort((a, b) => Date.parse(b.startedAt) - Date.parse(a.startedAt)).map((r) => el("li", { "data-run": r.runId }, link("runs/" + encodeURIComponent(r.runId), r.agent, { class: "run-link" }), " ", statusBadge(r.status), " ", shortId(r.runId), " · ", timeEl(r.startedAt),
         r.question ? [" · asks: ", el("em", {}, r.question.question)] : null)))])].filter(Boolean));
   body.dataset.loaded = "detail";
   body.dataset.session = id;
@@ -66,14 +66,28 @@ function promptText(input) {
 }
 
 // transcriptOf draws GET /api/sessions/{id}/transcript: each turn's prompt, then what its run
-// did as its history records it (the model's text, tool calls, questions and answers).
+// did as its history records it (the model's text, tool calls, questions and answers); a turn a
+// rollback discarded is marked rolled back, a fork's turns of its parent inherited.
 function transcriptOf(tr) {
+  const rolled = (tr.turns || []).filter((t) => t.state === "rolledBack").length;
   return [el("h4", {}, "Transcript (oldest first)"),
     tr.truncated ? el("p", { class: "meta" }, "Only the newest turns are shown (the route says there are more).") : null,
-    el("ol", { class: "session-transcript" }, (tr.turns || []).map((t) => el("li", { class: "transcript-turn", "data-run": t.runId },
-      el("div", { class: "user prompt" }, promptText(t.input)),
-      el("div", { class: "assistant" }, (t.entries || []).map(transcriptEntry).filter(Boolean),
-        el("div", { class: "meta run" }, link("runs/" + encodeURIComponent(t.runId), "trace", { class: "run-link" }), " ", statusBadge(t.status), " ", shortId(t.runId), " · ", timeEl(t.startedAt))))))];
+    rolled ? el("p", { class: "meta rolled-back-note" }, `${plural(rolled, "turn was", "turns were")} rolled back: ${rolled === 1 ? "it is" : "they are"} marked, and the session goes on without ${rolled === 1 ? "it" : "them"}.`) : null,
+    el("ol", { class: "session-transcript" }, (tr.turns || []).map(transcriptTurnItem))];
+}
+
+// transcriptTurnItem draws one turn of a transcript (the sessions view's and the chat's earlier
+// turns): its state (rolled back, inherited from the parent session), its prompt, what its run
+// did, and its run line.
+export function transcriptTurnItem(t) {
+  const state = t.state === "rolledBack" ? el("p", { class: "turn-state rolled-back" }, "Rolled back: the session no longer goes on from this turn.")
+    : t.state === "inherited" ? el("p", { class: "turn-state inherited" }, "Inherited from session ", link("sessions/" + encodeURIComponent(t.sessionId), t.sessionId, { class: "parent-link" }), " (before the fork).")
+      : null;
+  return el("li", { class: "transcript-turn" + (t.state === "rolledBack" ? " rolled-back" : t.state === "inherited" ? " inherited" : ""), "data-run": t.runId, "data-state": t.state || "" },
+    state,
+    el("div", { class: "user prompt" }, promptText(t.input)),
+    el("div", { class: "assistant" }, (t.entries || []).map(transcriptEntry).filter(Boolean),
+      el("div", { class: "meta run" }, link("runs/" + encodeURIComponent(t.runId), "trace", { class: "run-link" }), " ", statusBadge(t.status), " ", shortId(t.runId), " · ", timeEl(t.startedAt))));
 }
 
 function transcriptEntry(e) {

@@ -50,23 +50,33 @@ export function shortId(id, cls) {
   return b;
 }
 
-// ms is a duration for people: 850 ms, 2.4 s, 3 min 5 s, 2 h 10 min.
+// ms is a duration for people: 850 ms, 2.4 s, 3 min 5 s, 2 h 10 min. Each form rounds the
+// whole duration to its last unit first, so 119.6 s is 2 min 0 s (not 1 min 60 s).
 export function ms(n) {
   if (n === undefined || n === null) return "—";
-  if (n < 1000) return `${Math.round(n)} ms`;
-  const s = n / 1000;
-  if (s < 60) return `${s.toFixed(1)} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  if (n < 999.5) return `${Math.round(n)} ms`;
+  if (n < 59950) return `${(n / 1000).toFixed(1)} s`;
+  const s = Math.round(n / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  const m = Math.round(n / 60000);
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
-// money is a cost in the unit of the operator's table, with up to 4 significant digits.
+// plural is a count with its noun: 1 signal, 2 signals, 0 signals (many: the plural when it is
+// not the noun and an s).
+export function plural(n, one, many) { return `${n} ${n === 1 ? one : many || one + "s"}`; }
+
+// money is a cost in the price table's currency (the route's, else /api/config's, else USD),
+// with up to 4 significant digits and never in exponent notation: $0.000088, 0.25 EUR; a cost
+// under a millionth is "< $0.000001".
 export function money(v, currency) {
   if (v === undefined || v === null) return "—";
-  const s = v === 0 ? "0" : Number(v.toPrecision(4)).toString();
-  return currency ? `${s} ${currency}` : s;
+  const cur = currency || studio.config.currency || "USD";
+  const n = Number(v);
+  if (n !== 0 && Math.abs(n) < 1e-6) return "< " + withCurrency("0.000001", cur);
+  return withCurrency(n.toLocaleString("en-US", { maximumSignificantDigits: 4, useGrouping: false }), cur);
 }
+function withCurrency(s, cur) { return cur === "USD" ? "$" + s : `${s} ${cur}`; }
 
 // when is a time as lists show it: the time of day today, else the date and time.
 export function when(t) {
@@ -122,4 +132,26 @@ export function temporalLink(runId) {
   if (!c.temporalUiUrl) return null;
   const href = `${c.temporalUiUrl}/namespaces/${encodeURIComponent(c.namespace)}/workflows/${encodeURIComponent(runId)}`;
   return el("a", { href, target: "_blank", rel: "noopener", class: "temporal-link" }, "Temporal UI");
+}
+
+// confirmAction asks the operator to confirm what a button would do, in the page's own dialog
+// (#confirm-dialog): a title, what it discards, the button that does it and the one that keeps
+// things as they are. It resolves true only for that first button.
+export function confirmAction(title, text, okLabel, keepLabel) {
+  let d = $("confirm-dialog");
+  if (!d) {
+    d = el("dialog", { id: "confirm-dialog", "aria-labelledby": "confirm-title", "aria-describedby": "confirm-text" });
+    document.body.append(d);
+  }
+  if (d.open) return Promise.resolve(false); // one question at a time
+  return new Promise((resolve) => {
+    const close = (ok) => { d.returnValue = ok ? "ok" : "keep"; d.close(); };
+    const ok = el("button", { type: "button", class: "confirm-ok danger", onclick: () => close(true) }, okLabel);
+    const keep = el("button", { type: "button", class: "confirm-keep secondary", onclick: () => close(false) }, keepLabel || "Keep");
+    d.replaceChildren(el("h2", { id: "confirm-title" }, title), el("p", { id: "confirm-text" }, text), el("div", { class: "confirm-buttons" }, keep, " ", ok));
+    d.returnValue = "";
+    d.addEventListener("close", () => resolve(d.returnValue === "ok"), { once: true });
+    d.showModal();
+    keep.focus(); // Enter keeps: the safe choice is the default
+  });
 }
