@@ -98,7 +98,7 @@ func (o Options) transcriptOf(ctx context.Context, sessionID string) (*transcrip
 	eachAtMost(maxQueries, len(out.Turns), func(i int) {
 		t := &out.Turns[i]
 		t.Entries = []timelineEntry{}
-		tl, err := buildTimeline(ctx, o.Client, o.DataConverter, t.RunID)
+		tl, err := buildTimeline(ctx, o.Client, o.DataConverter, t.RunID, false)
 		if err != nil {
 			return
 		}

@@ -71,6 +71,11 @@ type Options struct {
 	// (development: app.ServeHTTP sets it).
 	Authorize            func(r *http.Request, a sessions.Access) error
 	AllowUnauthenticated bool
+	// RawFailures, when set, says whether a request may read the raw causes of failures
+	// (GET /api/runs/{id}?raw=1: the Go error text behind a failure's code and safe message,
+	// for operators); a request it refuses is FORBIDDEN. Nil: only a studio without an
+	// Authorize hook that AllowUnauthenticated opens (development) gives them.
+	RawFailures func(r *http.Request) bool
 	// Broker, when set, is the stream broker: an answer from the studio to a session's
 	// question then says where its response begins in the run's stream.
 	Broker stream.Broker
@@ -84,6 +89,8 @@ type config struct {
 	Namespace       string  `json:"namespace"`
 	DefaultWorkflow string  `json:"defaultWorkflow"`
 	Agents          []agent `json:"agents"`
+	// RawFailures says whether this request may ask a trace's raw failures (?raw=1).
+	RawFailures bool `json:"rawFailures"`
 }
 
 // agent is a registered workflow, as the page suggests it.
@@ -138,7 +145,8 @@ func Handler(o Options) http.Handler {
 			writeError(w, o.Logger, r, err)
 			return
 		}
-		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{}}
+		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{},
+			RawFailures: o.mayReadRaw(r)}
 		if o.Registry != nil {
 			for _, d := range o.Registry.Workflows() {
 				cfg.Agents = append(cfg.Agents, agent{ID: d.ID, Description: d.Description})
@@ -189,7 +197,15 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
-		return o.timeline(r.Context(), id)
+		raw, err := o.rawAllowed(r)
+		if err != nil {
+			return nil, err
+		}
+		tl, err := o.timeline(r.Context(), id)
+		if err == nil && !raw {
+			tl.stripRaw()
+		}
+		return tl, err
 	})
 	mux.HandleFunc("GET /api/runs/{id}/timeline", trace)
 	mux.HandleFunc("GET /api/runs/{id}", trace)
