@@ -34,7 +34,7 @@ func TestRoutesErrors(t *testing.T) {
 
 	code, body = get(t, h, "/api/config")
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default", "defaultWorkflow": "", "agents": []any{}}, body)
+	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default", "defaultWorkflow": "", "agents": []any{}, "rawFailures": true}, body)
 
 	reg := workflows.NewRegistry()
 	require.NoError(t, registerAgents(reg))

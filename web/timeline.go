@@ -41,6 +41,10 @@ type timeline struct {
 	ModelPasses int             `json:"modelPasses"`
 	ToolCalls   int             `json:"toolCalls"`
 	Entries     []timelineEntry `json:"entries"`
+	// Internal are the run's own activities (kortyx.ListTools, kortyx.Publish) that completed
+	// at their first attempt, in history order, each with its node when known: the page folds
+	// them. One that is pending, failed or was retried is an entry.
+	Internal []timelineEntry `json:"internal"`
 	// StartedAt and ClosedAt bound the run (ClosedAt nil while it is open); DurationMs is to
 	// the close, or to now.
 	StartedAt  time.Time  `json:"startedAt"`
@@ -198,7 +202,7 @@ func (o Options) timeline(ctx context.Context, runID string) (*timeline, error) 
 // buildTimeline reads runID's history; live adds, for a run that has not closed, its pending
 // activities and children (DescribeWorkflowExecution, and each pending child's state query).
 func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string, live bool) (*timeline, error) {
-	tl := &timeline{RunID: runID, Nodes: []string{}, Entries: []timelineEntry{}, byModel: map[string]providers.Usage{}}
+	tl := &timeline{RunID: runID, Nodes: []string{}, Entries: []timelineEntry{}, Internal: []timelineEntry{}, byModel: map[string]providers.Usage{}}
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
@@ -424,6 +428,11 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 // complete adds a model pass or tool call that completed, its result decoded by result.
 func (tl *timeline) complete(e timelineEntry, result func(any) bool) {
 	switch e.Kind {
+	case "activity":
+		if e.Internal && e.Attempts <= 1 {
+			tl.Internal = append(tl.Internal, e)
+			return
+		}
 	case "model":
 		var out providers.Response
 		if result(&out) {
