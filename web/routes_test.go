@@ -42,7 +42,7 @@ func TestRoutesErrors(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, map[string]any{"temporalUiUrl": "", "namespace": "default", "defaultWorkflow": echoWorkflow, "agents": []any{
 		map[string]any{"id": echoWorkflow, "description": echoDescription}, map[string]any{"id": failWorkflow},
-		map[string]any{"id": formWorkflow}, map[string]any{"id": tickerWorkflow}}}, body)
+		map[string]any{"id": formWorkflow}, map[string]any{"id": tickerWorkflow}}, "rawFailures": true}, body)
 }
 
 func TestPageIsEmbedded(t *testing.T) {
