@@ -279,6 +279,9 @@ func TestTraceShowsPendingActivity(t *testing.T) {
 	require.Equal(t, 0, pending.Pending.MaximumAttempts, "no attempt limit: bounded by its schedule-to-close timeout")
 	require.NotNil(t, pending.Pending.ExpiresAt)
 	require.Contains(t, []string{"scheduled", "started"}, pending.Pending.State)
+	if pending.Pending.State == "scheduled" { // waiting for its next attempt
+		require.NotNil(t, pending.Pending.NextAttemptAt)
+	}
 	lf := pending.Pending.LastFailure
 	require.Equal(t, "EXECUTION_FAILED", lf.Code)
 	require.Equal(t, "An unexpected error occurred.", lf.Message)
