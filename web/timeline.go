@@ -374,9 +374,10 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			tl.Status = "completed"
 		case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes:
 			v := desc.view(a.WorkflowExecutionFailedEventAttributes.GetFailure())
-			if lastFailed != nil && (v.Activity == "" || v.Activity == lastFailed.Failure.Activity) {
-				// The run failed with its last failed activity's failure: name it.
-				v.Activity, v.Attempt = lastFailed.Failure.Activity, lastFailed.Failure.Attempt
+			if lastFailed != nil && v.Activity != "" && v.Activity == lastFailed.Failure.Activity {
+				// The run failed with its last failed activity's failure (its descriptor names
+				// the activity): its attempt and node are that activity's.
+				v.Attempt = lastFailed.Failure.Attempt
 				if v.Node == "" {
 					v.Node = lastFailed.Node
 				}
@@ -462,7 +463,8 @@ func (tl *timeline) complete(e timelineEntry, result func(any) bool) {
 	tl.Entries = append(tl.Entries, e)
 }
 
-// failActivity adds the entry of an activity that failed (or timed out) with v, and returns it.
+// failActivity adds the entry of an activity that failed (or timed out) with v, and returns a
+// copy of it.
 func (tl *timeline) failActivity(p *pendingActivity, at time.Time, v *failureView) *timelineEntry {
 	p.done = true
 	e := p.entry
@@ -470,7 +472,7 @@ func (tl *timeline) failActivity(p *pendingActivity, at time.Time, v *failureVie
 	v.Activity, v.Attempt, v.Node = activityName(e), e.Attempts, e.Node
 	e.Error, e.Failure = v.Message, v
 	tl.Entries = append(tl.Entries, e)
-	return &tl.Entries[len(tl.Entries)-1]
+	return &e
 }
 
 // activityName is the activity type of an activity entry.
