@@ -87,6 +87,7 @@ func TestStudioFailures(t *testing.T) {
 		require.Equal(t, "(node agent · kortyx.ListTools attempt "+strconv.Itoa(n-1)+")", both[1], "the last failure is the attempt before")
 		// The raw cause, for the operator of this development studio (no authorization hook).
 		require.Contains(t, trace.text(pendingRow+" .last-failure .raw-cause pre"), "connect: connection refused")
+		require.Regexp(t, `^gives up by \d{2}:\d{2}:\d{2}`, trace.text(pendingRow+" .expires"), "no attempt limit, but a schedule-to-close timeout")
 		require.Equal(t, "live", trace.text("#trace-body .trace-line .live"))
 		screenshot(trace, "studio-trace-pending-1280.png")
 	})
@@ -135,7 +136,8 @@ func TestStudioFailures(t *testing.T) {
 		require.Equal(t, child, p.attr(card+" .asker .id", "data-id"))
 		require.Equal(t, research.WorkflowID, p.text(card+" .who .agent"))
 		require.Equal(t, root, p.attr(card+" .who > .id", "data-id"))
-		require.Contains(t, p.text(card+" .who"), "asked by "+research.TopicWorkflowID+" · run ")
+		require.Equal(t, "asked by "+research.TopicWorkflowID+" · node gather · run "+short(child)+" trace", p.text(card+" .asker"))
+		require.Contains(t, p.text(card+" .who"), " trace · in "+research.WorkflowID+" · root run "+short(root)+" trace · no session · waiting ")
 		screenshot(p, "studio-interrupts-child-1280.png")
 
 		p.hash("#/runs/" + url.PathEscape(root))

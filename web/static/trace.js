@@ -175,6 +175,7 @@ function pendingDetail(p) {
   return el("span", { class: "pending-detail" }, " · ", el("span", { class: "badge pending-state", "data-state": p.state }, p.state),
     " · ", el("span", { class: "pending-attempt" }, `attempt ${p.attempt} / ${p.maximumAttempts || "∞"}`),
     p.nextAttemptAt ? [" · ", el("span", { class: "next-attempt" }, "next attempt " + when(p.nextAttemptAt))] : null,
+    p.expiresAt ? [" · ", el("span", { class: "expires" }, "gives up by " + when(p.expiresAt))] : null,
     p.lastFailure ? [" · last failure: ", failureLine(p.lastFailure, "last-failure")] : null);
 }
 
