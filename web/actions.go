@@ -165,7 +165,7 @@ func (o Options) trace(ctx context.Context, runID string) (*traceView, error) {
 		}
 		tls := make([]*timeline, len(level))
 		eachAtMost(maxQueries, len(level), func(i int) {
-			tls[i], _ = buildTimeline(ctx, o.Client, o.DataConverter, level[i]) // one that is gone (retention) adds nothing
+			tls[i], _ = buildTimeline(ctx, o.Client, o.DataConverter, level[i], false) // one that is gone (retention) adds nothing
 		})
 		kids = nil
 		for _, ctl := range tls {

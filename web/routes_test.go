@@ -34,7 +34,7 @@ func TestRoutesErrors(t *testing.T) {
 
 	code, body = get(t, h, "/api/config")
 	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default", "defaultWorkflow": "", "agents": []any{}, "currency": "USD"}, body)
+	require.Equal(t, map[string]any{"temporalUiUrl": "http://ui.example", "namespace": "default", "defaultWorkflow": "", "agents": []any{}, "currency": "USD", "rawFailures": true}, body)
 
 	reg := workflows.NewRegistry()
 	require.NoError(t, registerAgents(reg))
@@ -42,7 +42,7 @@ func TestRoutesErrors(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, map[string]any{"temporalUiUrl": "", "namespace": "default", "defaultWorkflow": echoWorkflow, "agents": []any{
 		map[string]any{"id": echoWorkflow, "description": echoDescription}, map[string]any{"id": failWorkflow},
-		map[string]any{"id": formWorkflow}, map[string]any{"id": tickerWorkflow}}, "currency": "USD"}, body)
+		map[string]any{"id": formWorkflow}, map[string]any{"id": tickerWorkflow}}, "currency": "USD", "rawFailures": true}, body)
 }
 
 func TestPageIsEmbedded(t *testing.T) {

@@ -42,6 +42,8 @@ type runItem struct {
 	// a child run's are on its own row); absent when its history could not be read.
 	Usage *providers.Usage `json:"usage,omitempty"`
 	Cost  *runCost         `json:"cost,omitempty"`
+	// Error is a failed run's failure: its code and safe message (as its trace's).
+	Error *rowError `json:"error,omitempty"`
 
 	historyLength int64 // the visibility record's, for the spend cache
 }
@@ -79,6 +81,16 @@ var runStatuses = map[string]string{
 	"cancelled": "ExecutionStatus = 'Canceled'",
 }
 
+// statusFilters are the visibility conditions of the status filter where they differ from
+// [runStatuses]: a child run that asks a question keeps KortyxStatus running (its question is
+// its root's, the one the inbox and the waiting gauge count), so running and waiting also match
+// the open child runs, and the list keeps those whose state query agrees ([keepStatus]).
+var statusFilters = map[string]string{
+	"running": "ExecutionStatus = 'Running' AND " + contracts.SearchAttributeStatus + " = 'running'",
+	"waiting": "ExecutionStatus = 'Running' AND (" + contracts.SearchAttributeStatus + " = 'waiting' OR (" +
+		contracts.SearchAttributeStatus + " = 'running' AND ParentWorkflowId IS NOT NULL))",
+}
+
 // runsQuery is the visibility query of a GET /api/runs request: every run (an execution with
 // a KortyxWorkflow, whichever workflow type started it) that matches the filters, leaving out
 // the generations a run closed by continuing as new.
@@ -102,6 +114,9 @@ func runsQuery(r *http.Request) (string, error) {
 	}
 	if v := value("status"); v != "" {
 		c, ok := runStatuses[v]
+		if f, wider := statusFilters[v]; wider {
+			c = f
+		}
 		if !ok {
 			issues = append(issues, contracts.Issue{Path: []any{"status"}, Code: "invalid_enum_value", Message: "status must be one of running, waiting, completed, failed, cancelled"})
 		}
@@ -118,6 +133,12 @@ func runsQuery(r *http.Request) (string, error) {
 			continue
 		}
 		conds = append(conds, "StartTime "+op+" '"+t.UTC().Format(time.RFC3339Nano)+"'")
+	}
+	if v := value("code"); v != "" {
+		if !contracts.Code(v).Declared() {
+			issues = append(issues, contracts.Issue{Path: []any{"code"}, Code: "invalid_enum_value", Message: "code must be a Kortyx error code such as EXECUTION_FAILED"})
+		}
+		conds = append(conds, runStatuses["failed"])
 	}
 	if v := value("q"); v != "" {
 		conds = append(conds, "(WorkflowId STARTS_WITH '"+v+"' OR "+contracts.SearchAttributeSession+" STARTS_WITH '"+v+"' OR "+
@@ -174,8 +195,39 @@ func (o Options) runs(r *http.Request) (any, error) {
 		page.Runs = append(page.Runs, runOf(e, now))
 	}
 	o.questions(r.Context(), page.Runs)
-	o.spends(r.Context(), page.Runs)
+	page.Runs = keepStatus(r, page.Runs)
+	page.Runs, _ = keepCode(r, page.Runs, o.spends(r.Context(), page.Runs))
 	return page, nil
+}
+
+// keepStatus keeps the items of the status filter's status (running and waiting are matched
+// wider in visibility: [statusFilters]).
+func keepStatus(r *http.Request, items []runItem) []runItem {
+	want := strings.TrimSpace(r.URL.Query().Get("status"))
+	if _, wider := statusFilters[want]; !wider {
+		return items
+	}
+	return slices.DeleteFunc(items, func(it runItem) bool { return it.Status != want })
+}
+
+// keepCode keeps the failed items whose error has the code filter's code (a failure's code is
+// not a search attribute: the rows are read, then filtered), with their spends.
+func keepCode(r *http.Request, items []runItem, spends []runSpend) ([]runItem, []runSpend) {
+	code := contracts.Code(strings.TrimSpace(r.URL.Query().Get("code")))
+	if code == "" {
+		return items, spends
+	}
+	var keptItems []runItem
+	var keptSpends []runSpend
+	for i, it := range items {
+		if it.Error != nil && it.Error.Code == code {
+			keptItems, keptSpends = append(keptItems, it), append(keptSpends, spends[i])
+		}
+	}
+	if keptItems == nil {
+		keptItems = []runItem{}
+	}
+	return keptItems, keptSpends
 }
 
 // runOf is the list item of a run's visibility record.
@@ -207,11 +259,15 @@ const (
 )
 
 // questions asks each waiting run of items for its open question (the run's state query,
-// answered by a worker from its cache). A run that does not answer keeps no question.
+// answered by a worker from its cache), and each running child run for its status: a child
+// that asks a question keeps KortyxStatus running (the question is its root's) while it waits,
+// and is listed waiting, with its question, as its own trace says. A run that does not answer
+// keeps its status and no question.
 func (o Options) questions(ctx context.Context, items []runItem) {
 	eachAtMost(maxQueries, len(items), func(i int) {
 		it := &items[i]
-		if it.Status != string(contracts.StatusWaiting) {
+		child := it.ParentRunID != "" && it.Status == string(contracts.StatusRunning)
+		if it.Status != string(contracts.StatusWaiting) && !child {
 			return
 		}
 		// A run whose worker is gone holds its query until the timeout: a short one keeps the
@@ -219,8 +275,11 @@ func (o Options) questions(ctx context.Context, items []runItem) {
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
 		defer cancel()
 		v, err := kortyx.Query(qctx, o.Client, it.RunID)
-		if err != nil || v.Pending == nil {
+		if err != nil || v.Pending == nil || (child && v.Status != contracts.StatusWaiting) {
 			return
+		}
+		if child {
+			it.Status = string(contracts.StatusWaiting)
 		}
 		p := v.Pending
 		it.Question = &question{RequestID: p.RequestID, Token: p.Token, Node: p.Node, Kind: p.Input.Kind, Text: p.Input.Question, Input: p.Input, AskedAt: p.CreatedAt}
@@ -243,11 +302,58 @@ func eachAtMost(limit, n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// interrupt is one waiting question of GET /api/interrupts.
+// interrupt is one waiting question of GET /api/interrupts: the run is the root that presents
+// it (where it is answered), Asker the child run that asked it, when a child did.
 type interrupt struct {
 	runItem
 	// AgeMs is how long the question has waited.
-	AgeMs int64 `json:"ageMs"`
+	AgeMs int64  `json:"ageMs"`
+	Asker *asker `json:"asker,omitempty"`
+}
+
+// asker is the child run (at any depth) whose question a root presents.
+type asker struct {
+	RunID string `json:"runId"`
+	Agent string `json:"agent"`
+	Node  string `json:"node,omitempty"`
+	// ParentRunID is the run that started it (the root for a direct child).
+	ParentRunID string `json:"parentRunId"`
+}
+
+// maxChildDepth bounds the search for the child that asks.
+const maxChildDepth = 8
+
+// askerOf finds the child run of runID that asks requestID: the pending child whose own state
+// query has that question, then its pending child that has it, and so on; nil when runID asks
+// it itself (or no child answers).
+func (o Options) askerOf(ctx context.Context, runID, requestID string) *asker {
+	var found *asker
+	parent := runID
+	for range maxChildDepth {
+		described, err := o.Client.DescribeWorkflow(ctx, parent, "")
+		if err != nil {
+			return found
+		}
+		d := described.RawResponse
+		var next *asker
+		for _, pc := range d.GetPendingChildren() {
+			qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+			v, err := kortyx.Query(qctx, o.Client, pc.GetWorkflowId())
+			cancel()
+			if err == nil && v.Pending != nil && v.Pending.RequestID == requestID {
+				next = &asker{RunID: pc.GetWorkflowId(), Agent: v.Workflow, Node: v.Pending.Node, ParentRunID: parent}
+				if next.Agent == "" {
+					next.Agent = v.State.CurrentWorkflow
+				}
+				break
+			}
+		}
+		if next == nil {
+			return found
+		}
+		found, parent = next, next.RunID
+	}
+	return found
 }
 
 // maxInterrupts bounds the inbox.
@@ -286,6 +392,9 @@ func (o Options) interrupts(r *http.Request) (any, error) {
 			out = append(out, interrupt{runItem: it, AgeMs: now.Sub(it.Question.AskedAt).Milliseconds()})
 		}
 	}
+	eachAtMost(maxQueries, len(out), func(i int) {
+		out[i].Asker = o.askerOf(r.Context(), out[i].RunID, out[i].Question.RequestID)
+	})
 	slices.SortStableFunc(out, func(a, b interrupt) int { return a.Question.AskedAt.Compare(b.Question.AskedAt) })
 	return out, nil
 }

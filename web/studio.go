@@ -239,7 +239,7 @@ func (o Options) ownTurns(ctx context.Context, sessionID string) (*transcript, e
 	eachAtMost(maxQueries, len(out.Turns), func(i int) {
 		t := &out.Turns[i]
 		t.Entries = []timelineEntry{}
-		tl, err := buildTimeline(ctx, o.Client, o.DataConverter, t.RunID)
+		tl, err := buildTimeline(ctx, o.Client, o.DataConverter, t.RunID, false)
 		if err != nil {
 			return
 		}

@@ -349,8 +349,10 @@ func TestStudio(t *testing.T) {
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return len(interruptsOf(t, base, session)) == 1 }, 20*time.Second, 100*time.Millisecond)
 		p := open(t, "#/runs/"+ts.RunID)
-		// Two children have ended (background, practice); the risks child waits for its answer.
-		p.waitJS(`document.querySelectorAll('#trace-body .rows > li[data-kind="child"]').length === 2`)
+		// Two children have ended (background, practice); the risks child waits for its answer,
+		// drawn last, waiting.
+		p.waitJS(`document.querySelectorAll('#trace-body .rows > li[data-kind="child"]').length === 3`)
+		require.Equal(t, []string{"completed", "completed", "waiting"}, p.allTexts(`#trace-body .rows > li[data-kind="child"] .child-status`))
 		child := p.attr(`#trace-body .rows > li[data-kind="child"] button.expand`, "data-child")
 		p.run(chromedp.Click(chromedp.CSS(`#trace-body .rows > li[data-kind="child"] button.expand`)))
 		nested := fmt.Sprintf(`#trace-body .child-box .trace.nested[data-run=%q]`, child)

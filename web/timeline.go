@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kortyx-go/kortyx/providers"
@@ -15,6 +16,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 )
@@ -39,6 +41,10 @@ type timeline struct {
 	ModelPasses int             `json:"modelPasses"`
 	ToolCalls   int             `json:"toolCalls"`
 	Entries     []timelineEntry `json:"entries"`
+	// Internal are the run's own activities (kortyx.ListTools, kortyx.Publish) that completed
+	// at their first attempt, in history order, each with its node when known: the page folds
+	// them. One that is pending, failed or was retried is an entry.
+	Internal []timelineEntry `json:"internal"`
 	// StartedAt and ClosedAt bound the run (ClosedAt nil while it is open); DurationMs is to
 	// the close, or to now.
 	StartedAt  time.Time  `json:"startedAt"`
@@ -48,6 +54,8 @@ type timeline struct {
 	Temporal temporalCounts `json:"temporal"`
 	// Cost is the run's tokens by model and their cost under Options.Prices.
 	Cost runCost `json:"cost"`
+	// Failure is a failed run's failure (as on its ended entry).
+	Failure *failureView `json:"failure,omitempty"`
 
 	byModel map[string]providers.Usage // the model passes' usage by "provider:model"
 }
@@ -113,7 +121,8 @@ const localActivityMarker = "LocalActivity"
 
 // timelineEntry is one event of a timeline, in history order.
 type timelineEntry struct {
-	// Kind: started, node, model, tool, question, answer, child, checkpoint, ended.
+	// Kind: started, node, model, tool, activity (any other activity: Activity names it),
+	// question, answer, child, checkpoint, ended.
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 	Node string    `json:"node,omitempty"`
@@ -145,20 +154,47 @@ type timelineEntry struct {
 	TurnIndex    *int   `json:"turnIndex,omitempty"`
 	// started, ended, child
 	Status string `json:"status,omitempty"`
+	// activity: its type; Internal says it is one of the run's own activities (tool listing,
+	// publishing) rather than a model pass or tool call.
+	Activity string `json:"activity,omitempty"`
+	Internal bool   `json:"internal,omitempty"`
+	// Failure is a failed activity's, tool call's or run's (ended) failure; LastFailure the
+	// failure of the attempt before the last of an activity that was retried.
+	Failure     *failureView `json:"failure,omitempty"`
+	LastFailure *failureView `json:"lastFailure,omitempty"`
+	// Pending describes an activity that has not finished (the run's pending activities, as
+	// the Temporal UI shows them); such an entry's duration is until now.
+	Pending *pendingState `json:"pending,omitempty"`
 
 	priceKey string // model: the price table's key, "provider:model"
+}
+
+// pendingState is an unfinished activity's state (DescribeWorkflowExecution's PendingActivities).
+type pendingState struct {
+	// State is scheduled, started, cancel-requested or paused.
+	State string `json:"state"`
+	// Attempt is the attempt running or next; MaximumAttempts 0 means no limit (the
+	// activity is bounded by its schedule-to-close timeout, ExpiresAt, instead).
+	Attempt         int `json:"attempt"`
+	MaximumAttempts int `json:"maximumAttempts"`
+	// LastFailure is the failure of the attempt before.
+	LastFailure *failureView `json:"lastFailure,omitempty"`
+	// NextAttemptAt is when the next attempt starts (while it waits to retry).
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	ExpiresAt     *time.Time `json:"expiresAt,omitempty"`
 }
 
 type pendingActivity struct {
 	at    time.Time
 	entry timelineEntry
+	done  bool
 }
 
 // timeline reads runID's history (and, while the run is open, its state query) with o.Client,
 // decoding payloads with o.DataConverter (the client's, e.g. with the payload codec of package
 // codec; nil: Temporal's default data converter). An unknown run is NOT_FOUND.
 func (o Options) timeline(ctx context.Context, runID string) (*timeline, error) {
-	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, runID)
+	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, runID, true)
 	if err != nil {
 		return nil, err
 	}
@@ -166,15 +202,20 @@ func (o Options) timeline(ctx context.Context, runID string) (*timeline, error) 
 	return tl, nil
 }
 
-func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string) (*timeline, error) {
-	tl := &timeline{RunID: runID, Nodes: []string{}, Entries: []timelineEntry{}, byModel: map[string]providers.Usage{}}
+// buildTimeline reads runID's history; live adds, for a run that has not closed, its pending
+// activities and children (DescribeWorkflowExecution, and each pending child's state query).
+func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConverter, runID string, live bool) (*timeline, error) {
+	tl := &timeline{RunID: runID, Nodes: []string{}, Entries: []timelineEntry{}, Internal: []timelineEntry{}, byModel: map[string]providers.Usage{}}
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
 	decode := func(p *commonpb.Payloads, v any) bool {
 		return p != nil && len(p.Payloads) > 0 && dc.FromPayloads(p, v) == nil
 	}
+	desc := newDescriber(dc)
 	acts := map[int64]*pendingActivity{}
+	byID := map[string]*pendingActivity{} // activity id → its latest scheduling
+	var lastFailed *timelineEntry         // the latest activity that failed or timed out
 	children := map[int64]*pendingActivity{}
 	answers := map[string]int{} // requestId → index of its question entry
 	it := c.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -219,12 +260,20 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				}
 				e.Kind, e.Tool, e.Arguments = "tool", in.Tool, in.Input
 			default:
-				continue
+				e.Kind, e.Activity = "activity", s.GetActivityType().GetName()
+				e.Internal = strings.HasPrefix(e.Activity, "kortyx.")
 			}
-			acts[ev.GetEventId()] = &pendingActivity{at: at, entry: e}
+			if e.Node == "" {
+				e.Node = nodeOfActivity(s.GetActivityId())
+			}
+			p := &pendingActivity{at: at, entry: e}
+			acts[ev.GetEventId()] = p
+			byID[s.GetActivityId()] = p
 		case *historypb.HistoryEvent_ActivityTaskStartedEventAttributes:
-			if p := acts[a.ActivityTaskStartedEventAttributes.GetScheduledEventId()]; p != nil {
-				p.entry.Attempts = int(a.ActivityTaskStartedEventAttributes.GetAttempt())
+			s := a.ActivityTaskStartedEventAttributes
+			if p := acts[s.GetScheduledEventId()]; p != nil {
+				p.entry.Attempts = int(s.GetAttempt())
+				p.entry.LastFailure = desc.view(s.GetLastFailure())
 			}
 		case *historypb.HistoryEvent_ActivityTaskCompletedEventAttributes:
 			s := a.ActivityTaskCompletedEventAttributes
@@ -232,16 +281,19 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			if p == nil {
 				continue
 			}
+			p.done = true
 			e := p.entry
 			e.DurationMs = at.Sub(p.at).Milliseconds()
 			tl.complete(e, func(v any) bool { return decode(s.GetResult(), v) })
 		case *historypb.HistoryEvent_ActivityTaskFailedEventAttributes:
 			s := a.ActivityTaskFailedEventAttributes
 			if p := acts[s.GetScheduledEventId()]; p != nil {
-				e := p.entry
-				e.DurationMs = at.Sub(p.at).Milliseconds()
-				e.Error = s.GetFailure().GetMessage()
-				tl.Entries = append(tl.Entries, e)
+				lastFailed = tl.failActivity(p, at, desc.view(s.GetFailure()))
+			}
+		case *historypb.HistoryEvent_ActivityTaskTimedOutEventAttributes:
+			s := a.ActivityTaskTimedOutEventAttributes
+			if p := acts[s.GetScheduledEventId()]; p != nil {
+				lastFailed = tl.failActivity(p, at, desc.timedOut(s.GetFailure(), activityName(p.entry)))
 			}
 		case *historypb.HistoryEvent_MarkerRecordedEventAttributes:
 			m := a.MarkerRecordedEventAttributes
@@ -259,10 +311,12 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			case protocol.ToolActivityName:
 				e.Kind = "tool"
 			default:
-				continue
+				e.Kind, e.Activity, e.Internal = "activity", data.ActivityType, strings.HasPrefix(data.ActivityType, "kortyx.")
 			}
 			if f := m.GetFailure(); f != nil {
-				e.Error = f.GetMessage()
+				v := desc.view(f)
+				v.Activity, v.Attempt = activityName(e), e.Attempts
+				e.Error, e.Failure = v.Message, v
 				tl.Entries = append(tl.Entries, e)
 				continue
 			}
@@ -322,7 +376,17 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "completed"})
 			tl.Status = "completed"
 		case *historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes:
-			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "failed", Error: a.WorkflowExecutionFailedEventAttributes.GetFailure().GetMessage()})
+			v := desc.view(a.WorkflowExecutionFailedEventAttributes.GetFailure())
+			if lastFailed != nil && v.Activity != "" && v.Activity == lastFailed.Failure.Activity {
+				// The run failed with its last failed activity's failure (its descriptor names
+				// the activity): its attempt and node are that activity's.
+				v.Attempt = lastFailed.Failure.Attempt
+				if v.Node == "" {
+					v.Node = lastFailed.Node
+				}
+			}
+			tl.Failure = v
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "failed", Error: v.Message, Failure: v})
 			tl.Status = "failed"
 		case *historypb.HistoryEvent_WorkflowExecutionCanceledEventAttributes:
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "cancelled"})
@@ -343,6 +407,11 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 		tl.ClosedAt, end = &closed, closed
 	}
 	tl.DurationMs = end.Sub(tl.StartedAt).Milliseconds()
+	if live && tl.ClosedAt == nil {
+		if err := tl.addPending(ctx, c, desc, runID, byID, children); err != nil {
+			return nil, err
+		}
+	}
 	if tl.Status == "" {
 		// Running or waiting: ask the run (a failed query leaves the status unknown).
 		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
@@ -363,6 +432,11 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 // complete adds a model pass or tool call that completed, its result decoded by result.
 func (tl *timeline) complete(e timelineEntry, result func(any) bool) {
 	switch e.Kind {
+	case "activity":
+		if e.Internal && e.Attempts <= 1 {
+			tl.Internal = append(tl.Internal, e)
+			return
+		}
 	case "model":
 		var out providers.Response
 		if result(&out) {
@@ -376,13 +450,127 @@ func (tl *timeline) complete(e timelineEntry, result func(any) bool) {
 		var out providers.ToolResult
 		if result(&out) {
 			e.Result = out.Content
-			if out.Failure != nil {
-				e.Error = out.Failure.Message
+			if out.IsError {
+				// The text the model was given is the tool's own error; the descriptor's message
+				// of a plain Go error is the generic one, so the error shows the text with the
+				// descriptor's code.
+				e.Result, e.Error = "", out.Content
+				e.Failure = &failureView{Code: contracts.CodeExecutionFailed, Message: out.Content, Activity: protocol.ToolActivityName, Attempt: e.Attempts}
+				if out.Failure != nil {
+					e.Failure.Code = out.Failure.Code
+				}
 			}
 		}
 		tl.ToolCalls++
 	}
 	tl.Entries = append(tl.Entries, e)
+}
+
+// failActivity adds the entry of an activity that failed (or timed out) with v, and returns a
+// copy of it.
+func (tl *timeline) failActivity(p *pendingActivity, at time.Time, v *failureView) *timelineEntry {
+	p.done = true
+	e := p.entry
+	e.DurationMs = at.Sub(p.at).Milliseconds()
+	v.Activity, v.Attempt, v.Node = activityName(e), e.Attempts, e.Node
+	e.Error, e.Failure = v.Message, v
+	tl.Entries = append(tl.Entries, e)
+	return &e
+}
+
+// activityName is the activity type of an activity entry.
+func activityName(e timelineEntry) string {
+	switch e.Kind {
+	case "model":
+		return protocol.ModelActivityName
+	case "tool":
+		return protocol.ToolActivityName
+	}
+	return e.Activity
+}
+
+// nodeOfActivity is the node in an activity id of the form "<node>/<kind>#<n>" (the ids a run
+// gives its hooks' activities), "" for another id.
+func nodeOfActivity(id string) string {
+	node, rest, ok := strings.Cut(id, "/")
+	if !ok || !strings.Contains(rest, "#") {
+		return ""
+	}
+	return node
+}
+
+// addPending adds the activities and children of an open run that have not finished, from
+// DescribeWorkflowExecution: each activity with its attempt, last failure and next retry; each
+// child with its own status (its state query: a child asking a question is waiting).
+func (tl *timeline) addPending(ctx context.Context, c client.Client, desc describer, runID string, byID map[string]*pendingActivity, children map[int64]*pendingActivity) error {
+	described, err := c.DescribeWorkflow(ctx, runID, "")
+	if err != nil {
+		return notFound(runID, err)
+	}
+	d := described.RawResponse
+	now := time.Now()
+	var added []timelineEntry
+	for _, pa := range d.GetPendingActivities() {
+		e := timelineEntry{Kind: "activity", At: pa.GetScheduledTime().AsTime(), Activity: pa.GetActivityType().GetName()}
+		if p := byID[pa.GetActivityId()]; p != nil && !p.done {
+			e = p.entry
+			e.At = p.at
+		}
+		if e.Kind == "activity" {
+			e.Internal = strings.HasPrefix(e.Activity, "kortyx.")
+			if e.Node == "" {
+				e.Node = nodeOfActivity(pa.GetActivityId())
+			}
+		}
+		ps := &pendingState{State: pendingActivityState(pa), Attempt: int(pa.GetAttempt()), MaximumAttempts: int(pa.GetMaximumAttempts())}
+		if f := desc.view(pa.GetLastFailure()); f != nil {
+			f.Activity, f.Attempt, f.Node = activityName(e), max(ps.Attempt-1, 1), e.Node
+			ps.LastFailure = f
+		}
+		if t := pa.GetNextAttemptScheduleTime(); t != nil {
+			at := t.AsTime()
+			ps.NextAttemptAt = &at
+		}
+		if t := pa.GetExpirationTime(); t != nil && !t.AsTime().IsZero() && t.AsTime().Unix() > 0 {
+			at := t.AsTime()
+			ps.ExpiresAt = &at
+		}
+		e.Attempts, e.Pending, e.DurationMs = ps.Attempt, ps, now.Sub(e.At).Milliseconds()
+		added = append(added, e)
+	}
+	for _, pc := range d.GetPendingChildren() {
+		p := children[pc.GetInitiatedId()]
+		if p == nil {
+			continue
+		}
+		e := p.entry
+		e.Status, e.DurationMs = string(contracts.StatusRunning), now.Sub(p.at).Milliseconds()
+		qctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		if v, err := kortyx.Query(qctx, c, e.ChildRunID); err == nil && v.Status != "" {
+			e.Status = string(v.Status)
+		}
+		cancel()
+		added = append(added, e)
+	}
+	slices.SortStableFunc(added, func(a, b timelineEntry) int { return a.At.Compare(b.At) })
+	tl.Entries = append(tl.Entries, added...)
+	return nil
+}
+
+// pendingActivityState is a pending activity's state as the trace names it.
+func pendingActivityState(pa *workflowpb.PendingActivityInfo) string {
+	if pa.GetPaused() {
+		return "paused"
+	}
+	switch pa.GetState() {
+	case enums.PENDING_ACTIVITY_STATE_STARTED:
+		return "started"
+	case enums.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED:
+		return "cancel-requested"
+	case enums.PENDING_ACTIVITY_STATE_PAUSED, enums.PENDING_ACTIVITY_STATE_PAUSE_REQUESTED:
+		return "paused"
+	}
+	return "scheduled"
 }
 
 func appendChild(entries []timelineEntry, children map[int64]*pendingActivity, initiated int64, at time.Time, status string) []timelineEntry {

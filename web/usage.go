@@ -26,25 +26,32 @@ type spend map[string]providers.Usage
 // running run is read on each request.
 type spendCache struct {
 	mu   sync.Mutex
-	runs map[string]runSpend
+	runs map[string]runFacts
+}
+
+// runFacts are what a list row reads from a run's history: its spend (tokens by model, Temporal
+// actions) and, for a failed run, its failure.
+type runFacts struct {
+	spend runSpend
+	err   *rowError
 }
 
 // maxCachedSpends bounds the cache; past it, it starts over (the cost of a miss is one
 // history read).
 const maxCachedSpends = 5000
 
-func (c *spendCache) get(key string) (runSpend, bool) {
+func (c *spendCache) get(key string) (runFacts, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.runs[key]
 	return s, ok
 }
 
-func (c *spendCache) put(key string, s runSpend) {
+func (c *spendCache) put(key string, s runFacts) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runs == nil || len(c.runs) >= maxCachedSpends {
-		c.runs = map[string]runSpend{}
+		c.runs = map[string]runFacts{}
 	}
 	c.runs[key] = s
 }
@@ -60,24 +67,28 @@ func spendKey(it runItem) string {
 	return ""
 }
 
-// spendOf returns it's spend: each model pass's usage by model, passes that name no model
-// under the worker's default (o.DefaultModel, else "default"), and its Temporal actions.
-func (o Options) spendOf(ctx context.Context, it runItem) (runSpend, error) {
+// factsOf returns it's spend (each model pass's usage by model, passes that name no model
+// under the worker's default: o.DefaultModel, else "default"; its Temporal actions) and, for a
+// failed run, its failure's code and safe message.
+func (o Options) factsOf(ctx context.Context, it runItem) (runFacts, error) {
 	key := spendKey(it)
 	if key != "" && o.cache != nil {
 		if s, ok := o.cache.get(key); ok {
 			return s, nil
 		}
 	}
-	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, it.RunID)
+	tl, err := buildTimeline(ctx, o.Client, o.DataConverter, it.RunID, false)
 	if err != nil {
-		return runSpend{}, err
+		return runFacts{}, err
 	}
-	s := o.spendOfTimeline(tl)
+	f := runFacts{spend: o.spendOfTimeline(tl)}
+	if tl.Failure != nil {
+		f.err = &rowError{Code: tl.Failure.Code, Message: tl.Failure.Message}
+	}
 	if key != "" && o.cache != nil {
-		o.cache.put(key, s)
+		o.cache.put(key, f)
 	}
-	return s, nil
+	return f, nil
 }
 
 // byModel moves the usage of the passes that named no model to the worker's default model.
@@ -110,18 +121,22 @@ func (s spend) add(other spend) {
 	}
 }
 
-// spends fills in the usage and cost of each item, reading at most maxQueries histories at a
-// time. An item whose history cannot be read keeps none (its usage and cost are absent).
+// spends fills in the usage and cost of each item, and a failed one's error, reading at most
+// maxQueries histories at a time. An item whose history cannot be read keeps none (its usage,
+// cost and error are absent).
 func (o Options) spends(ctx context.Context, items []runItem) []runSpend {
 	out := make([]runSpend, len(items))
 	eachAtMost(maxQueries, len(items), func(i int) {
 		it := &items[i]
-		s, err := o.spendOf(ctx, *it)
+		f, err := o.factsOf(ctx, *it)
 		if err != nil {
 			return
 		}
-		it.Usage, it.Cost = o.rowFigures(s)
-		out[i] = s
+		it.Usage, it.Cost = o.rowFigures(f.spend)
+		if it.Status == string(contracts.StatusFailed) {
+			it.Error = f.err
+		}
+		out[i] = f.spend
 	})
 	return out
 }
@@ -216,6 +231,7 @@ func (o Options) cost(r *http.Request) (any, error) {
 		}
 	}
 	spends := o.spends(r.Context(), items)
+	items, spends = keepCode(r, items, spends)
 	byID := map[string]int{}
 	for i, it := range items {
 		byID[it.RunID] = i

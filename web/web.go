@@ -78,6 +78,11 @@ type Options struct {
 	// (development: app.ServeHTTP sets it).
 	Authorize            func(r *http.Request, a sessions.Access) error
 	AllowUnauthenticated bool
+	// RawFailures, when set, says whether a request may read the raw causes of failures
+	// (GET /api/runs/{id}?raw=1: the Go error text behind a failure's code and safe message,
+	// for operators); a request it refuses is FORBIDDEN. Nil: only a studio without an
+	// Authorize hook that AllowUnauthenticated opens (development) gives them.
+	RawFailures func(r *http.Request) bool
 	// Broker, when set, is the stream broker: an answer from the studio to a session's
 	// question then says where its response begins in the run's stream.
 	Broker stream.Broker
@@ -96,6 +101,8 @@ type config struct {
 	// the price table's (Options.Currency, default "USD").
 	DefaultModel string `json:"defaultModel,omitempty"`
 	Currency     string `json:"currency"`
+	// RawFailures says whether this request may ask a trace's raw failures (?raw=1).
+	RawFailures bool `json:"rawFailures"`
 }
 
 // agent is a registered workflow, as the page suggests it.
@@ -153,7 +160,7 @@ func Handler(o Options) http.Handler {
 			return
 		}
 		cfg := config{TemporalUIURL: strings.TrimRight(o.TemporalUIURL, "/"), Namespace: o.Namespace, DefaultWorkflow: o.DefaultWorkflow, Agents: []agent{},
-			DefaultModel: o.DefaultModel, Currency: o.Currency}
+			DefaultModel: o.DefaultModel, Currency: o.Currency, RawFailures: o.mayReadRaw(r)}
 		if cfg.Currency == "" {
 			cfg.Currency = "USD"
 		}
@@ -212,7 +219,15 @@ func Handler(o Options) http.Handler {
 		if err := contracts.CheckID("runId", id); err != nil {
 			return nil, err
 		}
-		return o.trace(r.Context(), id)
+		raw, err := o.rawAllowed(r)
+		if err != nil {
+			return nil, err
+		}
+		v, err := o.trace(r.Context(), id)
+		if err == nil && !raw {
+			v.stripRaw()
+		}
+		return v, err
 	})
 	mux.HandleFunc("GET /api/runs/{id}/timeline", trace)
 	mux.HandleFunc("GET /api/runs/{id}", trace)

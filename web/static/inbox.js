@@ -53,8 +53,12 @@ function card(it) {
   const result = el("div", { class: "answer-result", role: "status" });
   const box = el("article", { class: "interrupt card", "data-request": q.requestId, "data-run": it.runId, "data-session": it.sessionId || "", "aria-label": "Question of run " + it.runId },
     el("div", { class: "who" },
-      el("span", { class: "agent" }, it.agent), " · node ", el("code", { class: "node" }, q.node || "—"),
-      " · run ", shortId(it.runId), " ", link("runs/" + encodeURIComponent(it.runId), "trace", { class: "trace-link" }),
+      // A child's question: the child (its agent, node and run) first, then the root that
+      // presents it and is answered.
+      it.asker ? [el("span", { class: "asker", "data-run": it.asker.runId }, "asked by ", el("span", { class: "asker-agent" }, it.asker.agent), " · node ", el("code", { class: "node" }, q.node || "—"),
+        " · run ", shortId(it.asker.runId), " ", link("runs/" + encodeURIComponent(it.asker.runId), "trace", { class: "asker-trace-link" })), " · in ",
+      el("span", { class: "agent" }, it.agent), " · root run "] : [el("span", { class: "agent" }, it.agent), " · node ", el("code", { class: "node" }, q.node || "—"), " · run "],
+      shortId(it.runId), " ", link("runs/" + encodeURIComponent(it.runId), "trace", { class: "trace-link" }),
       it.sessionId ? [" · session ", shortId(it.sessionId), " ", link("sessions/" + encodeURIComponent(it.sessionId), "session", { class: "session-link" })] : " · no session",
       " · ", el("span", { class: "age" })),
     questionForm(c, null, (cq, resume, label) => send(it, box, result, resume, label)),

@@ -3,7 +3,7 @@
 // and back/forward walk through the filters and pages.
 import { $, el, api, shortId, ms, money, timeEl, statusBadge, go, link, studio, setStatus } from "./util.js";
 
-const FILTERS = ["agent", "status", "session", "q", "from", "to", "pageSize"];
+const FILTERS = ["agent", "status", "session", "q", "from", "to", "pageSize", "code"];
 const REFRESH_MS = 3000;
 let timer = null;
 let params = new URLSearchParams();
@@ -118,7 +118,8 @@ function row(r) {
     el("td", { "data-label": "Duration", class: "num" }, ms(r.durationMs)),
     el("td", { "data-label": "Tokens", class: "num tokens" }, u ? `${u.input || 0} in / ${u.output || 0} out` : "—"),
     el("td", { "data-label": "Cost", class: "num cost" }, r.cost ? money(r.cost.total, r.cost.currency) : "—"),
-    el("td", { "data-label": "Open question", class: "question-text" }, r.question ? r.question.question || r.question.kind : ""));
+    el("td", { "data-label": "Open question", class: "question-text" }, r.question ? r.question.question || r.question.kind : ""),
+    el("td", { "data-label": "Error", class: "error-cell" }, r.error ? [el("code", { class: "error-code", "data-code": r.error.code }, r.error.code), " ", el("span", { class: "error-text" }, r.error.message)] : ""));
   return tr;
 }
 

@@ -2,20 +2,72 @@
 // scale, with the payload viewer, child runs expandable in place (their own GET
 // /api/runs/{childRunId}), rollback and fork from each checkpoint (/api/checkpoints), the
 // Temporal UI link, the cost and Temporal's counts.
-import { $, el, api, shortId, ms, money, timeEl, statusBadge, payload, link, temporalLink, setStatus, json } from "./util.js";
+import { $, el, api, shortId, ms, money, timeEl, statusBadge, payload, link, temporalLink, setStatus, json, studio, when } from "./util.js";
+
+// A run that has not closed is asked again every REFRESH_MS while its trace is shown; the
+// waterfall is drawn again when what it shows changed.
+const REFRESH_MS = 2000;
+let timer = null;
+let shown = 0; // the show() call the refresh belongs to
 
 export async function show(r) {
   const id = r.parts[1];
+  const n = ++shown;
+  clearTimeout(timer);
   const body = $("trace-body");
   body.replaceChildren(el("p", { class: "meta" }, "Loading…"));
+  delete body.dataset.refreshes;
   let tl;
-  try { tl = await api(`/api/runs/${encodeURIComponent(id)}`); } catch (e) {
+  try { tl = await fetchTrace(id); } catch (e) {
     body.replaceChildren(el("div", { class: "error", role: "alert", "data-code": e.code }, `${e.code}: ${e.message}`));
     return;
   }
-  const draw = () => body.replaceChildren(header(tl), zoomControl(draw), traceBox(tl, 0));
-  draw();
+  draw(body, tl);
+  if (!tl.closedAt) refresh(id, n, signature(tl));
+}
+
+export function hide() { clearTimeout(timer); timer = null; shown++; }
+
+// fetchTrace asks for a run's trace, with the raw causes of its failures when this studio gives
+// them to this viewer (GET /api/config's rawFailures).
+function fetchTrace(id) {
+  return api(`/api/runs/${encodeURIComponent(id)}${studio.config && studio.config.rawFailures ? "?raw=1" : ""}`);
+}
+
+function draw(body, tl) {
+  body.replaceChildren(header(tl), zoomControl(() => draw(body, tl)), traceBox(tl, 0));
   body.dataset.run = tl.runId;
+  body.dataset.status = tl.status || "";
+}
+
+// signature is what a redraw would change: the entries' states and the run's status.
+function signature(tl) {
+  return JSON.stringify([tl.status, tl.node, tl.closedAt, (tl.entries || []).map((e) => [e.kind, e.status, e.attempts, e.error, e.pending && e.pending.attempt, e.pending && e.pending.state]), (tl.internal || []).length]);
+}
+
+function refresh(id, n, sig) {
+  timer = setTimeout(async () => {
+    if (n !== shown || document.body.dataset.view !== "trace") return;
+    let tl;
+    try { tl = await fetchTrace(id); } catch (_) { refresh(id, n, sig); return; }
+    if (n !== shown) return;
+    const body = $("trace-body");
+    body.dataset.refreshes = String(Number(body.dataset.refreshes || 0) + 1);
+    const next = signature(tl);
+    if (next !== sig) draw(body, tl);
+    if (!tl.closedAt) refresh(id, n, next);
+  }, REFRESH_MS);
+}
+
+// failureLine shows a failure: its code, its safe message, where (node, activity, attempt), and
+// for an operator its raw cause, folded.
+function failureLine(f, cls) {
+  if (!f) return null;
+  const where = [f.node ? `node ${f.node}` : "", f.activity ? f.activity + (f.attempt ? ` attempt ${f.attempt}` : "") : ""].filter(Boolean).join(" · ");
+  return el("span", { class: "failure" + (cls ? " " + cls : ""), "data-code": f.code },
+    el("code", { class: "failure-code" }, f.code), " ", el("span", { class: "error-text failure-message" }, f.message),
+    where ? [" ", el("span", { class: "meta failure-where" }, "(" + where + ")")] : null,
+    f.raw ? el("details", { class: "raw-cause" }, el("summary", {}, "Raw cause"), el("pre", {}, f.raw)) : null);
 }
 
 // zoom is how long a wait (a stretch where no model pass, tool call or run point happens) may
@@ -66,7 +118,9 @@ function header(tl) {
     el("p", { class: "trace-line" }, el("strong", { class: "trace-workflow" }, tl.workflow || "run"), " ", statusBadge(tl.status), " run ", shortId(tl.runId),
       tl.sessionId ? [" · session ", shortId(tl.sessionId), " ", link("sessions/" + encodeURIComponent(tl.sessionId), "open session")] : null,
       tl.node ? [" · at node ", el("code", { class: "trace-node" }, tl.node)] : null,
+      !tl.closedAt ? [" · ", el("span", { class: "meta live" }, "live")] : null,
       " · ", link(`workflows?agent=${encodeURIComponent(tl.workflow)}&run=${encodeURIComponent(tl.runId)}`, "graph", { class: "graph-link" }), " ", temporalLink(tl.runId)),
+    tl.failure ? el("p", { class: "trace-failure", role: "alert" }, "Failed: ", failureLine(tl.failure)) : null,
     el("div", { class: "figures" },
       figure("Started", timeEl(tl.startedAt)), figure("Duration", ms(tl.durationMs), "duration"),
       figure("Tokens", `${u.input || 0} in / ${u.output || 0} out / ${u.total || 0} total`, "tokens"),
@@ -129,6 +183,7 @@ function label(e) {
     case "question": return `question ${(e.question || {}).kind || ""}`;
     case "answer": return "answer";
     case "child": return "child run";
+    case "activity": return `activity ${e.activity}${e.node ? " · " + e.node : ""}`;
     case "checkpoint": return `checkpoint · turn ${e.turnIndex}`;
     default: return e.kind;
   }
@@ -149,11 +204,45 @@ function detail(e, tl, depth) {
       if (e.error) out.push(" · ", el("span", { class: "error-text" }, "error"));
       break;
     case "question": out.push(el("span", { class: "question-text" }, (e.question || {}).question || "")); break;
-    case "child": out.push(shortId(e.childRunId), " · ", e.status || "running", e.durationMs ? " · " + ms(e.durationMs) : ""); break;
+    case "child": out.push(shortId(e.childRunId), " · ", el("span", { class: "child-status" }, e.status || "running"), e.durationMs ? " · " + ms(e.durationMs) : ""); break;
     case "checkpoint": out.push(shortId(e.checkpointId)); break;
-    case "ended": if (e.error) out.push(el("span", { class: "error-text" }, e.error)); break;
+    case "activity":
+      if (!e.pending) {
+        out.push(el("span", { class: "dur" }, ms(e.durationMs)), " · ", el("span", { class: "attempts" }, `attempt${e.attempts > 1 ? "s" : ""} ${e.attempts || 1}`));
+        if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts - 1} retr${e.attempts > 2 ? "ies" : "y"}`));
+      }
+      break;
+    case "ended": if (e.failure) out.push(failureLine(e.failure)); else if (e.error) out.push(el("span", { class: "error-text" }, e.error)); break;
   }
+  if (e.pending) out.push(pendingDetail(e.pending));
+  else if (e.kind !== "ended" && e.failure) out.push(" · ", failureLine(e.failure, "activity-failure"));
+  else if (e.lastFailure) out.push(" · before: ", failureLine(e.lastFailure, "last-failure"));
   return out;
+}
+
+// pendingDetail says where an unfinished activity is: its attempt (of its maximum, ∞ for none),
+// its state, the next attempt's time and the last attempt's failure.
+function pendingDetail(p) {
+  return el("span", { class: "pending-detail" }, " · ", el("span", { class: "badge pending-state", "data-state": p.state }, p.state),
+    " · ", el("span", { class: "pending-attempt" }, `attempt ${p.attempt} / ${p.maximumAttempts || "∞"}`),
+    p.nextAttemptAt ? [" · ", el("span", { class: "next-attempt" }, "next attempt " + when(p.nextAttemptAt))] : null,
+    p.expiresAt ? [" · ", el("span", { class: "expires" }, "gives up by " + when(p.expiresAt))] : null,
+    p.lastFailure ? [" · last failure: ", failureLine(p.lastFailure, "last-failure")] : null);
+}
+
+// internalBox folds the run's own activities that completed at their first attempt, by node.
+function internalBox(tl) {
+  const list = tl.internal || [];
+  if (!list.length) return null;
+  const byNode = new Map();
+  for (const e of list) {
+    const k = e.node || "";
+    if (!byNode.has(k)) byNode.set(k, []);
+    byNode.get(k).push(e);
+  }
+  return el("details", { class: "internal-activities" }, el("summary", {}, `${list.length} internal activit${list.length === 1 ? "y" : "ies"} (tool listing, publishing)`),
+    el("ul", {}, [...byNode].map(([node, es]) => el("li", { "data-node": node }, node ? ["node ", el("code", {}, node), ": "] : "no node: ",
+      es.map((e, i) => [i ? ", " : "", el("span", { class: "internal-activity", "data-activity": e.activity }, e.activity + (e.local ? " (local)" : "") + (e.durationMs ? " " + ms(e.durationMs) : ""))])))));
 }
 
 function payloads(e) {
@@ -182,14 +271,15 @@ function traceBox(tl, depth) {
   const rows = tl.entries.map((e, i) => {
     const s = sc.of(e);
     const left = pct(s.from), width = s.point ? 0 : Math.max(pct(s.to) - left, 0.4);
-    const bar = el("div", { class: `bar bar-${e.kind}${s.point ? " point" : ""}${s.open ? " open" : ""}${e.attempts > 1 ? " retried" : ""}${e.error ? " failed" : ""}`,
+    const bar = el("div", { class: `bar bar-${e.kind}${s.point ? " point" : ""}${s.open || e.pending ? " open" : ""}${e.attempts > 1 ? " retried" : ""}${e.error || (e.pending && e.pending.lastFailure) ? " failed" : ""}`,
       style: `left:${left}%;width:${s.point ? 0 : width}%`, title: `${label(e)}: ${s.point ? "at " : ""}+${ms(s.from - sc.start)}${s.point ? "" : " for " + ms(s.to - s.from)}` });
     if (e.attempts > 1) for (let a = 1; a < e.attempts; a++) bar.append(el("span", { class: "attempt-mark", style: `left:${(a / e.attempts) * 100}%` }));
     const pl = payloads(e);
     const extra = [];
     if (e.kind === "child") extra.push(childToggle(e, depth));
     if (e.kind === "checkpoint" && tl.sessionId) extra.push(checkpointActions(e, tl));
-    return el("li", { class: "row", "data-kind": e.kind, "data-index": String(i) },
+    return el("li", { class: "row" + (e.pending ? " pending" : "") + (e.internal ? " internal" : ""), "data-kind": e.kind, "data-index": String(i),
+      "data-activity": e.activity || null, "data-child": e.kind === "child" ? e.childRunId : null, "data-status": e.status || null },
       el("div", { class: "row-label" }, el("span", { class: "kind" }, label(e)), " ", el("span", { class: "row-detail" }, detail(e, tl, depth)), extra),
       el("div", { class: "track" }, bar),
       pl.length ? el("details", { class: "row-payloads" }, el("summary", {}, "payload: " + pl.map((x) => x.dataset.label).join(", ")), pl) : null,
@@ -199,7 +289,8 @@ function traceBox(tl, depth) {
     depth ? el("p", { class: "trace-line" }, el("strong", { class: "trace-workflow" }, tl.workflow), " ", statusBadge(tl.status), " ", shortId(tl.runId), " · ", ms(tl.durationMs), " · ",
       link("runs/" + encodeURIComponent(tl.runId), "open")) : null,
     el("div", { class: "waterfall" }, el("div", { class: "axis-row" }, el("div", { class: "row-label meta" }, "time since start"), el("div", { class: "track" }, axis, breaks)),
-      el("ol", { class: "rows" }, rows)));
+      el("ol", { class: "rows" }, rows)),
+    internalBox(tl));
 }
 
 function childToggle(e, depth) {
