@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,12 +117,12 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
 	// FinalizeTimeout bounds how long a turn is followed after its last reader left (default
-	// 10 min).
+	// 10 min; [sessions.TurnsOptions].FinalizeTimeout).
 	FinalizeTimeout time.Duration
 	// RememberedTurns bounds how many ended turns the handler keeps in memory by clientTurnId,
-	// oldest forgotten first (default [defaultRememberedTurns]). A request repeating a
-	// forgotten one is still answered: the session tells a retry from a new turn; what is
-	// lost is only that readers of one turn in this process share one follower.
+	// oldest forgotten first (default 4096; [sessions.TurnsOptions].Remembered). A request
+	// repeating a forgotten one is still answered: the session tells a retry from a new turn;
+	// what is lost is only that readers of one turn in this process share one follower.
 	RememberedTurns int
 	// KeepAlive is the interval of the ": keep-alive" comments sent while a response has no
 	// chunk to send (a long tool call), so that proxies keep the connection; 0 means
@@ -146,7 +145,7 @@ type Handler struct {
 	o     Options
 	svc   *sessions.Service
 	index *sessionIndex
-	turns turns
+	turns *sessions.Turns // the turns its requests read
 }
 
 // NewHandler checks the options and returns the chat route over svc, the session service the
@@ -167,17 +166,17 @@ func NewHandler(svc *sessions.Service, o Options) (*Handler, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
 	}
-	if o.FinalizeTimeout <= 0 {
-		o.FinalizeTimeout = 10 * time.Minute
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.RememberedTurns <= 0 {
-		o.RememberedTurns = defaultRememberedTurns
-	}
 	h := &Handler{o: o, svc: svc, index: o.index.orDefault()}
-	h.turns.max = o.RememberedTurns
+	turns, err := sessions.NewTurns(svc, sessions.TurnsOptions{Continue: o.Disconnect == disconnectContinue,
+		FinalizeTimeout: o.FinalizeTimeout, Remembered: o.RememberedTurns, OnAttempt: o.OnExecution,
+		OnChunk: h.index.learn, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	h.turns = turns
 	return h, nil
 }
 
@@ -255,10 +254,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.SessionID = "session-" + uuid.NewString()
 	}
 	kind := "prompt"
-	a := &ask{session: req.SessionID, clientTurn: req.ClientTurnID, kind: kind}
+	ask := sessions.TurnAsk{SessionID: req.SessionID, ClientTurnID: req.ClientTurnID}
 	if resume != nil {
 		kind = "interrupt-response"
-		a.kind, a.token = kind, strings.TrimSpace(resume.Token)
+		ask.Answer, ask.Token = true, strings.TrimSpace(resume.Token)
 	} else if req.input() == "" {
 		fail(w, r, h.o.Logger, contracts.Errorf(contracts.CodeInvalidRequest, "The request has no user message to answer."))
 		return
@@ -269,34 +268,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Requests of one ask take turns: each decides, knowing what the one before it started,
 	// whether its turn is a new run attempt (OnTurnAccepted runs) or a reattach (it does not).
-	var sl *slot
-	if req.ClientTurnID != "" {
-		sl = h.turns.slot(*a)
-		if err := sl.acquire(r.Context()); err != nil {
-			h.turns.put(*a, sl)
-			return // the reader left while waiting
-		}
-	} else {
-		a = nil
+	tr, err := h.turns.Take(r.Context(), ask)
+	if err != nil {
+		return // the reader left while waiting
 	}
-	release := func() {
-		if sl != nil {
-			sl.release()
-			h.turns.put(*a, sl)
-			sl = nil
-		}
-	}
-	defer release()
-	accept := func() error {
-		ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
-		err := runCallback(phaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
-		if err != nil {
-			reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
-		}
-		return err
-	}
+	defer tr.Release()
+	accept := func() error { return h.accept(r, req, last, kind) }
 	accepted := false
-	if h.o.OnTurnAccepted != nil && !h.expectReattach(r.Context(), sl, req.SessionID, lastEventID(r) >= 0) {
+	if h.o.OnTurnAccepted != nil && !tr.ExpectReattach(r.Context(), lastEventID(r) >= 0) {
 		if err := accept(); err != nil {
 			fail(w, r, h.o.Logger, err)
 			return
@@ -321,12 +300,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	t, fresh := h.turns.attach(sl, ts, begin)
-	if fresh {
-		h.started(t, r, req, a, from)
+	tr.Attach(r.Context(), ts, begin, from, func(ctx context.Context, f sessions.Finalized) { h.finalize(ctx, r, f) })
+	h.respond(w, r, req, tr, ts.RunID, !ts.Reattached)
+}
+
+// accept runs OnTurnAccepted for the turn request r asks for; its failure goes to
+// OnLifecycleError and is returned.
+func (h *Handler) accept(r *http.Request, req *Request, last Message, kind string) error {
+	ev := TurnAccepted{Request: r, SessionID: req.SessionID, ClientTurnID: req.ClientTurnID, UserMessage: last, Kind: kind}
+	err := runCallback(phaseTurnAccepted, func() error { return h.o.OnTurnAccepted(r.Context(), ev) })
+	if err != nil {
+		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseTurnAccepted, ClientTurnID: req.ClientTurnID, Err: err})
 	}
-	release()
-	h.respond(w, r, req, t, from, !ts.Reattached)
+	return err
 }
 
 // callbackFields checks what the lifecycle callbacks need of a request (seed 001: "Both hooks
@@ -346,22 +332,6 @@ func callbackFields(req *Request) error {
 		return nil
 	}
 	return &contracts.Error{Code: contracts.CodeInvalidRequest, Message: "Request body is invalid.", Issues: issues}
-}
-
-// expectReattach reports whether the request will get the turn the slot knows (see
-// turns.expectReattach). For a turn that committed a checkpoint it asks the session whether the
-// checkpoint is still there: a rollback discards the turns after its target, which then run
-// again. If the session cannot say, the turn is expected.
-func (h *Handler) expectReattach(ctx context.Context, sl *slot, sessionID string, reconnect bool) bool {
-	reattach, checkpoint := h.turns.expectReattach(sl, reconnect)
-	if !reattach || checkpoint == "" {
-		return reattach
-	}
-	view, err := h.svc.View(ctx, sessionID)
-	if err != nil {
-		return true
-	}
-	return slices.ContainsFunc(view.Checkpoints, func(c sessions.CheckpointSummary) bool { return c.ID == checkpoint })
 }
 
 // start starts (or re-attaches to) the turn and returns where the turn's response begins in the
@@ -417,25 +387,23 @@ func lastEventID(r *http.Request) int64 {
 	return -1
 }
 
-// respond streams (or buffers) the turn's response to this reader, from offset from: one loop
-// reads the response from the broker (through the session service's reader) and writes each
-// chunk, and hands it to the turn's finalization on the way.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, t *turn, from int64, started bool) {
+// respond streams (or buffers) the turn's response to this reader: one loop reads the response
+// from the broker (through the turn registry's reader, which hands each chunk to the turn's
+// finalization on the way) and writes each chunk.
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, tr *sessions.TurnReader, runID string, started bool) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
-	tc, traced := traceChunk(r, t.ts.RunID)
+	tc, traced := traceChunk(r, runID)
 	if traced {
 		chunks = append(chunks, tc)
 	}
 	buffered := req.Stream != nil && !*req.Stream
-	feeder := h.turns.join(t, from)
 	var sw *httpwire.SSEWriter
 	var idle time.Duration
 	if !buffered {
 		var err error
 		opts := httpwire.SSEOptions{KeepAlive: h.o.KeepAlive}
 		if !resumable(r) {
-			runID := t.ts.RunID
 			cancel := req.ResumeOf() != nil && req.ResumeOf().Cancel
 			opts.OmitIDs = true
 			opts.Transform = func(c contracts.Chunk) []any {
@@ -453,7 +421,7 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			err = sw.Event(0, tc)
 		}
 		if err != nil {
-			h.quit(r, req, t, feeder, true)
+			tr.Leave(r.Context())
 			return
 		}
 		switch idle = h.o.KeepAlive; {
@@ -463,11 +431,10 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			idle = 0
 		}
 	}
-	rd, err := h.svc.Follow(r.Context(), req.SessionID, t.ts, from, sessions.FollowOptions{Idle: idle, Answered: t.token, Started: started})
-	pos := from
+	err := tr.Follow(r.Context(), sessions.FollowOptions{Idle: idle, Started: started})
 	for err == nil {
 		var e stream.Entry
-		e, err = rd.Next(r.Context())
+		e, err = tr.Next(r.Context())
 		switch {
 		case errors.Is(err, stream.ErrIdle):
 			err = sw.KeepAlive()
@@ -476,7 +443,6 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 			continue
 		}
 		h.index.learn(e.Chunk)
-		pos = h.turns.feed(t, pos, e)
 		if sw != nil {
 			err = sw.Event(e.Offset, e.Chunk)
 		} else {
@@ -487,13 +453,11 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		err = nil
 	}
 	if err != nil && ((sw != nil && sw.Err() != nil) || r.Context().Err() != nil) {
-		h.quit(r, req, t, feeder, true)
+		tr.Leave(r.Context()) // with Disconnect "cancel", the last reader leaving cancels the run
 		return
 	}
-	if err == nil {
-		h.turns.responseOver(t)
-	} else {
-		fail := httpwire.ErrorChunk(h.o.Logger, t.ts.RunID, err) // logs err
+	if err != nil {
+		fail := httpwire.ErrorChunk(h.o.Logger, runID, err) // logs err
 		chunks = append(chunks, fail, contracts.Chunk{Type: contracts.ChunkDone})
 		if sw != nil {
 			_ = sw.Event(0, fail)
@@ -507,121 +471,21 @@ func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, 
 		_ = json.NewEncoder(w).Encode(sessions.Buffer(chunks))
 	}
 	// The response is complete only once it was finalized: a client that reads it to its end
-	// finds OnResponseFinalized's work done (its transcript saved). The reader that read it
-	// along with the finalization finalizes it; another waits.
-	if h.turns.claim(t, pos, false) {
-		h.finish(t, err)
-	} else if h.turns.unjoin(t, &feeder) {
-		h.follow(t)
-	}
-	if err == nil {
-		select {
-		case <-t.ended:
-		case <-r.Context().Done():
-		}
-	}
-	h.quit(r, req, t, feeder, false)
+	// finds OnResponseFinalized's work done (its transcript saved).
+	tr.Finish(r.Context(), err)
 }
 
-// quit unregisters a reader of t (a feeder of its finalization when feeder is set): when the
-// finalization has lost its last feeder before the response's end, the rest of the response is
-// read by a follower of its own. With disconnectCancel, the last reader leaving early cancels a
-// run attempt that a request of this handler started (see turns.leave).
-func (h *Handler) quit(r *http.Request, req *Request, t *turn, feeder, early bool) {
-	if h.turns.unjoin(t, &feeder) {
-		h.follow(t)
-	}
-	h.leave(r, req, t, early)
-}
-
-// leave unregisters a reader of t; with disconnectCancel, the last reader leaving early cancels
-// a run attempt that a request of this handler started (see turns.leave).
-func (h *Handler) leave(r *http.Request, req *Request, t *turn, early bool) {
-	if !h.turns.leave(t, early, h.o.Disconnect != disconnectContinue, h.o.FinalizeTimeout) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.o.FinalizeTimeout)
-	defer cancel()
-	if _, err := h.svc.Stop(ctx, req.SessionID, t.ts.RunID); err != nil {
-		h.o.Logger.Warn("kortyx chat: cancelling the run of a disconnected reader failed", "run", t.ts.RunID, "error", err)
-	}
-}
-
-// started registers a new run attempt t, started (or first read) by request r: OnExecution gets
-// the channel its finalization closes, and the finalization follows the response on its own
-// when no reader of this request can feed it (it reads from after the response's beginning).
-func (h *Handler) started(t *turn, r *http.Request, req *Request, a *ask, from int64) {
-	if h.o.OnExecution != nil {
-		h.o.OnExecution(t.ended)
-	}
-	h.turns.origin(t, r, req, a)
-	if none := false; from > t.begin && h.turns.unjoin(t, &none) {
-		h.follow(t)
-	}
-}
-
-// follow reads the rest of t's response for its finalization, apart from its readers, from
-// where the finalization is, and finalizes it; it ends with the response, or when the last
-// reader has been gone for FinalizeTimeout (the response is then finalized as it stands).
-func (h *Handler) follow(t *turn) {
-	ctx := t.bg
-	go func() {
-		pos := h.turns.position(t)
-		var err error
-		if pos >= 0 {
-			var rd *sessions.Reader
-			rd, err = h.svc.Follow(ctx, t.req.SessionID, t.ts, pos, sessions.FollowOptions{Answered: t.token})
-			for err == nil {
-				var e stream.Entry
-				if e, err = rd.Next(ctx); err == nil {
-					h.index.learn(e.Chunk)
-					pos = h.turns.feed(t, pos, e)
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-		}
-		if ctx.Err() != nil {
-			err = nil // given up (FinalizeTimeout): finalized as it stands
-		}
-		if h.turns.claim(t, pos, ctx.Err() != nil) {
-			h.finish(t, err)
-		} else {
-			h.turns.followed(t)
-		}
-	}()
-}
-
-// finish finalizes t's response once (OnResponseFinalized), with err the error that ended it
-// (nil: its done), then closes the turn's channel (OnExecution).
-func (h *Handler) finish(t *turn, err error) {
-	defer close(t.ended)
-	chunks := append([]contracts.Chunk{{Type: contracts.ChunkSession, SessionID: t.req.SessionID}}, h.turns.response(t)...)
-	if err != nil {
-		f := httpwire.Public(httpwire.StreamFailure(err))
-		chunks = append(chunks, contracts.Chunk{Type: contracts.ChunkError, Message: f.Message, Failure: &f}, contracts.Chunk{Type: contracts.ChunkDone})
-	}
-	msg, status := sessions.Finalize(t.req.ClientTurnID, chunks)
-	h.turns.settle(t, msg.CheckpointID)
-	h.finalize(t.r, t.req, t.ts, msg, status)
-	h.turns.done(t, t.a)
-	if t.stop != nil {
-		t.stop()
-	}
-}
-
-// finalize runs OnResponseFinalized with the normalized assistant message; its failure goes to
-// OnLifecycleError and changes nothing else.
-func (h *Handler) finalize(r *http.Request, req *Request, ts sessions.TurnStarted, msg sessions.FinalizedMessage, status sessions.Status) {
+// finalize runs OnResponseFinalized with the normalized assistant message of a run attempt that
+// request r started; its failure goes to OnLifecycleError and changes nothing else.
+func (h *Handler) finalize(ctx context.Context, r *http.Request, f sessions.Finalized) {
 	if h.o.OnResponseFinalized == nil {
 		return
 	}
-	ev := ResponseFinalized{Request: r, SessionID: req.SessionID, RunID: ts.RunID, ClientTurnID: req.ClientTurnID,
-		Status: status, CheckpointID: msg.CheckpointID, Message: msg}
-	err := runCallback(phaseResponseFinalized, func() error { return h.o.OnResponseFinalized(context.WithoutCancel(r.Context()), ev) })
+	ev := ResponseFinalized{Request: r, SessionID: f.SessionID, RunID: f.RunID, ClientTurnID: f.ClientTurnID,
+		Status: f.Status, CheckpointID: f.Message.CheckpointID, Message: f.Message}
+	err := runCallback(phaseResponseFinalized, func() error { return h.o.OnResponseFinalized(ctx, ev) })
 	if err != nil {
-		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseResponseFinalized, ClientTurnID: req.ClientTurnID, Err: err})
+		reportCallbackError(h.o.OnLifecycleError, h.o.Logger, LifecycleError{Phase: phaseResponseFinalized, ClientTurnID: f.ClientTurnID, Err: err})
 	}
 }
 

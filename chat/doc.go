@@ -23,8 +23,8 @@
 //
 // Ids (sessionId, clientTurnId, checkpoint and run ids) follow [contracts.CheckID]. Errors are
 // JSON {error, failure} with the failure's status ([WriteError]); when Temporal does not answer,
-// the routes answer 503 TEMPORAL_UNAVAILABLE within seconds. The handler keeps
-// in memory the turns its requests read: readers of one turn share it (the last one leaving
-// cancels it, with the default Disconnect "cancel"), and the lifecycle callbacks run once per run attempt.
-// See docs/chat.md.
+// the routes answer 503 TEMPORAL_UNAVAILABLE within seconds. The handler keeps in memory the
+// turns its requests read, in a registry of the session service's ([sessions.Turns]): readers
+// of one turn share it (the last one leaving cancels it, with the default Disconnect
+// "cancel"), and the lifecycle callbacks run once per run attempt. See docs/chat.md.
 package chat

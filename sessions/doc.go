@@ -28,4 +28,11 @@
 // another wire, and nothing here calls a wire: what differs between wires is only the parsing
 // and the framing. The chat route (package chat) is the example: its Kortyx and resumable
 // framings differ only in the writer's options.
+//
+// A streaming wire that lets several requests read one turn (a retry, a second tab, a
+// reconnect) keeps them in a [Turns] registry: it serializes the requests of one ask, tells a
+// reattach from a new run attempt, cancels a run when the last reader that started it leaves
+// early (unless [TurnsOptions].Continue), and finalizes each run attempt's response once, for
+// a callback, from what its readers read or, when they left, from a follower of its own. The
+// wire then reads with [TurnReader.Next] instead of [Reader.Next]; see [Turns] for the calls.
 package sessions

@@ -1,4 +1,4 @@
-package chat
+package sessions
 
 import (
 	"context"
@@ -6,21 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/sessions"
-
-	"github.com/kortyx-go/kortyx/stream"
 	"github.com/stretchr/testify/require"
 )
 
 func TestTurnsCancelOnlyWhenTheLastOwnReaderLeavesEarly(t *testing.T) {
-	started := sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}
-	reattached := sessions.TurnStarted{RunID: "run-1", TurnIndex: 1, Reattached: true}
+	started := TurnStarted{RunID: "run-1", TurnIndex: 1}
+	reattached := TurnStarted{RunID: "run-1", TurnIndex: 1, Reattached: true}
 	for _, tc := range []struct {
 		name    string
-		first   sessions.TurnStarted
+		first   TurnStarted
 		readers int
 		over    bool
-		cancel  bool // disconnectCancel
+		cancel  bool // not TurnsOptions.Continue
 		want    []bool
 	}{
 		{"one reader leaves", started, 1, false, true, []bool{true}},
@@ -30,8 +27,8 @@ func TestTurnsCancelOnlyWhenTheLastOwnReaderLeavesEarly(t *testing.T) {
 		{"reattached to a turn started elsewhere", reattached, 2, false, true, []bool{false, false}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ts turns
-			a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+			ts := &Turns{}
+			a := turnAsk{session: "s", clientTurn: "t1"}
 			sl := ts.slot(a)
 			tr, fresh := ts.attach(sl, tc.first, 0)
 			require.True(t, fresh)
@@ -56,13 +53,13 @@ func TestTurnsCancelOnlyWhenTheLastOwnReaderLeavesEarly(t *testing.T) {
 }
 
 func TestTurnsExpectReattach(t *testing.T) {
-	var ts turns
-	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	ts := &Turns{}
+	a := turnAsk{session: "s", clientTurn: "t1"}
 	sl := ts.slot(a)
 	got, cp := ts.expectReattach(sl, false)
 	require.False(t, got, "unknown: a new attempt")
 	require.Empty(t, cp)
-	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	got, _ = ts.expectReattach(sl, false)
 	require.True(t, got, "live")
 	ts.settle(tr, "")
@@ -79,13 +76,13 @@ func TestTurnsExpectReattach(t *testing.T) {
 }
 
 func TestTurnsForgetAsksWithoutATurn(t *testing.T) {
-	var ts turns
-	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	ts := &Turns{}
+	a := turnAsk{session: "s", clientTurn: "t1"}
 	sl := ts.slot(a)
 	ts.put(a, sl)
 	require.Empty(t, ts.asks, "a refused request leaves nothing behind")
 	sl = ts.slot(a)
-	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	ts.put(a, sl)
 	require.Len(t, ts.asks, 1, "a turn is remembered")
 	ts.done(tr, &a)
@@ -95,15 +92,15 @@ func TestTurnsForgetAsksWithoutATurn(t *testing.T) {
 // An ask whose ended turn is evicted from the remembered ones while a request still holds its
 // slot is forgotten when that request gives the slot back.
 func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
-	var ts turns
-	a := ask{session: "s", clientTurn: "t1", kind: "prompt"}
+	ts := &Turns{}
+	a := turnAsk{session: "s", clientTurn: "t1"}
 	sl := ts.slot(a)
-	tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
+	tr, _ := ts.attach(sl, TurnStarted{RunID: "run-1", TurnIndex: 1}, 0)
 	ts.done(tr, &a)
 	for i := 0; i < defaultRememberedTurns; i++ { // later turns push a out of the remembered ones
-		b := ask{session: "s", clientTurn: "other", kind: "prompt", token: strconv.Itoa(i)}
+		b := turnAsk{session: "s", clientTurn: "other", token: strconv.Itoa(i)}
 		bs := ts.slot(b)
-		btr, _ := ts.attach(bs, sessions.TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
+		btr, _ := ts.attach(bs, TurnStarted{RunID: "run-b", TurnIndex: i + 2}, 0)
 		ts.put(b, bs)
 		ts.done(btr, &b)
 	}
@@ -116,26 +113,28 @@ func TestTurnsForgetAnEvictedAskOnPut(t *testing.T) {
 // Options.RememberedTurns bounds the ended turns a handler remembers: beyond it the oldest
 // are forgotten.
 func TestTurnsRememberAtMostMax(t *testing.T) {
-	ts := turns{max: 3}
+	ts := &Turns{o: TurnsOptions{Remembered: 3}}
 	for i := 0; i < 10; i++ {
-		a := ask{session: "s", clientTurn: "t" + strconv.Itoa(i), kind: "prompt"}
+		a := turnAsk{session: "s", clientTurn: "t" + strconv.Itoa(i)}
 		sl := ts.slot(a)
-		tr, _ := ts.attach(sl, sessions.TurnStarted{RunID: "run-" + strconv.Itoa(i), TurnIndex: i + 1}, 0)
+		tr, _ := ts.attach(sl, TurnStarted{RunID: "run-" + strconv.Itoa(i), TurnIndex: i + 1}, 0)
 		ts.put(a, sl)
 		ts.done(tr, &a)
 	}
 	require.Len(t, ts.asks, 3)
 	require.Len(t, ts.ended, 3)
 	for i := 7; i < 10; i++ {
-		require.Contains(t, ts.asks, ask{session: "s", clientTurn: "t" + strconv.Itoa(i), kind: "prompt"}, "the newest stay")
+		require.Contains(t, ts.asks, turnAsk{session: "s", clientTurn: "t" + strconv.Itoa(i)}, "the newest stay")
 	}
 }
 
 func TestRememberedTurnsOption(t *testing.T) {
-	h, err := NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true})
+	ts, err := NewTurns(&Service{}, TurnsOptions{})
 	require.NoError(t, err)
-	require.Equal(t, defaultRememberedTurns, h.turns.max)
-	h, err = NewHandler(service(t, lazyClient(t), stream.NewMemory(stream.MemoryOptions{})), Options{AllowUnauthenticated: true, RememberedTurns: 10})
+	require.Equal(t, defaultRememberedTurns, ts.o.Remembered)
+	ts, err = NewTurns(&Service{}, TurnsOptions{Remembered: 10})
 	require.NoError(t, err)
-	require.Equal(t, 10, h.turns.max)
+	require.Equal(t, 10, ts.o.Remembered)
+	_, err = NewTurns(nil, TurnsOptions{})
+	require.Error(t, err)
 }
