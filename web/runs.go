@@ -194,6 +194,8 @@ func (o Options) runs(r *http.Request) (any, error) {
 	for _, e := range resp.Executions {
 		page.Runs = append(page.Runs, runOf(e, now))
 	}
+	// Visibility lists the open executions first: the page is ordered by start, newest first.
+	slices.SortStableFunc(page.Runs, func(a, b runItem) int { return b.StartedAt.Compare(a.StartedAt) })
 	o.questions(r.Context(), page.Runs)
 	page.Runs = keepStatus(r, page.Runs)
 	page.Runs, _ = keepCode(r, page.Runs, o.spends(r.Context(), page.Runs))

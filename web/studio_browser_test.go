@@ -393,6 +393,9 @@ func TestStudio(t *testing.T) {
 		require.Equal(t, []string{"checkpoint · turn 1"}, p.allTexts(cp+" .kind"))
 		cpID := p.attr(cp+" button.rollback", "data-checkpoint")
 		p.run(chromedp.Click(chromedp.CSS(cp + " button.rollback")))
+		require.Equal(t, "This discards 1 later checkpoint of session "+session+" (turn 2); a run still open among them is cancelled. The session goes on from turn 1; this cannot be undone.",
+			p.text(confirmDialog+" p"), "the trace's Roll back asks first")
+		p.press(confirmDialog + " button.confirm-ok")
 		p.run(chromedp.WaitVisible(chromedp.CSS(cp + ` .checkpoint-result[data-action="rollback"]`)))
 		require.Equal(t, "Rolled back session "+short(session)+" to turn 1.", p.text(cp+` .checkpoint-result[data-action="rollback"]`))
 		view, err := svc.View(ctx, session)

@@ -22,7 +22,8 @@ import (
 // TestStudioFailures drives the trace, the runs table and the inbox in headless Chromium with a
 // real worker: an activity retrying live, then failing with its code; a coded failure in the
 // runs table's error column and its code filter; a child's question named in the inbox and the
-// child drawn waiting in its parent's trace.
+// child drawn waiting in its parent's trace. (The retried activity failing the run is
+// TestOperatorScenario's: the suite waits for it once.)
 func TestStudioFailures(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
 		t.Fatalf("the browser tests need Chromium at %s: apt-get install -y chromium", chromium)
@@ -49,8 +50,7 @@ func TestStudioFailures(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", name), png, 0o644))
 	}
 
-	// The MCP run is started first: its tool listing retries for about two and a half minutes
-	// while the other subtests run.
+	// The MCP run is started first: its tool listing retries while the other subtests run.
 	mcpRun := startRun(mcpDownWorkflow, `"hi"`)
 	defer func() { _ = tc.TerminateWorkflow(context.Background(), mcpRun, "", "the test is over") }()
 	pendingRow := `#trace-body li.row.pending[data-activity="kortyx.ListTools"]`
@@ -156,33 +156,7 @@ func TestStudioFailures(t *testing.T) {
 		require.Equal(t, "waiting", p.attr(fmt.Sprintf(`#runs-table tbody tr[data-run=%q]`, child), "data-status"))
 		require.Equal(t, research.Question, p.text(fmt.Sprintf(`#runs-table tbody tr[data-run=%q] td.question-text`, child)))
 	})
-
-	t.Run("trace: the retried activity fails the run with its code", func(t *testing.T) {
-		// Opened while the activity retries: the refresh draws the failure.
-		trace := open(t, "#/runs/"+url.PathEscape(mcpRun))
-		trace.waitJS(has(pendingRow))
-		// kortyx.ListTools has no attempt limit and a schedule-to-close timeout of 3 minutes:
-		// with its backoff (1 s doubling to 30 s) the run fails after about 151 s.
-		waitLong(trace, `document.getElementById("trace-body").dataset.status === "failed"`, 4*time.Minute)
-		var tr traceOf
-		getJSON(t, base+"api/runs/"+url.PathEscape(mcpRun), &tr)
-		require.Equal(t, "failed", tr.Status)
-		require.NotNil(t, tr.Failure)
-		require.Equal(t, "EXECUTION_FAILED", tr.Failure.Code)
-		require.Equal(t, "kortyx.ListTools", tr.Failure.Activity)
-		require.Equal(t, "agent", tr.Failure.Node)
-		require.GreaterOrEqual(t, tr.Failure.Attempt, 3)
-		require.Equal(t, "EXECUTION_FAILED", trace.text("#trace-body .trace-failure .failure-code"))
-		require.Equal(t, "An unexpected error occurred.", trace.text("#trace-body .trace-failure .failure-message"))
-		require.Equal(t, fmt.Sprintf("(node agent · kortyx.ListTools attempt %d)", tr.Failure.Attempt), trace.text("#trace-body .trace-failure .failure-where"))
-		// The failed activity is a row of its own, no longer pending.
-		failed := `#trace-body li.row[data-activity="kortyx.ListTools"]`
-		require.False(t, trace.bool(`!!document.querySelector(`+strconv.Quote(pendingRow)+`)`))
-		require.Equal(t, fmt.Sprintf("attempts %d", tr.Failure.Attempt), trace.text(failed+" .attempts"))
-		require.Equal(t, "EXECUTION_FAILED", trace.text(failed+" .activity-failure .failure-code"))
-		require.Equal(t, "failed", trace.str(`document.getElementById("trace-body").dataset.status`))
-		screenshot(trace, "studio-trace-failed-1280.png")
-	})
+	// The run failing with its code, once its listing gives up, is TestOperatorScenario's.
 }
 
 // has is the expression that sel matches an element.

@@ -273,7 +273,11 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			s := a.ActivityTaskStartedEventAttributes
 			if p := acts[s.GetScheduledEventId()]; p != nil {
 				p.entry.Attempts = int(s.GetAttempt())
-				p.entry.LastFailure = desc.view(s.GetLastFailure())
+				// The attempt before's failure, with its place, as a pending activity's.
+				if f := desc.view(s.GetLastFailure()); f != nil {
+					f.Activity, f.Attempt, f.Node = activityName(p.entry), max(p.entry.Attempts-1, 1), p.entry.Node
+					p.entry.LastFailure = f
+				}
 			}
 		case *historypb.HistoryEvent_ActivityTaskCompletedEventAttributes:
 			s := a.ActivityTaskCompletedEventAttributes

@@ -172,6 +172,12 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 					"delayMs of node %q is %d: it must be 0 or more", id, r.DelayMs)
 			}
 		}
+		for i, c := range n.Children { // a workflow id, checked as the definition's own
+			if strings.TrimSpace(c) == "" {
+				add([]any{"nodes", id, "children", i}, issueInvalidValue,
+					"child %d of node %q is blank: name the workflow id the node starts", i, id)
+			}
+		}
 	}
 
 	known := func(id string) bool { _, ok := d.Nodes[id]; return ok }

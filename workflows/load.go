@@ -39,6 +39,7 @@ var fileSuffixes = []string{".workflow.json", ".workflow.yaml", ".workflow.yml"}
 //	    run: classify      # required: a node function registered with Registry.RegisterNode
 //	    params: {...}      # optional, passed to every call
 //	    metadata: {...}    # optional, free-form
+//	    children: [topic]  # optional: the workflow ids the node starts as child workflows (Node.Children)
 //	    behavior:
 //	      retry: {maxAttempts: 3, delayMs: 500}  # maxAttempts defaults to 1, must be >= 1
 //	      onError: {mode: emit-and-stop}         # accepted and ignored (see below)
@@ -554,13 +555,28 @@ func (r *defReader) node(id string, v any) Node {
 	var n Node
 	path := []any{"nodes", id}
 	what := fmt.Sprintf("node %q", id)
-	m, ok := r.object(v, path, what, "run", "params", "metadata", "behavior")
+	m, ok := r.object(v, path, what, "run", "params", "metadata", "children", "behavior")
 	if !ok {
 		return n
 	}
 	n.RunName = r.str(m, "run", path, "run is required: name a node function registered with RegisterNode")
 	n.Params = r.freeMap(m, "params", path)
 	n.Metadata = r.freeMap(m, "metadata", path)
+	if cv, present := m["children"]; present {
+		cpath := pathAt(path, "children")
+		if list, ok := cv.([]any); !ok {
+			r.add(cpath, issueInvalidType, "children of %s must be a list of workflow ids, got %s", what, jsonTypeName(cv))
+		} else {
+			n.Children = make([]string, 0, len(list))
+			for i, x := range list {
+				s, ok := x.(string)
+				if !ok {
+					r.add(pathAt(cpath, i), issueInvalidType, "a child of %s must be a workflow id string, got %s", what, jsonTypeName(x))
+				}
+				n.Children = append(n.Children, s) // "" for a wrong type: its issue is reported here
+			}
+		}
+	}
 	bv, ok := m["behavior"]
 	if !ok {
 		return n

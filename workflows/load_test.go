@@ -337,7 +337,7 @@ func TestLoadErrorMessages(t *testing.T) {
 
 	_, err = Load([]byte(`{"id":"x","version":"1","nodes":{"start":{"run":"f","foo":1}},"edges":[["__start__","start"]]}`))
 	require.ErrorAs(t, err, &ke)
-	require.Equal(t, `unknown key "foo" in node "start": allowed keys are run, params, metadata, behavior`, ke.Issues[0].Message)
+	require.Equal(t, `unknown key "foo" in node "start": allowed keys are run, params, metadata, children, behavior`, ke.Issues[0].Message)
 	require.Contains(t, err.Error(), `nodes.start.foo: unknown key "foo"`)
 
 	_, err = Load([]byte("id: x\nversion: \"1\"\nnodes: {a: {run: f}, b: {run: f}, c: {run: f}}\nedges: [[__start__, a], [a, b], [a, c, {when: y}]]\n"))

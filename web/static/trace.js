@@ -2,7 +2,7 @@
 // scale, with the payload viewer, child runs expandable in place (their own GET
 // /api/runs/{childRunId}), rollback and fork from each checkpoint (/api/checkpoints), the
 // Temporal UI link, the cost and Temporal's counts.
-import { $, el, api, shortId, ms, money, timeEl, statusBadge, payload, link, temporalLink, setStatus, json, studio, when } from "./util.js";
+import { $, el, api, shortId, ms, money, timeEl, statusBadge, payload, link, temporalLink, setStatus, json, studio, when, plural, confirmAction } from "./util.js";
 
 // A run that has not closed is asked again every REFRESH_MS while its trace is shown; the
 // waterfall is drawn again when what it shows changed.
@@ -138,16 +138,16 @@ function header(tl) {
       (c.unpriced || []).length ? el("p", { class: "meta unpriced" }, "Not in the price table: " + c.unpriced.join(", ")) : null),
     tl.input !== undefined || tl.output !== undefined ? el("div", { class: "run-payloads" },
       tl.input !== undefined ? payload("input", tl.input) : null, tl.output !== undefined ? payload("output", tl.output) : null) : null,
-    el("details", { class: "temporal-counts" }, el("summary", {}, `Temporal: ${t.events || 0} events, ${t.activities || 0} activities, ${t.updates || 0} updates, ${t.signalsReceived || 0} signals`),
+    el("details", { class: "temporal-counts" }, el("summary", {}, `Temporal: ${plural(t.events || 0, "event")}, ${plural(t.activities || 0, "activity", "activities")}, ${plural(t.updates || 0, "update")}, ${plural(t.signalsReceived || 0, "signal")}`),
       el("dl", {}, Object.entries(t).map(([k, v]) => [el("dt", {}, k), el("dd", { "data-count": k }, String(v))]))));
 }
 
 // rollupLine is the run's figures with its child runs'.
 function rollupLine(r) {
   const c = r.cost || {};
-  return el("p", { class: "rollup", "data-runs": String(r.runs) }, el("strong", {}, `With its ${r.runs - 1} child run${r.runs === 2 ? "" : "s"}: `),
+  return el("p", { class: "rollup", "data-runs": String(r.runs) }, el("strong", {}, `With its ${plural(r.runs - 1, "child run")}: `),
     el("span", { class: "rollup-tokens" }, `${(r.usage || {}).input || 0} in / ${(r.usage || {}).output || 0} out`), " · cost ",
-    el("span", { class: "rollup-cost" }, money(c.total, c.currency)), " · ", el("span", { class: "rollup-actions" }, `${c.actions || 0} actions ≈ ${money(c.actionsCost || 0, c.currency)}`),
+    el("span", { class: "rollup-cost" }, money(c.total, c.currency)), " · ", el("span", { class: "rollup-actions" }, `${plural(c.actions || 0, "action")} ≈ ${money(c.actionsCost || 0, c.currency)}`),
     r.truncated ? " (the first runs only)" : "");
 }
 
@@ -178,7 +178,7 @@ function label(e) {
     case "started": return "run started";
     case "ended": return `run ${e.status}`;
     case "node": return `node ${e.node}`;
-    case "model": return `model ${e.model || "(default)"}${e.node ? " · " + e.node : ""}`;
+    case "model": return `model ${e.model || studio.config.defaultModel || "(the worker's default)"}${e.node ? " · " + e.node : ""}`;
     case "tool": return `tool ${e.tool || "(local)"}${e.local ? " · local" : ""}`;
     case "question": return `question ${(e.question || {}).kind || ""}`;
     case "answer": return "answer";
@@ -195,12 +195,12 @@ function detail(e, tl, depth) {
     case "model": {
       const u = e.usage || {};
       out.push(el("span", { class: "tokens" }, `${u.input || 0} in / ${u.output || 0} out`), " · ", el("span", { class: "dur" }, ms(e.durationMs)), e.finishReason ? " · " + e.finishReason : "");
-      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts} attempts`));
+      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, plural(e.attempts, "attempt")));
       break;
     }
     case "tool":
       out.push(el("span", { class: "dur" }, ms(e.durationMs)), " · ", el("span", { class: "attempts" }, `attempt${e.attempts > 1 ? "s" : ""} ${e.attempts || 1}`));
-      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts - 1} retr${e.attempts > 2 ? "ies" : "y"}`));
+      if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, plural(e.attempts - 1, "retry", "retries")));
       if (e.error) out.push(" · ", el("span", { class: "error-text" }, "error"));
       break;
     case "question": out.push(el("span", { class: "question-text" }, (e.question || {}).question || "")); break;
@@ -209,7 +209,7 @@ function detail(e, tl, depth) {
     case "activity":
       if (!e.pending) {
         out.push(el("span", { class: "dur" }, ms(e.durationMs)), " · ", el("span", { class: "attempts" }, `attempt${e.attempts > 1 ? "s" : ""} ${e.attempts || 1}`));
-        if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, `${e.attempts - 1} retr${e.attempts > 2 ? "ies" : "y"}`));
+        if (e.attempts > 1) out.push(" · ", el("span", { class: "retries" }, plural(e.attempts - 1, "retry", "retries")));
       }
       break;
     case "ended": if (e.failure) out.push(failureLine(e.failure)); else if (e.error) out.push(el("span", { class: "error-text" }, e.error)); break;
@@ -240,7 +240,7 @@ function internalBox(tl) {
     if (!byNode.has(k)) byNode.set(k, []);
     byNode.get(k).push(e);
   }
-  return el("details", { class: "internal-activities" }, el("summary", {}, `${list.length} internal activit${list.length === 1 ? "y" : "ies"} (tool listing, publishing)`),
+  return el("details", { class: "internal-activities" }, el("summary", {}, `${plural(list.length, "internal activity", "internal activities")} (tool listing, publishing)`),
     el("ul", {}, [...byNode].map(([node, es]) => el("li", { "data-node": node }, node ? ["node ", el("code", {}, node), ": "] : "no node: ",
       es.map((e, i) => [i ? ", " : "", el("span", { class: "internal-activity", "data-activity": e.activity }, e.activity + (e.local ? " (local)" : "") + (e.durationMs ? " " + ms(e.durationMs) : ""))])))));
 }
@@ -316,6 +316,7 @@ function childToggle(e, depth) {
 function checkpointActions(e, tl) {
   const act = async (action) => {
     try {
+      if (action === "rollback" && !(await confirmRollback(e, tl))) return;
       const res = await api("/api/checkpoints", { action, sessionId: tl.sessionId, checkpointId: e.checkpointId });
       const out = el("p", { class: "checkpoint-result", role: "status", "data-action": action });
       if (action === "fork") out.append(`Forked from turn ${e.turnIndex} into session `, shortId(res.sessionId), " ", link("sessions/" + encodeURIComponent(res.sessionId), "open the fork", { class: "fork-link" }));
@@ -328,4 +329,19 @@ function checkpointActions(e, tl) {
   };
   return [" ", el("button", { type: "button", class: "small rollback", "data-checkpoint": e.checkpointId, onclick: () => act("rollback") }, "Roll back"), " ",
     el("button", { type: "button", class: "small fork", "data-checkpoint": e.checkpointId, onclick: () => act("fork") }, "Fork")];
+}
+
+// confirmRollback says what a rollback to the checkpoint of entry e discards, from the session's
+// checkpoint list (as the chat's Roll back does), and asks to go on.
+async function confirmRollback(e, tl) {
+  const list = await api("/api/checkpoints", { action: "list", sessionId: tl.sessionId });
+  const i = list.findIndex((cp) => cp.id === e.checkpointId);
+  const later = i >= 0 ? list.slice(i + 1) : [];
+  const n = e.turnIndex;
+  const text = later.length === 0
+    ? `Turn ${n} is the session's last checkpoint: nothing is discarded.`
+    : `This discards ${plural(later.length, "later checkpoint")} of session ${tl.sessionId} (turn ${later[0].turnIndex}` +
+      (later.length > 1 ? ` to turn ${later[later.length - 1].turnIndex}` : "") +
+      `); a run still open among them is cancelled. The session goes on from turn ${n}; this cannot be undone.`;
+  return confirmAction(`Roll back to turn ${n}?`, text, "Roll back", "Keep the turns");
 }
