@@ -127,6 +127,11 @@ func (o Options) overview(r *http.Request) (any, error) {
 	if err := o.countByStatus(ctx, window, ov.Runs); err != nil {
 		return nil, err
 	}
+	if n := o.waitingChildren(ctx, window); n > 0 {
+		// As GET /api/runs lists them: a child that asks keeps KortyxStatus running.
+		ov.Runs[string(contracts.StatusRunning)] -= n
+		ov.Runs[string(contracts.StatusWaiting)] += n
+	}
 	ages, err := o.waitingAges(ctx, base+" AND "+runStatuses["waiting"], now)
 	if err != nil {
 		return nil, err
@@ -295,4 +300,32 @@ func (o Options) failureCode(ctx context.Context, id, runID string, status enums
 		}
 	}
 	return string(contracts.CodeExecutionFailed), true
+}
+
+// maxOverviewChildren bounds the open child runs the overview asks for their state.
+const maxOverviewChildren = 100
+
+// waitingChildren counts the open child runs of query that wait for an answer: a child that
+// asks a question keeps KortyxStatus running (its question is its root's), and the runs list,
+// its own trace and its parent's show it waiting, so the overview counts it so too (each child's
+// state query, as the runs list asks it; at most maxOverviewChildren are asked).
+func (o Options) waitingChildren(ctx context.Context, query string) int {
+	resp, err := o.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: o.Namespace, PageSize: maxOverviewChildren,
+		Query: query + " AND " + runStatuses[string(contracts.StatusRunning)] + " AND ParentWorkflowId IS NOT NULL"})
+	if err != nil {
+		return 0
+	}
+	now := time.Now()
+	items := make([]runItem, 0, len(resp.Executions))
+	for _, e := range resp.Executions {
+		items = append(items, runOf(e, now))
+	}
+	o.questions(ctx, items)
+	n := 0
+	for _, it := range items {
+		if it.Status == string(contracts.StatusWaiting) {
+			n++
+		}
+	}
+	return n
 }

@@ -70,11 +70,11 @@ func TestOperatorScenario(t *testing.T) {
 	t.Run("home: the running figure leads to the retrying run and its pending attempts", func(t *testing.T) {
 		p := open(t, home)
 		// Visibility is eventually consistent; the view asks again every 5 s.
-		waitLong(p, tileCount("home-runs", "running")+` === "2" && `+tileCount("home-runs", "completed")+` === "2"`, time.Minute)
-		// Running: the MCP run and the research run's child that asks (its KortyxStatus stays
-		// running: the question is its root's); waiting: the research run; completed: its two
-		// other children.
-		require.Equal(t, []string{"2", "1", "2", "0", "0"}, p.allTexts("#home-runs li.tile .tile-count"))
+		waitLong(p, tileCount("home-runs", "waiting")+` === "2" && `+tileCount("home-runs", "completed")+` === "2"`, time.Minute)
+		// Running: the MCP run; waiting: the research run and its child that asks (its
+		// KortyxStatus stays running, the question being its root's, and its state says
+		// waiting, as the runs list shows it); completed: its two other children.
+		require.Equal(t, []string{"1", "2", "2", "0", "0"}, p.allTexts("#home-runs li.tile .tile-count"))
 		p.press(`#home-runs li.tile[data-key="running"] a`)
 		row := fmt.Sprintf(`#runs-table tbody tr[data-run=%q]`, mcpRun)
 		p.waitJS(`location.hash.startsWith("#/runs?") && ` + has(row))
