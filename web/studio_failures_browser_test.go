@@ -78,7 +78,7 @@ func TestStudioFailures(t *testing.T) {
 		require.Equal(t, "activity kortyx.ListTools · agent", trace.text(pendingRow+" .kind"))
 		require.Contains(t, []string{"scheduled", "started"}, trace.text(pendingRow+" .pending-state"))
 		require.Equal(t, "EXECUTION_FAILED", trace.text(pendingRow+" .last-failure .failure-code"))
-		require.Equal(t, "An unexpected error occurred.", trace.text(pendingRow+" .last-failure .failure-message"))
+		require.Equal(t, refusedMessage, trace.text(pendingRow+" .last-failure .failure-message"))
 		var both []string // read at once: a refresh may draw the row again between two reads
 		trace.eval(fmt.Sprintf(`[document.querySelector(%q).textContent, document.querySelector(%q).textContent]`,
 			pendingRow+" .pending-attempt", pendingRow+" .last-failure .failure-where"), &both)

@@ -37,6 +37,9 @@ const codedFailMessage = "The tool loop used all its model passes without a fina
 // refusedMCP is an MCP server address that refuses connections.
 const refusedMCP = "http://127.0.0.1:1/mcp"
 
+// refusedMessage is the safe message of a tool listing that refusedMCP did not answer.
+const refusedMessage = "MCP server " + refusedMCP + " did not answer: its tools could not be listed."
+
 func registerFailureAgents(reg *workflows.Registry) error {
 	one := func(id string, fn workflows.NodeFunc) *workflows.Definition {
 		return &workflows.Definition{ID: id, Version: "1", Nodes: map[string]workflows.Node{"agent": {Run: fn}},
@@ -284,7 +287,7 @@ func TestTraceShowsPendingActivity(t *testing.T) {
 	}
 	lf := pending.Pending.LastFailure
 	require.Equal(t, "EXECUTION_FAILED", lf.Code)
-	require.Equal(t, "An unexpected error occurred.", lf.Message)
+	require.Equal(t, refusedMessage, lf.Message)
 	require.Equal(t, "kortyx.ListTools", lf.Activity)
 	require.Equal(t, "agent", lf.Node)
 	require.Empty(t, lf.Raw)

@@ -90,7 +90,7 @@ func TestOperatorScenario(t *testing.T) {
 			pendingRow+" .pending-attempt"), time.Minute)
 		require.Equal(t, "activity kortyx.ListTools · agent", p.text(pendingRow+" .kind"))
 		require.Equal(t, "EXECUTION_FAILED", p.text(pendingRow+" .last-failure .failure-code"))
-		require.Equal(t, "An unexpected error occurred.", p.text(pendingRow+" .last-failure .failure-message"))
+		require.Equal(t, refusedMessage, p.text(pendingRow+" .last-failure .failure-message"))
 		require.Equal(t, "running", p.str(`document.getElementById("trace-body").dataset.status`))
 	})
 
@@ -215,10 +215,10 @@ func TestOperatorScenario(t *testing.T) {
 		require.True(t, listing.Internal)
 		require.Nil(t, listing.Pending)
 		require.Equal(t, tr.Failure.Attempt, listing.Attempts)
-		require.Equal(t, &traceFailure{Code: "EXECUTION_FAILED", Message: "An unexpected error occurred.", Node: "agent", Activity: "kortyx.ListTools", Attempt: tr.Failure.Attempt}, listing.Failure)
-		require.Equal(t, &traceFailure{Code: "EXECUTION_FAILED", Message: "An unexpected error occurred.", Node: "agent", Activity: "kortyx.ListTools", Attempt: tr.Failure.Attempt - 1}, listing.LastFailure)
+		require.Equal(t, &traceFailure{Code: "EXECUTION_FAILED", Message: refusedMessage, Node: "agent", Activity: "kortyx.ListTools", Attempt: tr.Failure.Attempt}, listing.Failure)
+		require.Equal(t, &traceFailure{Code: "EXECUTION_FAILED", Message: refusedMessage, Node: "agent", Activity: "kortyx.ListTools", Attempt: tr.Failure.Attempt - 1}, listing.LastFailure)
 		require.Equal(t, "EXECUTION_FAILED", p.text("#trace-body .trace-failure .failure-code"))
-		require.Equal(t, "An unexpected error occurred.", p.text("#trace-body .trace-failure .failure-message"))
+		require.Equal(t, refusedMessage, p.text("#trace-body .trace-failure .failure-message"))
 		require.Equal(t, fmt.Sprintf("(node agent · kortyx.ListTools attempt %d)", tr.Failure.Attempt), p.text("#trace-body .trace-failure .failure-where"))
 		// The failed activity is a row of its own, no longer pending.
 		failed := `#trace-body li.row[data-activity="kortyx.ListTools"]`

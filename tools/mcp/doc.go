@@ -24,7 +24,10 @@
 // retryable error ([tools.Retryable]): the tool activity fails and Temporal retries it with the
 // same idempotency key. A JSON-RPC error answer of the server is a plain error, which the model
 // sees as an isError result. Cancellation is returned as is. Listing a server that is down
-// fails with "kortyx: MCP server <url>: listing tools: ...", retryable as well.
+// fails with "kortyx: MCP server <url>: listing tools: ...", retryable as well; what
+// [Pool.Definitions] (a run's tool listing) fails with is then a retryable EXECUTION_FAILED
+// *contracts.Error whose message, "MCP server <url> did not answer: its tools could not be
+// listed.", is what the run's failure shows, that text its cause.
 //
 // Static use: list the servers' tools when the worker starts and register them with the Go
 // tools.

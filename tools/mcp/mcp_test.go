@@ -314,6 +314,16 @@ func TestServerDownIsRetryable(t *testing.T) {
 	_, err = p.Call(ctx, Server{URL: ts.URL}, protocol.ToolCallInput{Tool: "add", ToolCallID: "c2"})
 	require.Error(t, err)
 	require.True(t, retryable(t, err))
+
+	// What the tool listing of a run fails with: typed and retryable, its message naming the
+	// server (what an operator and a client see), the transport's text as its cause.
+	_, _, err = p.Definitions(ctx, []Server{{URL: ts.URL}})
+	var ke *contracts.Error
+	require.ErrorAs(t, err, &ke)
+	require.Equal(t, contracts.CodeExecutionFailed, ke.Code)
+	require.True(t, ke.Retryable)
+	require.Equal(t, "MCP server "+ts.URL+" did not answer: its tools could not be listed.", ke.Message)
+	require.ErrorContains(t, ke.Err, "kortyx: MCP server "+ts.URL+": listing tools: ")
 }
 
 func TestServerError5xxIsRetryable(t *testing.T) {

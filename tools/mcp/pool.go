@@ -148,7 +148,7 @@ func (p *Pool) Definitions(ctx context.Context, servers []Server) ([]providers.T
 	for i, s := range servers {
 		ts, err := p.Tools(ctx, s)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, unanswered(ctx, s, err)
 		}
 		for _, t := range ts {
 			if j, dup := owner[t.Name]; dup {
@@ -173,6 +173,19 @@ func (p *Pool) Definitions(ctx context.Context, servers []Server) ([]providers.T
 		return nil, nil, err
 	}
 	return defs, owner, nil
+}
+
+// unanswered is the error of a server whose tools could not be listed: err when it is typed
+// (a definition the worker refuses) or the context ended, else a retryable EXECUTION_FAILED
+// whose message says which server did not answer (what an operator and a client are shown),
+// with err, the transport's text, as its cause (operators only).
+func unanswered(ctx context.Context, s Server, err error) error {
+	var ke *contracts.Error
+	if ctx.Err() != nil || errors.As(err, &ke) {
+		return err
+	}
+	return &contracts.Error{Code: contracts.CodeExecutionFailed, Retryable: true, Err: err,
+		Message: fmt.Sprintf("MCP server %s did not answer: its tools could not be listed.", s.URL)}
 }
 
 // Call runs a tool of the server by its model-facing (prefixed) name, like [tools.Set.Run]:
