@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	enums "go.temporal.io/api/enums/v1"
 	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -113,6 +114,18 @@ func (tl *timeline) stripRaw() {
 type rowError struct {
 	Code    contracts.Code `json:"code"`
 	Message string         `json:"message"`
+}
+
+// endedByTemporal is the error of a run that Temporal ended without a failure of the run's own
+// (nil for any other status): TERMINATED or TIMED_OUT, as the overview counts them.
+func endedByTemporal(s enums.WorkflowExecutionStatus) *rowError {
+	switch s {
+	case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return &rowError{Code: "TERMINATED", Message: "The run was terminated."}
+	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return &rowError{Code: "TIMED_OUT", Message: "The run timed out."}
+	}
+	return nil
 }
 
 // timedOut is the view of an activity's timeout (an ActivityTaskTimedOut event's failure, whose

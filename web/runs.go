@@ -45,7 +45,8 @@ type runItem struct {
 	// Error is a failed run's failure: its code and safe message (as its trace's).
 	Error *rowError `json:"error,omitempty"`
 
-	historyLength int64 // the visibility record's, for the spend cache
+	historyLength int64                           // the visibility record's, for the spend cache
+	closeStatus   enumspb.WorkflowExecutionStatus // Temporal's status of the execution
 }
 
 // question is a waiting run's open question.
@@ -240,7 +241,7 @@ func runOf(e *workflowpb.WorkflowExecutionInfo, now time.Time) runItem {
 	_ = decodeKeyword(sa[contracts.SearchAttributeStatus], &status)
 	_ = decodeKeyword(sa[contracts.SearchAttributeSession], &session)
 	it := runItem{RunID: e.GetExecution().GetWorkflowId(), Agent: agent, Status: runStatus(status, e.GetStatus()), SessionID: session,
-		StartedAt: e.GetStartTime().AsTime(), historyLength: e.GetHistoryLength()}
+		StartedAt: e.GetStartTime().AsTime(), historyLength: e.GetHistoryLength(), closeStatus: e.GetStatus()}
 	if p := e.GetParentExecution().GetWorkflowId(); p != "" && !strings.HasPrefix(p, sessionPrefix) {
 		it.ParentRunID = p
 	}

@@ -67,6 +67,11 @@ func TestStudioOverview(t *testing.T) {
 		require.Equal(t, []string{"#/interrupts", "#/interrupts", "#/interrupts", "#/interrupts"}, p.allAttrs("#home-waiting .tile a", "href"))
 		require.Equal(t, []string{"DOMAIN_ERROR", "TERMINATED"}, p.allAttrs("#home-failures .tile", "data-key"))
 		require.Equal(t, []string{"2", "1"}, p.allTexts("#home-failures .tile-count"))
+		// A Kortyx code opens the runs list filtered by it; TERMINATED (no Kortyx code: Temporal
+		// ended the run) the failed runs.
+		failureHrefs := p.allAttrs("#home-failures .tile a", "href")
+		require.Regexp(t, `^#/runs\?agent=[^&]+&status=failed&from=[^&]+&code=DOMAIN_ERROR$`, failureHrefs[0])
+		require.Regexp(t, `^#/runs\?agent=[^&]+&status=failed&from=[^&]+$`, failureHrefs[1])
 		// A figure opens the runs it counts.
 		p.press(`#home-runs .tile[data-key="failed"] a`)
 		p.waitJS(`document.body.dataset.view === "runs" && document.querySelectorAll("#runs-table tbody tr").length === 3`)

@@ -93,7 +93,7 @@ func TestOverviewRoute(t *testing.T) {
 	testenv.Run(t, ctx, app.Config{TemporalAddress: srv.Address(), TaskQueue: tq, Namespace: "default", FakeModels: true},
 		app.Options{Register: func(reg *workflows.Registry) error { return reg.Add(overviewAgent(agent)) }})
 	h := web.Handler(web.Options{Client: tc, AllowUnauthenticated: true})
-	startOverviewRuns(t, ctx, tq, agent, h)
+	runs := startOverviewRuns(t, ctx, tq, agent, h)
 
 	code, body := getRaw(t, h, "/api/overview?agent="+url.QueryEscape(agent))
 	require.Equal(t, http.StatusOK, code, "%s", body)
@@ -116,6 +116,31 @@ func TestOverviewRoute(t *testing.T) {
 	  "waitingTotal": 2,
 	  "failures": [{"code": "DOMAIN_ERROR", "count": 2}, {"code": "TERMINATED", "count": 1}],
 	  "failuresRead": 3}`, string(b))
+
+	// The failed rows of the runs list say the same codes: a run Temporal terminated is
+	// TERMINATED there too.
+	code, body = getRaw(t, h, "/api/runs?agent="+url.QueryEscape(agent)+"&status=failed")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	var failed struct {
+		Runs []struct {
+			RunID string `json:"runId"`
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(body, &failed))
+	codes := map[string]string{}
+	for _, r := range failed.Runs {
+		codes[r.RunID] = r.Error.Code
+	}
+	require.Equal(t, map[string]string{runs["fail"][0]: "DOMAIN_ERROR", runs["fail"][1]: "DOMAIN_ERROR", runs["terminate-me"][0]: "TERMINATED"}, codes)
+	for _, r := range failed.Runs {
+		if r.RunID == runs["terminate-me"][0] {
+			require.Equal(t, "The run was terminated.", r.Error.Message)
+		}
+	}
 
 	// Bad filters are the runs list's typed errors.
 	code, body = getRaw(t, h, "/api/overview?agent=it's")

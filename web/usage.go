@@ -135,6 +135,9 @@ func (o Options) spends(ctx context.Context, items []runItem) []runSpend {
 		it.Usage, it.Cost = o.rowFigures(f.spend)
 		if it.Status == string(contracts.StatusFailed) {
 			it.Error = f.err
+			if it.Error == nil {
+				it.Error = endedByTemporal(it.closeStatus)
+			}
 		}
 		out[i] = f.spend
 	})

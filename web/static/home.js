@@ -23,6 +23,15 @@ function schedule() {
   timer = setTimeout(async () => { if (document.body.dataset.view === "home") { await load(); schedule(); } }, REFRESH_MS);
 }
 
+// byCode is the runs list's filter of the failures of code: the failed runs of the hour with
+// that error code, or all of them for TERMINATED and TIMED_OUT (Temporal ended those runs: the
+// list's code filter takes a Kortyx code).
+function byCode(code, since) {
+  const f = { status: "failed", from: since };
+  if (code !== "TERMINATED" && code !== "TIMED_OUT") f.code = code;
+  return f;
+}
+
 // runsLink is the runs list of the overview's filters with more.
 function runsLink(extra) {
   const q = new URLSearchParams();
@@ -53,7 +62,7 @@ async function load() {
     el("ul", { class: "tiles" }, ov.waiting.map((b) => tile("age", b.label, b.count, "waiting " + b.label, inbox))));
   const failures = el("section", { class: "home-panel", id: "home-failures", "aria-labelledby": "home-failures-title" },
     el("h3", { id: "home-failures-title" }, "Failures in the last hour, by code"),
-    ov.failures.length ? el("ul", { class: "tiles" }, ov.failures.map((f) => tile("failure", f.code, f.count, f.code, runsLink({ status: "failed", from: since }))))
+    ov.failures.length ? el("ul", { class: "tiles" }, ov.failures.map((f) => tile("failure", f.code, f.count, f.code, runsLink(byCode(f.code, since)))))
       : el("p", { class: "meta home-none" }, "No run failed in the last hour."));
   const body = $("home-body");
   body.replaceChildren(el("p", { class: "meta" }, "Since ", el("time", { datetime: since }, new Date(since).toLocaleTimeString()),
