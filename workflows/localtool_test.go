@@ -329,7 +329,10 @@ func TestLocalToolTimeout(t *testing.T) {
 				attempts = 2
 				require.Equal(t, map[string]any{"activity": protocol.ToolActivityName, "timeout": "StartToClose"}, f.Context)
 			}
-			require.Equal(t, attempts, runs)
+			mu.Lock() // a timed-out attempt's goroutine is not waited for: it wrote runs under mu
+			ran := runs
+			mu.Unlock()
+			require.Equal(t, attempts, ran)
 			requireMode(t, m.local, starts, attempts)
 			require.Equal(t, 1, model.Calls())
 			f.Context = nil
