@@ -281,11 +281,8 @@ func (o Options) failureCodes(ctx context.Context, query string) (map[string]int
 // TIMED_OUT for a run Temporal ended, EXECUTION_FAILED for a failure without a type (and,
 // with ok false, for a close event that could not be read).
 func (o Options) failureCode(ctx context.Context, id, runID string, status enums.WorkflowExecutionStatus) (code string, ok bool) {
-	switch status {
-	case enums.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		return "TERMINATED", true
-	case enums.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-		return "TIMED_OUT", true
+	if e := endedByTemporal(status); e != nil {
+		return string(e.Code), true
 	}
 	it := o.Client.GetWorkflowHistory(ctx, id, runID, false, enums.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
 	for it.HasNext() {

@@ -2,23 +2,12 @@
 // runs started in the range, grouped by agent and by session, then the most expensive runs with
 // their child runs rolled up. Every cost is shown with its currency; Temporal actions with their
 // estimated cost at the studio's price per million.
-import { $, el, api, go, link, money, shortId, statusBadge, studio, setStatus } from "./util.js";
+import { $, el, api, go, link, money, shortId, statusBadge, studio, setStatus, toLocal, fromLocal } from "./util.js";
 
 const RANGES = { hour: 3600e3, day: 86400e3, week: 7 * 86400e3 };
 let params = new URLSearchParams();
 let seq = 0;
 
-// The custom range's fields are datetime-local (the browser's time zone); the route's are RFC 3339.
-function toLocal(t) {
-  const d = new Date(t);
-  if (isNaN(d)) return "";
-  const pad = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-function fromLocal(v) {
-  const d = new Date(v);
-  return isNaN(d) ? "" : d.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
 
 function fillForm() {
   const range = params.get("range") || "day";

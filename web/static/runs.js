@@ -1,7 +1,7 @@
 // The Runs view: GET /api/runs as a live-refreshing table. The filters (agent, status, session,
 // q, from, to, pageSize) and the page (pageToken) are the route's query, so a view can be shared
 // and back/forward walk through the filters and pages.
-import { $, el, api, shortId, ms, money, timeEl, statusBadge, go, link, studio, setStatus } from "./util.js";
+import { $, el, api, shortId, ms, money, timeEl, statusBadge, go, link, studio, setStatus, toLocal, fromLocal } from "./util.js";
 
 const FILTERS = ["agent", "status", "session", "q", "from", "to", "pageSize", "code"];
 const REFRESH_MS = 3000;
@@ -9,17 +9,6 @@ let timer = null;
 let params = new URLSearchParams();
 let seq = 0;
 
-// localInput is an RFC 3339 time as a datetime-local value (the browser's time zone), and back.
-function toLocal(t) {
-  const d = new Date(t);
-  if (isNaN(d)) return "";
-  const pad = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
-function fromLocal(v) {
-  const d = new Date(v);
-  return isNaN(d) ? "" : d.toISOString().replace(/\.\d{3}Z$/, "Z");
-}
 
 function fillForm() {
   const agents = $("f-agent");

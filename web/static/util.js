@@ -155,3 +155,16 @@ export function confirmAction(title, text, okLabel, keepLabel) {
     keep.focus(); // Enter keeps: the safe choice is the default
   });
 }
+
+// toLocal is an RFC 3339 time as a datetime-local value (the browser's time zone); fromLocal
+// the way back (the routes' from/to are RFC 3339).
+export function toLocal(t) {
+  const d = new Date(t);
+  if (isNaN(d)) return "";
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+export function fromLocal(v) {
+  const d = new Date(v);
+  return isNaN(d) ? "" : d.toISOString().replace(/\.\d{3}Z$/, "Z");
+}
