@@ -105,12 +105,15 @@ func RuntimeContext[T any](ctx workflow.Context) (T, error) {
 // Flush publishes the chunks the node emitted so far. Hooks that wait (Interrupt) or call
 // activities flush for you, and every node flushes when it returns; call Flush before doing
 // long work of your own (a workflow.Sleep, your own activity) so that clients see them first.
+// It also lists the run as running again (KortyxStatus) if it took an answer since: a run lists
+// "running" after an answer only once it waits for work (an activity, a child, a timer).
 func Flush(ctx workflow.Context) error {
 	s, err := execution.From(ctx, "Flush")
 	if err != nil {
 		return err
 	}
 	s.Run().Flush(ctx)
+	s.Run().SettleStatus(ctx)
 	return nil
 }
 

@@ -62,9 +62,11 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		return contracts.RunResult{}, err
 	}
 	// Runs started before pinning replay without it (and with the SDK's activity ids).
-	// Version 1: the run pins its definition; 2: it is also lean (execution.LeanVersion). One
-	// change id for both: one marker (and one TemporalChangeVersion upsert) per run.
-	pinVersion := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.LeanVersion)
+	// Version 1: the run pins its definition; 2: it is also lean (execution.LeanVersion); 3: its
+	// status after an answer is quiet (execution.QuietStatusVersion). One change id for all:
+	// one marker (and one TemporalChangeVersion upsert) per run.
+	pinVersion := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.QuietStatusVersion)
+	run.QuietStatus = pinVersion >= execution.QuietStatusVersion
 	pinning := pinVersion >= 1
 	run.NodeActivityIDs = pinning
 	// In the run's first workflow task, which records markers anyway: no task of its own.
@@ -232,6 +234,7 @@ func (r *Runner) execNode(ctx workflow.Context, run *execution.Run, def *Definit
 		}
 		workflow.GetLogger(ctx).Info("kortyx: node failed; retrying", "node", id, "attempt", attempt, "error", err)
 		if delay > 0 {
+			run.SettleStatus(ctx)
 			if err := workflow.Sleep(ctx, delay); err != nil {
 				return res, err
 			}

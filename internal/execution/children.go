@@ -345,6 +345,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 		lc.err, lc.done = err, true // never started: settled as a failed call
 		return lc
 	}
+	r.SettleStatus(ctx)
 	fut := workflow.ExecuteChildWorkflow(cctx, contracts.RunWorkflowName, in)
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		lc.err = fut.Get(gctx, &lc.res)

@@ -20,6 +20,14 @@ import (
 //     first (as a model pass does), instead of a publish local activity before the call.
 const LeanVersion workflow.Version = 2
 
+// QuietStatusVersion is the version of the same change id from which a run upserts
+// KortyxStatus="running" after an answer only when it goes on to wait for something
+// ([Run.SettleStatus]: an activity, a child run, a timer, a node's own long work announced with
+// hooks.Flush) rather than at once: a run that ends in the workflow task that takes the answer
+// goes from "waiting" to its final status in one upsert (one billed action fewer), and a run
+// that asks again stays "waiting".
+const QuietStatusVersion workflow.Version = 3
+
 // leanStart is what a lean run records once, at its start.
 type leanStart struct {
 	Seed  []byte   `json:"seed"`

@@ -156,6 +156,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 	}
 	s.run.Flush(ctx)
 	opts.Summary = modelSummary(in.Model) // what the Temporal UI shows for the activity
+	s.run.SettleStatus(ctx)
 	execute := func(in protocol.ModelPassInput) error {
 		if fast {
 			// The same activity, run by this worker inside the workflow task, with the regular

@@ -27,6 +27,7 @@ func (s *Scope) listTools(ctx workflow.Context, key string, spec reasonSpec) ([]
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 3 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second},
 		Summary:     "list MCP tools", ActivityID: s.run.activityID(s.node, "mcp")})
+	s.run.SettleStatus(ctx)
 	if err := workflow.ExecuteActivity(actx, protocol.ListToolsActivityName, protocol.ListToolsInput{Servers: spec.MCP}).Get(actx, &out); err != nil {
 		return nil, err
 	}
@@ -97,6 +98,7 @@ func (s *Scope) toolCall(ctx workflow.Context, key string, spec reasonSpec, opID
 	}
 	topts := spec.ToolOptions
 	topts.Summary = toolSummary(call.Name) // what the Temporal UI shows for the activity
+	s.run.SettleStatus(ctx)
 	if in.MCP == nil && s.run.localTool(ctx, call.Name) {
 		// The same activity, run by this worker inside the workflow task (tools.Local), with
 		// the regular call's timeout and retry policy.

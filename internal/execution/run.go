@@ -80,7 +80,10 @@ type Run struct {
 	// Lean is set for runs started after the lean change ([LeanVersion], [Run.StartLean]);
 	// ids is their id source.
 	Lean bool
-	ids  *protocol.IDSource
+	// QuietStatus is set for runs started after [QuietStatusVersion]: "running" after an
+	// answer is listed only by [Run.SettleStatus].
+	QuietStatus bool
+	ids         *protocol.IDSource
 }
 
 // activityID is the id of the next activity of a hook of node ("" for the SDK's own).
@@ -362,6 +365,7 @@ func (r *Run) Flush(ctx workflow.Context) {
 		}
 		workflow.GetLogger(ctx).Warn("kortyx: the stream store does not answer; publishing again shortly",
 			"runId", r.ID, "chunks", len(batch), "retryIn", publishRetryPause)
+		r.SettleStatus(ctx)
 		if err := workflow.Sleep(ctx, publishRetryPause); err != nil {
 			r.outbox = append(batch, r.outbox...) // cancelled: the final flush publishes them
 			return
@@ -399,7 +403,9 @@ const publishRetryPause = 5 * time.Second
 // minute).
 const versionPublishUntilStored = "kortyx.publish.until-stored"
 
-// SetStatus records the run status and mirrors it into the KortyxStatus search attribute.
+// SetStatus records the run status and mirrors it into the KortyxStatus search attribute. A
+// quiet run ([QuietStatusVersion]) leaves "running" after an answer unlisted until
+// [Run.SettleStatus].
 func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 	r.Status = s
 	if r.Child != nil && s == contracts.StatusWaiting {
@@ -409,6 +415,22 @@ func (r *Run) SetStatus(ctx workflow.Context, s contracts.RunStatus) {
 	if r.saStatus == s {
 		return
 	}
+	if r.QuietStatus && s == contracts.StatusRunning && r.saStatus == contracts.StatusWaiting {
+		return
+	}
+	r.upsertStatus(ctx, s)
+}
+
+// SettleStatus lists the run's status as it is, before the run waits for something that takes
+// time: an activity, a child run, a timer. A quiet run that took an answer is listed "running"
+// from here (see [QuietStatusVersion]).
+func (r *Run) SettleStatus(ctx workflow.Context) {
+	if r.QuietStatus && r.Status == contracts.StatusRunning && r.saStatus == contracts.StatusWaiting {
+		r.upsertStatus(ctx, contracts.StatusRunning)
+	}
+}
+
+func (r *Run) upsertStatus(ctx workflow.Context, s contracts.RunStatus) {
 	r.saStatus = s
 	if err := workflow.UpsertTypedSearchAttributes(ctx, protocol.StatusKey.ValueSet(string(s))); err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx: search attribute upsert failed", "error", err)
@@ -688,6 +710,7 @@ func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 			workflow.GetLogger(ctx).Warn("kortyx: reporting to the session failed", "session", b.SessionID, "error", err)
 			return
 		}
+		r.SettleStatus(ctx)
 		_ = workflow.Sleep(ctx, time.Duration(attempt)*time.Second)
 	}
 }

@@ -21,9 +21,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// upgradeBase is the commit before the lean turn (issue 31): the previous release, whose
+// upgradeBase is the commit before the lean turn (issue 31): a previous release, whose
 // sessions and runs the current code must finish.
 const upgradeBase = "307a3cc4ca6c5cf575f6fb8d7bf5a5461e395a9b"
+
+// upgradeLeanBase is the last commit before quiet statuses (execution.QuietStatusVersion): its
+// runs are lean (execution.LeanVersion).
+const upgradeLeanBase = "04cf478b97dbf2612f367b8617488bbecb2b7276"
 
 // buildAt builds the program pkg (e.g. "./worker") of the module as it was at commit rev, from
 // the checkout's git history (the module cache serves its dependencies).
@@ -84,18 +88,32 @@ func pinVersion(t *testing.T, workflowID string) int {
 // (execution.LeanVersion), the runs the old release started are not. The histories replay
 // (recorded for TestReplayRecordedHistories with KORTYX_RECORD_HISTORIES=1).
 func TestUpgradeFinishesWhatThePreviousReleaseStarted(t *testing.T) {
+	upgradeFrom(t, upgradeBase, 1, "upgrade-")
+}
+
+// The same from the release whose runs are lean (version 2) to this one, whose runs are also
+// quiet (execution.QuietStatusVersion, version 3).
+func TestUpgradeFinishesWhatTheLeanReleaseStarted(t *testing.T) {
+	upgradeFrom(t, upgradeLeanBase, int(execution.LeanVersion), "upgrade-lean-")
+}
+
+// upgradeFrom runs the upgrade scenario from a worker built at commit base, whose runs record
+// version oldVersion of the pinned-definition change, and records the histories under names
+// starting with prefix.
+func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string) {
 	redis := redistest.Start(t)
-	oldBin := buildAt(t, upgradeBase, "./worker")
+	oldBin := buildAt(t, base, "./worker")
 	tq := taskQueue(t)
 	env := []string{"KORTYX_REDIS_URL=" + redis.URL(), "KORTYX_HTTP_ADDR=127.0.0.1:0"}
 	old := startBinary(t, oldBin, tq, nil, env...)
-	base := old.apiURL(t)
+	api := old.apiURL(t)
 	old.until(t, `msg="kortyx worker: polling task queue"`)
 
-	hello, _, helloLast := askHello(t, base, "upgrade-hello")
-	refund, refundLast := askRefund(t, base, "upgrade-refund", "A-1001")
-	chatOrder(t, base, "upgrade-order")
-	helloRun, refundRun, orderRun := runOfSession(t, "upgrade-hello"), runOfSession(t, "upgrade-refund"), runOfSession(t, "upgrade-order")
+	sid := func(name string) string { return prefix + name }
+	hello, _, helloLast := askHello(t, api, sid("hello"))
+	refund, refundLast := askRefund(t, api, sid("refund"), "A-1001")
+	chatOrder(t, api, sid("order"))
+	helloRun, refundRun, orderRun := runOfSession(t, sid("hello")), runOfSession(t, sid("refund")), runOfSession(t, sid("order"))
 	for _, run := range []string{helloRun, refundRun} {
 		eventually(t, 10*time.Second, "the waiting status", func() bool { return statusAttribute(t, tc, run) == "waiting" })
 	}
@@ -103,22 +121,22 @@ func TestUpgradeFinishesWhatThePreviousReleaseStarted(t *testing.T) {
 	_ = old.cmd.Wait()
 
 	neu := startProcess(t, tq, nil, env...)
-	base = neu.apiURL(t)
+	api = neu.apiURL(t)
 	neu.until(t, `msg="kortyx worker: polling task queue"`)
-	answerHello(t, base, "upgrade-hello", "t2", hello, helloLast, "Ada")
-	answerRefund(t, base, "upgrade-refund", "A-1001", refund, refundLast, true)
-	chunks, _ := exactly(t, mpChat(t, base, prompt("upgrade-order", "t2", support.WorkflowID, "Where is my order A-1002?")), 0, orderTurn...)
+	answerHello(t, api, sid("hello"), "t2", hello, helloLast, "Ada")
+	answerRefund(t, api, sid("refund"), "A-1001", refund, refundLast, true)
+	chunks, _ := exactly(t, mpChat(t, api, prompt(sid("order"), "t2", support.WorkflowID, "Where is my order A-1002?")), 0, orderTurn...)
 	require.Equal(t, orderText, sessions.Buffer(chunks).Text)
-	nextRun := runOfSession(t, "upgrade-order")
+	nextRun := runOfSession(t, sid("order"))
 	require.NotEqual(t, orderRun, nextRun)
 
 	for _, run := range []string{helloRun, refundRun, orderRun} {
-		require.Equal(t, 1, pinVersion(t, run), "run %s of the old release pins its definition and is not lean", run)
+		require.Equal(t, oldVersion, pinVersion(t, run), "run %s of the old release replays as it was recorded", run)
 	}
-	require.Equal(t, int(execution.LeanVersion), pinVersion(t, nextRun), "the new release's run is lean")
+	require.Equal(t, int(execution.QuietStatusVersion), pinVersion(t, nextRun), "the new release's run is lean and quiet")
 	for name, id := range map[string]string{
-		"upgrade-hello-run": helloRun, "upgrade-refund-run": refundRun, "upgrade-order-next-run": nextRun,
-		"upgrade-hello-session": protocol.SessionWorkflowID("upgrade-hello"), "upgrade-order-session": protocol.SessionWorkflowID("upgrade-order"),
+		sid("hello-run"): helloRun, sid("refund-run"): refundRun, sid("order-next-run"): nextRun,
+		sid("hello-session"): protocol.SessionWorkflowID(sid("hello")), sid("order-session"): protocol.SessionWorkflowID(sid("order")),
 	} {
 		recordHistory(t, tc, name, id)
 	}
