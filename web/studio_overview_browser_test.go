@@ -99,14 +99,14 @@ func TestStudioOverview(t *testing.T) {
 	require.NoError(t, root.Get(ctx, nil))
 
 	t.Run("cost: currency, Temporal actions, a parent's roll-up of its children", func(t *testing.T) {
-		// Its own 15 actions and its children's 2, 2 and 3 (TestRunActionsAndRollup), at $25
+		// Its own 14 actions and its children's 2, 2 and 3 (TestRunActionsAndRollup), at $25
 		// per million.
 		p := open(t, "#/runs/"+url.PathEscape(root.GetID()))
 		p.waitJS(`!!document.querySelector("#trace-body .trace .rows")`)
-		require.Equal(t, "15 ≈ $0.000375", p.text(".figure.actions .figure-value"))
+		require.Equal(t, "14 ≈ $0.00035", p.text(".figure.actions .figure-value"))
 		require.Equal(t, "$0", p.text(".figure.cost-total .figure-value"))
 		require.Equal(t, "4", p.attr("#trace-body .rollup", "data-runs"))
-		require.Equal(t, "With its 3 child runs: 0 in / 0 out · cost $0 · 22 actions ≈ $0.00055", p.text("#trace-body .rollup"))
+		require.Equal(t, "With its 3 child runs: 0 in / 0 out · cost $0 · 21 actions ≈ $0.000525", p.text("#trace-body .rollup"))
 		require.Equal(t, "Temporal actions counted from the run's history (no queries or heartbeats), priced at $25 per million: an estimate.", p.text("#trace-body .action-price"))
 
 		p.hash("#/cost?range=hour&q=" + url.QueryEscape(root.GetID()))
@@ -114,15 +114,15 @@ func TestStudioOverview(t *testing.T) {
 		require.Equal(t, "hour", p.value("#c-range"))
 		require.Equal(t, []string{root.GetID()}, p.allAttrs("#cost-runs tbody tr", "data-run"))
 		row := "#cost-runs tbody tr "
-		require.Equal(t, []string{research.WorkflowID, "3", "$0", "15 ≈ $0.000375", "$0", "22 ≈ $0.00055"},
+		require.Equal(t, []string{research.WorkflowID, "3", "$0", "14 ≈ $0.00035", "$0", "21 ≈ $0.000525"},
 			[]string{p.text(row + "td.agent"), p.text(row + "td.children"), p.text(row + "td.own-cost"), p.text(row + "td.own-actions"), p.text(row + "td.total-cost"), p.text(row + "td.total-actions")})
 		cells := func(table, key string) []string { return p.allTexts(fmt.Sprintf(`#%s tr[data-key=%q] td`, table, key)) }
 		require.Equal(t, []string{research.WorkflowID, research.TopicWorkflowID, "total"}, p.allAttrs("#cost-by-agent tbody tr", "data-key"))
-		require.Equal(t, []string{research.WorkflowID, "1", "0", "0", "$0", "15", "$0.000375"}, cells("cost-by-agent", research.WorkflowID))
+		require.Equal(t, []string{research.WorkflowID, "1", "0", "0", "$0", "14", "$0.00035"}, cells("cost-by-agent", research.WorkflowID))
 		require.Equal(t, []string{research.TopicWorkflowID, "3", "0", "0", "$0", "7", "$0.000175"}, cells("cost-by-agent", research.TopicWorkflowID))
-		require.Equal(t, []string{"total", "4", "0", "0", "$0", "22", "$0.00055"}, cells("cost-by-agent", "total"))
-		require.Equal(t, []string{"no session", "4", "0", "0", "$0", "22", "$0.00055"}, cells("cost-by-session", ""), "the children under their parent's session")
-		require.Equal(t, []string{"4", "$0", "22 ≈ $0.00055", "$0.00055"}, p.allTexts("#cost-view-body .figures .figure-value"))
+		require.Equal(t, []string{"total", "4", "0", "0", "$0", "21", "$0.000525"}, cells("cost-by-agent", "total"))
+		require.Equal(t, []string{"no session", "4", "0", "0", "$0", "21", "$0.000525"}, cells("cost-by-session", ""), "the children under their parent's session")
+		require.Equal(t, []string{"4", "$0", "21 ≈ $0.000525", "$0.000525"}, p.allTexts("#cost-view-body .figures .figure-value"))
 		// A range chosen in the form is the URL's.
 		p.run(chromedp.SetValue(chromedp.CSS("#c-range"), "week"), chromedp.Click(chromedp.CSS("#cost-apply")))
 		p.waitJS(`location.hash === "#/cost?range=week&q=` + url.QueryEscape(root.GetID()) + `"`)

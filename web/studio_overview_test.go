@@ -240,8 +240,8 @@ func TestRunActionsAndRollup(t *testing.T) {
 		own = append(own, k.Cost.Actions)
 	}
 	require.Equal(t, []int{2, 2, 3}, own)
-	require.Equal(t, 15, tr.Cost.Actions)
-	require.Equal(t, 22, sum)
+	require.Equal(t, 14, tr.Cost.Actions)
+	require.Equal(t, 21, sum)
 	require.NotNil(t, tr.Rollup)
 	require.Equal(t, 4, tr.Rollup.Runs)
 	require.Equal(t, sum, tr.Rollup.Cost.Actions, "the parent's own actions and its children's")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples/support"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
@@ -129,14 +130,20 @@ func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string) {
 	require.Equal(t, orderText, sessions.Buffer(chunks).Text)
 	nextRun := runOfSession(t, sid("order"))
 	require.NotEqual(t, orderRun, nextRun)
+	// A session of the old release asks again on the new one, and is answered.
+	chunks, last := exactly(t, mpChat(t, api, prompt(sid("hello"), "t3", "hello", "hi")), 0, helloAsk...)
+	answerHello(t, api, sid("hello"), "t4", firstOf(t, chunks, contracts.ChunkInterrupt), last, "Grace")
+	helloNext := runOfSession(t, sid("hello"))
+	require.NotEqual(t, helloRun, helloNext)
 
 	for _, run := range []string{helloRun, refundRun, orderRun} {
 		require.Equal(t, oldVersion, pinVersion(t, run), "run %s of the old release replays as it was recorded", run)
 	}
 	require.Equal(t, int(execution.QuietStatusVersion), pinVersion(t, nextRun), "the new release's run is lean and quiet")
+	require.Equal(t, int(execution.QuietStatusVersion), pinVersion(t, helloNext))
 	for name, id := range map[string]string{
 		sid("hello-run"): helloRun, sid("refund-run"): refundRun, sid("order-next-run"): nextRun,
-		sid("hello-session"): protocol.SessionWorkflowID(sid("hello")), sid("order-session"): protocol.SessionWorkflowID(sid("order")),
+		sid("hello-next-run"): helloNext, sid("hello-session"): protocol.SessionWorkflowID(sid("hello")), sid("order-session"): protocol.SessionWorkflowID(sid("order")),
 	} {
 		recordHistory(t, tc, name, id)
 	}
