@@ -18,7 +18,10 @@
 //
 // # Starting a server
 //
-// [Start] launches the server with free ports, waits until the frontend is
+// [Start] launches the server with free ports (left in TIME_WAIT until the
+// server binds them, so that another process asking the kernel for a free port,
+// another dev server's internal services among them, is not given one of
+// them), waits until the frontend is
 // healthy and the namespace answers, and returns a [Server]. Unless
 // [Options.Untuned] is set, the server runs with [TunedDynamicConfig], which
 // cuts per-step workflow latency from roughly 100 ms to roughly 12 ms. The

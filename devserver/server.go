@@ -497,11 +497,17 @@ func (s *Server) Kill() error {
 
 // pickPorts resolves 0 ports to free ones. All listeners stay open until
 // every port is chosen, so the ports are distinct; the server binds them
-// moments later (Start retries if another process wins the race).
+// moments later (Start retries if another process wins the race). Each chosen
+// port is left in TIME_WAIT (a connection to it, closed by the accepting
+// side), as the CLI does for the ports it picks itself: for about a minute the
+// kernel hands it to no other bind to port 0 (another dev server's internal
+// services among them), while the server's own bind, with SO_REUSEADDR, takes
+// it.
 func pickPorts(host string, port, uiPort int) (int, int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
+			reserve(l)
 			_ = l.Close()
 		}
 	}()
@@ -525,6 +531,31 @@ func pickPorts(host string, port, uiPort int) (int, int, error) {
 		}
 	}
 	return port, uiPort, nil
+}
+
+// reserve puts l's port in TIME_WAIT on l's side (see pickPorts); best effort.
+func reserve(l net.Listener) {
+	c, err := net.DialTimeout("tcp", l.Addr().String(), time.Second)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		a, err := l.Accept()
+		if err != nil {
+			accepted <- nil
+			return
+		}
+		accepted <- a
+	}()
+	select {
+	case a := <-accepted:
+		if a != nil {
+			_ = a.Close() // the accepting side closes first: its socket keeps the port in TIME_WAIT
+		}
+	case <-time.After(time.Second):
+	}
 }
 
 // dialHost maps a wildcard bind address to the loopback address to dial.
