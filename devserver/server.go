@@ -539,7 +539,7 @@ func reserve(l net.Listener) {
 	if err != nil {
 		return
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		a, err := l.Accept()
