@@ -56,6 +56,19 @@ func (p *page) run(actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// docShot writes a screenshot of the page to docs/images/name when KORTYX_WRITE_SCREENSHOTS=1
+// (how the docs' Studio images are made).
+func (p *page) docShot(name string) {
+	if os.Getenv("KORTYX_WRITE_SCREENSHOTS") != "1" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(p.t, err)
+	require.NoError(p.t, os.WriteFile(filepath.Join("..", "docs", "images", name), png, 0o644))
+}
+
 // shot saves a screenshot of the page (on failure).
 func (p *page) shot() {
 	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)

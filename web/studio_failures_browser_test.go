@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -37,17 +36,6 @@ func TestStudioFailures(t *testing.T) {
 		run, err := kortyx.StartRun(ctx, tc, contracts.RunInput{Workflow: workflow, Input: json.RawMessage(input)}, kortyx.StartOptions{TaskQueue: cfg.TaskQueue})
 		require.NoError(t, err)
 		return run.GetID()
-	}
-	write := os.Getenv("KORTYX_WRITE_SCREENSHOTS") == "1"
-	screenshot := func(p *page, name string) {
-		if !write {
-			return
-		}
-		sctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", name), png, 0o644))
 	}
 
 	// The MCP run is started first: its tool listing retries while the other subtests run.
@@ -89,7 +77,7 @@ func TestStudioFailures(t *testing.T) {
 		require.Contains(t, trace.text(pendingRow+" .last-failure .raw-cause pre"), "connect: connection refused")
 		require.Regexp(t, `^gives up by \d{2}:\d{2}:\d{2}`, trace.text(pendingRow+" .expires"), "no attempt limit, but a schedule-to-close timeout")
 		require.Equal(t, "live", trace.text("#trace-body .trace-line .live"))
-		screenshot(trace, "studio-trace-pending-1280.png")
+		trace.docShot("studio-trace-pending-1280.png")
 	})
 
 	t.Run("runs: the error column and the code filter", func(t *testing.T) {
@@ -138,7 +126,7 @@ func TestStudioFailures(t *testing.T) {
 		require.Equal(t, root, p.attr(card+" .who > .id", "data-id"))
 		require.Equal(t, "asked by "+research.TopicWorkflowID+" · node gather · run "+short(child)+" trace", p.text(card+" .asker"))
 		require.Contains(t, p.text(card+" .who"), " trace · in "+research.WorkflowID+" · root run "+short(root)+" trace · no session · waiting ")
-		screenshot(p, "studio-interrupts-child-1280.png")
+		p.docShot("studio-interrupts-child-1280.png")
 
 		p.hash("#/runs/" + url.PathEscape(root))
 		p.waitJS(`document.querySelectorAll("#trace-body li[data-kind=child]").length === 3 && ` + has(fmt.Sprintf(`#trace-body li[data-child=%q]`, child)))
@@ -146,7 +134,7 @@ func TestStudioFailures(t *testing.T) {
 		var others []string
 		p.eval(fmt.Sprintf(`[...document.querySelectorAll("#trace-body li[data-kind=child]")].filter(e => e.dataset.child !== %q).map(e => e.querySelector(".child-status").textContent)`, child), &others)
 		require.Equal(t, []string{"completed", "completed"}, others)
-		screenshot(p, "studio-trace-child-waiting-1280.png")
+		p.docShot("studio-trace-child-waiting-1280.png")
 		// The child's own trace and the runs list say the same.
 		p.hash("#/runs/" + url.PathEscape(child))
 		p.waitJS(fmt.Sprintf(`document.getElementById("trace-body").dataset.run === %q`, child))

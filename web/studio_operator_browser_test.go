@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -43,17 +42,6 @@ func TestOperatorScenario(t *testing.T) {
 			kortyx.StartOptions{RunID: prefix + id, TaskQueue: cfg.TaskQueue})
 		require.NoError(t, err)
 		return run.GetID()
-	}
-	write := os.Getenv("KORTYX_WRITE_SCREENSHOTS") == "1"
-	screenshot := func(p *page, name string) {
-		if !write {
-			return
-		}
-		sctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "images", name), png, 0o644))
 	}
 
 	// The MCP run first: its tool listing retries until its schedule-to-close timeout.
@@ -226,7 +214,7 @@ func TestOperatorScenario(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("attempts %d", tr.Failure.Attempt), p.text(failed+" .attempts"))
 		require.Equal(t, "EXECUTION_FAILED", p.text(failed+" .activity-failure .failure-code"))
 		require.Equal(t, plural(tr.Failure.Attempt-1, "retry", "retries"), p.text(failed+" .retries"))
-		screenshot(p, "studio-trace-failed-1280.png")
+		p.docShot("studio-trace-failed-1280.png")
 	})
 }
 
