@@ -23,6 +23,7 @@ import (
 	"github.com/kortyx-go/kortyx/aisdk"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/codec"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/httpwire"
 	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
@@ -181,6 +182,22 @@ func loadWorkflows(reg *workflows.Registry) error {
 		}
 	}
 	return nil
+}
+
+// setBudget gives reg the worker's prices (KORTYX_PRICES, in KORTYX_CURRENCY, with b's default
+// model) and its default budget (cfg.Budget, over the limits the program's agents set).
+func setBudget(reg *workflows.Registry, cfg Config, b *backend) error {
+	currency := cfg.Currency
+	if currency == "" {
+		currency = web.DefaultCurrency
+	}
+	if err := reg.SetPrices(cfg.Prices, b.DefaultProvider, b.DefaultModel, currency); err != nil {
+		return err
+	}
+	if cfg.Budget == (contracts.Limits{}) {
+		return nil
+	}
+	return reg.SetLimits(protocol.BudgetOver(reg.Limits(), &cfg.Budget))
 }
 
 // newRegistry returns the registry of a worker whose tools are b's: the definitions that each

@@ -111,6 +111,13 @@ type Config struct {
 	// Prices is the price table of KORTYX_PRICES (a JSON file of web.Price by "provider:model"):
 	// the run traces of the chat page price their tokens with it; nil prices nothing.
 	Prices map[string]web.Price
+	// Budget is the worker's default budget of each run (docs/budgets.md): KORTYX_MAX_TOKENS
+	// (tokens of a run's model passes, its children's included), KORTYX_MAX_COST (their cost in
+	// Currency, priced by Prices), KORTYX_BUDGET_WARN_AT (the share at which a run publishes a
+	// budget status chunk, default 0.8) and KORTYX_ON_BUDGET_EXHAUSTED ("ask", the default: the
+	// run pauses with a question; "fail": it fails with BUDGET_EXHAUSTED). A run's own limits
+	// (RunInput.Limits, a chat turn's limits) override them.
+	Budget contracts.Limits
 	// Currency is KORTYX_CURRENCY: the currency of the price table and of ActionPrice, shown
 	// with every cost of the studio ("": web.DefaultCurrency, USD).
 	Currency string
@@ -245,6 +252,7 @@ func ConfigFromEnv() Config {
 			c.ActionPrice = &p
 		}
 	}
+	c.Budget = budgetFromEnv(c.fail)
 	if path := os.Getenv("KORTYX_PRICES"); path != "" {
 		prices, err := web.LoadPrices(path)
 		if err != nil {
@@ -466,4 +474,41 @@ func envInt(k string, def int) int {
 		return n
 	}
 	return def
+}
+
+// budgetFromEnv reads the worker's default budget ([Config].Budget), reporting each variable
+// that is not one to fail.
+func budgetFromEnv(fail func(error)) contracts.Limits {
+	var l contracts.Limits
+	if v := strings.TrimSpace(os.Getenv("KORTYX_MAX_TOKENS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(fmt.Errorf("kortyx: KORTYX_MAX_TOKENS=%q is not a number of tokens, such as 200000 (0: no token budget)", v))
+		}
+		l.MaxTokens = max(n, 0)
+	}
+	for _, f := range []struct {
+		name, what string
+		to         *float64
+	}{
+		{"KORTYX_MAX_COST", "an amount of the currency (KORTYX_CURRENCY), such as 2.50 (0: no money budget)", &l.MaxCost},
+		{"KORTYX_BUDGET_WARN_AT", "a share of the budget, such as 0.8 (1: no warning)", &l.BudgetWarnAt},
+	} {
+		if v := strings.TrimSpace(os.Getenv(f.name)); v != "" {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+				fail(fmt.Errorf("kortyx: %s=%q is not %s", f.name, v, f.what))
+				continue
+			}
+			*f.to = x
+		}
+	}
+	if v := strings.TrimSpace(os.Getenv("KORTYX_ON_BUDGET_EXHAUSTED")); v != "" {
+		if v != contracts.BudgetAsk && v != contracts.BudgetFail {
+			fail(fmt.Errorf("kortyx: KORTYX_ON_BUDGET_EXHAUSTED=%q must be %q (pause the run with a question) or %q (fail it with BUDGET_EXHAUSTED)", v, contracts.BudgetAsk, contracts.BudgetFail))
+		} else {
+			l.OnBudgetExhausted = v
+		}
+	}
+	return l
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
+	"github.com/kortyx-go/kortyx/contracts"
 	"log/slog"
 	"math/big"
 	"os"
@@ -31,7 +32,7 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
 		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
-		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE"} {
+		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -284,6 +285,24 @@ func TestConfigStickyCache(t *testing.T) {
 	require.NoError(t, cfg.Err())
 	require.Equal(t, 64, cfg.StickyCacheSize)
 	require.Equal(t, 64, cfg.stickyCache())
+}
+
+// The worker's default budget from the environment; each bad variable is named.
+func TestConfigBudget(t *testing.T) {
+	isolate(t)
+	t.Setenv("KORTYX_MAX_TOKENS", "200000")
+	t.Setenv("KORTYX_MAX_COST", "2.5")
+	t.Setenv("KORTYX_BUDGET_WARN_AT", "0.9")
+	t.Setenv("KORTYX_ON_BUDGET_EXHAUSTED", "fail")
+	c := ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, contracts.Limits{MaxTokens: 200000, MaxCost: 2.5, BudgetWarnAt: 0.9, OnBudgetExhausted: "fail"}, c.Budget)
+	for k, v := range map[string]string{"KORTYX_MAX_TOKENS": "lots", "KORTYX_MAX_COST": "-1", "KORTYX_BUDGET_WARN_AT": "NaN", "KORTYX_ON_BUDGET_EXHAUSTED": "later"} {
+		t.Run(k, func(t *testing.T) {
+			t.Setenv(k, v)
+			require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: "+k+"=")
+		})
+	}
 }
 
 func TestConfigPrices(t *testing.T) {

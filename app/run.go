@@ -181,6 +181,9 @@ func runWorker(ctx context.Context, cfg Config, o Options, wo worker.Options, lo
 	if err != nil {
 		return err
 	}
+	if err := setBudget(reg, cfg, b); err != nil {
+		return err
+	}
 
 	// The activities publish to the stream broker the HTTP API reads: Redis, or memory.
 	broker, closeBroker, err := openBroker(ctx, cfg)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/kortyx-go/kortyx/app"
 	"github.com/kortyx-go/kortyx/bench/internal/rpccount"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/examples"
 	"github.com/kortyx-go/kortyx/test/kortyxwire"
 	"github.com/kortyx-go/kortyx/test/redistest"
@@ -217,9 +218,17 @@ type actionsStack struct {
 	queue string
 	kc    *kortyxwire.Client
 	stop  func()
-	// variant names the rows: "kortyx", or "fastpath" for the stack of fast-path agents.
+	// variant names the rows: "kortyx", "fastpath" for the stack of fast-path agents, or
+	// "budget" for the stack whose runs have a token and money budget (issue 34).
 	variant string
 }
+
+// The variants of the counting stack.
+const (
+	stackKortyx   = "kortyx"
+	stackFastPath = "fastpath"
+	stackBudget   = "budget"
+)
 
 // fastPathExamples registers the chosen examples as copies with FastPath set: each example is
 // registered on a scratch registry first (its node functions with it), then its definitions
@@ -241,18 +250,19 @@ func fastPathExamples(chosen *examples.Set) func(*workflows.Registry) error {
 	}
 }
 
-// With fastPath, every example agent is registered with workflows.Definition.FastPath (what
-// `fastPath: true` in its YAML would do): its model passes run as local activities.
-func (e *env) startActionsStack(tb testing.TB, fastPath bool) *actionsStack {
+// With stackFastPath, every example agent is registered with workflows.Definition.FastPath
+// (what `fastPath: true` in its YAML would do): its model passes run as local activities. With
+// stackBudget, every run has the worker's default budget of tokens and money (KORTYX_MAX_TOKENS
+// and KORTYX_MAX_COST, priced by a KORTYX_PRICES table), large enough never to pause.
+func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	tb.Helper()
 	p, err := rpccount.Start(e.srv.Address())
 	require.NoError(tb, err)
-	s := &actionsStack{proxy: p, c: e.c, queue: "kortyx-bench-actions-" + uuid.NewString(), variant: "kortyx"}
+	s := &actionsStack{proxy: p, c: e.c, queue: "kortyx-bench-actions-" + uuid.NewString(), variant: variant}
 	chosen, err := examples.Parse("all")
 	require.NoError(tb, err)
 	o := chosen.Options()
-	if fastPath {
-		s.variant = "fastpath"
+	if variant == stackFastPath {
 		o.Register = fastPathExamples(chosen)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -264,6 +274,10 @@ func (e *env) startActionsStack(tb testing.TB, fastPath bool) *actionsStack {
 	// turns they start ask the session nothing (sessions.FollowOptions.Started).
 	redis := redistest.Start(tb)
 	cfg := app.Config{TemporalAddress: p.Address(), TaskQueue: s.queue, HTTPAddr: "127.0.0.1:0", FakeModels: true, RedisURL: redis.URL()}
+	if variant == stackBudget {
+		cfg.Budget = contracts.Limits{MaxTokens: 10_000_000, MaxCost: 1000}
+		cfg.Prices = map[string]contracts.Price{"openai:gpt-4.1-mini": {Input: 0.4, Output: 1.6}}
+	}
 	go func() { done <- app.Run(ctx, cfg, o) }()
 	select {
 	case st := <-running:
@@ -539,10 +553,12 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 	e := setup(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := e.startActionsStack(b, false)
+	s := e.startActionsStack(b, stackKortyx)
 	defer s.stop()
-	fs := e.startActionsStack(b, true)
+	fs := e.startActionsStack(b, stackFastPath)
 	defer fs.stop()
+	bs := e.startActionsStack(b, stackBudget)
+	defer bs.stop()
 	for range b.N {
 		for _, sc := range chatScenarios {
 			a, answers, err := s.measure(ctx, sc)
@@ -557,6 +573,11 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			fmt.Println(f.line())
+			g, _, err := bs.measure(ctx, sc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Println(g.line())
 		}
 		fast, err := e.fastRounds(ctx, b)
 		if err != nil {
@@ -590,7 +611,7 @@ func TestActionsAgree(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s := e.startActionsStack(t, false)
+	s := e.startActionsStack(t, stackKortyx)
 	defer s.stop()
 	a, answers, err := s.measure(ctx, chatScenarios[0])
 	require.NoError(t, err)
@@ -623,9 +644,9 @@ func TestActionsFastPath(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	reg := e.startActionsStack(t, false)
+	reg := e.startActionsStack(t, stackKortyx)
 	defer reg.stop()
-	fast := e.startActionsStack(t, true)
+	fast := e.startActionsStack(t, stackFastPath)
 	defer fast.stop()
 	r, _, err := reg.measure(ctx, chatScenarios[1])
 	require.NoError(t, err)
@@ -648,4 +669,44 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// TestActionsBudget (issue 34): a run budget of tokens and money lives in the run's workflow
+// state. The support turn (three model passes, two tool calls, an approval) costs the same
+// actions of every kind with it as without it.
+func TestActionsBudget(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := e.startActionsStack(t, stackKortyx)
+	defer reg.stop()
+	budget := e.startActionsStack(t, stackBudget)
+	defer budget.stop()
+	r, _, err := reg.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	b, _, err := budget.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	t.Log(r.line(), b.line())
+	require.Equal(t, stackBudget, b.Variant)
+	require.Equal(t, 5, b.Activities, "three model passes and two tool calls")
+	// The budget stack's run did run under its budget: its result has the spend, priced.
+	runs, err := budget.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: fmt.Sprintf("TaskQueue = '%s' AND WorkflowType = '%s'", budget.queue, contracts.RunWorkflowName)})
+	require.NoError(t, err)
+	require.Len(t, runs.GetExecutions(), 1)
+	ex := runs.GetExecutions()[0].GetExecution()
+	var res contracts.RunResult
+	require.NoError(t, budget.c.GetWorkflow(ctx, ex.GetWorkflowId(), ex.GetRunId()).Get(ctx, &res))
+	require.NotNil(t, res.State.Runtime.Spend, "the support run's result has its spend")
+	require.Equal(t, res.State.Runtime.TokenUsage.Total, res.State.Runtime.Spend.Tokens)
+	require.Positive(t, res.State.Runtime.Spend.Cost)
+	for _, k := range []struct {
+		name string
+		r, b int
+	}{{"starts", r.Starts, b.Starts}, {"children", r.Children, b.Children}, {"signals", r.Signals, b.Signals},
+		{"updates", r.Updates, b.Updates}, {"activities", r.Activities, b.Activities}, {"timers", r.Timers, b.Timers},
+		{"marker tasks", r.MarkerTasks, b.MarkerTasks}, {"upserts", r.Upserts, b.Upserts}, {"workflow tasks", r.WorkflowTasks, b.WorkflowTasks},
+		{"events", r.Events, b.Events}, {"total without heartbeats", r.Total - r.Heartbeats, b.Total - b.Heartbeats}} {
+		require.Equal(t, k.r, k.b, k.name)
+	}
 }

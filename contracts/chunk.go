@@ -122,6 +122,9 @@ type Chunk struct {
 	Consumed int    `json:"consumed,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 
+	// limit-reached and status chunks of a run's budget (Limit "maxTokens" or "maxCost").
+	Budget *BudgetStatus `json:"budget,omitempty"`
+
 	// structured final: the object; done: the final graph state.
 	Data json.RawMessage `json:"data,omitempty"`
 }

@@ -102,6 +102,13 @@ const (
 	// CodePayloadCodec: a payload cannot be encoded or decoded (unknown key id, failed
 	// authentication, corrupt data, no payload store configured for a reference).
 	CodePayloadCodec Code = "PAYLOAD_CODEC_FAILED"
+	// CodeBudgetExhausted: a model pass could not be granted under the run's token or money
+	// budget ([Limits].MaxTokens, MaxCost) and the run fails rather than asks
+	// (OnBudgetExhausted "fail", or the budget question answered "stop").
+	CodeBudgetExhausted Code = "BUDGET_EXHAUSTED"
+	// CodePriceMissing: a run with a money budget called a model the worker's price table has
+	// no price for; the message names the model.
+	CodePriceMissing Code = "PRICE_MISSING"
 )
 
 // declared is every code of this module. Only these are taken as Kortyx codes when they come
@@ -128,6 +135,7 @@ var declared = map[Code]bool{
 	CodeReasonInterruptRequired: true, CodeActivityTimeout: true, CodeTemporalUnavailable: true,
 	CodeSessionBusy: true, CodeUnauthorized: true, CodeForbidden: true, CodeClientTurnConflict: true,
 	CodeStreamUnavailable: true, CodeStreamGone: true, CodePayloadMissing: true, CodePayloadCodec: true,
+	CodeBudgetExhausted: true, CodePriceMissing: true,
 }
 
 // Declared reports whether c is one of the codes of this module (the constants of this
@@ -153,7 +161,7 @@ const (
 // codes for HTTP mapping and dashboards (spec F4.1).
 func (c Code) Category() string {
 	switch c {
-	case CodeProviderConfiguration, CodeInvalidDefinition, CodeUnknownTool:
+	case CodeProviderConfiguration, CodeInvalidDefinition, CodeUnknownTool, CodePriceMissing:
 		return categoryConfiguration
 	case CodeProviderHTTPError, CodeProviderTransportError, CodeProviderRequestFailed,
 		CodeProviderInvalidResponse, CodeProviderRefusal:
@@ -165,7 +173,7 @@ func (c Code) Category() string {
 		CodeReasonInterruptRequired:
 		return categoryValidation
 	case CodeWorkflowContractError, CodeWorkflowCallFailed, CodeParallelFailed, CodeHookOutsideNode,
-		CodeExecutionCancelled, CodeExecutionLimitReached:
+		CodeExecutionCancelled, CodeExecutionLimitReached, CodeBudgetExhausted:
 		return categoryWorkflow
 	case CodePersistenceError, CodeChatLifecycleHookFailed, CodeTemporalUnavailable, CodeStreamUnavailable,
 		CodePayloadMissing:
@@ -394,15 +402,15 @@ func activityTimeout(err error) (*temporal.ActivityError, bool) {
 
 // IsControlFlow reports whether err stops a run on purpose rather than failing it: a
 // cancellation (code EXECUTION_CANCELLED, a Temporal CanceledError, context.Canceled anywhere
-// in the chain) or an exhausted execution limit (EXECUTION_LIMIT_REACHED, which pauses the run
-// for a Continue). Such errors are never turned into tool errors shown to a model, never
+// in the chain), an exhausted execution limit (EXECUTION_LIMIT_REACHED, which pauses the run
+// for a Continue) or an exhausted budget (BUDGET_EXHAUSTED, which ends it). Such errors are never turned into tool errors shown to a model, never
 // retried or corrected by nodes, and never collected as a branch failure: they propagate as is.
 func IsControlFlow(err error) bool {
 	if err == nil {
 		return false
 	}
 	switch CodeOf(err) {
-	case CodeExecutionCancelled, CodeExecutionLimitReached:
+	case CodeExecutionCancelled, CodeExecutionLimitReached, CodeBudgetExhausted:
 		return true
 	}
 	return temporal.IsCanceledError(err) || errors.Is(err, context.Canceled)

@@ -89,7 +89,10 @@ type RunConfig struct {
 
 // Runtime holds runtime bookkeeping of a run.
 type Runtime struct {
-	TokenUsage    *Usage    `json:"tokenUsage,omitempty"`
+	TokenUsage *Usage `json:"tokenUsage,omitempty"`
+	// Spend is what the run's passes spent under its budget, its children's included (nil
+	// without a token or money budget).
+	Spend         *Spend    `json:"spend,omitempty"`
 	PriorMessages []Message `json:"priorMessages,omitempty"`
 }
 

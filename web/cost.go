@@ -1,33 +1,49 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
+	"strings"
 
+	"github.com/goccy/go-yaml"
+	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/providers"
 )
 
 // Price is what a model's tokens cost, per million, in the operator's currency
 // (Options.Currency; no price is built in: prices change, the table is yours).
-type Price struct {
-	Input      float64 `json:"input"`
-	Output     float64 `json:"output"`
-	CacheRead  float64 `json:"cacheRead,omitempty"`
-	CacheWrite float64 `json:"cacheWrite,omitempty"`
-}
+type Price = contracts.Price
 
-// LoadPrices reads a price table: a JSON object of Price by "provider:model"
-// ({"openai:gpt-4.1-mini": {"input": 0.4, "output": 1.6}}), the file KORTYX_PRICES names.
+// LoadPrices reads a price table: a JSON or YAML object of Price by "provider:model"
+// ({"openai:gpt-4.1-mini": {"input": 0.4, "output": 1.6}}, or the same in YAML), the file
+// KORTYX_PRICES names.
 func LoadPrices(path string) (map[string]Price, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("kortyx: the price table (KORTYX_PRICES): %w", err)
 	}
 	var t map[string]Price
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("kortyx: the price table %s (KORTYX_PRICES) must be a JSON object of {input, output, cacheRead?, cacheWrite?} per million tokens by \"provider:model\": %w", path, err)
+	if trimmed := bytes.TrimSpace(b); len(trimmed) > 0 && trimmed[0] == '{' {
+		err = json.Unmarshal(b, &t)
+	} else {
+		err = yaml.Unmarshal(b, &t)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kortyx: the price table %s (KORTYX_PRICES) must be a JSON or YAML object of {input, output, cacheRead?, cacheWrite?} per million tokens by \"provider:model\": %w", path, err)
+	}
+	for key, p := range t {
+		if !strings.Contains(key, ":") {
+			return nil, fmt.Errorf("kortyx: the price table %s (KORTYX_PRICES): the key %q must be \"provider:model\"", path, key)
+		}
+		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("kortyx: the price table %s (KORTYX_PRICES): the prices of %q must be positive numbers per million tokens", path, key)
+			}
+		}
 	}
 	return t, nil
 }
@@ -66,7 +82,7 @@ func priced(usage map[string]providers.Usage, prices map[string]Price) runCost {
 			c.Models[key] = modelCost{Usage: u}
 			continue
 		}
-		cost := (float64(u.Input)*p.Input + float64(u.Output)*p.Output + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+		cost := p.Cost(u)
 		c.Models[key] = modelCost{Usage: u, Cost: cost}
 		c.Total += cost
 	}

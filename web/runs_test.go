@@ -278,5 +278,21 @@ func TestLoadPrices(t *testing.T) {
 	bad := dir + "/bad.json"
 	require.NoError(t, os.WriteFile(bad, []byte(`{"openai:gpt-4.1-mini": 0.4}`), 0o644))
 	_, err = web.LoadPrices(bad)
-	require.ErrorContains(t, err, `the price table `+bad+` (KORTYX_PRICES) must be a JSON object of {input, output, cacheRead?, cacheWrite?} per million tokens by "provider:model"`)
+	require.ErrorContains(t, err, `the price table `+bad+` (KORTYX_PRICES) must be a JSON or YAML object of {input, output, cacheRead?, cacheWrite?} per million tokens by "provider:model"`)
+
+	yamlTable := dir + "/prices.yaml"
+	require.NoError(t, os.WriteFile(yamlTable, []byte("openai:gpt-4.1-mini:\n  input: 0.4\n  output: 1.6\n  cacheRead: 0.1\n"), 0o644))
+	p, err = web.LoadPrices(yamlTable)
+	require.NoError(t, err)
+	require.Equal(t, map[string]web.Price{"openai:gpt-4.1-mini": {Input: 0.4, Output: 1.6, CacheRead: 0.1}}, p)
+
+	for name, text := range map[string]string{
+		"nokey.yaml":    "gpt-4.1-mini: {input: 0.4, output: 1.6}\n",
+		"negative.json": `{"openai:gpt-4.1-mini": {"input": -1, "output": 1.6}}`,
+	} {
+		path := dir + "/" + name
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+		_, err = web.LoadPrices(path)
+		require.ErrorContains(t, err, `the price table `+path+` (KORTYX_PRICES): the`, name)
+	}
 }

@@ -534,6 +534,20 @@ func TestStudio(t *testing.T) {
 		p.eval(`performance.getEntriesByType("resource").length`, &all)
 		require.Positive(t, all)
 	})
+
+	t.Run("trace: a run's budget and its spend against it", func(t *testing.T) {
+		ts, err := svc.Start(ctx, fmt.Sprintf("budget-%d", stamp), sessions.TurnRequest{ClientTurnID: "t1", Workflow: "support",
+			Input: json.RawMessage(`"Where is my order A-1002?"`), Limits: &contracts.Limits{MaxTokens: 1_000_000, MaxCost: 1}})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			v, err := kortyx.Query(ctx, tc, ts.RunID)
+			return err == nil && v.Status == contracts.StatusCompleted
+		}, 20*time.Second, 100*time.Millisecond)
+		p := open(t, "#/runs/"+ts.RunID)
+		p.waitJS(`!!document.querySelector("#trace-body .figure.budget")`)
+		// The two passes: 20 in and 6 out, at 2 and 8 per million (the stack's price table).
+		require.Equal(t, "26 of 1000000 tokens · $0.000088 of $1", p.text("#trace-body .figure.budget .figure-value"))
+	})
 }
 
 // TestStudioOnAPIOnly drives the studio served by an --api-only process over Redis: the worker

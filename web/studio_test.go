@@ -24,6 +24,7 @@ import (
 	"github.com/kortyx-go/kortyx/web"
 	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 )
 
 // failureOf decodes a JSON error's failure code.
@@ -475,4 +476,57 @@ func TestTraceOfFastPathPasses(t *testing.T) {
 	require.Equal(t, 2, tr.ModelPasses)
 	require.Positive(t, tr.Usage.Input)
 	require.InDelta(t, float64(tr.Usage.Input*2+tr.Usage.Output*8)/1e6, tr.Cost.Total, 1e-12)
+}
+
+// Issue 34: a run's trace shows its budget and its spend against it. A run under the worker's
+// default money budget (recorded at its start, priced in EUR) that ended: the result's spend;
+// a run of its own token budget waiting at the budget question: its state's spend, not final;
+// a run that failed with BUDGET_EXHAUSTED: its own passes.
+func TestTraceShowsBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	chosen, err := examples.Parse("support")
+	require.NoError(t, err)
+	tq := fmt.Sprintf("web-budget-%d", time.Now().UnixNano())
+	testenv.Run(t, ctx, app.Config{TemporalAddress: srv.Address(), TaskQueue: tq, Namespace: "default", FakeModels: true, Currency: "EUR",
+		Prices: map[string]web.Price{"openai:gpt-4.1-mini": {Input: 1000, Output: 2000}}, Budget: contracts.Limits{MaxCost: 1}}, chosen.Options())
+	h := web.Handler(web.Options{Client: tc, AllowUnauthenticated: true})
+	budgetOf := func(id string) map[string]any {
+		t.Helper()
+		code, body := getRaw(t, h, "/api/runs/"+id)
+		require.Equal(t, http.StatusOK, code, "%s", body)
+		var tr struct {
+			Budget map[string]any `json:"budget"`
+		}
+		require.NoError(t, json.Unmarshal(body, &tr))
+		return tr.Budget
+	}
+	start := func(l *contracts.Limits) client.WorkflowRun {
+		run, err := kortyx.StartRun(ctx, tc, contracts.RunInput{Workflow: "support", Input: json.RawMessage(`"Where is order A-1002?"`), Limits: l},
+			kortyx.StartOptions{TaskQueue: tq})
+		require.NoError(t, err)
+		return run
+	}
+
+	ended := start(nil)
+	require.NoError(t, ended.Get(ctx, nil))
+	// Two passes: 20 tokens in, 6 out, at 1000 and 2000 EUR per million.
+	require.Equal(t, map[string]any{"maxCost": 1.0, "currency": "EUR", "tokens": 26.0, "cost": 0.032, "final": true}, budgetOf(ended.GetID()))
+
+	waiting := start(&contracts.Limits{MaxTokens: 5})
+	require.Eventually(t, func() bool { return isWaitingRun(ctx, waiting.GetID()) }, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, map[string]any{"maxTokens": 5.0, "maxCost": 1.0, "currency": "EUR", "tokens": 0.0, "cost": 0.0, "final": false}, budgetOf(waiting.GetID()))
+	require.NoError(t, tc.CancelWorkflow(ctx, waiting.GetID(), ""))
+
+	failed := start(&contracts.Limits{MaxCost: 0.015, OnBudgetExhausted: contracts.BudgetFail})
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(failed.Get(ctx, nil)))
+	b := budgetOf(failed.GetID())
+	require.Equal(t, false, b["final"])
+	require.Equal(t, 0.015, b["maxCost"])
+}
+
+// isWaitingRun reports whether the run's state query says it waits for an answer.
+func isWaitingRun(ctx context.Context, id string) bool {
+	v, err := kortyx.Query(ctx, tc, id)
+	return err == nil && v.Status == contracts.StatusWaiting
 }

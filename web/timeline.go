@@ -56,8 +56,80 @@ type timeline struct {
 	Cost runCost `json:"cost"`
 	// Failure is a failed run's failure (as on its ended entry).
 	Failure *failureView `json:"failure,omitempty"`
+	// Budget is the run's token and money budget and its spend against it (nil: none).
+	Budget *budgetView `json:"budget,omitempty"`
 
 	byModel map[string]providers.Usage // the model passes' usage by "provider:model"
+	// limits are the run's own limits (its input) and start the worker's budget it recorded.
+	limits *contracts.Limits
+	start  *protocol.BudgetStart
+	spend  *contracts.Spend // the result's, or a live run's state's (spendLive)
+	// spendLive: spend is a running run's, as its state query said.
+	spendLive bool
+}
+
+// budgetView is a run's budget (docs/budgets.md) and what it spent of it.
+type budgetView struct {
+	// MaxTokens and MaxCost are the budget (0: none), in Currency; with the allowances a
+	// Continue gave once the run has ended.
+	MaxTokens int     `json:"maxTokens,omitempty"`
+	MaxCost   float64 `json:"maxCost,omitempty"`
+	Currency  string  `json:"currency,omitempty"`
+	// Tokens and Cost are the spend, its children's included: with Final, the run's result's;
+	// for a live run, what its state says; otherwise (a run that failed, or did not answer the
+	// query) its own model passes, priced by the table it recorded.
+	Tokens int     `json:"tokens"`
+	Cost   float64 `json:"cost"`
+	Final  bool    `json:"final"`
+}
+
+// budgetOf builds the run's budget view from what its history holds.
+func (tl *timeline) budgetOf() *budgetView {
+	var def contracts.Limits
+	if tl.start != nil {
+		def = tl.start.Default
+	}
+	l := protocol.BudgetOver(protocol.BudgetOf(def), tl.limits)
+	if !protocol.HasBudget(l) {
+		return nil
+	}
+	v := &budgetView{MaxTokens: l.MaxTokens, MaxCost: l.MaxCost}
+	var pricing *protocol.Pricing
+	if tl.start != nil {
+		pricing = tl.start.Pricing
+	}
+	if pricing != nil {
+		v.Currency = pricing.Currency
+	}
+	if s := tl.spend; s != nil {
+		v.Tokens, v.Cost, v.Final = s.Tokens, s.Cost, !tl.spendLive
+		v.MaxTokens, v.MaxCost = s.MaxTokens, s.MaxCost
+		if s.Currency != "" {
+			v.Currency = s.Currency
+		}
+		return v
+	}
+	keys := make([]string, 0, len(tl.byModel))
+	for k := range tl.byModel {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		u := tl.byModel[k]
+		t := u.Total
+		if t == 0 {
+			t = u.Input + u.Output + u.Reasoning
+		}
+		v.Tokens += t
+		if pricing != nil {
+			provider, model, ok := strings.Cut(k, ":")
+			if !ok {
+				provider, model = "", k
+			}
+			v.Cost += pricing.Prices[pricing.Key(provider, model)].Cost(u)
+		}
+	}
+	return v
 }
 
 // temporalCounts are a run's Temporal cost drivers, counted from its history events (this
@@ -116,8 +188,12 @@ func (c *temporalCounts) count(ev *historypb.HistoryEvent) {
 	}
 }
 
-// localActivityMarker is the marker name the Go SDK records for a local activity.
-const localActivityMarker = "LocalActivity"
+// localActivityMarker and sideEffectMarker are the marker names the Go SDK records for a local
+// activity and a side effect.
+const (
+	localActivityMarker = "LocalActivity"
+	sideEffectMarker    = "SideEffect"
+)
 
 // timelineEntry is one event of a timeline, in history order.
 type timelineEntry struct {
@@ -199,6 +275,7 @@ func (o Options) timeline(ctx context.Context, runID string) (*timeline, error) 
 		return nil, err
 	}
 	tl.Cost = priced(o.byModel(tl), o.Prices) // passes that named no model: the worker's default
+	tl.Budget = tl.budgetOf()
 	return tl, nil
 }
 
@@ -235,6 +312,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				tl.Workflow = start.Workflow
 				tl.SessionID = start.SessionID
 				tl.Input = start.Input
+				tl.limits = start.Limits
 			}
 			tl.StartedAt = at
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "started", At: at, Status: "started"})
@@ -301,6 +379,20 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			}
 		case *historypb.HistoryEvent_MarkerRecordedEventAttributes:
 			m := a.MarkerRecordedEventAttributes
+			if m.GetMarkerName() == sideEffectMarker && tl.start == nil {
+				// A lean run's start record (its id seed) holds the worker's budget.
+				var rec struct {
+					Seed   []byte                `json:"seed"`
+					Budget *protocol.BudgetStart `json:"budget"`
+				}
+				if decode(m.GetDetails()["data"], &rec) && len(rec.Seed) > 0 {
+					tl.start = &protocol.BudgetStart{}
+					if rec.Budget != nil {
+						tl.start = rec.Budget
+					}
+				}
+				continue
+			}
 			var data struct {
 				ActivityType string
 				Attempt      int
@@ -376,6 +468,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			var res contracts.RunResult
 			if decode(a.WorkflowExecutionCompletedEventAttributes.GetResult(), &res) {
 				tl.Output = res.State.Data
+				tl.spend = res.State.Runtime.Spend
 			}
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "ended", At: at, Status: "completed"})
 			tl.Status = "completed"
@@ -422,6 +515,9 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 		defer cancel()
 		if v, err := kortyx.Query(qctx, c, runID); err == nil {
 			tl.Status, tl.Node = string(v.Status), v.Node
+			if s := v.State.Runtime.Spend; s != nil {
+				tl.spend, tl.spendLive = s, true
+			}
 			if v.Pending != nil {
 				if _, ok := answers[v.Pending.RequestID]; !ok {
 					q := v.Pending.Input
@@ -430,6 +526,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			}
 		}
 	}
+	tl.Budget = tl.budgetOf()
 	return tl, nil
 }
 

@@ -28,7 +28,8 @@ type harness struct {
 	env     *testsuite.TestWorkflowEnvironment
 	broker  stream.Broker
 	acts    *activities.Activities // set Providers and Tools before running
-	effects atomic.Int32           // executions of the "sideEffect" activity
+	reg     *workflows.Registry
+	effects atomic.Int32 // executions of the "sideEffect" activity
 }
 
 func newHarness(t *testing.T, defs ...*workflows.Definition) *harness {
@@ -37,6 +38,7 @@ func newHarness(t *testing.T, defs ...*workflows.Definition) *harness {
 	reg := workflows.NewRegistry()
 	require.NoError(t, reg.Add(defs...))
 	workflows.NewRunner(reg).Register(h.env)
+	h.reg = reg
 	h.acts = &activities.Activities{Stream: h.broker}
 	h.acts.Register(h.env)
 	h.env.RegisterActivityWithOptions(func(ctx context.Context) error {

@@ -3,6 +3,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -27,6 +29,7 @@ type Registry struct {
 	defs     map[string]*Definition
 	fallback string
 	limits   contracts.Limits
+	pricing  *protocol.Pricing      // the worker's prices (SetPrices); nil: none
 	tools    map[string]bool        // the worker's tool names (SetToolNames); nil: not known
 	local    []string               // the worker's tools that run as local activities (SetLocalTools), sorted
 	rebound  map[string]*Definition // recorded definitions rebound for runs (pin.go), by hash
@@ -388,7 +391,10 @@ func (r *Registry) AddDir(dir string) error {
 }
 
 // SetLimits sets the default execution limits of the runs of this registry's workflows
-// (spec F5.7; RunInput.Limits overrides them per run). Zero fields mean no limit.
+// (spec F5.7; RunInput.Limits overrides them per run). Zero fields mean no limit. Its budget
+// (MaxTokens, MaxCost and their settings) is recorded by each run at its start, so that a
+// worker restarted with another default replays the runs it started as they ran; the other
+// limits apply as the worker has them.
 func (r *Registry) SetLimits(l contracts.Limits) error {
 	if err := protocol.CheckLimits(l); err != nil {
 		return err
@@ -397,6 +403,39 @@ func (r *Registry) SetLimits(l contracts.Limits) error {
 	defer r.mu.Unlock()
 	r.limits = l
 	return nil
+}
+
+// SetPrices sets the worker's price table ([contracts.Price] by "provider:model", per million
+// tokens, in currency), and the default model a pass that names none calls (its provider and
+// model, as the model activity's configuration has them). A run with a money budget
+// (Limits.MaxCost) prices its passes with the table it recorded at its start; a pass of a
+// model the table lacks fails with PRICE_MISSING.
+func (r *Registry) SetPrices(prices map[string]contracts.Price, defaultProvider, defaultModel, currency string) error {
+	for key, p := range prices {
+		if !strings.Contains(key, ":") || strings.HasPrefix(key, ":") || strings.HasSuffix(key, ":") {
+			return contracts.Errorf(contracts.CodeInvalidInput, "the price table's key %q must be \"provider:model\"", key)
+		}
+		for _, v := range []float64{p.Input, p.Output, p.CacheRead, p.CacheWrite} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return contracts.Errorf(contracts.CodeInvalidInput, "the price of %q must be positive numbers per million tokens", key)
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(prices) == 0 {
+		r.pricing = nil
+		return nil
+	}
+	r.pricing = &protocol.Pricing{Prices: maps.Clone(prices), DefaultProvider: defaultProvider, DefaultModel: defaultModel, Currency: currency}
+	return nil
+}
+
+// pricingOf returns the worker's prices (nil: none).
+func (r *Registry) pricingOf() *protocol.Pricing {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pricing
 }
 
 // Limits returns the default execution limits.

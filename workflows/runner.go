@@ -56,7 +56,12 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		if in.Limits != nil {
 			limitsErr = protocol.CheckLimits(*in.Limits)
 		}
-		run.SetLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits))
+		// The budget is applied after the run's start record, which holds the worker's.
+		run.SetLimits(protocol.UnitLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits)))
+		run.WorkerBudget = protocol.BudgetOf(r.reg.Limits())
+		if run.WorkerBudget.MaxCost > 0 || (in.Limits != nil && in.Limits.MaxCost > 0) {
+			run.WorkerPricing = r.reg.pricingOf() // recorded only where a money budget may need it
+		}
 	}
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
@@ -71,6 +76,9 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	run.NodeActivityIDs = pinning
 	// In the run's first workflow task, which records markers anyway: no task of its own.
 	run.StartLean(ctx, pinVersion >= execution.LeanVersion, in.IDs)
+	if in.Child == nil && limitsErr == nil {
+		run.ApplyBudget(in.Limits)
+	}
 	var def *Definition
 	var err error
 	if in.Snapshot == nil {

@@ -215,6 +215,7 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			return
 		}
 		out := protocol.ChildOutcome{}
+		r.ChildEnded(sl.state.Child, sl.live.res.State.Runtime.Spend, sl.live.err != nil)
 		if sl.live.err != nil {
 			f := contracts.FailureOf(sl.live.err)
 			out.Failure = &f
@@ -337,7 +338,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	input, _ := c.Input.(json.RawMessage)
 	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx}, Snapshot: from,
 		Child: &protocol.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
-			Limits: r.limits()}}
+			Limits: r.limits(), Pricing: r.pricing()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
 	if err := protocol.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,

@@ -32,6 +32,9 @@ const QuietStatusVersion workflow.Version = 3
 type leanStart struct {
 	Seed  []byte   `json:"seed"`
 	Local []string `json:"local"`
+	// Budget is the worker's default budget and prices, for a root run (nil: none, or a run
+	// recorded before budgets).
+	Budget *protocol.BudgetStart `json:"budget,omitempty"`
 }
 
 // StartLean makes the run lean when lean is set (the run's recorded version is [LeanVersion]
@@ -51,12 +54,19 @@ func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource)
 		return
 	}
 	configured := append([]string{}, r.LocalTools...)
+	var budget *protocol.BudgetStart
+	if r.Child == nil && (protocol.HasBudget(r.WorkerBudget) || r.WorkerPricing != nil) {
+		budget = &protocol.BudgetStart{Default: protocol.BudgetOf(r.WorkerBudget), Pricing: r.WorkerPricing}
+	}
 	var rec leanStart
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
 		seed := make([]byte, 32)
 		_, _ = rand.Read(seed)
-		return leanStart{Seed: seed, Local: configured}
+		return leanStart{Seed: seed, Local: configured, Budget: budget}
 	}).Get(&rec)
+	if rec.Budget != nil {
+		r.startBudget = *rec.Budget
+	}
 	r.ids = &protocol.IDSource{Seed: rec.Seed, Local: rec.Local}
 	r.local = map[string]bool{}
 	for _, n := range rec.Local {

@@ -75,7 +75,7 @@ func (r *Run) reserveAtRoot(ctx workflow.Context, kind string) error {
 		protocol.Reservation{ID: id, From: r.ID, Kind: kind}).Get(ctx, nil); err != nil {
 		return err
 	}
-	if err := workflow.Await(ctx, func() bool { return r.grants[id] }); err != nil {
+	if err := workflow.Await(ctx, func() bool { _, ok := r.grants[id]; return ok }); err != nil {
 		return err
 	}
 	delete(r.grants, id)
@@ -87,11 +87,17 @@ func (r *Run) reserveAtRoot(ctx workflow.Context, kind string) error {
 func (r *Run) serveReservations(ctx workflow.Context) {
 	for len(r.reservations) > 0 {
 		q := r.reservations[0]
-		if !r.tryReserve(q.Kind) {
+		g := protocol.Grant{ID: q.ID}
+		if q.Kind == protocol.LimitBudget {
+			var ok bool
+			if g, ok = r.grantBudget(q); !ok {
+				return
+			}
+		} else if !r.tryReserve(q.Kind) {
 			return
 		}
 		r.reservations = r.reservations[1:]
-		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", protocol.BudgetGrantSignal, protocol.Grant{ID: q.ID}).Get(ctx, nil); err != nil {
+		if err := workflow.SignalExternalWorkflow(ctx, q.From, "", protocol.BudgetGrantSignal, g).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Info("kortyx: granting a reservation failed (the child may have ended)", "child", q.From, "error", err)
 		}
 	}
@@ -109,6 +115,9 @@ func (r *Run) limitBlocked() (string, bool) {
 // "Limit reached — Continue?", a checkpoint labelled "Execution limit reached", then done.
 // Continue resets the consumed counts (a fresh allowance; completed work is kept).
 func (r *Run) pauseForLimit(ctx workflow.Context, kind string) error {
+	if kind == protocol.LimitBudget {
+		return r.pauseForBudget(ctx, r.reservations[0])
+	}
 	b := r.Snap.Budget
 	r.Emit(contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Maximum: protocol.LimitMax(b.Limits, kind), Consumed: b.Consumed[kind]})
 	token, requestID := r.requestIDs(ctx)

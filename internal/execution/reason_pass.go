@@ -140,6 +140,13 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 	if err := s.run.Reserve(ctx, protocol.LimitModelPasses); err != nil {
 		return resp, err
 	}
+	hold, output, err := s.run.ReservePass(ctx, inline)
+	if err != nil {
+		return resp, err
+	}
+	if output > 0 { // the budget has less left than the pass's maximum output
+		in.Options.MaxOutputTokens, inline.Options.MaxOutputTokens = output, output
+	}
 	// The chunks queued before the pass go with it (the pass publishes them first): one
 	// activity instead of a publish local activity and the pass. Runs recorded before flush
 	// them on their own; the version is asked only when there are chunks, so a pass with none
@@ -169,7 +176,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		actx := workflow.WithActivityOptions(ctx, opts)
 		return workflow.ExecuteActivity(actx, protocol.ModelActivityName, in).Get(actx, &resp)
 	}
-	err := execute(in)
+	err = execute(in)
 	if code := contracts.CodeOf(err); in.Prefix != nil && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError || code == contracts.CodePayloadCodec) {
 		if serr := checkPassSize(inline); serr != nil {
 			return resp, serr
@@ -178,6 +185,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		err = execute(inline)
 	}
 	if err != nil {
+		s.run.SettlePass(hold, FailedPassUsage(err))
 		// The carried chunks were perhaps never published (the pass failed before, or its
 		// publish did): the next flush, or the run's final one, publishes them, deduplicated by
 		// their keys. Runs recorded before the version dropped them unless cancelled.
@@ -187,6 +195,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		return resp, err
 	}
 	s.run.AddUsage(resp.Usage)
+	s.run.SettlePass(hold, resp.Usage)
 	s.record(pkey, protocol.JournalEntry{Kind: entryModelPass, Value: protocol.RawJSON(resp), At: workflow.Now(ctx)})
 	return resp, nil
 }

@@ -56,7 +56,15 @@ type Run struct {
 	// reservations are the children's reservations the root could not grant yet; grants the
 	// grants a child received.
 	reservations []protocol.Reservation
-	grants       map[string]bool
+	grants       map[string]protocol.Grant
+	// startBudget is the worker's budget the run recorded at its start; budgetStarted says
+	// ApplyBudget ran.
+	startBudget   protocol.BudgetStart
+	budgetStarted bool
+	// WorkerBudget and WorkerPricing are the worker's default budget and prices, which a new
+	// root run records at its start (set before StartLean).
+	WorkerBudget  contracts.Limits
+	WorkerPricing *protocol.Pricing
 	// expect are the questions a restored run will ask again (by token): answers to them are
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest
@@ -109,7 +117,7 @@ func NewRun(ctx workflow.Context, sessionID string, snap protocol.RunSnapshot) *
 	}
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	return &Run{ID: id, SessionID: sessionID, Snap: snap, Status: contracts.StatusRunning, stream: id,
-		children: map[string]*liveChild{}, questions: map[string]*protocol.ChildQuestion{}, grants: map[string]bool{},
+		children: map[string]*liveChild{}, questions: map[string]*protocol.ChildQuestion{}, grants: map[string]protocol.Grant{},
 		expect: map[string]contracts.PendingRequest{}, early: map[string]*pending{}}
 }
 
@@ -159,7 +167,7 @@ func (r *Run) Install(ctx workflow.Context) error {
 		r.serveReservations(ctx)
 	})
 	onSignal(ctx, protocol.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
-		r.grants[g.ID] = true
+		r.grants[g.ID] = g
 	})
 	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
 		ans, cancel, err := r.accept(resp)

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/kortyx-go/kortyx/contracts"
 )
@@ -20,6 +21,46 @@ type ChildBinding struct {
 	CallID string `json:"callId"`
 	// Limits are the root's execution limits: the child reserves their units at the root.
 	Limits contracts.Limits `json:"limits,omitempty"`
+	// Pricing is the root's price table, when it has a money budget: the child prices its
+	// passes' reservations and usage with it.
+	Pricing *Pricing `json:"pricing,omitempty"`
+}
+
+// BudgetStart is what a root run records of the worker's budget at its start, with its id seed
+// (the lean run's start record, a SideEffect marker whose value has it as "budget"): the
+// worker's default budget and, where a money budget may need them, its prices; so that a worker
+// restarted with other defaults replays the run as it ran, and the Studio reads the budget from
+// the history.
+type BudgetStart struct {
+	Default contracts.Limits `json:"default"`
+	Pricing *Pricing         `json:"pricing,omitempty"`
+}
+
+// Pricing is what a run with a money budget prices its model passes with: the worker's price
+// table ([contracts.Price] by "provider:model"), its default model (the one a pass that names
+// none calls) and default provider, and its currency. A root run records it at its start.
+type Pricing struct {
+	Prices          map[string]contracts.Price `json:"prices,omitempty"`
+	DefaultProvider string                     `json:"defaultProvider,omitempty"`
+	DefaultModel    string                     `json:"defaultModel,omitempty"`
+	Currency        string                     `json:"currency,omitempty"`
+}
+
+// Key is the price table key ("provider:model") of the model ref calls ("" when the worker's
+// default cannot name it: a provider without a model, whose default model is the provider's).
+func (p *Pricing) Key(provider, model string) string {
+	switch {
+	case provider == "" && model == "":
+		provider, model = p.DefaultProvider, p.DefaultModel
+	case provider == "":
+		provider = p.DefaultProvider
+	case model == "" && provider == p.DefaultProvider:
+		model = p.DefaultModel
+	}
+	if provider == "" || model == "" {
+		return ""
+	}
+	return provider + ":" + model
 }
 
 // ChildQuestion is a question a child run (at any depth below) asks through its parent: the
@@ -43,22 +84,75 @@ type ChildOutcome struct {
 	Failure *contracts.Failure `json:"failure,omitempty"`
 }
 
-// Budget is the durable state of a root run's limits.
+// Budget is the durable state of a root run's limits (and a child's token and money spend).
 type Budget struct {
 	Limits   contracts.Limits `json:"limits"`
 	Consumed map[string]int   `json:"consumed,omitempty"`
 	// Seq numbers a child run's reservations.
 	Seq int `json:"seq,omitempty"`
+
+	// Pricing prices the passes of a run with a money budget.
+	Pricing *Pricing `json:"pricing,omitempty"`
+	// Tokens and Cost are what the settled passes spent: a root's, with its children's; a
+	// child's own and its ended children's.
+	Tokens int     `json:"tokens,omitempty"`
+	Cost   float64 `json:"cost,omitempty"`
+	// Ended is what the run's ended children spent (their totals).
+	Ended *contracts.Spend `json:"ended,omitempty"`
+	// HeldTokens and HeldCost are the root's own pass in flight.
+	HeldTokens int     `json:"heldTokens,omitempty"`
+	HeldCost   float64 `json:"heldCost,omitempty"`
+	// MoreTokens and MoreCost are the allowances Continue gave beyond the limits.
+	MoreTokens int     `json:"moreTokens,omitempty"`
+	MoreCost   float64 `json:"moreCost,omitempty"`
+	// Warned: the warning share was reached (its chunk published); WarnAsked: its question
+	// (AskAtWarn) was asked.
+	Warned    bool `json:"warned,omitempty"`
+	WarnAsked bool `json:"warnAsked,omitempty"`
+	// Descendants are the root's live descendant runs that reserved budget, by workflow id.
+	Descendants map[string]DescendantSpend `json:"descendants,omitempty"`
 }
 
-// Reservation asks the root for one unit of Kind for the run From.
+// DescendantIDs returns the ids of b's Descendants, sorted (workflow code sums and settles
+// them in this order, never the map's).
+func (b *Budget) DescendantIDs() []string {
+	ids := make([]string, 0, len(b.Descendants))
+	for id := range b.Descendants {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// DescendantSpend is a descendant run's spend as the root knows it: what it reported spent
+// (its own passes and its ended children's) and the reservation it holds.
+type DescendantSpend struct {
+	Tokens     int     `json:"tokens,omitempty"`
+	Cost       float64 `json:"cost,omitempty"`
+	HeldTokens int     `json:"heldTokens,omitempty"`
+	HeldCost   float64 `json:"heldCost,omitempty"`
+}
+
+// Reservation asks the root for one unit of Kind for the run From; for Kind LimitBudget, for
+// a model pass's estimate (Input tokens, at most Output tokens out, priced at Price when the
+// run has a money budget), reporting what From spent so far (Spent).
 type Reservation struct {
 	ID   string `json:"id"`
 	From string `json:"from"`
 	Kind string `json:"kind"`
+
+	Input  int              `json:"input,omitempty"`
+	Output int              `json:"output,omitempty"`
+	Price  *contracts.Price `json:"price,omitempty"`
+	Spent  *contracts.Spend `json:"spent,omitempty"`
 }
 
-// Grant answers a reservation (a run cancelled at a pause cancels its children instead).
+// Grant answers a reservation (a run cancelled at a pause cancels its children instead). For
+// a budget reservation, Output is the output tokens granted (fewer than asked when the budget
+// has less left), and Denied says the budget is exhausted and the run fails
+// (OnBudgetExhausted "fail", or the question answered "stop").
 type Grant struct {
-	ID string `json:"id"`
+	ID     string `json:"id"`
+	Output int    `json:"output,omitempty"`
+	Denied bool   `json:"denied,omitempty"`
 }

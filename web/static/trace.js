@@ -109,6 +109,15 @@ function timeScale(tl, sc) {
     breaks: gaps.map((g) => ({ left: (map(g.from) / total) * 100, width: ((map(g.to) - map(g.from)) / total) * 100, real: g.to - g.from })) };
 }
 
+// budgetText says what a run spent of its budget: "812 of 1000 tokens · 0.41 of 0.5 EUR", and
+// "so far" while the run may spend more.
+function budgetText(b) {
+  const parts = [];
+  if (b.maxTokens) parts.push(`${b.tokens} of ${b.maxTokens} tokens`);
+  if (b.maxCost) parts.push(`${money(b.cost, b.currency)} of ${money(b.maxCost, b.currency)}`);
+  return parts.join(" · ") + (b.final ? "" : " so far");
+}
+
 function header(tl) {
   const u = tl.usage || {};
   const t = tl.temporal || {};
@@ -126,7 +135,8 @@ function header(tl) {
       figure("Tokens", `${u.input || 0} in / ${u.output || 0} out / ${u.total || 0} total`, "tokens"),
       figure("Model passes", tl.modelPasses, "passes"), figure("Tool calls", tl.toolCalls, "tools"),
       figure("Cost", money(c.total, c.currency), "cost-total"),
-      figure("Temporal actions", [String(c.actions || 0), " ≈ ", money(c.actionsCost || 0, c.currency)], "actions")),
+      figure("Temporal actions", [String(c.actions || 0), " ≈ ", money(c.actionsCost || 0, c.currency)], "actions"),
+      tl.budget ? figure("Budget", budgetText(tl.budget), "budget") : null),
     el("p", { class: "meta action-price" }, `Temporal actions counted from the run's history (no queries or heartbeats), priced at ${money(c.actionPrice || 0, c.currency)} per million: an estimate.`),
     tl.rollup ? rollupLine(tl.rollup) : null,
     el("details", { class: "cost-detail", open: models.length > 0 },

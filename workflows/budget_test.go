@@ -1,0 +1,266 @@
+package workflows_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
+	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
+)
+
+// call is a scripted tool call of lookup_order with usage u.
+func callWith(u providers.Usage, order string) fake.Turn {
+	return fake.Turn{Usage: u, ToolCalls: []providers.ToolCall{{ID: "c-" + order, Name: "lookup_order", Arguments: json.RawMessage(`{"orderId":"` + order + `"}`)}}}
+}
+
+// the chunk of type typ (the first one).
+func chunkOf(t *testing.T, h *harness, typ contracts.ChunkType) contracts.Chunk {
+	t.Helper()
+	for _, c := range h.chunks() {
+		if c.Type == typ {
+			return c
+		}
+	}
+	t.Fatalf("no %s chunk in %v", typ, h.types())
+	return contracts.Chunk{}
+}
+
+func answer(id string) func(p contracts.PendingRequest) contracts.Response {
+	return func(p contracts.PendingRequest) contracts.Response {
+		return contracts.Response{Token: p.Token, RequestID: p.RequestID, Selected: []string{id}}
+	}
+}
+
+// A token budget of 500: the two tool-loop passes spend it exactly (120 + 380); the third pass
+// cannot be granted, so the run pauses with a limit-reached chunk and the budget question;
+// "Continue with 500 more tokens" lets it run. The model ran 3 passes, each tool once, and the
+// run's spend is the providers' usage, counted once.
+func TestTokenBudgetPausesAndContinues(t *testing.T) {
+	box := &toolbox{}
+	model := fake.New(callWith(usage(100, 20), "A-1"), callWith(usage(300, 80), "A-2"),
+		fake.Turn{Text: "Both shipped.", Usage: usage(200, 10)})
+	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}, Options: providers.CallOptions{MaxOutputTokens: 100}}, nil),
+	}, "__start__>chat")
+	var asked contracts.PendingRequest
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		asked = p
+		return answer(execution.BudgetContinue)(p)
+	})
+	h.runLimited("agent", "Where are A-1 and A-2?", contracts.Limits{MaxTokens: 500})
+	out, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, 3, model.Calls())
+	require.Equal(t, 2, box.n("lookup_order"))
+	for _, req := range model.Requests() {
+		require.Equal(t, 100, req.Options.MaxOutputTokens, "the passes had room for their maximum output")
+	}
+	require.Equal(t, &contracts.Spend{Tokens: 710, MaxTokens: 1000}, out.State.Runtime.Spend)
+	require.Equal(t, 710, out.State.Runtime.TokenUsage.Total)
+
+	lr := chunkOf(t, h, contracts.ChunkLimitReached)
+	require.Equal(t, protocol.LimitTokens, lr.Limit)
+	require.Equal(t, 500, lr.Maximum)
+	require.Equal(t, 500, lr.Consumed)
+	require.Equal(t, "run", lr.Budget.Scope)
+	require.Equal(t, 500, lr.Budget.Tokens)
+	require.Equal(t, 500, lr.Budget.MaxTokens)
+	require.Equal(t, execution.BudgetQuestion, asked.Input.Question)
+	require.Equal(t, execution.BudgetQuestionID, asked.Input.ID)
+	require.Equal(t, []contracts.Option{{ID: "continue", Label: "Continue with 500 more tokens"}, {ID: "stop", Label: "Stop"}}, asked.Input.Options)
+	var meta struct {
+		Code   string                 `json:"code"`
+		Budget contracts.BudgetStatus `json:"budget"`
+	}
+	require.NoError(t, json.Unmarshal(asked.Input.Meta, &meta))
+	require.Equal(t, "BUDGET_EXHAUSTED", meta.Code)
+	require.Equal(t, protocol.LimitTokens, meta.Budget.Limit)
+	// The warning share (80 %) was passed by the second pass, once.
+	var status []contracts.Chunk
+	for _, c := range h.chunks() {
+		if c.Type == contracts.ChunkStatus && c.Budget != nil {
+			status = append(status, c)
+		}
+	}
+	require.Len(t, status, 1)
+	require.Equal(t, "Budget 80% used: 500 of 500 tokens", status[0].Message)
+}
+
+// Stop at the budget question fails the run with BUDGET_EXHAUSTED: no further pass, no
+// further tool call.
+func TestTokenBudgetStop(t *testing.T) {
+	box := &toolbox{}
+	model := fake.New(callWith(usage(400, 100), "A-1"), fake.Text("never"))
+	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}}, nil),
+	}, "__start__>chat")
+	h.signalAt(time.Minute, answer(execution.BudgetStop))
+	h.runLimited("agent", "Where is A-1?", contracts.Limits{MaxTokens: 500})
+	_, err := h.result()
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err))
+	require.Equal(t, 1, model.Calls())
+	require.Equal(t, 1, box.n("lookup_order"))
+}
+
+// Without a maximum output, a pass reserves execution.DefaultOutputReserve; with less left,
+// it is sent with what is left as its maximum output.
+func TestTokenBudgetClampsOutput(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "Hi.", Usage: usage(30, 40)})
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{}, nil),
+	}, "__start__>chat")
+	h.runLimited("agent", "Say hi", contracts.Limits{MaxTokens: 100})
+	out, err := h.result()
+	require.NoError(t, err)
+	got := model.Requests()[0].Options.MaxOutputTokens
+	require.Greater(t, got, 90)
+	require.Less(t, got, 100)
+	require.Equal(t, &contracts.Spend{Tokens: 70, MaxTokens: 100}, out.State.Runtime.Spend)
+}
+
+// A money budget priced by the worker's table, with OnBudgetExhausted "fail": the first pass
+// spends it all (150 × 1000 + 25 × 2000 per million = 0.20 USD), the second fails the run with
+// BUDGET_EXHAUSTED after a limit-reached chunk that says what was spent.
+func TestMoneyBudgetFails(t *testing.T) {
+	box := &toolbox{}
+	model := fake.New(callWith(usage(150, 25), "A-1"), fake.Text("never"))
+	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}, Options: providers.CallOptions{MaxOutputTokens: 10}}, nil),
+	}, "__start__>chat")
+	require.NoError(t, h.reg.SetPrices(map[string]contracts.Price{"fake:scripted": {Input: 1000, Output: 2000}}, fake.ID, "scripted", "USD"))
+	h.runLimited("agent", "Where is A-1?", contracts.Limits{MaxCost: 0.2, OnBudgetExhausted: contracts.BudgetFail})
+	_, err := h.result()
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err))
+	require.Contains(t, err.Error(), "0.20 of 0.20 USD spent")
+	require.Equal(t, 1, model.Calls())
+	require.Equal(t, 1, box.n("lookup_order"))
+	lr := chunkOf(t, h, contracts.ChunkLimitReached)
+	require.Equal(t, protocol.LimitCost, lr.Limit)
+	require.InDelta(t, 0.2, lr.Budget.Cost, 1e-9)
+	require.Equal(t, 0.2, lr.Budget.MaxCost)
+	require.Equal(t, "USD", lr.Budget.Currency)
+	require.Zero(t, lr.Maximum)
+}
+
+// A money budget and a model the price table lacks: PRICE_MISSING before any pass.
+func TestMoneyBudgetUnpricedModel(t *testing.T) {
+	model := fake.New(fake.Text("never"))
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{Model: providers.ModelRef{Provider: fake.ID, Model: "other"}}, nil),
+	}, "__start__>chat")
+	require.NoError(t, h.reg.SetPrices(map[string]contracts.Price{"fake:scripted": {Input: 1, Output: 2}}, fake.ID, "scripted", "EUR"))
+	h.runLimited("agent", "Hi", contracts.Limits{MaxCost: 1})
+	_, err := h.result()
+	require.Equal(t, contracts.CodePriceMissing, contracts.CodeOf(err))
+	require.Contains(t, err.Error(), "no price for the model fake:other")
+	require.Zero(t, model.Calls())
+}
+
+// The worker's default budget (Registry.SetLimits) applies to a run that sets none, and
+// AskAtWarn asks once at the warning share: Stop fails the run before its next pass.
+func TestWorkerBudgetAsksAtWarning(t *testing.T) {
+	box := &toolbox{}
+	model := fake.New(callWith(usage(700, 150), "A-1"), fake.Text("never"))
+	h := reasonHarness(t, model, box, map[string]workflows.NodeFunc{
+		"chat": reasonNode(hooks.ReasonOptions{Tools: []string{"lookup_order"}, Options: providers.CallOptions{MaxOutputTokens: 10}}, nil),
+	}, "__start__>chat")
+	require.NoError(t, h.reg.SetLimits(contracts.Limits{MaxTokens: 1000, AskAtWarn: true}))
+	var asked contracts.PendingRequest
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		asked = p
+		return answer(execution.BudgetStop)(p)
+	})
+	h.run("agent", "Where is A-1?")
+	_, err := h.result()
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err))
+	require.Equal(t, execution.BudgetWarnQuestion, asked.Input.Question)
+	require.Equal(t, 1, model.Calls())
+	require.Equal(t, []string{"status", "interrupt"}, h.types()[len(h.types())-5:len(h.types())-3])
+}
+
+// A child's passes reserve at the root: the root's budget counts them; a pass the budget cannot
+// grant pauses the root with the budget question (the child waits), and Continue lets it run.
+// The root's spend is the child's passes, counted once.
+func TestBudgetCountsChildren(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "t", Workflow: "talker", Input: map[string]any{"topic": "x"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: res.Data}, nil
+		},
+	}, "__start__>call")
+	h := newHarness(t, parent, child("talker", map[string]workflows.NodeFunc{
+		"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"summary": a.Text + " " + b.Text}}, nil
+		}}, "__start__>n"))
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	var asked contracts.PendingRequest
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		asked = p
+		return answer(execution.BudgetContinue)(p)
+	})
+	h.runLimited("parent", "go", contracts.Limits{MaxTokens: 30, BudgetWarnAt: 1})
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "one two", res.State.Data["summary"])
+	require.Equal(t, 2, model.Calls())
+	require.Equal(t, execution.BudgetQuestion, asked.Input.Question)
+	require.Equal(t, &contracts.Spend{Tokens: 40, MaxTokens: 60}, res.State.Runtime.Spend)
+	require.Equal(t, []string{"text-start", "text-delta", "text-end", "limit-reached", "interrupt", "done"}, h.types()[:6])
+}
+
+// With OnBudgetExhausted "fail", a child's pass the root cannot grant fails the child and the
+// root with BUDGET_EXHAUSTED; the model is not called.
+func TestBudgetDeniesChild(t *testing.T) {
+	model := fake.New(fake.Text("never"))
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			res, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "t", Workflow: "talker", Input: map[string]any{"topic": "x"}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: res.Data}, nil
+		},
+	}, "__start__>call")
+	h := newHarness(t, parent, child("talker", map[string]workflows.NodeFunc{
+		"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "a long question that needs more than the budget"})
+			return workflows.NodeResult{}, err
+		}}, "__start__>n"))
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	h.runLimited("parent", "go", contracts.Limits{MaxTokens: 5, OnBudgetExhausted: contracts.BudgetFail})
+	_, err := h.result()
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err))
+	require.Zero(t, model.Calls())
+}
+
+// Bad budgets are refused with INVALID_INPUT before any work.
+func TestBudgetRefusesBadSettings(t *testing.T) {
+	for _, l := range []contracts.Limits{{MaxTokens: -1}, {MaxCost: -0.5}, {BudgetWarnAt: -1}, {MaxTokens: 5, OnBudgetExhausted: "later"}} {
+		model := fake.New(fake.Text("never"))
+		h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{"chat": reasonNode(hooks.ReasonOptions{}, nil)}, "__start__>chat")
+		h.runLimited("agent", "Hi", l)
+		_, err := h.result()
+		require.Equal(t, contracts.CodeInvalidInput, contracts.CodeOf(err), "%+v", l)
+		require.Zero(t, model.Calls())
+	}
+}
