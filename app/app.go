@@ -260,9 +260,12 @@ func openBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, e
 
 // API is what the development HTTP API serves.
 type API struct {
-	Client    client.Client
-	Broker    stream.Broker // the broker the workers' activities publish to
-	TaskQueue string        // where chat turns start their runs
+	// SessionBudget is every chat session's budget across its turns ([sessions.Options]
+	// SessionBudget; KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST). Zero: none.
+	SessionBudget contracts.Limits
+	Client        client.Client
+	Broker        stream.Broker // the broker the workers' activities publish to
+	TaskQueue     string        // where chat turns start their runs
 	// DefaultWorkflow runs a chat session's first turn when the request names none ("": such
 	// a request is refused with UNKNOWN_WORKFLOW).
 	DefaultWorkflow string
@@ -340,7 +343,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	}
 	// One session service for every wire: the turns, answers, stops and checkpoints of all of
 	// them go through it.
-	so := sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger}
+	so := sessions.Options{Client: c, Broker: broker, TaskQueue: api.TaskQueue, Logger: logger, SessionBudget: api.SessionBudget}
 	if api.Registry != nil {
 		so.Agents = api.Registry
 	}

@@ -118,6 +118,10 @@ type Config struct {
 	// run pauses with a question; "fail": it fails with BUDGET_EXHAUSTED). A run's own limits
 	// (RunInput.Limits, a chat turn's limits) override them.
 	Budget contracts.Limits
+	// SessionBudget is the budget of every chat session the HTTP API starts, across its turns
+	// (docs/budgets.md): KORTYX_SESSION_MAX_TOKENS and KORTYX_SESSION_MAX_COST, with
+	// KORTYX_ON_BUDGET_EXHAUSTED. It is the API process's setting: each turn it starts carries it.
+	SessionBudget contracts.Limits
 	// Currency is KORTYX_CURRENCY: the currency of the price table and of ActionPrice, shown
 	// with every cost of the studio ("": web.DefaultCurrency, USD).
 	Currency string
@@ -253,6 +257,7 @@ func ConfigFromEnv() Config {
 		}
 	}
 	c.Budget = budgetFromEnv(c.fail)
+	c.SessionBudget = sessionBudgetFromEnv(c.fail, c.Budget.OnBudgetExhausted)
 	if path := os.Getenv("KORTYX_PRICES"); path != "" {
 		prices, err := web.LoadPrices(path)
 		if err != nil {
@@ -509,6 +514,31 @@ func budgetFromEnv(fail func(error)) contracts.Limits {
 		} else {
 			l.OnBudgetExhausted = v
 		}
+	}
+	return l
+}
+
+// sessionBudgetFromEnv reads the API's session budget ([Config].SessionBudget); onExhausted is
+// KORTYX_ON_BUDGET_EXHAUSTED's.
+func sessionBudgetFromEnv(fail func(error), onExhausted string) contracts.Limits {
+	var l contracts.Limits
+	if v := strings.TrimSpace(os.Getenv("KORTYX_SESSION_MAX_TOKENS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(fmt.Errorf("kortyx: KORTYX_SESSION_MAX_TOKENS=%q is not a number of tokens, such as 1000000 (0: no session token budget)", v))
+		}
+		l.MaxTokens = max(n, 0)
+	}
+	if v := strings.TrimSpace(os.Getenv("KORTYX_SESSION_MAX_COST")); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+			fail(fmt.Errorf("kortyx: KORTYX_SESSION_MAX_COST=%q is not an amount of the currency (KORTYX_CURRENCY), such as 10 (0: no session money budget)", v))
+		} else {
+			l.MaxCost = x
+		}
+	}
+	if l != (contracts.Limits{}) {
+		l.OnBudgetExhausted = onExhausted
 	}
 	return l
 }

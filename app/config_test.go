@@ -32,7 +32,8 @@ func isolate(t *testing.T) string {
 		"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION", "TEMPORAL_CLIENT_AUTHORITY", "TEMPORAL_CODEC_ENDPOINT", "TEMPORAL_CODEC_AUTH",
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
 		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
-		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED"} {
+		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED",
+		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -297,7 +298,14 @@ func TestConfigBudget(t *testing.T) {
 	c := ConfigFromEnv()
 	require.NoError(t, c.Err())
 	require.Equal(t, contracts.Limits{MaxTokens: 200000, MaxCost: 2.5, BudgetWarnAt: 0.9, OnBudgetExhausted: "fail"}, c.Budget)
-	for k, v := range map[string]string{"KORTYX_MAX_TOKENS": "lots", "KORTYX_MAX_COST": "-1", "KORTYX_BUDGET_WARN_AT": "NaN", "KORTYX_ON_BUDGET_EXHAUSTED": "later"} {
+	require.Zero(t, c.SessionBudget)
+	t.Setenv("KORTYX_SESSION_MAX_TOKENS", "1000000")
+	t.Setenv("KORTYX_SESSION_MAX_COST", "10")
+	c = ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, contracts.Limits{MaxTokens: 1000000, MaxCost: 10, OnBudgetExhausted: "fail"}, c.SessionBudget)
+	for k, v := range map[string]string{"KORTYX_MAX_TOKENS": "lots", "KORTYX_MAX_COST": "-1", "KORTYX_BUDGET_WARN_AT": "NaN", "KORTYX_ON_BUDGET_EXHAUSTED": "later",
+		"KORTYX_SESSION_MAX_TOKENS": "-5", "KORTYX_SESSION_MAX_COST": "ten"} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
 			require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: "+k+"=")

@@ -26,6 +26,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 // actions are the billable Temporal actions of one turn, by kind, counted with the rules of
@@ -253,7 +254,8 @@ func fastPathExamples(chosen *examples.Set) func(*workflows.Registry) error {
 // With stackFastPath, every example agent is registered with workflows.Definition.FastPath
 // (what `fastPath: true` in its YAML would do): its model passes run as local activities. With
 // stackBudget, every run has the worker's default budget of tokens and money (KORTYX_MAX_TOKENS
-// and KORTYX_MAX_COST, priced by a KORTYX_PRICES table), large enough never to pause.
+// and KORTYX_MAX_COST, priced by a KORTYX_PRICES table) and every session the API's
+// (KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST), large enough never to pause.
 func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	tb.Helper()
 	p, err := rpccount.Start(e.srv.Address())
@@ -276,6 +278,7 @@ func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	cfg := app.Config{TemporalAddress: p.Address(), TaskQueue: s.queue, HTTPAddr: "127.0.0.1:0", FakeModels: true, RedisURL: redis.URL()}
 	if variant == stackBudget {
 		cfg.Budget = contracts.Limits{MaxTokens: 10_000_000, MaxCost: 1000}
+		cfg.SessionBudget = contracts.Limits{MaxTokens: 100_000_000, MaxCost: 10_000}
 		cfg.Prices = map[string]contracts.Price{"openai:gpt-4.1-mini": {Input: 0.4, Output: 1.6}}
 	}
 	go func() { done <- app.Run(ctx, cfg, o) }()
@@ -671,9 +674,10 @@ func sorted(s []string) []string {
 	return out
 }
 
-// TestActionsBudget (issue 34): a run budget of tokens and money lives in the run's workflow
-// state. The support turn (three model passes, two tool calls, an approval) costs the same
-// actions of every kind with it as without it.
+// TestActionsBudget (issue 34): a run's budget of tokens and money lives in the run's workflow
+// state, and its session's rides on the run's start input and its checkpoint reports. The
+// support turn (three model passes, two tool calls, an approval) costs the same actions of
+// every kind with both as without them.
 func TestActionsBudget(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -700,6 +704,14 @@ func TestActionsBudget(t *testing.T) {
 	require.NotNil(t, res.State.Runtime.Spend, "the support run's result has its spend")
 	require.Equal(t, res.State.Runtime.TokenUsage.Total, res.State.Runtime.Spend.Tokens)
 	require.Positive(t, res.State.Runtime.Spend.Cost)
+	// And under its session's budget: the session gave it with the run's start input.
+	it := budget.c.GetWorkflowHistory(ctx, ex.GetWorkflowId(), ex.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	first, err := it.Next()
+	require.NoError(t, err)
+	var start protocol.RunStart
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &start))
+	require.NotNil(t, start.SessionBudget)
+	require.Equal(t, 100_000_000, start.SessionBudget.Limits.MaxTokens)
 	for _, k := range []struct {
 		name string
 		r, b int

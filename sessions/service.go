@@ -41,6 +41,10 @@ type Options struct {
 	// DataConverter decodes the payloads of run histories ([Service.TurnRun]): the one Client
 	// was dialed with (nil: Temporal's default).
 	DataConverter converter.DataConverter
+	// SessionBudget is the budget of every session across its turns (its MaxTokens, MaxCost and
+	// OnBudgetExhausted; docs/budgets.md), given with every prompt turn that does not name one
+	// (TurnRequest.SessionBudget). Zero: none.
+	SessionBudget contracts.Limits
 }
 
 // Catalog lists the agents a program serves ([Options].Agents).
@@ -134,6 +138,10 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 	req.Digest = ""
 	if req.ClientTurnID != "" {
 		req.Digest = digest.Prompt(req)
+	}
+	if req.SessionBudget == nil && protocol.HasBudget(s.o.SessionBudget) {
+		b := protocol.BudgetOf(s.o.SessionBudget)
+		req.SessionBudget = &b
 	}
 	c := s.o.Client
 	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{

@@ -537,7 +537,8 @@ func TestStudio(t *testing.T) {
 
 	t.Run("trace: a run's budget and its spend against it", func(t *testing.T) {
 		ts, err := svc.Start(ctx, fmt.Sprintf("budget-%d", stamp), sessions.TurnRequest{ClientTurnID: "t1", Workflow: "support",
-			Input: json.RawMessage(`"Where is my order A-1002?"`), Limits: &contracts.Limits{MaxTokens: 1_000_000, MaxCost: 1}})
+			Input: json.RawMessage(`"Where is my order A-1002?"`), Limits: &contracts.Limits{MaxTokens: 1_000_000, MaxCost: 1},
+			SessionBudget: &contracts.Limits{MaxTokens: 1000}})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			v, err := kortyx.Query(ctx, tc, ts.RunID)
@@ -547,6 +548,10 @@ func TestStudio(t *testing.T) {
 		p.waitJS(`!!document.querySelector("#trace-body .figure.budget")`)
 		// The two passes: 20 in and 6 out, at 2 and 8 per million (the stack's price table).
 		require.Equal(t, "26 of 1000000 tokens · $0.000088 of $1", p.text("#trace-body .figure.budget .figure-value"))
+		// The session's page: its budget across turns and what its runs spent.
+		p = open(t, "#/sessions/"+ts.SessionID)
+		p.waitJS(`!!document.querySelector(".session-budget")`)
+		require.Equal(t, "Budget: 26 of 1000 tokens", p.text(".session-budget"))
 	})
 }
 

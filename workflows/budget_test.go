@@ -9,6 +9,7 @@ import (
 	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/internal/sessionapi"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -263,4 +264,77 @@ func TestBudgetRefusesBadSettings(t *testing.T) {
 		require.Equal(t, contracts.CodeInvalidInput, contracts.CodeOf(err), "%+v", l)
 		require.Zero(t, model.Calls())
 	}
+}
+
+// The session's budget (issue 34, the session scope): the turn request that names one sets it;
+// each run is given the session's limits and what its earlier runs reported spent (a run counts
+// once it reported; a run that ended adds its spend and allowances to the session's).
+func TestSessionGivesItsBudgetToEachRun(t *testing.T) {
+	h := newSessionHarness(t)
+	b, _ := json.Marshal("hi")
+	var first, second, third sessionapi.TurnStarted
+	var refused, refused2, refused3, bad error
+	budget := contracts.Limits{MaxTokens: 200, OnBudgetExhausted: contracts.BudgetFail, MaxModelPasses: 3}
+	h.update(time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b, SessionBudget: &budget}, &first, &refused)
+	end := func(at time.Duration, run *sessionapi.TurnStarted, spend protocol.RunSpendReport, id string) {
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(protocol.SessionCheckpointSignal, protocol.CheckpointReport{RunID: run.RunID, TurnEnded: true, Spend: &spend,
+				Checkpoint: &protocol.Checkpoint{Checkpoint: sessionapi.Checkpoint{ID: id, SessionID: "s", RunID: run.RunID, TurnIndex: 1, Workflow: "echo",
+					ActivePendingRequests: []contracts.PendingRequest{}}}})
+		}, at)
+	}
+	end(2*time.Second, &first, protocol.RunSpendReport{Tokens: 26, MoreTokens: 200}, "cp-1")
+	neg := contracts.Limits{MaxTokens: -1}
+	h.update(3*time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b, SessionBudget: &neg}, new(sessionapi.TurnStarted), &bad)
+	h.update(4*time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b}, &second, &refused2)
+	end(5*time.Second, &second, protocol.RunSpendReport{Tokens: 30}, "cp-2")
+	h.update(6*time.Second, protocol.SessionStartTurnUpdate, sessionapi.TurnRequest{Workflow: "echo", Input: b}, &third, &refused3)
+	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s"}})
+
+	require.NoError(t, refused)
+	require.NoError(t, refused2)
+	require.NoError(t, refused3)
+	require.Equal(t, contracts.CodeInvalidInput, contracts.CodeOf(bad), "%v", bad)
+	require.Len(t, h.runs, 3)
+	limits := contracts.Limits{MaxTokens: 200, OnBudgetExhausted: contracts.BudgetFail}
+	require.Equal(t, &protocol.SessionBudget{Limits: limits}, h.runs[0].SessionBudget)
+	require.Equal(t, &protocol.SessionBudget{Limits: limits, Spent: contracts.Spend{Tokens: 26}, More: contracts.Spend{Tokens: 200}}, h.runs[1].SessionBudget)
+	require.Equal(t, &protocol.SessionBudget{Limits: limits, Spent: contracts.Spend{Tokens: 56}, More: contracts.Spend{Tokens: 200}}, h.runs[2].SessionBudget)
+}
+
+// A run of a session with a budget: its passes are bounded by what the session has left; the
+// question says "Session budget reached — Continue?" with the session's spend; Continue's
+// allowance is reported to the session with the run's spend.
+func TestRunUnderSessionBudget(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answer": a.Text + " " + b.Text}}, nil
+		},
+	}, "__start__>chat")
+	var asked contracts.PendingRequest
+	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+		asked = p
+		return answer(execution.BudgetContinue)(p)
+	})
+	in, _ := json.Marshal("go")
+	h.env.ExecuteWorkflow(contracts.RunWorkflowName, protocol.RunStart{RunInput: contracts.RunInput{Workflow: "agent", Input: in, SessionID: "s-1"},
+		SessionBudget: &protocol.SessionBudget{Limits: contracts.Limits{MaxTokens: 100}, Spent: contracts.Spend{Tokens: 75}}})
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, "one two", res.State.Data["answer"])
+	require.Equal(t, 2, model.Calls())
+	require.Equal(t, execution.SessionBudgetQuestion, asked.Input.Question)
+	require.Equal(t, []contracts.Option{{ID: "continue", Label: "Continue with 100 more tokens"}, {ID: "stop", Label: "Stop"}}, asked.Input.Options)
+	lr := chunkOf(t, h, contracts.ChunkLimitReached)
+	require.Equal(t, contracts.BudgetStatus{Scope: "session", Limit: "maxTokens", Tokens: 105, MaxTokens: 100, Reserve: lr.Budget.Reserve}, *lr.Budget)
+	require.Equal(t, &contracts.Spend{Tokens: 40}, res.State.Runtime.Spend)
 }

@@ -59,7 +59,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		// The budget is applied after the run's start record, which holds the worker's.
 		run.SetLimits(protocol.UnitLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits)))
 		run.WorkerBudget = protocol.BudgetOf(r.reg.Limits())
-		if run.WorkerBudget.MaxCost > 0 || (in.Limits != nil && in.Limits.MaxCost > 0) {
+		if run.WorkerBudget.MaxCost > 0 || (in.Limits != nil && in.Limits.MaxCost > 0) || (in.SessionBudget != nil && in.SessionBudget.Limits.MaxCost > 0) {
 			run.WorkerPricing = r.reg.pricingOf() // recorded only where a money budget may need it
 		}
 	}
@@ -77,7 +77,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	// In the run's first workflow task, which records markers anyway: no task of its own.
 	run.StartLean(ctx, pinVersion >= execution.LeanVersion, in.IDs)
 	if in.Child == nil && limitsErr == nil {
-		run.ApplyBudget(in.Limits)
+		run.ApplyBudget(in.Limits, in.SessionBudget, in.IDs != nil)
 	}
 	var def *Definition
 	var err error

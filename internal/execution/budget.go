@@ -29,13 +29,14 @@ const bytesPerToken = 4
 
 // The budget questions.
 const (
-	BudgetQuestion     = "Budget reached — Continue?"
-	BudgetWarnQuestion = "Budget almost used — Continue?"
-	BudgetQuestionID   = "budget-exhausted"
-	BudgetWarnID       = "budget-warning"
-	BudgetContinue     = "continue"
-	BudgetStop         = "stop"
-	BudgetCheckpoint   = "Budget reached"
+	BudgetQuestion        = "Budget reached — Continue?"
+	SessionBudgetQuestion = "Session budget reached — Continue?"
+	BudgetWarnQuestion    = "Budget almost used — Continue?"
+	BudgetQuestionID      = "budget-exhausted"
+	BudgetWarnID          = "budget-warning"
+	BudgetContinue        = "continue"
+	BudgetStop            = "stop"
+	BudgetCheckpoint      = "Budget reached"
 )
 
 // passHold is a model pass's reservation under the run's budget.
@@ -47,31 +48,83 @@ type passHold struct {
 }
 
 // ApplyBudget gives a new root run its budget: the worker's default recorded at its start,
-// overridden by the run's own (in, from its input). A run continued as new keeps the budget
-// it carries; a child is bound by its root's.
-func (r *Run) ApplyBudget(in *contracts.Limits) {
-	if r.Child != nil || r.budgetStarted {
+// overridden by the run's own (in, from its input); and, for a run of a session with a budget,
+// the session's (session: what the session gives the run). A run continued as new (continued)
+// keeps the budget it carries, and a run restored from a checkpoint its run budget; a child is
+// bound by its root's.
+func (r *Run) ApplyBudget(in *contracts.Limits, session *protocol.SessionBudget, continued bool) {
+	if r.Child != nil || r.budgetStarted || continued {
 		return
 	}
 	r.budgetStarted = true
-	if r.Snap.Budget != nil && (r.Snap.Budget.Pricing != nil || protocol.HasBudget(r.Snap.Budget.Limits)) {
-		return // carried across continue-as-new
+	if r.Snap.Budget == nil || (r.Snap.Budget.Pricing == nil && !protocol.HasBudget(r.Snap.Budget.Limits)) {
+		if l := protocol.BudgetOver(protocol.BudgetOf(r.startBudget.Default), in); protocol.HasBudget(l) {
+			b := r.localBudget()
+			b.Limits = protocol.BudgetOver(b.Limits, &l)
+			if l.MaxCost > 0 {
+				r.startPricing()
+			}
+		}
 	}
-	l := protocol.BudgetOver(protocol.BudgetOf(r.startBudget.Default), in)
-	if !protocol.HasBudget(l) {
-		return
+	if b := r.Snap.Budget; b != nil {
+		b.Session = nil // a restored run's snapshot has its origin's
 	}
-	if r.Snap.Budget == nil {
-		r.Snap.Budget = &protocol.Budget{}
-	}
-	r.Snap.Budget.Limits = protocol.BudgetOver(r.Snap.Budget.Limits, &l)
-	if l.MaxCost > 0 {
-		r.Snap.Budget.Pricing = r.startBudget.Pricing
-		if r.Snap.Budget.Pricing == nil {
-			r.Snap.Budget.Pricing = &protocol.Pricing{}
+	if session != nil && protocol.HasBudget(session.Limits) {
+		b := r.localBudget()
+		tokens, cost := r.ownSpend()
+		b.Session = &protocol.SessionRunBudget{SessionBudget: *session, StartTokens: tokens, StartCost: cost}
+		if session.Limits.MaxCost > 0 {
+			r.startPricing()
 		}
 	}
 	r.updateSpend()
+}
+
+// startPricing gives the run the prices it recorded at its start, for a money budget.
+func (r *Run) startPricing() {
+	b := r.localBudget()
+	if b.Pricing == nil {
+		b.Pricing = r.startBudget.Pricing
+	}
+	if b.Pricing == nil {
+		b.Pricing = &protocol.Pricing{}
+	}
+}
+
+// ownSpend is what the root run spent so far (a run restored from a checkpoint: the
+// checkpoint's run's).
+func (r *Run) ownSpend() (int, float64) {
+	if r.Snap.Budget == nil {
+		return 0, 0
+	}
+	tokens, cost, _, _ := r.spent()
+	return tokens, cost
+}
+
+// budgeted reports whether the run's passes are under a token or money budget (its own, its
+// root's, or its session's), and whether they are priced (a money budget).
+func (r *Run) budgeted() (on, money bool) {
+	if r.Child != nil {
+		return protocol.HasBudget(r.Child.Limits) || r.Child.Budgeted, r.Child.Pricing != nil
+	}
+	b := r.Snap.Budget
+	if b == nil {
+		return false, false
+	}
+	return protocol.HasBudget(b.Limits) || b.Session != nil, b.Pricing != nil
+}
+
+// SessionSpend is what the run reports to its session with a checkpoint (nil: the session has
+// no budget): its spend under the session's budget since it started, and the allowances its
+// questions gave.
+func (r *Run) SessionSpend() *protocol.RunSpendReport {
+	b := r.Snap.Budget
+	if r.Child != nil || b == nil || b.Session == nil {
+		return nil
+	}
+	tokens, cost := r.ownSpend()
+	s := b.Session
+	return &protocol.RunSpendReport{Tokens: tokens - s.StartTokens, Cost: cost - s.StartCost, MoreTokens: s.MoreTokens, MoreCost: s.MoreCost}
 }
 
 // pricing is what the run prices its passes with (nil: no money budget).
@@ -121,12 +174,12 @@ func estimateInput(in protocol.ModelPassInput) int {
 // pass's maximum output, the output to send instead (0: the pass is unchanged). A pass that
 // cannot be granted pauses the run with the budget question, or fails with BUDGET_EXHAUSTED.
 func (r *Run) ReservePass(ctx workflow.Context, in protocol.ModelPassInput) (passHold, int, error) {
-	l := r.limits()
-	if !protocol.HasBudget(l) {
+	on, money := r.budgeted()
+	if !on {
 		return passHold{}, 0, nil
 	}
 	var price *contracts.Price
-	if l.MaxCost > 0 {
+	if money {
 		p, err := r.passPrice(in.Model)
 		if err != nil {
 			return passHold{}, 0, err
@@ -242,6 +295,31 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 			room, kind = out, protocol.LimitCost
 		}
 	}
+	if sb := b.Session; sb != nil {
+		// The session's budget: what its other runs spent, and this run's spend since it
+		// started under it.
+		sl := sb.Limits
+		if sl.MaxTokens > 0 {
+			if left := sl.MaxTokens + sb.More.Tokens + sb.MoreTokens - sb.Spent.Tokens - (tokens - sb.StartTokens) - heldTokens - input; left < room {
+				room, kind = left, protocol.LimitSessionTokens
+			}
+		}
+		if sl.MaxCost > 0 && price != nil {
+			left := sl.MaxCost + sb.More.Cost + sb.MoreCost - sb.Spent.Cost - (cost - sb.StartCost) - heldCost - float64(input)*price.Input/1e6
+			out := room
+			switch {
+			case left < 0:
+				out = 0
+			case price.Output > 0:
+				if n := left / (price.Output / 1e6); n < float64(room) {
+					out = int(math.Floor(n))
+				}
+			}
+			if out < room {
+				room, kind = out, protocol.LimitSessionCost
+			}
+		}
+	}
 	if room < 1 {
 		return 0, kind
 	}
@@ -318,19 +396,34 @@ func (r *Run) updateSpend() {
 	r.Snap.State.Runtime.Spend = s
 }
 
-// status is the root's budget status with limit the budget named.
+// budgetStatus is the root's budget status with limit the budget named: the run's, or its
+// session's for a session kind (LimitSessionTokens, LimitSessionCost), which the status names
+// "maxTokens" or "maxCost" in scope "session".
 func (r *Run) budgetStatus(limit string) contracts.BudgetStatus {
 	b := r.Snap.Budget
 	tokens, cost, _, _ := r.spent()
 	st := contracts.BudgetStatus{Scope: "run", Limit: limit, Tokens: tokens, Cost: cost}
+	if b.Pricing != nil {
+		st.Currency = b.Pricing.Currency
+	}
+	if sb := b.Session; sb != nil && (limit == protocol.LimitSessionTokens || limit == protocol.LimitSessionCost) {
+		st.Scope = "session"
+		st.Limit = map[string]string{protocol.LimitSessionTokens: protocol.LimitTokens, protocol.LimitSessionCost: protocol.LimitCost}[limit]
+		st.Tokens = sb.Spent.Tokens + tokens - sb.StartTokens
+		st.Cost = sb.Spent.Cost + cost - sb.StartCost
+		if sb.Limits.MaxTokens > 0 {
+			st.MaxTokens = sb.Limits.MaxTokens + sb.More.Tokens + sb.MoreTokens
+		}
+		if sb.Limits.MaxCost > 0 {
+			st.MaxCost = sb.Limits.MaxCost + sb.More.Cost + sb.MoreCost
+		}
+		return st
+	}
 	if b.Limits.MaxTokens > 0 {
 		st.MaxTokens = b.Limits.MaxTokens + b.MoreTokens
 	}
 	if b.Limits.MaxCost > 0 {
 		st.MaxCost = b.Limits.MaxCost + b.MoreCost
-	}
-	if b.Pricing != nil {
-		st.Currency = b.Pricing.Currency
 	}
 	return st
 }
@@ -384,55 +477,69 @@ func money(v float64) string {
 // more is the allowance Continue gives for the budget kind: the budget again, or what the
 // pass needs if that is more.
 func (r *Run) more(kind string, input int, price *contracts.Price) (int, float64) {
-	b := r.Snap.Budget
-	tokens, cost, heldTokens, heldCost := r.spent()
-	if kind == protocol.LimitCost {
-		need := cost + heldCost - (b.Limits.MaxCost + b.MoreCost)
+	st := r.budgetStatus(kind)
+	_, _, heldTokens, heldCost := r.spent()
+	limits := r.Snap.Budget.Limits
+	if sb := r.Snap.Budget.Session; st.Scope == "session" {
+		limits = sb.Limits
+	}
+	if st.Limit == protocol.LimitCost {
+		need := st.Cost + heldCost - st.MaxCost
 		if price != nil {
 			need += price.Cost(contracts.Usage{Input: input, Output: 1})
 		}
-		return 0, max(b.Limits.MaxCost, need)
+		return 0, max(limits.MaxCost, need)
 	}
-	need := tokens + heldTokens + input + 1 - (b.Limits.MaxTokens + b.MoreTokens)
-	return max(b.Limits.MaxTokens, need), 0
+	need := st.Tokens + heldTokens + input + 1 - st.MaxTokens
+	return max(limits.MaxTokens, need), 0
 }
 
-// budgetExhausted handles a pass the root's budget cannot grant: with OnBudgetExhausted "fail"
-// it returns BUDGET_EXHAUSTED; otherwise it publishes a limit-reached chunk and pauses the run
-// with the budget question: Continue gives the allowance [Run.more] says, Stop fails the run.
+// budgetExhausted handles a pass the root's budget (or its session's: kind) cannot grant: with
+// OnBudgetExhausted "fail" it returns BUDGET_EXHAUSTED; otherwise it publishes a limit-reached
+// chunk and pauses the run with the budget question: Continue gives the allowance [Run.more]
+// says, Stop fails the run.
 func (r *Run) budgetExhausted(ctx workflow.Context, kind string, input int, price *contracts.Price) error {
 	b := r.Snap.Budget
 	st := r.budgetStatus(kind)
 	moreTokens, moreCost := r.more(kind, input, price)
-	if kind == protocol.LimitCost {
+	onExhausted, question, whose := b.Limits.OnBudgetExhausted, BudgetQuestion, "run's"
+	if st.Scope == "session" {
+		onExhausted, question, whose = b.Session.Limits.OnBudgetExhausted, SessionBudgetQuestion, "session's"
+	}
+	if st.Limit == protocol.LimitCost {
 		if price != nil {
 			st.Reserve = price.Cost(contracts.Usage{Input: input, Output: 1})
 		}
 	} else {
 		st.Reserve = float64(input + 1)
 	}
-	chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: kind, Budget: &st}
-	if kind == protocol.LimitTokens {
+	chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: st.Limit, Budget: &st}
+	if st.Limit == protocol.LimitTokens {
 		chunk.Maximum, chunk.Consumed = st.MaxTokens, st.Tokens
 	}
 	r.Emit(chunk)
-	exhausted := contracts.Errorf(contracts.CodeBudgetExhausted, "the run's budget is used up: %s spent, and a model pass needs more; raise the budget (%s) or continue the run", spendText(st), kind)
-	if b.Limits.OnBudgetExhausted == contracts.BudgetFail {
+	exhausted := contracts.Errorf(contracts.CodeBudgetExhausted, "the %s budget is used up: %s spent, and a model pass needs more; raise the budget (%s) or continue the run", whose, spendText(st), st.Limit)
+	if onExhausted == contracts.BudgetFail {
 		return exhausted
 	}
 	label := "Continue with " + strconv.Itoa(moreTokens) + " more tokens"
-	if kind == protocol.LimitCost {
+	if st.Limit == protocol.LimitCost {
 		label = "Continue with " + money(moreCost) + " " + st.Currency + " more"
 	}
-	answer, err := r.askBudget(ctx, BudgetQuestionID, BudgetQuestion, label, st)
+	answer, err := r.askBudget(ctx, BudgetQuestionID, question, label, st)
 	if err != nil {
 		return err
 	}
 	if answer != BudgetContinue {
 		return exhausted
 	}
-	b.MoreTokens += moreTokens
-	b.MoreCost += moreCost
+	if st.Scope == "session" {
+		b.Session.MoreTokens += moreTokens
+		b.Session.MoreCost += moreCost
+	} else {
+		b.MoreTokens += moreTokens
+		b.MoreCost += moreCost
+	}
 	r.updateSpend()
 	return nil
 }
@@ -527,9 +634,13 @@ func (r *Run) grantBudget(q protocol.Reservation) (protocol.Grant, bool) {
 	if r.warnDue() {
 		return protocol.Grant{}, false
 	}
-	granted, _ := r.grantable(q.Input, q.Output, q.Price)
+	granted, kind := r.grantable(q.Input, q.Output, q.Price)
 	if granted < 1 {
-		if b.Limits.OnBudgetExhausted == contracts.BudgetFail {
+		onExhausted := b.Limits.OnBudgetExhausted
+		if (kind == protocol.LimitSessionTokens || kind == protocol.LimitSessionCost) && b.Session != nil {
+			onExhausted = b.Session.Limits.OnBudgetExhausted
+		}
+		if onExhausted == contracts.BudgetFail {
 			return protocol.Grant{ID: q.ID, Denied: true}, true
 		}
 		return protocol.Grant{}, false
@@ -594,4 +705,10 @@ func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 		r.checkWarning()
 	}
 	r.updateSpend()
+}
+
+// budgetedOn reports whether the run's passes are under a budget ([Run.budgeted]).
+func (r *Run) budgetedOn() bool {
+	on, _ := r.budgeted()
+	return on
 }

@@ -672,7 +672,9 @@ func (r *Run) checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	if err != nil {
 		return "", err
 	}
-	r.report(ctx, r.session.Report(cp))
+	rep := r.session.Report(cp)
+	rep.Spend = r.SessionSpend()
+	r.report(ctx, rep)
 	turn := cp.TurnIndex
 	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn})
 	r.session.Committed(cp)
@@ -685,7 +687,9 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
-	r.report(ctx, r.session.Closed(r.ID, !r.completed))
+	rep := r.session.Closed(r.ID, !r.completed)
+	rep.Spend = r.SessionSpend()
+	r.report(ctx, rep)
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,

@@ -24,6 +24,9 @@ type ChildBinding struct {
 	// Pricing is the root's price table, when it has a money budget: the child prices its
 	// passes' reservations and usage with it.
 	Pricing *Pricing `json:"pricing,omitempty"`
+	// Budgeted says the root's passes are under a token or money budget that is not in Limits
+	// (its session's): the child reserves its passes at the root.
+	Budgeted bool `json:"budgeted,omitempty"`
 }
 
 // BudgetStart is what a root run records of the worker's budget at its start, with its id seed
@@ -34,6 +37,35 @@ type ChildBinding struct {
 type BudgetStart struct {
 	Default contracts.Limits `json:"default"`
 	Pricing *Pricing         `json:"pricing,omitempty"`
+}
+
+// SessionBudget is a session's budget across its turns (docs/budgets.md), as the session gives
+// it to a turn's run: its limits (MaxTokens, MaxCost, OnBudgetExhausted), what the session's
+// other runs spent, and the allowances Continue gave.
+type SessionBudget struct {
+	Limits contracts.Limits `json:"limits"`
+	Spent  contracts.Spend  `json:"spent"`
+	More   contracts.Spend  `json:"more,omitempty"`
+}
+
+// SessionRunBudget is a run's state of its session's budget: the budget it was given, its own
+// spend when it started (a run restored from a checkpoint starts with the checkpoint's), and
+// the allowances its budget questions gave (reported to the session).
+type SessionRunBudget struct {
+	SessionBudget
+	StartTokens int     `json:"startTokens,omitempty"`
+	StartCost   float64 `json:"startCost,omitempty"`
+	MoreTokens  int     `json:"moreTokens,omitempty"`
+	MoreCost    float64 `json:"moreCost,omitempty"`
+}
+
+// RunSpendReport is what a run of a session with a budget reports with each checkpoint: what it
+// spent under the session's budget (since it started) and the allowances its questions gave.
+type RunSpendReport struct {
+	Tokens     int     `json:"tokens"`
+	Cost       float64 `json:"cost,omitempty"`
+	MoreTokens int     `json:"moreTokens,omitempty"`
+	MoreCost   float64 `json:"moreCost,omitempty"`
 }
 
 // Pricing is what a run with a money budget prices its model passes with: the worker's price
@@ -111,6 +143,8 @@ type Budget struct {
 	WarnAsked bool `json:"warnAsked,omitempty"`
 	// Descendants are the root's live descendant runs that reserved budget, by workflow id.
 	Descendants map[string]DescendantSpend `json:"descendants,omitempty"`
+	// Session is the budget of the run's session, for a root run of a session that has one.
+	Session *SessionRunBudget `json:"session,omitempty"`
 }
 
 // DescendantIDs returns the ids of b's Descendants, sorted (workflow code sums and settles

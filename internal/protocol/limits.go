@@ -17,6 +17,10 @@ const (
 	LimitTokens = "maxTokens"
 	LimitCost   = "maxCost"
 	LimitBudget = "budget"
+	// The session's budget (across its turns), as a run's pass that cannot be granted names it
+	// inside the run; its chunks say "maxTokens" or "maxCost" with the budget's scope "session".
+	LimitSessionTokens = "sessionMaxTokens"
+	LimitSessionCost   = "sessionMaxCost"
 )
 
 // The limit pause.

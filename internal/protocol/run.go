@@ -28,6 +28,9 @@ type RunStart struct {
 	Child *ChildBinding `json:"child,omitempty"`
 	// IDs is the id source a lean run carries into continue-as-new (execution.LeanVersion).
 	IDs *IDSource `json:"ids,omitempty"`
+	// SessionBudget is the budget of the run's session across its turns, as the session gives
+	// it to the run of a turn (nil: none).
+	SessionBudget *SessionBudget `json:"sessionBudget,omitempty"`
 }
 
 // IDSource is what a lean run derives its ids from: a random seed recorded at its start, the
@@ -73,6 +76,7 @@ type runStartJSON struct {
 	Child                   *ChildBinding       `json:"child,omitempty"`
 	Limits                  *contracts.Limits   `json:"limits,omitempty"`
 	IDs                     *IDSource           `json:"ids,omitempty"`
+	SessionBudget           *SessionBudget      `json:"sessionBudget,omitempty"`
 }
 
 // MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
@@ -80,7 +84,7 @@ type runStartJSON struct {
 func (r RunStart) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
 		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
-		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs})
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget})
 }
 
 // RunSnapshot is everything needed to continue a run in a new execution: the graph state, the

@@ -117,6 +117,8 @@ type CheckpointReport struct {
 	TurnEnded bool `json:"turnEnded"`
 	// Closed says the run ended (failed or cancelled): its questions can no longer be answered.
 	Closed bool `json:"closed,omitempty"`
+	// Spend is what the run spent under the session's budget, for a session that has one.
+	Spend *RunSpendReport `json:"spend,omitempty"`
 }
 
 // SessionStart is the parameter of the session workflow: what a client sets
@@ -158,6 +160,18 @@ type SessionState struct {
 	Early []CheckpointReport `json:"early,omitempty"`
 	// IDs is the session's id source (from SessionInput.Seed); nil: it records its ids.
 	IDs *IDSource `json:"ids,omitempty"`
+	// Budget is the session's budget across its turns and what its runs spent (nil: none).
+	Budget *SessionBudgetState `json:"budget,omitempty"`
+}
+
+// SessionBudgetState is a session's budget (the latest turn request's that set one) and its
+// spend: the ended runs' (Spent, and the allowances their questions gave, More) and the last
+// report of each run that may still spend (Live, by run id).
+type SessionBudgetState struct {
+	Limits contracts.Limits          `json:"limits"`
+	Spent  contracts.Spend           `json:"spent"`
+	More   contracts.Spend           `json:"more,omitempty"`
+	Live   map[string]RunSpendReport `json:"live,omitempty"`
 }
 
 // PendingTurn is an open question of the session: the run that waits for it.

@@ -63,6 +63,9 @@ type TurnRequest struct {
 	Reconnect bool `json:"reconnect,omitempty"`
 	// Limits override the worker's execution limits for this turn's run.
 	Limits *contracts.Limits `json:"limits,omitempty"`
+	// SessionBudget sets the session's budget across its turns (its MaxTokens, MaxCost,
+	// OnBudgetExhausted; docs/budgets.md): the latest turn that names one sets it.
+	SessionBudget *contracts.Limits `json:"sessionBudget,omitempty"`
 	// Owner is the application's id of the caller. The first accepted turn of a session makes
 	// it the session's owner; a later turn with another owner is refused with FORBIDDEN. Empty
 	// means no owner (development): such a session refuses turns that name one.
@@ -162,4 +165,7 @@ type SessionView struct {
 	ForkedFrom      string                     `json:"forkedFrom,omitempty"`
 	// Owner is the session's owner ("" when it has none), see [TurnRequest].Owner.
 	Owner string `json:"owner,omitempty"`
+	// Budget is the session's budget across its turns and what its runs reported spent
+	// (docs/budgets.md; nil: none).
+	Budget *contracts.Spend `json:"budget,omitempty"`
 }

@@ -109,7 +109,8 @@ func CanRestore(cp protocol.Checkpoint) error {
 func (m *Machine) RestoreInput(cp protocol.Checkpoint, sessionWorkflowID string) protocol.RunStart {
 	return protocol.RunStart{RunInput: contracts.RunInput{Workflow: cp.Workflow, SessionID: m.In.SessionID}, Snapshot: cp.Snapshot,
 		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID,
-			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests}}
+			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests},
+		SessionBudget: m.RunBudget()}
 }
 
 // Reopen opens cp's questions again, asked by run (restored from cp).

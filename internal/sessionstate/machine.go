@@ -97,6 +97,15 @@ func (m *Machine) View() sessionapi.SessionView {
 	for _, cp := range m.State.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, cp.Summary())
 	}
+	if sb := m.RunBudget(); sb != nil {
+		v.Budget = &contracts.Spend{Tokens: sb.Spent.Tokens, Cost: sb.Spent.Cost}
+		if sb.Limits.MaxTokens > 0 {
+			v.Budget.MaxTokens = sb.Limits.MaxTokens + sb.More.Tokens
+		}
+		if sb.Limits.MaxCost > 0 {
+			v.Budget.MaxCost = sb.Limits.MaxCost + sb.More.Cost
+		}
+	}
 	for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
 		p := m.State.Pending[tok]
 		v.Pending = append(v.Pending, p.Request)
@@ -226,6 +235,11 @@ func (m *Machine) CheckStart(req sessionapi.TurnRequest) (*sessionapi.TurnStarte
 	if m.busyNow() {
 		return nil, m.busy()
 	}
+	if req.SessionBudget != nil {
+		if err := protocol.CheckLimits(*req.SessionBudget); err != nil {
+			return nil, contracts.Errorf(contracts.CodeInvalidInput, "sessionBudget: %s", contracts.FailureOf(err).Message)
+		}
+	}
 	if strings.TrimSpace(req.Workflow) == "" && m.Head() == nil {
 		return nil, contracts.Errorf(contracts.CodeUnknownWorkflow, "No workflow selected: the first turn of session %q must name its workflow.", m.In.SessionID)
 	}
@@ -286,9 +300,13 @@ func (m *Machine) StartPrompt(req sessionapi.TurnRequest, runID, sessionWorkflow
 		wf = head.Workflow
 	}
 	turn := head.TurnIndex + 1
+	if req.SessionBudget != nil {
+		m.SetBudget(*req.SessionBudget)
+	}
 	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits},
-		Prior:   head.Snapshot,
-		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID}}
+		Prior:         head.Snapshot,
+		Session:       &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID},
+		SessionBudget: m.RunBudget()}
 	m.State.Active = &sessionapi.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now, Digest: req.Digest}
 	return wf, in, sessionapi.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
 }
@@ -466,6 +484,7 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 		}
 		return changed
 	}
+	m.applySpend(rep)
 	if cp := rep.Checkpoint; cp != nil {
 		a.Committed = true
 		m.append(*cp)
@@ -478,6 +497,57 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 		m.State.Active, m.Resumed = nil, nil
 	}
 	return true
+}
+
+// SetBudget sets the session's budget across its turns (the budget fields of l; a session's
+// spend is kept).
+func (m *Machine) SetBudget(l contracts.Limits) {
+	b := m.State.Budget
+	if b == nil {
+		b = &protocol.SessionBudgetState{}
+		m.State.Budget = b
+	}
+	b.Limits = protocol.BudgetOf(l)
+}
+
+// RunBudget is the session's budget as it gives it to a new run (nil: none): its limits, what
+// its runs spent (the ended ones' and the last report of the others) and the allowances given.
+func (m *Machine) RunBudget() *protocol.SessionBudget {
+	b := m.State.Budget
+	if b == nil || !protocol.HasBudget(b.Limits) {
+		return nil
+	}
+	sb := &protocol.SessionBudget{Limits: b.Limits, Spent: b.Spent, More: b.More}
+	for _, run := range workflow.DeterministicKeys(b.Live) {
+		r := b.Live[run]
+		sb.Spent.Tokens += r.Tokens
+		sb.Spent.Cost += r.Cost
+		sb.More.Tokens += r.MoreTokens
+		sb.More.Cost += r.MoreCost
+	}
+	return sb
+}
+
+// applySpend takes in what a run reported spent under the session's budget: its last report
+// counts until the run ended (closed, or a response that ended with no question open), when
+// it is added to the session's spend.
+func (m *Machine) applySpend(rep protocol.CheckpointReport) {
+	b := m.State.Budget
+	if rep.Spend == nil || b == nil {
+		return
+	}
+	if b.Live == nil {
+		b.Live = map[string]protocol.RunSpendReport{}
+	}
+	b.Live[rep.RunID] = *rep.Spend
+	if rep.Closed || (rep.TurnEnded && rep.Checkpoint != nil && len(rep.Checkpoint.ActivePendingRequests) == 0) {
+		r := b.Live[rep.RunID]
+		delete(b.Live, rep.RunID)
+		b.Spent.Tokens += r.Tokens
+		b.Spent.Cost += r.Cost
+		b.More.Tokens += r.MoreTokens
+		b.More.Cost += r.MoreCost
+	}
 }
 
 // ApplyEarly applies the reports of run that arrived before its turn was active.

@@ -62,6 +62,32 @@ func TestKillSweep(t *testing.T) {
 	require.Equal(t, runs, passes, "model passes counted for every run")
 }
 
+// TestKillSweepBudgets (issue 34): the kill sweep over runs with budgets and children. Each run
+// calls two sweep agents as parallel children under a token budget of 40, which their passes
+// outgrow: every child pass reserves at the root, and the root pauses with the budget question
+// (the sweep answers Continue) again and again, while the worker is SIGKILLed every 1–4 s.
+// Every run completes, no question is lost, and every run spent exactly the tokens of its
+// settled passes, each counted once (passes that reached the model twice after a kill are
+// settled once), within its final budget.
+func TestKillSweepBudgets(t *testing.T) {
+	const runs = 6
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	rep, err := sweep.Run(ctx, sweep.Config{Client: tc, TemporalAddress: srv.Address(), WorkerBinary: binary(t, "testworker"),
+		TaskQueue: taskQueue(t), Effects: filepath.Join(t.TempDir(), "effects.txt"), Runs: runs, Budget: true,
+		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 140 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
+	require.NoError(t, err)
+	t.Logf("kill sweep with budgets:\n%s", rep)
+	require.Empty(t, rep.Failed)
+	require.Empty(t, rep.Stuck)
+	require.Equal(t, runs, rep.Completed)
+	require.Zero(t, rep.Lost)
+	require.Zero(t, rep.MissingKeys)
+	require.GreaterOrEqual(t, rep.Kills, 3, "the worker was killed while runs went on")
+	require.GreaterOrEqual(t, rep.BudgetQuestions, runs, "every run paused at its budget")
+	require.Equal(t, map[int]int{testagents.SweepTreeTokens: runs}, rep.SpendPerRun, "every settled pass counted once")
+}
+
 // TestRetryableToolErrorTextStaysInTemporal: on a real server, a retryable tool error that uses
 // up its attempts reaches the stream as EXECUTION_FAILED "An unexpected error occurred." naming
 // kortyx.Tool and why retries stopped; the tool's text is in the run's history only.

@@ -59,6 +59,12 @@ func testMain(m *testing.M) int {
 	if os.Getenv("KORTYX_FAKE_MODELS") == "" {
 		_ = os.Setenv("KORTYX_FAKE_MODELS", "1")
 	}
+	// The programs built for the tests (binary) are removed with the run: about 230 MB each.
+	defer func() {
+		if buildDir != "" {
+			_ = os.RemoveAll(buildDir)
+		}
+	}()
 	return m.Run()
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/test/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
@@ -40,7 +41,14 @@ type Config struct {
 	Runs            int
 	// Fast sweeps the fast path: the runs are of [testagents.SweepFastWorkflow] (model passes
 	// as local activities), started with workflows.FastPathTaskTimeout.
-	Fast         bool
+	Fast bool
+	// Budget sweeps budgets: the runs are of [testagents.SweepTreeWorkflow] (two sweep agents
+	// as parallel children), each started with a token budget of BudgetTokens (default 40, so
+	// that every run pauses at its budget several times: the sweep answers Continue). A run
+	// completes as expected only with a spend of exactly testagents.SweepTreeTokens (every
+	// settled pass counted once) within its final budget.
+	Budget       bool
+	BudgetTokens int
 	Concurrency  int           // runs in flight at once (default: all)
 	StartEvery   time.Duration // one run starts every StartEvery (default 250 ms)
 	MinKill      time.Duration // the worker lives this long at least (default 1 s)…
@@ -81,6 +89,10 @@ type Report struct {
 	ModelPassesPerRun    map[int]int `json:"modelPassesPerRun"`
 	// MissingKeys counts tool calls of completed runs that never executed (must be 0).
 	MissingKeys int `json:"missingKeys"`
+	// BudgetQuestions are the budget questions answered Continue (Config.Budget), and
+	// SpendPerRun maps a completed run's spent tokens to the number of runs that spent them.
+	BudgetQuestions int         `json:"budgetQuestions,omitempty"`
+	SpendPerRun     map[int]int `json:"spendPerRun,omitempty"`
 }
 
 // OK reports whether every run completed as expected with no question lost and every tool
@@ -94,9 +106,17 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "- runs: %d, completed: %d, failed: %d, stuck: %d; worker SIGKILLed %d times in %s\n",
 		r.Runs, r.Completed, len(r.Failed), len(r.Stuck), r.Kills, r.Elapsed.Round(time.Second))
-	fmt.Fprintf(&b, "- questions (tool approvals): asked %d, answered %d, lost %d\n", r.Questions, r.Answered, r.Lost)
+	fmt.Fprintf(&b, "- questions (tool approvals, and budget questions with Config.Budget): asked %d, answered %d, lost %d\n", r.Questions, r.Answered, r.Lost)
 	fmt.Fprintf(&b, "- tool executions per idempotency key: %s (missing: %d)\n", histogram(r.ToolExecutionsPerKey, "key"), r.MissingKeys)
-	fmt.Fprintf(&b, "- model pass executions per run (%d passes each): %s\n", testagents.SweepSteps+1, histogram(r.ModelPassesPerRun, "run"))
+	unit := "run"
+	if r.SpendPerRun != nil {
+		unit = "child run"
+	}
+	fmt.Fprintf(&b, "- model pass executions per %s (%d passes each): %s\n", unit, testagents.SweepSteps+1, histogram(r.ModelPassesPerRun, unit))
+	if r.SpendPerRun != nil {
+		fmt.Fprintf(&b, "- budget: %d questions answered Continue; tokens spent per run (%d when every pass counts once): %s\n",
+			r.BudgetQuestions, testagents.SweepTreeTokens, histogram(r.SpendPerRun, "run"))
+	}
 	if len(r.Failed) == 0 {
 		b.WriteString("- failed runs: none\n")
 	}
@@ -148,6 +168,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{Runs: cfg.Runs, ToolExecutionsPerKey: map[int]int{}, ModelPassesPerRun: map[int]int{}}
+	if cfg.Budget {
+		rep.SpendPerRun = map[int]int{}
+		if cfg.BudgetTokens <= 0 {
+			cfg.BudgetTokens = 40
+		}
+	}
 
 	killerDone := make(chan struct{})
 	stopKiller := make(chan struct{})
@@ -184,6 +210,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		inputs[o.input] = o
 		rep.Questions += len(o.asked)
 		rep.Answered += len(o.answered)
+		rep.BudgetQuestions += o.budgetQuestions
+		if o.spent != nil && !o.stuck && o.failure == nil {
+			rep.SpendPerRun[*o.spent]++
+		}
 		switch {
 		case o.stuck:
 			rep.Stuck = append(rep.Stuck, o.runID)
@@ -207,19 +237,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for k, n := range keys {
 		rep.ToolExecutionsPerKey[n]++
 		run, _, _ := strings.Cut(k, ":")
+		run, _, _ = strings.Cut(run, "/") // a child run's key counts for its root
 		perRun[run]++
 	}
 	for _, o := range outcomes {
 		if !o.stuck && o.failure == nil {
-			rep.MissingKeys += max(testagents.SweepSteps-perRun[o.runID], 0)
+			rep.MissingKeys += max(cfg.toolCalls()-perRun[o.runID], 0)
 		}
 	}
 	for input, n := range passes {
+		if cfg.Budget {
+			input = strings.TrimSuffix(strings.TrimSuffix(input, "-a"), "-b") // a child's passes count for its run
+		}
 		if _, ok := inputs[input]; ok {
 			rep.ModelPassesPerRun[n]++
 		}
 	}
 	return rep, nil
+}
+
+// toolCalls is the tool calls of one run of the sweep.
+func (cfg Config) toolCalls() int {
+	if cfg.Budget {
+		return 2 * testagents.SweepSteps
+	}
+	return testagents.SweepSteps
 }
 
 // outcome is what happened to one run.
@@ -229,6 +271,10 @@ type outcome struct {
 	answered     map[string]bool                      // request ids whose answer was accepted
 	failure      *RunFailure
 	stuck        bool
+	// budgetQuestions counts the budget questions among asked; spent is a completed budget
+	// run's spent tokens.
+	budgetQuestions int
+	spent           *int
 }
 
 // drive starts run i and answers its approvals until it finishes.
@@ -241,7 +287,11 @@ func drive(ctx context.Context, cfg Config, i int) outcome {
 	if cfg.Fast {
 		wf, opts.WorkflowTaskTimeout = testagents.SweepFastWorkflow, workflows.FastPathTaskTimeout
 	}
-	run, err := kortyx.StartRun(ctx, cfg.Client, contracts.RunInput{Workflow: wf, Input: b, SessionID: "sweep"}, opts)
+	in := contracts.RunInput{Workflow: wf, Input: b, SessionID: "sweep"}
+	if cfg.Budget {
+		in.Workflow, in.Limits = testagents.SweepTreeWorkflow, &contracts.Limits{MaxTokens: cfg.BudgetTokens, BudgetWarnAt: 1}
+	}
+	run, err := kortyx.StartRun(ctx, cfg.Client, in, opts)
 	if err != nil {
 		f := contracts.FailureOf(err)
 		o.failure = &RunFailure{Code: f.Code, Message: "starting the run: " + err.Error()}
@@ -262,8 +312,18 @@ func drive(ctx context.Context, cfg Config, i int) outcome {
 			case err != nil:
 				f := contracts.FailureOf(err)
 				o.failure = &RunFailure{RunID: o.runID, Code: f.Code, Message: f.Message, Context: f.Context}
-			case res.State.Data["answer"] != "done" || fmt.Sprint(res.State.Data["toolCalls"]) != strconv.Itoa(testagents.SweepSteps):
+			case res.State.Data["answer"] != "done" || fmt.Sprint(res.State.Data["toolCalls"]) != strconv.Itoa(cfg.toolCalls()):
 				o.failure = &RunFailure{RunID: o.runID, Code: "UNEXPECTED_RESULT", Message: fmt.Sprintf("result data %v", res.State.Data)}
+			case cfg.Budget:
+				s := res.State.Runtime.Spend
+				if s == nil {
+					o.failure = &RunFailure{RunID: o.runID, Code: "UNEXPECTED_RESULT", Message: "a budget run's result without its spend"}
+					break
+				}
+				o.spent = &s.Tokens
+				if s.Tokens != testagents.SweepTreeTokens || s.Tokens > s.MaxTokens {
+					o.failure = &RunFailure{RunID: o.runID, Code: "BUDGET_MISCOUNTED", Message: fmt.Sprintf("spent %d tokens of %d (%d when every pass counts once)", s.Tokens, s.MaxTokens, testagents.SweepTreeTokens)}
+				}
 			}
 			return o
 		case <-tick.C:
@@ -288,12 +348,19 @@ func answer(ctx context.Context, cfg Config, o *outcome) {
 			continue
 		}
 		p := o.asked[id]
+		choice := "approve" // a tool approval; Continue for a budget question
+		if p.Input.ID == execution.BudgetQuestionID || p.Input.ID == execution.BudgetWarnID {
+			choice = execution.BudgetContinue
+		}
 		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := kortyx.RespondAndWait(uctx, cfg.Client, o.runID, "approve-"+id,
-			contracts.Response{Token: p.Token, RequestID: id, Selected: []string{"approve"}})
+		_, err := kortyx.RespondAndWait(uctx, cfg.Client, o.runID, choice+"-"+id,
+			contracts.Response{Token: p.Token, RequestID: id, Selected: []string{choice}})
 		cancel()
 		if err == nil {
 			o.answered[id] = true
+			if choice == execution.BudgetContinue {
+				o.budgetQuestions++
+			}
 		} else if ctx.Err() == nil && contracts.FailureOf(err).Category == "request" {
 			cfg.Logf("sweep: %s: answer to %s refused: %v", o.runID, id, err)
 		}

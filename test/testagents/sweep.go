@@ -27,6 +27,20 @@ const SweepWorkflow = "sweepagent"
 // workflows.FastPathTaskTimeout.
 const SweepFastWorkflow = "sweepagent-fast"
 
+// SweepChildWorkflow is the sweep agent with the input and output schemas a workflow called
+// as a child declares.
+const SweepChildWorkflow = "sweepagent-child"
+
+// SweepTreeWorkflow is the agent of the budget sweep: a root that calls two SweepChildWorkflow
+// runs in parallel (inputs "<input>-a" and "<input>-b"), under the budget the sweep starts it with;
+// its data is {"answer": "done", "toolCalls": the children's tool calls}.
+const SweepTreeWorkflow = "sweepagent-tree"
+
+// SweepTreeTokens is the tokens a SweepTreeWorkflow run spends when every pass is counted once:
+// two children of SweepSteps+1 passes, the fake model's usage (10 input tokens a pass, one
+// output token for the answer's one delta).
+const SweepTreeTokens = 2 * ((SweepSteps+1)*10 + 1)
+
 // SweepSteps is the number of tool calls (and approvals) of one sweep run; it makes
 // SweepSteps+1 model passes.
 const SweepSteps = 2
@@ -47,7 +61,7 @@ const (
 	ModelLine = "model "
 )
 
-// RegisterSweep adds the sweep agent and its fast-path twin to reg.
+// RegisterSweep adds the sweep agent, its fast-path twin and the budget sweep's tree to reg.
 func RegisterSweep(reg *workflows.Registry) error {
 	agent := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
 		res, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "agent", Model: providers.Model("fake:test"), Input: in.Text(),
@@ -56,6 +70,41 @@ func RegisterSweep(reg *workflows.Registry) error {
 			return workflows.NodeResult{}, err
 		}
 		return workflows.NodeResult{Data: map[string]any{"answer": res.Text, "passes": len(res.Steps), "toolCalls": len(res.ToolCalls)}}, nil
+	}
+	tree := func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		res, err := hooks.Parallel(ctx,
+			hooks.WorkflowCall{ID: "a", Workflow: SweepChildWorkflow, Input: in.Text() + "-a"},
+			hooks.WorkflowCall{ID: "b", Workflow: SweepChildWorkflow, Input: in.Text() + "-b"})
+		if err != nil {
+			return workflows.NodeResult{}, err
+		}
+		calls := 0
+		for _, r := range res {
+			if r.Data["answer"] != "done" {
+				return workflows.NodeResult{}, fmt.Errorf("a child answered %v", r.Data["answer"])
+			}
+			n, _ := r.Data["toolCalls"].(float64)
+			calls += int(n)
+		}
+		return workflows.NodeResult{Data: map[string]any{"answer": "done", "toolCalls": calls}}, nil
+	}
+	if err := reg.Add(&workflows.Definition{ID: SweepTreeWorkflow, Version: "1",
+		Nodes: map[string]workflows.Node{"fan": {Run: tree, Children: []string{SweepChildWorkflow}}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "fan"}}}); err != nil {
+		return err
+	}
+	in, err := contracts.CompileSchema([]byte(`{"type":"string"}`))
+	if err != nil {
+		return err
+	}
+	out, err := contracts.CompileSchema([]byte(`{"type":"object","properties":{"answer":{"type":"string"},"passes":{"type":"integer"},"toolCalls":{"type":"integer"}},"required":["answer","toolCalls"]}`))
+	if err != nil {
+		return err
+	}
+	if err := reg.Add(&workflows.Definition{ID: SweepChildWorkflow, Version: "1", InputSchema: in, OutputSchema: out,
+		Nodes: map[string]workflows.Node{"agent": {Run: agent}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}); err != nil {
+		return err
 	}
 	for _, fast := range []bool{false, true} {
 		id := SweepWorkflow

@@ -2,7 +2,7 @@
 // status) and one session (#/sessions/<id>): GET /api/sessions/{id} — its checkpoints, open
 // questions and, for a fork, the session and checkpoint it came from, drawn as a branch — and
 // its runs (GET /api/runs?session=<id>), each linked to its trace.
-import { $, el, api, shortId, timeEl, statusBadge, link, go, plural } from "./util.js";
+import { $, el, api, shortId, timeEl, statusBadge, link, go, plural, money } from "./util.js";
 
 export async function show(r) {
   if (r.parts[1]) return detail(r.parts[1]);
@@ -37,6 +37,7 @@ async function detail(id) {
     el("h3", { class: "session-title" }, "Session ", shortId(id), " ", el("button", { type: "button", class: "small open-chat", onclick: openChat }, "Open in chat")),
     v.parentSessionId ? el("p", { class: "forked-from" }, "Forked from session ", link("sessions/" + encodeURIComponent(v.parentSessionId), v.parentSessionId, { class: "parent-link" }), " at checkpoint ", shortId(v.forkedFrom)) : null,
     v.active ? el("p", { class: "meta active" }, `A turn is running: turn ${v.active.turnIndex} (${v.active.kind}), run `, shortId(v.active.runId)) : null,
+    v.budget ? el("p", { class: "meta session-budget" }, "Budget: ", sessionBudgetText(v.budget)) : null,
     branches(v, parent),
     el("h4", {}, "Checkpoints"),
     el("ol", { class: "session-checkpoints" }, (v.checkpoints || []).map((c) => el("li", { "data-checkpoint": c.id, class: c.id === v.head ? "head" : null },
@@ -129,4 +130,12 @@ function branches(v, parent) {
     svg.append(g);
   });
   return el("div", { class: "graph-scroll", tabindex: "0", "aria-label": "Branches (scrolls)" }, svg);
+}
+
+// sessionBudgetText says what a session's runs reported spent of its budget: "62 of 200 tokens".
+function sessionBudgetText(b) {
+  const parts = [];
+  if (b.maxTokens) parts.push(`${b.tokens} of ${b.maxTokens} tokens`);
+  if (b.maxCost) parts.push(`${money(b.cost || 0)} of ${money(b.maxCost)}`);
+  return parts.join(" · ");
 }

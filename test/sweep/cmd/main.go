@@ -47,6 +47,8 @@ func run() (bool, error) {
 	runTimeout := flag.Duration("run-timeout", 15*time.Minute, "a run not finished after this is stuck")
 	jsonOut := flag.String("json", "", "also write the report as JSON to this file")
 	fast := flag.Bool("fast", false, "sweep the fast path (model passes as local activities)")
+	budget := flag.Bool("budget", false, "sweep budgets: runs of two parallel children under a token budget that pauses them")
+	budgetTokens := flag.Int("budget-tokens", 40, "with -budget, each run's token budget")
 	flag.Parse()
 
 	root, err := testenv.ModuleRoot()
@@ -82,9 +84,9 @@ func run() (bool, error) {
 	}
 	defer c.Close()
 
-	fmt.Fprintf(os.Stderr, "sweep: %d runs (one every %s, fast path: %v), worker SIGKILLed every %s–%s\n", *runs, *every, *fast, *minKill, *maxKill)
+	fmt.Fprintf(os.Stderr, "sweep: %d runs (one every %s, fast path: %v, budget: %v), worker SIGKILLed every %s–%s\n", *runs, *every, *fast, *budget, *minKill, *maxKill)
 	rep, err := sweep.Run(context.Background(), sweep.Config{Client: c, TemporalAddress: srv.Address(), WorkerBinary: bin,
-		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Fast: *fast, Concurrency: *conc, StartEvery: *every,
+		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Fast: *fast, Budget: *budget, BudgetTokens: *budgetTokens, Concurrency: *conc, StartEvery: *every,
 		MinKill: *minKill, MaxKill: *maxKill, RunTimeout: *runTimeout,
 		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }})
 	if err != nil {
