@@ -10,10 +10,17 @@ type Price struct {
 	CacheWrite float64 `json:"cacheWrite,omitempty" yaml:"cacheWrite,omitempty"`
 }
 
-// Cost is what u costs at p: each count the provider reported (input, output, cache read,
-// cache write) times its price, per million.
+// Cost is what u costs at p, per million tokens: the input tokens read from or written to the
+// provider's cache at their prices, the rest of the input (Input counts them all, as the
+// providers normalize it) at the input price, and the output at the output price, with
+// reasoning tokens a provider reports apart from its output (Total above Input+Output).
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+	in := max(u.Input-u.CacheRead-u.CacheWrite, 0)
+	out := u.Output
+	if u.Total > u.Input+u.Output {
+		out = u.Total - u.Input
+	}
+	return (float64(in)*p.Input + float64(out)*p.Output + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
 }
 
 // Spend is what a run's model passes spent, its children's included: tokens, and their cost

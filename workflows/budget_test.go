@@ -13,6 +13,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 )
@@ -230,7 +231,7 @@ func TestBudgetCountsChildren(t *testing.T) {
 }
 
 // With OnBudgetExhausted "fail", a child's pass the root cannot grant fails the child and the
-// root with BUDGET_EXHAUSTED; the model is not called.
+// root with BUDGET_EXHAUSTED, after the root's limit-reached chunk; the model is not called.
 func TestBudgetDeniesChild(t *testing.T) {
 	model := fake.New(fake.Text("never"))
 	parent := def("parent", map[string]workflows.NodeFunc{
@@ -252,6 +253,9 @@ func TestBudgetDeniesChild(t *testing.T) {
 	_, err := h.result()
 	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err))
 	require.Zero(t, model.Calls())
+	lr := chunkOf(t, h, contracts.ChunkLimitReached)
+	require.Equal(t, protocol.LimitTokens, lr.Limit)
+	require.Equal(t, 5, lr.Budget.MaxTokens)
 }
 
 // Bad budgets are refused with INVALID_INPUT before any work.
@@ -337,4 +341,39 @@ func TestRunUnderSessionBudget(t *testing.T) {
 	lr := chunkOf(t, h, contracts.ChunkLimitReached)
 	require.Equal(t, contracts.BudgetStatus{Scope: "session", Limit: "maxTokens", Tokens: 105, MaxTokens: 100, Reserve: lr.Budget.Reserve}, *lr.Budget)
 	require.Equal(t, &contracts.Spend{Tokens: 40}, res.State.Runtime.Spend)
+}
+
+// A run of a session with a budget reports its spend with each checkpoint report; a run whose
+// response ended early (CompleteResponse) and then spent more reports that, once, at its end.
+func TestRunReportsItsSessionSpend(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
+	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			if _, err := hooks.CompleteResponse(ctx, hooks.CompleteResponseOptions{}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			_, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "after", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			return workflows.NodeResult{}, err
+		},
+	}, "__start__>chat")
+	var reports []protocol.CheckpointReport
+	h.env.OnSignalExternalWorkflow(mock.Anything, "session-wf", "", protocol.SessionCheckpointSignal, mock.Anything).Return(
+		func(namespace, workflowID, runID, signalName string, arg any) error {
+			reports = append(reports, arg.(protocol.CheckpointReport))
+			return nil
+		})
+	in, _ := json.Marshal("go")
+	h.env.ExecuteWorkflow(contracts.RunWorkflowName, protocol.RunStart{RunInput: contracts.RunInput{Workflow: "agent", Input: in, SessionID: "s-1"},
+		Session:       &protocol.SessionBinding{WorkflowID: "session-wf", SessionID: "s-1", TurnIndex: 1},
+		SessionBudget: &protocol.SessionBudget{Limits: contracts.Limits{MaxTokens: 1000}, Spent: contracts.Spend{Tokens: 100}}})
+	_, err := h.result()
+	require.NoError(t, err)
+	require.Len(t, reports, 2)
+	require.NotNil(t, reports[0].Checkpoint, "CompleteResponse's checkpoint")
+	require.Equal(t, &protocol.RunSpendReport{Tokens: 30}, reports[0].Spend)
+	require.Nil(t, reports[1].Checkpoint, "the spend after it")
+	require.Equal(t, &protocol.RunSpendReport{Tokens: 40}, reports[1].Spend)
 }

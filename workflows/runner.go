@@ -408,6 +408,8 @@ func (r *Runner) complete(ctx workflow.Context, run *execution.Run, def *Definit
 			return r.fail(ctx, run, err)
 		}
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone, Data: protocol.RawJSON(st)})
+	} else {
+		run.ReportSpend(ctx) // what it spent after its response ended early, for its session's budget
 	}
 	run.Flush(ctx)
 	run.SetStatus(ctx, contracts.StatusCompleted)

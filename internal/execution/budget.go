@@ -288,7 +288,7 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 			out = 0
 		case price.Output > 0:
 			if n := left / (price.Output / 1e6); n < float64(room) {
-				out = int(math.Floor(n))
+				out = int(math.Floor(n + 1e-9)) // a Continue's allowance is exact: no rounding below it
 			}
 		}
 		if out < room {
@@ -312,7 +312,7 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 				out = 0
 			case price.Output > 0:
 				if n := left / (price.Output / 1e6); n < float64(room) {
-					out = int(math.Floor(n))
+					out = int(math.Floor(n + 1e-9))
 				}
 			}
 			if out < room {
@@ -641,6 +641,16 @@ func (r *Run) grantBudget(q protocol.Reservation) (protocol.Grant, bool) {
 			onExhausted = b.Session.Limits.OnBudgetExhausted
 		}
 		if onExhausted == contracts.BudgetFail {
+			st := r.budgetStatus(kind)
+			st.Reserve = float64(q.Input + 1)
+			if st.Limit == protocol.LimitCost && q.Price != nil {
+				st.Reserve = q.Price.Cost(contracts.Usage{Input: q.Input, Output: 1})
+			}
+			chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: st.Limit, Budget: &st}
+			if st.Limit == protocol.LimitTokens {
+				chunk.Maximum, chunk.Consumed = st.MaxTokens, st.Tokens
+			}
+			r.Emit(chunk)
 			return protocol.Grant{ID: q.ID, Denied: true}, true
 		}
 		return protocol.Grant{}, false
@@ -681,7 +691,7 @@ func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 	}
 	if r.Child == nil && len(b.Descendants) > 0 {
 		for _, id := range b.DescendantIDs() {
-			if id != child && !strings.HasPrefix(id, child+"/") {
+			if !under(id, child) {
 				continue
 			}
 			if failed {
@@ -711,4 +721,33 @@ func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 func (r *Run) budgetedOn() bool {
 	on, _ := r.budgeted()
 	return on
+}
+
+// under reports whether id is run or one of its descendants.
+func under(id, run string) bool { return id == run || strings.HasPrefix(id, run+"/") }
+
+// forgetDescendants drops the root's entries of run and its descendants (a run restored from a
+// checkpoint gives their calls new children, which report their spend again).
+func (r *Run) forgetDescendants(run string) {
+	b := r.Snap.Budget
+	if r.Child != nil || b == nil {
+		return
+	}
+	for _, id := range b.DescendantIDs() {
+		if under(id, run) {
+			delete(b.Descendants, id)
+		}
+	}
+}
+
+// dropReservations drops the queued reservations of run and its descendants (cancelled: nobody
+// waits for their grants).
+func (r *Run) dropReservations(run string) {
+	kept := r.reservations[:0]
+	for _, q := range r.reservations {
+		if !under(q.From, run) {
+			kept = append(kept, q)
+		}
+	}
+	r.reservations = kept
 }

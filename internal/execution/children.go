@@ -186,6 +186,11 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			}
 			return true
 		})
+		for _, sl := range slots {
+			if sl.live != nil {
+				r.dropReservations(sl.state.Child) // a cancelled subtree's queued reservations
+			}
+		}
 	}
 	s.joining = true
 	defer func() { s.joining = false }()
@@ -201,7 +206,9 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 		var from *protocol.RunSnapshot
 		if !strings.HasPrefix(sl.state.Child, r.ID+"/") {
 			// Recorded by the run this one was restored from (rollback, fork): the call gets a
-			// child of this run, restored from the state the old child had while it waited.
+			// child of this run, restored from the state the old child had while it waited
+			// (whose spend it reports again under its new id: the old id's is forgotten).
+			r.forgetDescendants(sl.state.Child)
 			sl.state.Child, from = r.childID(s.node, sl.call.ID), sl.state.Snapshot
 			s.record(sl.key, protocol.JournalEntry{Kind: entryWorkflow, Value: protocol.RawJSON(sl.state), At: workflow.Now(ctx)})
 		} else if err := r.Reserve(ctx, protocol.LimitChildInvocations); err != nil {

@@ -179,6 +179,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 	err = execute(in)
 	if code := contracts.CodeOf(err); in.Prefix != nil && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError || code == contracts.CodePayloadCodec) {
 		if serr := checkPassSize(inline); serr != nil {
+			s.run.SettlePass(hold, FailedPassUsage(err))
 			return resp, serr
 		}
 		resp = protocol.ModelPassResult{}

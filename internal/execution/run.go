@@ -692,6 +692,16 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	r.report(ctx, rep)
 }
 
+// ReportSpend sends the session, for its budget, what the run spent, when the run's response
+// ended early (CompleteResponse: no final checkpoint reports it) and the session has a budget.
+func (r *Run) ReportSpend(ctx workflow.Context) {
+	spend := r.SessionSpend()
+	if r.session == nil || !r.completed || spend == nil {
+		return
+	}
+	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, Spend: spend})
+}
+
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
 // checkpoint and done chunks; the run goes on, but later work no longer reaches the session.
 func (r *Run) CompleteResponse(ctx workflow.Context) (string, error) {

@@ -164,15 +164,20 @@ type SessionState struct {
 	Budget *SessionBudgetState `json:"budget,omitempty"`
 }
 
-// SessionBudgetState is a session's budget (the latest turn request's that set one) and its
-// spend: the ended runs' (Spent, and the allowances their questions gave, More) and the last
-// report of each run that may still spend (Live, by run id).
+// SessionBudgetState is a session's budget (the latest prompt turn's) and its spend: the last
+// report of each of its newest runs (Live, by run id; Order their ids, oldest first), and what
+// the older runs reported last and the allowances their questions gave (Spent, More).
 type SessionBudgetState struct {
 	Limits contracts.Limits          `json:"limits"`
 	Spent  contracts.Spend           `json:"spent"`
 	More   contracts.Spend           `json:"more,omitempty"`
 	Live   map[string]RunSpendReport `json:"live,omitempty"`
+	Order  []string                  `json:"order,omitempty"`
 }
+
+// MaxLiveRuns is how many runs' last reports a session keeps apart (a later report replaces
+// its run's); an older run's is added to the session's spend for good.
+const MaxLiveRuns = 64
 
 // PendingTurn is an open question of the session: the run that waits for it.
 type PendingTurn struct {

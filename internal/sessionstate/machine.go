@@ -467,6 +467,10 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 			}
 		}
 	}
+	m.applySpend(rep)
+	if rep.Spend != nil && rep.Checkpoint == nil && !rep.Closed && !rep.TurnEnded {
+		return true // what a run spent after its response ended: nothing else to apply
+	}
 	a := m.State.Active
 	if a == nil && rep.Checkpoint != nil && m.owns(rep.RunID) && answeredOnRun() {
 		for _, tok := range workflow.DeterministicKeys(m.State.Pending) {
@@ -484,7 +488,6 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 		}
 		return changed
 	}
-	m.applySpend(rep)
 	if cp := rep.Checkpoint; cp != nil {
 		a.Committed = true
 		m.append(*cp)
@@ -528,9 +531,9 @@ func (m *Machine) RunBudget() *protocol.SessionBudget {
 	return sb
 }
 
-// applySpend takes in what a run reported spent under the session's budget: its last report
-// counts until the run ended (closed, or a response that ended with no question open), when
-// it is added to the session's spend.
+// applySpend takes in what a run reported spent under the session's budget: a run's last
+// report counts (so a report applied again, or late, counts once); past MaxLiveRuns runs, the
+// oldest run's last report is added to the session's spend for good.
 func (m *Machine) applySpend(rep protocol.CheckpointReport) {
 	b := m.State.Budget
 	if rep.Spend == nil || b == nil {
@@ -539,10 +542,15 @@ func (m *Machine) applySpend(rep protocol.CheckpointReport) {
 	if b.Live == nil {
 		b.Live = map[string]protocol.RunSpendReport{}
 	}
+	if _, ok := b.Live[rep.RunID]; !ok {
+		b.Order = append(b.Order, rep.RunID)
+	}
 	b.Live[rep.RunID] = *rep.Spend
-	if rep.Closed || (rep.TurnEnded && rep.Checkpoint != nil && len(rep.Checkpoint.ActivePendingRequests) == 0) {
-		r := b.Live[rep.RunID]
-		delete(b.Live, rep.RunID)
+	for len(b.Order) > protocol.MaxLiveRuns {
+		old := b.Order[0]
+		b.Order = b.Order[1:]
+		r := b.Live[old]
+		delete(b.Live, old)
 		b.Spent.Tokens += r.Tokens
 		b.Spent.Cost += r.Cost
 		b.More.Tokens += r.MoreTokens

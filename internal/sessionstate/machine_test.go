@@ -2,6 +2,7 @@ package sessionstate
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -692,4 +693,39 @@ func TestViewSchemas(t *testing.T) {
 	require.Equal(t, map[string]json.RawMessage{"req-tok": onlyB}, v.Schemas)
 	require.Nil(t, checkedAsked(t, nil).View().Schemas, "a question without a schema")
 	require.Nil(t, asked(t).View().Schemas, "a question from before schemas")
+}
+
+// A session's budget: each run's last report counts, whether it was applied as the active
+// turn's, later from the early reports, or arrived after the run's turn (a stopped or closed
+// run, a spend-only report after CompleteResponse); past protocol.MaxLiveRuns runs, the oldest
+// run's last report is added to the session's spend for good.
+func TestSessionBudgetSpend(t *testing.T) {
+	m := fresh()
+	m.StartSession("cp-0", t0, "wf")
+	budget := contracts.Limits{MaxTokens: 1000}
+	_, in, _ := m.StartPrompt(sessionapi.TurnRequest{Workflow: "wf", SessionBudget: &budget}, "run-1", wfID, t0)
+	require.Equal(t, &protocol.SessionBudget{Limits: budget}, in.SessionBudget)
+
+	cp := checkpoint("cp-1", "run-1", 1)
+	rep := protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true, Spend: &protocol.RunSpendReport{Tokens: 26}}
+	require.True(t, m.Apply(rep, t0, yes))
+	m.Apply(rep, t0, yes) // the same report again (kept as early: its turn is over)
+	require.Equal(t, 26, m.RunBudget().Spent.Tokens, "counted once")
+	early := len(m.State.Early)
+	require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Spend: &protocol.RunSpendReport{Tokens: 40}}, t0, yes), "after CompleteResponse")
+	require.Len(t, m.State.Early, early, "a spend-only report is not kept for a turn")
+	require.Equal(t, 40, m.RunBudget().Spent.Tokens)
+
+	_, _, _ = m.StartPrompt(sessionapi.TurnRequest{Workflow: "wf"}, "run-2", wfID, t0)
+	m.Stopped(m.State.Active)
+	m.Apply(protocol.CheckpointReport{RunID: "run-2", Closed: true, TurnEnded: true, Spend: &protocol.RunSpendReport{Tokens: 7, MoreTokens: 100}}, t0, yes)
+	require.Equal(t, &protocol.SessionBudget{Limits: budget, Spent: contracts.Spend{Tokens: 47}, More: contracts.Spend{Tokens: 100}}, m.RunBudget(),
+		"a stopped run's closing report counts")
+
+	for i := 3; i < 3+protocol.MaxLiveRuns; i++ {
+		m.Apply(protocol.CheckpointReport{RunID: fmt.Sprintf("run-%d", i), Closed: true, Spend: &protocol.RunSpendReport{Tokens: 1}}, t0, yes)
+	}
+	require.Len(t, m.State.Budget.Live, protocol.MaxLiveRuns)
+	require.Equal(t, 47+protocol.MaxLiveRuns, m.RunBudget().Spent.Tokens, "folded runs still count")
+	require.Equal(t, contracts.Spend{Tokens: 47 + protocol.MaxLiveRuns, MaxTokens: 1100}, *m.View().Budget)
 }
