@@ -377,3 +377,29 @@ func TestRunReportsItsSessionSpend(t *testing.T) {
 	require.Nil(t, reports[1].Checkpoint, "the spend after it")
 	require.Equal(t, &protocol.RunSpendReport{Tokens: 40}, reports[1].Spend)
 }
+
+// A child that fails after a pass carries its spend in its failure: the root counts the pass's
+// usage exactly (not the reservation it held), when the node goes on after the failed call.
+func TestBudgetCountsAFailedChild(t *testing.T) {
+	model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)})
+	parent := def("parent", map[string]workflows.NodeFunc{
+		"call": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Workflow(ctx, hooks.WorkflowCall{ID: "t", Workflow: "talker", Input: map[string]any{"topic": "x"}})
+			return workflows.NodeResult{Data: map[string]any{"failed": err != nil}}, nil
+		},
+	}, "__start__>call")
+	h := newHarness(t, parent, child("talker", map[string]workflows.NodeFunc{
+		"n": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 100}}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{}, contracts.Errorf(contracts.CodeDomainError, "the child gives up")
+		}}, "__start__>n"))
+	h.acts.Providers, h.acts.DefaultProvider = providers.NewSet(model), fake.ID
+	h.runLimited("parent", "go", contracts.Limits{MaxTokens: 1000})
+	res, err := h.result()
+	require.NoError(t, err)
+	require.Equal(t, true, res.State.Data["failed"])
+	require.Equal(t, 1, model.Calls())
+	require.Equal(t, &contracts.Spend{Tokens: 30, MaxTokens: 1000}, res.State.Runtime.Spend)
+}

@@ -425,6 +425,7 @@ const stateFix = "keep large values (documents, tool results) out of the run's d
 // error); the full error text goes to the Temporal failure and the state, for operators.
 func (r *Runner) fail(ctx workflow.Context, run *execution.Run, err error) (contracts.RunResult, error) {
 	f := contracts.FailureOf(err)
+	f.Details = run.FailureDetails(f.Details) // a child's spend, for its root's budget
 	msg := err.Error()
 	if ke := (*contracts.Error)(nil); errors.As(err, &ke) {
 		msg = ke.Error()

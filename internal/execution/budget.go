@@ -677,16 +677,16 @@ func (r *Run) pauseForBudget(ctx workflow.Context, q protocol.Reservation) error
 }
 
 // ChildEnded takes in a direct child's end at its parent: its descendants' reports and holds
-// are dropped at the root, and the child's total (its result's spend) counts as the parent's
-// ended children's. A child that failed counts, at the root, what its descendants reported and
-// held.
+// are dropped at the root, and the child's total (spend: its result's, or the one its failure
+// carries, [FailedChildSpend]) counts as the parent's ended children's. A failed child whose
+// failure carries none counts, at the root, what its descendants reported and held.
 func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 	b := r.Snap.Budget
 	if b == nil {
 		return
 	}
 	var ended contracts.Spend
-	if spend != nil && !failed {
+	if spend != nil {
 		ended = *spend
 	}
 	if r.Child == nil && len(b.Descendants) > 0 {
@@ -694,7 +694,7 @@ func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 			if !under(id, child) {
 				continue
 			}
-			if failed {
+			if failed && spend == nil {
 				d := b.Descendants[id]
 				ended.Tokens += d.Tokens + d.HeldTokens
 				ended.Cost += d.Cost + d.HeldCost
@@ -715,6 +715,42 @@ func (r *Run) ChildEnded(child string, spend *contracts.Spend, failed bool) {
 		r.checkWarning()
 	}
 	r.updateSpend()
+}
+
+// failureSpendKey is the detail of a failed child run's failure that carries its spend.
+const failureSpendKey = "budgetSpend"
+
+// FailureDetails adds to the details of a failing child run's failure what it spent under its
+// root's budget (its own passes and its ended children's), which its parent counts.
+func (r *Run) FailureDetails(details map[string]any) map[string]any {
+	b := r.Snap.Budget
+	if r.Child == nil || b == nil || !r.budgetedOn() {
+		return details
+	}
+	tokens, cost := b.Tokens, b.Cost
+	if b.Ended != nil {
+		tokens += b.Ended.Tokens
+		cost += b.Ended.Cost
+	}
+	if details == nil {
+		details = map[string]any{}
+	}
+	details[failureSpendKey] = map[string]any{"tokens": tokens, "cost": cost}
+	return details
+}
+
+// FailedChildSpend is the spend a failed child run's failure carries (nil: none).
+func FailedChildSpend(err error) *contracts.Spend {
+	m, _ := contracts.FailureOf(err).Details[failureSpendKey].(map[string]any)
+	if m == nil {
+		return nil
+	}
+	tokens, ok1 := m["tokens"].(float64)
+	cost, ok2 := m["cost"].(float64)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &contracts.Spend{Tokens: int(tokens), Cost: cost}
 }
 
 // budgetedOn reports whether the run's passes are under a budget ([Run.budgeted]).

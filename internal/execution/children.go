@@ -222,7 +222,11 @@ func (s *Scope) Children(ctx workflow.Context, group string, calls []ChildCall) 
 			return
 		}
 		out := protocol.ChildOutcome{}
-		r.ChildEnded(sl.state.Child, sl.live.res.State.Runtime.Spend, sl.live.err != nil)
+		spend := sl.live.res.State.Runtime.Spend
+		if sl.live.err != nil {
+			spend = FailedChildSpend(sl.live.err)
+		}
+		r.ChildEnded(sl.state.Child, spend, sl.live.err != nil)
 		if sl.live.err != nil {
 			f := contracts.FailureOf(sl.live.err)
 			out.Failure = &f
