@@ -340,6 +340,10 @@ func TestRunUnderSessionBudget(t *testing.T) {
 	require.Equal(t, []contracts.Option{{ID: "continue", Label: "Continue with 100 more tokens"}, {ID: "stop", Label: "Stop"}}, asked.Input.Options)
 	lr := chunkOf(t, h, contracts.ChunkLimitReached)
 	require.Equal(t, contracts.BudgetStatus{Scope: "session", Limit: "maxTokens", Tokens: 105, MaxTokens: 100, Reserve: lr.Budget.Reserve}, *lr.Budget)
+	// The session's warning share (0.8) was passed by the first pass: once, in scope "session".
+	st := chunkOf(t, h, contracts.ChunkStatus)
+	require.Equal(t, "Session budget 80% used: 105 of 100 tokens", st.Message)
+	require.Equal(t, "session", st.Budget.Scope)
 	require.Equal(t, &contracts.Spend{Tokens: 40}, res.State.Runtime.Spend)
 }
 

@@ -124,7 +124,7 @@ func (r *Run) SessionSpend() *protocol.RunSpendReport {
 	}
 	tokens, cost := r.ownSpend()
 	s := b.Session
-	return &protocol.RunSpendReport{Tokens: tokens - s.StartTokens, Cost: cost - s.StartCost, MoreTokens: s.MoreTokens, MoreCost: s.MoreCost}
+	return &protocol.RunSpendReport{Tokens: tokens - s.StartTokens, Cost: cost - s.StartCost, MoreTokens: s.MoreTokens, MoreCost: s.MoreCost, Warned: s.WarnedHere}
 }
 
 // pricing is what the run prices its passes with (nil: no money budget).
@@ -432,27 +432,63 @@ func (r *Run) budgetStatus(limit string) contracts.BudgetStatus {
 // (which makes the warning question due with AskAtWarn).
 func (r *Run) checkWarning() {
 	b := r.Snap.Budget
-	if b == nil || b.Warned {
+	if b == nil {
 		return
 	}
-	share := b.Limits.BudgetWarnAt
-	if share == 0 {
-		share = 0.8
+	r.checkSessionWarning()
+	if b.Warned {
+		return
 	}
+	share := warnShare(b.Limits.BudgetWarnAt)
 	if share >= 1 {
 		return
 	}
 	st := r.budgetStatus("")
+	if !crossed(&st, share) {
+		return
+	}
+	b.Warned = true
+	r.Emit(contracts.Chunk{Type: contracts.ChunkStatus, RunID: r.ID, Message: "Budget " + strconv.Itoa(int(math.Round(share*100))) + "% used: " + spendText(st), Budget: &st})
+}
+
+// checkSessionWarning publishes the session budget's status chunk once per session (the runs
+// before this one did not: SessionBudget.Warned) when its spend reaches its warning share.
+func (r *Run) checkSessionWarning() {
+	sb := r.Snap.Budget.Session
+	if sb == nil || sb.Warned || sb.WarnedHere {
+		return
+	}
+	share := warnShare(sb.Limits.BudgetWarnAt)
+	if share >= 1 {
+		return
+	}
+	st := r.budgetStatus(protocol.LimitSessionTokens)
+	if !crossed(&st, share) {
+		return
+	}
+	sb.WarnedHere = true
+	r.Emit(contracts.Chunk{Type: contracts.ChunkStatus, RunID: r.ID, Message: "Session budget " + strconv.Itoa(int(math.Round(share*100))) + "% used: " + spendText(st), Budget: &st})
+}
+
+// warnShare is a budget's warning share (0: 0.8).
+func warnShare(s float64) float64 {
+	if s == 0 {
+		return 0.8
+	}
+	return s
+}
+
+// crossed reports whether st's spend reached share of its budget, and names the budget in st.
+func crossed(st *contracts.BudgetStatus, share float64) bool {
 	switch {
 	case st.MaxTokens > 0 && float64(st.Tokens) >= share*float64(st.MaxTokens):
 		st.Limit = protocol.LimitTokens
 	case st.MaxCost > 0 && st.Cost >= share*st.MaxCost:
 		st.Limit = protocol.LimitCost
 	default:
-		return
+		return false
 	}
-	b.Warned = true
-	r.Emit(contracts.Chunk{Type: contracts.ChunkStatus, RunID: r.ID, Message: "Budget " + strconv.Itoa(int(math.Round(share*100))) + "% used: " + spendText(st), Budget: &st})
+	return true
 }
 
 // spendText says what the status's limit spent of its budget ("812 of 1000 tokens",

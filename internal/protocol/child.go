@@ -46,6 +46,8 @@ type SessionBudget struct {
 	Limits contracts.Limits `json:"limits"`
 	Spent  contracts.Spend  `json:"spent"`
 	More   contracts.Spend  `json:"more,omitempty"`
+	// Warned: a run of the session published the session budget's warning already.
+	Warned bool `json:"warned,omitempty"`
 }
 
 // SessionRunBudget is a run's state of its session's budget: the budget it was given, its own
@@ -57,6 +59,8 @@ type SessionRunBudget struct {
 	StartCost   float64 `json:"startCost,omitempty"`
 	MoreTokens  int     `json:"moreTokens,omitempty"`
 	MoreCost    float64 `json:"moreCost,omitempty"`
+	// WarnedHere: this run published the session budget's warning.
+	WarnedHere bool `json:"warnedHere,omitempty"`
 }
 
 // RunSpendReport is what a run of a session with a budget reports with each checkpoint: what it
@@ -66,6 +70,8 @@ type RunSpendReport struct {
 	Cost       float64 `json:"cost,omitempty"`
 	MoreTokens int     `json:"moreTokens,omitempty"`
 	MoreCost   float64 `json:"moreCost,omitempty"`
+	// Warned: the run published the session budget's warning (once per session).
+	Warned bool `json:"warned,omitempty"`
 }
 
 // Pricing is what a run with a money budget prices its model passes with: the worker's price

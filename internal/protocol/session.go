@@ -173,6 +173,8 @@ type SessionBudgetState struct {
 	More   contracts.Spend           `json:"more,omitempty"`
 	Live   map[string]RunSpendReport `json:"live,omitempty"`
 	Order  []string                  `json:"order,omitempty"`
+	// Warned: a run published the session budget's warning (its runs do not again).
+	Warned bool `json:"warned,omitempty"`
 }
 
 // MaxLiveRuns is how many runs' last reports a session keeps apart (a later report replaces

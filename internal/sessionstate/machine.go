@@ -520,7 +520,7 @@ func (m *Machine) RunBudget() *protocol.SessionBudget {
 	if b == nil || !protocol.HasBudget(b.Limits) {
 		return nil
 	}
-	sb := &protocol.SessionBudget{Limits: b.Limits, Spent: b.Spent, More: b.More}
+	sb := &protocol.SessionBudget{Limits: b.Limits, Spent: b.Spent, More: b.More, Warned: b.Warned}
 	for _, run := range workflow.DeterministicKeys(b.Live) {
 		r := b.Live[run]
 		sb.Spent.Tokens += r.Tokens
@@ -546,6 +546,9 @@ func (m *Machine) applySpend(rep protocol.CheckpointReport) {
 		b.Order = append(b.Order, rep.RunID)
 	}
 	b.Live[rep.RunID] = *rep.Spend
+	if rep.Spend.Warned {
+		b.Warned = true
+	}
 	for len(b.Order) > protocol.MaxLiveRuns {
 		old := b.Order[0]
 		b.Order = b.Order[1:]

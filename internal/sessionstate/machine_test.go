@@ -715,11 +715,14 @@ func TestSessionBudgetSpend(t *testing.T) {
 	require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Spend: &protocol.RunSpendReport{Tokens: 40}}, t0, yes), "after CompleteResponse")
 	require.Len(t, m.State.Early, early, "a spend-only report is not kept for a turn")
 	require.Equal(t, 40, m.RunBudget().Spent.Tokens)
+	require.False(t, m.RunBudget().Warned)
+	m.Apply(protocol.CheckpointReport{RunID: "run-1", Spend: &protocol.RunSpendReport{Tokens: 40, Warned: true}}, t0, yes)
+	require.True(t, m.RunBudget().Warned, "a run warned: the next runs do not")
 
 	_, _, _ = m.StartPrompt(sessionapi.TurnRequest{Workflow: "wf"}, "run-2", wfID, t0)
 	m.Stopped(m.State.Active)
 	m.Apply(protocol.CheckpointReport{RunID: "run-2", Closed: true, TurnEnded: true, Spend: &protocol.RunSpendReport{Tokens: 7, MoreTokens: 100}}, t0, yes)
-	require.Equal(t, &protocol.SessionBudget{Limits: budget, Spent: contracts.Spend{Tokens: 47}, More: contracts.Spend{Tokens: 100}}, m.RunBudget(),
+	require.Equal(t, &protocol.SessionBudget{Limits: budget, Spent: contracts.Spend{Tokens: 47}, More: contracts.Spend{Tokens: 100}, Warned: true}, m.RunBudget(),
 		"a stopped run's closing report counts")
 
 	for i := 3; i < 3+protocol.MaxLiveRuns; i++ {
