@@ -282,16 +282,7 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 	}
 	if l.MaxCost > 0 && price != nil {
 		left := l.MaxCost + b.MoreCost - cost - heldCost - float64(input)*price.Input/1e6
-		out := room
-		switch {
-		case left < 0:
-			out = 0
-		case price.Output > 0:
-			if n := left / (price.Output / 1e6); n < float64(room) {
-				out = int(math.Floor(n + 1e-9)) // a Continue's allowance is exact: no rounding below it
-			}
-		}
-		if out < room {
+		if out := outputFor(left, *price, room); out < room {
 			room, kind = out, protocol.LimitCost
 		}
 	}
@@ -306,16 +297,7 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 		}
 		if sl.MaxCost > 0 && price != nil {
 			left := sl.MaxCost + sb.More.Cost + sb.MoreCost - sb.Spent.Cost - (cost - sb.StartCost) - heldCost - float64(input)*price.Input/1e6
-			out := room
-			switch {
-			case left < 0:
-				out = 0
-			case price.Output > 0:
-				if n := left / (price.Output / 1e6); n < float64(room) {
-					out = int(math.Floor(n + 1e-9))
-				}
-			}
-			if out < room {
+			if out := outputFor(left, *price, room); out < room {
 				room, kind = out, protocol.LimitSessionCost
 			}
 		}
@@ -324,6 +306,20 @@ func (r *Run) grantable(input, output int, price *contracts.Price) (int, string)
 		return 0, kind
 	}
 	return room, kind
+}
+
+// outputFor is the output tokens, at most room, that left money pays for at price (0 when the
+// input alone is over it).
+func outputFor(left float64, price contracts.Price, room int) int {
+	switch {
+	case left < 0:
+		return 0
+	case price.Output > 0:
+		if n := left / (price.Output / 1e6); n < float64(room) {
+			return int(math.Floor(n + 1e-9)) // a Continue's allowance is exact: no rounding below it
+		}
+	}
+	return room
 }
 
 // SettlePass settles a pass's hold with the usage its provider reported (for a failed pass,
@@ -542,18 +538,7 @@ func (r *Run) budgetExhausted(ctx workflow.Context, kind string, input int, pric
 	if st.Scope == "session" {
 		onExhausted, question, whose = b.Session.Limits.OnBudgetExhausted, SessionBudgetQuestion, "session's"
 	}
-	if st.Limit == protocol.LimitCost {
-		if price != nil {
-			st.Reserve = price.Cost(contracts.Usage{Input: input, Output: 1})
-		}
-	} else {
-		st.Reserve = float64(input + 1)
-	}
-	chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: st.Limit, Budget: &st}
-	if st.Limit == protocol.LimitTokens {
-		chunk.Maximum, chunk.Consumed = st.MaxTokens, st.Tokens
-	}
-	r.Emit(chunk)
+	st = r.emitLimitReached(kind, input, price)
 	exhausted := contracts.Errorf(contracts.CodeBudgetExhausted, "the %s budget is used up: %s spent, and a model pass needs more; raise the budget (%s) or continue the run", whose, spendText(st), st.Limit)
 	if onExhausted == contracts.BudgetFail {
 		return exhausted
@@ -585,6 +570,26 @@ func (r *Run) budgetExhausted(ctx workflow.Context, kind string, input int, pric
 func (r *Run) warnDue() bool {
 	b := r.Snap.Budget
 	return b != nil && b.Warned && b.Limits.AskAtWarn && !b.WarnAsked
+}
+
+// emitLimitReached publishes the limit-reached chunk of a pass of input tokens (priced at
+// price) that the budget kind cannot grant, with the budget's status and the least the pass
+// needs (Reserve), and returns that status.
+func (r *Run) emitLimitReached(kind string, input int, price *contracts.Price) contracts.BudgetStatus {
+	st := r.budgetStatus(kind)
+	if st.Limit == protocol.LimitCost {
+		if price != nil {
+			st.Reserve = price.Cost(contracts.Usage{Input: input, Output: 1})
+		}
+	} else {
+		st.Reserve = float64(input + 1)
+	}
+	chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: st.Limit, Budget: &st}
+	if st.Limit == protocol.LimitTokens {
+		chunk.Maximum, chunk.Consumed = st.MaxTokens, st.Tokens
+	}
+	r.Emit(chunk)
+	return st
 }
 
 // askBudgetWarning asks the warning question once (AskAtWarn): Continue goes on, Stop fails
@@ -677,16 +682,7 @@ func (r *Run) grantBudget(q protocol.Reservation) (protocol.Grant, bool) {
 			onExhausted = b.Session.Limits.OnBudgetExhausted
 		}
 		if onExhausted == contracts.BudgetFail {
-			st := r.budgetStatus(kind)
-			st.Reserve = float64(q.Input + 1)
-			if st.Limit == protocol.LimitCost && q.Price != nil {
-				st.Reserve = q.Price.Cost(contracts.Usage{Input: q.Input, Output: 1})
-			}
-			chunk := contracts.Chunk{Type: contracts.ChunkLimitReached, RunID: r.ID, Limit: st.Limit, Budget: &st}
-			if st.Limit == protocol.LimitTokens {
-				chunk.Maximum, chunk.Consumed = st.MaxTokens, st.Tokens
-			}
-			r.Emit(chunk)
+			r.emitLimitReached(kind, q.Input, q.Price)
 			return protocol.Grant{ID: q.ID, Denied: true}, true
 		}
 		return protocol.Grant{}, false
