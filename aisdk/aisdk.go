@@ -3,6 +3,7 @@ package aisdk
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Busy is what a message sent while the chat's turn runs does, unless its request's body
+	// names one ("busy"): "reject" (the default: 409 SESSION_BUSY), "enqueue", "interrupt" or
+	// "steer" (docs/steering.md).
+	Busy string
 }
 
 // Handler serves the AI SDK's chat transport: POST a chat request, get the turn's response as
@@ -70,6 +75,8 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New("kortyx aisdk: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx aisdk: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case sessions.CheckBusy(o.Busy) != nil:
+		return nil, fmt.Errorf("kortyx aisdk: Options.Busy: %w", sessions.CheckBusy(o.Busy))
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
@@ -125,10 +132,11 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ts sessions.TurnStarted
+	var tr sessions.TurnRequest
 	m := newMapper(nil)
 	var answered string
 	if t.Answer == nil {
-		ts, err = h.start(r, req, t.Text)
+		ts, tr, err = h.start(r, req, t.Text)
 	} else {
 		answered = t.Answer.Token
 		switch {
@@ -153,14 +161,20 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if t.Answer == nil {
 		from = 0 // a prompt's run is new: its response starts the stream
 	}
+	if ts.Kind == sessions.BusySteer {
+		m.steer = &tr
+	}
 	h.stream(w, r, req.ID, ts, from, answered, m, !ts.Reattached)
 }
 
 // start starts a prompt turn (or reattaches to it: the user message's id names the turn).
-func (h *Handler) start(r *http.Request, req *request, text string) (sessions.TurnStarted, error) {
+func (h *Handler) start(r *http.Request, req *request, text string) (sessions.TurnStarted, sessions.TurnRequest, error) {
 	input, _ := json.Marshal(text)
 	last := req.Messages[len(req.Messages)-1]
-	tr := sessions.TurnRequest{ClientTurnID: clientTurnID(last.ID), Workflow: req.Agent, Input: input, Context: req.Context}
+	tr := sessions.TurnRequest{ClientTurnID: clientTurnID(last.ID), Workflow: req.Agent, Input: input, Context: req.Context, Busy: req.Busy}
+	if tr.Busy == "" {
+		tr.Busy = h.o.Busy
+	}
 	if h.o.Owner != nil {
 		tr.Owner = h.o.Owner(r)
 	}
@@ -169,7 +183,7 @@ func (h *Handler) start(r *http.Request, req *request, text string) (sessions.Tu
 		tr.Workflow = h.o.DefaultAgent
 		ts, err = h.svc.Start(r.Context(), req.ID, tr)
 	}
-	return ts, err
+	return ts, tr, err
 }
 
 // clientTurnID is id when it can name a turn ("" otherwise: the turn is not reattachable).
@@ -234,7 +248,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, session string,
 	}
 	idle := sw.KeepAliveInterval()
 	var rd *sessions.Reader
-	rd, err = h.svc.Follow(r.Context(), session, ts, from, sessions.FollowOptions{Idle: idle, Answered: answered, Started: started})
+	if m.steer != nil {
+		// A steering message's response: the running turn's, from where its run took it in.
+		rd, err = h.svc.FollowSteer(r.Context(), session, ts, *m.steer, sessions.FollowOptions{Idle: idle})
+	} else {
+		rd, err = h.svc.Follow(r.Context(), session, ts, from, sessions.FollowOptions{Idle: idle, Answered: answered, Started: started})
+	}
 	for err == nil {
 		var e stream.Entry
 		e, err = rd.Next(r.Context())

@@ -45,6 +45,9 @@ const (
 // chunks. It keeps what the mapping needs across chunks: open text parts, the tool calls whose
 // input the client holds, the structured streams' values, the finish reason.
 type mapper struct {
+	// steer is the request of a steering message: the response is read from where the run
+	// took it in (sessions.Service.FollowSteer).
+	steer *sessions.TurnRequest
 	// known are the tool calls the client's message already holds (an approval answered by this
 	// request): their input is not announced again; the value says whether the call was
 	// approved.
@@ -168,6 +171,11 @@ func (m *mapper) chunk(c contracts.Chunk) []any {
 			out = append(out, part{Type: "finish-step"})
 		}
 		return append(out, part{Type: "finish", FinishReason: m.finish})
+	}
+	if c.Type == contracts.ChunkStatus && c.Steer != nil {
+		// Where the run took a steering message in (docs/steering.md).
+		b, _ := json.Marshal(c.Steer)
+		return []any{part{Type: "data-kortyx-steer", ID: c.Steer.ID, Data: b}}
 	}
 	// status, transition, checkpoint, limit-reached, resume-rejected, text-invalidated: not
 	// mapped (docs/aisdk.md says why).

@@ -19,6 +19,9 @@ type request struct {
 	Trigger  string          `json:"trigger"`
 	Agent    string          `json:"agent"`
 	Context  json.RawMessage `json:"context"`
+	// Busy is what to do when the chat's turn is still running (docs/steering.md): "reject",
+	// "enqueue", "interrupt" or "steer"; "" takes Options.Busy.
+	Busy string `json:"busy"`
 }
 
 // uiMessage is a UIMessage: only what this wire reads of it.

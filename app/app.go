@@ -263,9 +263,12 @@ type API struct {
 	// SessionBudget is every chat session's budget across its turns ([sessions.Options]
 	// SessionBudget; KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST). Zero: none.
 	SessionBudget contracts.Limits
-	Client        client.Client
-	Broker        stream.Broker // the broker the workers' activities publish to
-	TaskQueue     string        // where chat turns start their runs
+	// Busy is what a message sent to a session while its turn runs does on the chat wires
+	// unless its request names a policy ([Config.Busy], KORTYX_BUSY; docs/steering.md).
+	Busy      string
+	Client    client.Client
+	Broker    stream.Broker // the broker the workers' activities publish to
+	TaskQueue string        // where chat turns start their runs
 	// DefaultWorkflow runs a chat session's first turn when the request names none ("": such
 	// a request is refused with UNKNOWN_WORKFLOW).
 	DefaultWorkflow string
@@ -358,7 +361,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(svc, chat.Options{DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors, Busy: api.Busy})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -375,7 +378,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
 	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker, Run: svc.RunState, Logger: logger})
 	aiChat, err := aisdk.New(svc, aisdk.Options{DefaultAgent: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, CORS: cors})
+		AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err

@@ -18,6 +18,7 @@ import (
 	"github.com/kortyx-go/kortyx/codec"
 	"github.com/kortyx-go/kortyx/contracts"
 	telemetry "github.com/kortyx-go/kortyx/internal/telemetrycore"
+	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/web"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
@@ -122,6 +123,10 @@ type Config struct {
 	// (docs/budgets.md): KORTYX_SESSION_MAX_TOKENS and KORTYX_SESSION_MAX_COST, with
 	// KORTYX_ON_BUDGET_EXHAUSTED. It is the API process's setting: each turn it starts carries it.
 	SessionBudget contracts.Limits
+	// Busy is KORTYX_BUSY: what a message sent to a session while its turn runs does on the HTTP
+	// API's chat wires, unless its request names a policy (docs/steering.md): "reject" (the
+	// default: 409 SESSION_BUSY), "enqueue", "interrupt" or "steer".
+	Busy string
 	// Currency is KORTYX_CURRENCY: the currency of the price table and of ActionPrice, shown
 	// with every cost of the studio ("": web.DefaultCurrency, USD).
 	Currency string
@@ -258,6 +263,9 @@ func ConfigFromEnv() Config {
 	}
 	c.Budget = budgetFromEnv(c.fail)
 	c.SessionBudget = sessionBudgetFromEnv(c.fail, c.Budget.OnBudgetExhausted)
+	if c.Busy = strings.TrimSpace(os.Getenv("KORTYX_BUSY")); sessions.CheckBusy(c.Busy) != nil {
+		c.fail(fmt.Errorf("kortyx: KORTYX_BUSY=%q: use reject, enqueue, interrupt or steer", c.Busy))
+	}
 	if path := os.Getenv("KORTYX_PRICES"); path != "" {
 		prices, err := web.LoadPrices(path)
 		if err != nil {

@@ -43,7 +43,12 @@ type TurnAccepted struct {
 	SessionID    string
 	ClientTurnID string
 	UserMessage  Message
-	Kind         string // "prompt" or "interrupt-response"
+	// Kind is "prompt" or "interrupt-response"; for a message sent while a turn ran, with a
+	// busy policy other than reject (docs/steering.md), how the session took it: "prompt" (no
+	// turn ran after all), "enqueue" (its turn started after the turns before it: the callback
+	// runs then), "interrupt" (it stopped the running turn) or "steer" (the running turn takes
+	// it in; no turn of its own starts).
+	Kind string
 }
 
 // ResponseFinalized is passed to Options.OnResponseFinalized after a response ended.
@@ -137,6 +142,10 @@ type Options struct {
 	// CORS, when set, answers preflight requests and adds the CORS headers for the origins it
 	// allows (off by default); see [CORS].
 	CORS *CORS
+	// Busy is what a prompt sent while the session's turn runs does, unless its request names
+	// one ("busy"): "reject" (the default: 409 SESSION_BUSY), "enqueue", "interrupt" or "steer"
+	// (docs/steering.md).
+	Busy string
 }
 
 // Handler is the chat route (spec F6.2–F6.7): POST a chat request, get the turn's response as
@@ -162,6 +171,8 @@ func NewHandler(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New(`kortyx chat: disconnect: "continue" requires onExecution to retain host lifetime (Options.OnExecution)`)
 	case o.Disconnect != "" && o.Disconnect != disconnectCancel && o.Disconnect != disconnectContinue:
 		return nil, fmt.Errorf("kortyx chat: Options.Disconnect must be %q or %q", disconnectCancel, disconnectContinue)
+	case sessions.CheckBusy(o.Busy) != nil:
+		return nil, fmt.Errorf("kortyx chat: Options.Busy: %w", sessions.CheckBusy(o.Busy))
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
@@ -275,7 +286,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer tr.Release()
 	accept := func() error { return h.accept(r, req, last, kind) }
 	accepted := false
-	if h.o.OnTurnAccepted != nil && !tr.ExpectReattach(r.Context(), lastEventID(r) >= 0) {
+	// A message with a busy policy learns from the session how it was taken: its callback runs
+	// after (with that kind).
+	policy := h.busy(req)
+	if h.o.OnTurnAccepted != nil && (resume != nil || policy == sessions.BusyReject) && !tr.ExpectReattach(r.Context(), lastEventID(r) >= 0) {
 		if err := accept(); err != nil {
 			fail(w, r, h.o.Logger, err)
 			return
@@ -287,12 +301,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, h.o.Logger, err)
 		return
 	}
+	if ts.Kind != "" {
+		kind = ts.Kind
+	}
 	if h.o.OnTurnAccepted != nil && !accepted && !ts.Reattached {
 		// The session started a new run where this handler expected the turn it knew (the
-		// session no longer remembers it: more than 32 turns ago). The
-		// callback runs now; if it fails, the run is cancelled at once (a fast run may have ended
-		// first).
+		// session no longer remembers it: more than 32 turns ago), or took a message with a busy
+		// policy. The callback runs now; if it fails, the run is cancelled at once (a fast run
+		// may have ended first); a steering message is in its turn already.
 		if err := accept(); err != nil {
+			if ts.Kind == sessions.BusySteer {
+				fail(w, r, h.o.Logger, err)
+				return
+			}
 			if _, serr := h.svc.Stop(context.WithoutCancel(r.Context()), req.SessionID, ts.RunID); serr != nil {
 				h.o.Logger.Warn("kortyx chat: cancelling a turn whose OnTurnAccepted failed", "run", ts.RunID, "error", serr)
 			}
@@ -300,9 +321,55 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if ts.Kind == sessions.BusySteer {
+		// The response to a steering message is the running turn's, from where its run takes
+		// it in; that turn's own reader finalizes it.
+		tr.Release()
+		h.respond(w, r, req, &steerReading{svc: h.svc, session: req.SessionID, ts: ts, req: h.turnRequest(r, req)}, ts.RunID, false)
+		return
+	}
 	tr.Attach(r.Context(), ts, begin, from, func(ctx context.Context, f sessions.Finalized) { h.finalize(ctx, r, f) })
 	h.respond(w, r, req, tr, ts.RunID, !ts.Reattached)
 }
+
+// busy is the busy policy of request req: its own, or the handler's.
+func (h *Handler) busy(req *Request) string {
+	if req.Busy != "" {
+		return req.Busy
+	}
+	if h.o.Busy != "" {
+		return h.o.Busy
+	}
+	return sessions.BusyReject
+}
+
+// reading is how respond reads a response: a turn's reader of the handler's registry, or a
+// steering message's (steerReading).
+type reading interface {
+	Follow(ctx context.Context, o sessions.FollowOptions) error
+	Next(ctx context.Context) (stream.Entry, error)
+	Leave(ctx context.Context)
+	Finish(ctx context.Context, err error)
+}
+
+// steerReading reads the response to a steering message ([sessions.Service.FollowSteer]).
+type steerReading struct {
+	svc     *sessions.Service
+	session string
+	ts      sessions.TurnStarted
+	req     sessions.TurnRequest
+	rd      *sessions.Reader
+}
+
+func (s *steerReading) Follow(ctx context.Context, o sessions.FollowOptions) error {
+	rd, err := s.svc.FollowSteer(ctx, s.session, s.ts, s.req, sessions.FollowOptions{Idle: o.Idle})
+	s.rd = rd
+	return err
+}
+
+func (s *steerReading) Next(ctx context.Context) (stream.Entry, error) { return s.rd.Next(ctx) }
+func (s *steerReading) Leave(context.Context)                          {}
+func (s *steerReading) Finish(context.Context, error)                  {}
 
 // accept runs OnTurnAccepted for the turn request r asks for; its failure goes to
 // OnLifecycleError and is returned.
@@ -346,16 +413,8 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 		return begin
 	}
 	if resume == nil {
-		prior := make([]contracts.Message, 0, len(req.Messages))
-		for _, m := range req.Messages[:len(req.Messages)-1] {
-			prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
-		}
-		input, _ := json.Marshal(req.input())
-		turn := sessions.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
-			Reconnect: lastEventID(r) >= 0}
-		if h.o.Owner != nil {
-			turn.Owner = h.o.Owner(r)
-		}
+		turn := h.turnRequest(r, req)
+		turn.Reconnect = lastEventID(r) >= 0
 		ts, err := h.svc.Start(ctx, req.SessionID, turn)
 		if err != nil && contracts.CodeOf(err) == contracts.CodeUnknownWorkflow && req.WorkflowID == "" && h.o.DefaultWorkflow != "" {
 			turn.Workflow = h.o.DefaultWorkflow
@@ -378,6 +437,21 @@ func (h *Handler) start(ctx context.Context, r *http.Request, req *Request, resu
 	return ts, ts.Begin, ts.Begin, nil
 }
 
+// turnRequest is the prompt turn request r asks for.
+func (h *Handler) turnRequest(r *http.Request, req *Request) sessions.TurnRequest {
+	prior := make([]contracts.Message, 0, len(req.Messages))
+	for _, m := range req.Messages[:len(req.Messages)-1] {
+		prior = append(prior, contracts.Message{Role: m.Role, Content: m.Content, ID: m.ID})
+	}
+	input, _ := json.Marshal(req.input())
+	turn := sessions.TurnRequest{ClientTurnID: req.ClientTurnID, Workflow: req.WorkflowID, Input: input, Messages: prior, Context: req.Context,
+		Busy: h.busy(req)}
+	if h.o.Owner != nil {
+		turn.Owner = h.o.Owner(r)
+	}
+	return turn
+}
+
 func lastEventID(r *http.Request) int64 {
 	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
@@ -390,7 +464,7 @@ func lastEventID(r *http.Request) int64 {
 // respond streams (or buffers) the turn's response to this reader: one loop reads the response
 // from the broker (through the turn registry's reader, which hands each chunk to the turn's
 // finalization on the way) and writes each chunk.
-func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, tr *sessions.TurnReader, runID string, started bool) {
+func (h *Handler) respond(w http.ResponseWriter, r *http.Request, req *Request, tr reading, runID string, started bool) {
 	session := contracts.Chunk{Type: contracts.ChunkSession, SessionID: req.SessionID}
 	chunks := []contracts.Chunk{session}
 	tc, traced := traceChunk(r, runID)

@@ -10,6 +10,7 @@ import (
 	"github.com/kortyx-go/kortyx/httpwire"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/sessions"
 )
 
 // Request is a parsed chat request body (spec F6.6). Unknown top-level keys are allowed;
@@ -21,6 +22,9 @@ type Request struct {
 	Stream       *bool           `json:"stream,omitempty"`
 	Context      json.RawMessage `json:"context,omitempty"`
 	Messages     []Message       `json:"messages"`
+	// Busy is what to do with the message when the session's turn is still running
+	// (docs/steering.md): "reject", "enqueue", "interrupt" or "steer"; "" takes Options.Busy.
+	Busy string `json:"busy,omitempty"`
 }
 
 // Message is one chat message.
@@ -207,6 +211,9 @@ func parseRequest(r *http.Request, limit int64) (*Request, error) {
 	req.SessionID = id("sessionId", contracts.MaxIDLength)
 	req.ClientTurnID = id("clientTurnId", maxClientTurnIDLength)
 	req.WorkflowID = str("workflowId", 256)
+	if req.Busy = str("busy", 16); sessions.CheckBusy(req.Busy) != nil {
+		issues = append(issues, contracts.Issue{Path: []any{"busy"}, Code: "invalid_value", Message: "busy must be reject, enqueue, interrupt or steer"})
+	}
 	if raw, ok := top["stream"]; ok && string(raw) != "null" {
 		var b bool
 		if json.Unmarshal(raw, &b) != nil {

@@ -124,6 +124,8 @@ type Chunk struct {
 
 	// limit-reached and status chunks of a run's budget (Limit "maxTokens" or "maxCost").
 	Budget *BudgetStatus `json:"budget,omitempty"`
+	// Steer is set on the status chunk that shows where a run took a steering message in.
+	Steer *Steer `json:"steer,omitempty"`
 
 	// structured final: the object; done: the final graph state.
 	Data json.RawMessage `json:"data,omitempty"`
@@ -166,4 +168,18 @@ func (in InterruptInput) AnswerSchema() json.RawMessage {
 	}
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// Steer is a message sent to a session while its turn ran, with the policy "steer", as the
+// turn's run took it into its conversation (docs/steering.md).
+type Steer struct {
+	// ID is the session's id of the message.
+	ID           string `json:"id"`
+	ClientTurnID string `json:"clientTurnId,omitempty"`
+	// Content is the message's text, added to the conversation as a user message.
+	Content string `json:"content"`
+	// Node and Step say where it was taken in: before the model pass Step (0-based) of the
+	// Reason call of Node.
+	Node string `json:"node,omitempty"`
+	Step int    `json:"step"`
 }

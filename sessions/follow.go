@@ -59,6 +59,7 @@ type Reader struct {
 	idle           time.Duration
 	started        bool              // FollowOptions.Started
 	rebuilt        []contracts.Chunk // the response rebuilt from the session, still to return
+	pre            []stream.Entry    // entries found before the reader started (FollowSteer), still to return
 	done           bool              // the rebuilt response was returned: io.EOF
 }
 
@@ -87,6 +88,12 @@ func (s *Service) Follow(ctx context.Context, sessionID string, ts TurnStarted, 
 // passed, or the error that ended reading (STREAM_GONE, the broker's, ctx.Err()). Entries of a
 // response rebuilt from the session have offset 0.
 func (r *Reader) Next(ctx context.Context) (stream.Entry, error) {
+	if len(r.pre) > 0 {
+		e := r.pre[0]
+		r.pre = r.pre[1:]
+		r.n++
+		return e, nil
+	}
 	if len(r.rebuilt) > 0 {
 		c := r.rebuilt[0]
 		r.rebuilt = r.rebuilt[1:]
@@ -157,7 +164,9 @@ func (r *Reader) asksAgain(ctx context.Context, e stream.Entry) bool {
 func (r *Reader) check(ctx context.Context, e stream.Entry) error {
 	if r.empty && !r.checked {
 		r.checked = true
-		if r.s.moved(ctx, r.sessionID, r.ts) {
+		// An entry of ts's run is another turn's only if the session moved on to a later turn
+		// of that run: while another run's turn is active, ts's run has no other turn to publish.
+		if r.s.movedPast(ctx, r.sessionID, r.ts, true) {
 			return movedError(r.ts.RunID)
 		}
 	}
@@ -177,13 +186,27 @@ func (r *Reader) runState(ctx context.Context, runID string) (stream.RunState, e
 }
 
 // moved reports whether the session has gone past turn ts: another turn is active, or a later
-// turn committed a checkpoint. (A session that cannot be asked has not.)
+// turn committed a checkpoint. (A session that cannot be asked has not.) With sameRun, a turn
+// of another run counts only once ts's run no longer runs: a message that interrupted ts's turn
+// (docs/steering.md) starts its own while ts's run still ends ts's (its cancellation, its done).
 func (s *Service) moved(ctx context.Context, sessionID string, ts TurnStarted) bool {
+	return s.movedPast(ctx, sessionID, ts, false)
+}
+
+func (s *Service) movedPast(ctx context.Context, sessionID string, ts TurnStarted, sameRun bool) bool {
 	v, err := s.View(ctx, sessionID)
 	if err != nil {
 		return false
 	}
 	if a := v.Active; a != nil && (a.RunID != ts.RunID || a.TurnIndex != ts.TurnIndex) {
+		if a.RunID != ts.RunID && sameRun {
+			return false
+		}
+		if a.RunID != ts.RunID {
+			if st, err := s.RunState(ctx, ts.RunID); err == nil && st.Phase == stream.PhaseRunning {
+				return false
+			}
+		}
 		return true
 	}
 	for _, c := range v.Checkpoints {

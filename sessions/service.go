@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"log/slog"
 	"strings"
 	"time"
@@ -134,6 +135,13 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 	}
 	if err := s.CheckBroker(ctx); err != nil {
 		return out, err
+	}
+	if err := CheckBusy(req.Busy); err != nil {
+		return out, err
+	}
+	if req.Busy == BusySteer && req.ClientTurnID == "" {
+		// FollowSteer finds the message by it when it becomes the next turn.
+		req.ClientTurnID = "steer-" + uuid.NewString()
 	}
 	req.Digest = ""
 	if req.ClientTurnID != "" {

@@ -61,10 +61,15 @@ func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 					return nil
 				}
 			}
-		} else if err := workflow.Await(ctx, func() bool { return s.changed }); err != nil {
+		} else if err := workflow.Await(ctx, func() bool { return s.changed || s.queueReady() }); err != nil {
 			return err
 		}
 		s.changed = false
+		if s.queueReady() {
+			// The turn of the first queued message starts when no turn runs.
+			s.startQueued(ctx)
+			continue
+		}
 		s.events++
 		info := workflow.GetInfo(ctx)
 		// Continue as new only at a quiet point, with no turn running: the active run's report
@@ -112,6 +117,11 @@ func (s *session) ready(ctx workflow.Context) error {
 		return nil
 	}
 	return workflow.Await(ctx, func() bool { return !s.restoring && !s.changing })
+}
+
+// queueReady reports whether the first queued message can start its turn now.
+func (s *session) queueReady() bool {
+	return s.m.QueueReady() && !s.restoring && !s.changing
 }
 
 // change marks the session as changing until the returned function is called (see ready).
@@ -267,7 +277,6 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 	if err := s.ready(ctx); err != nil {
 		return sessionapi.TurnStarted{}, err
 	}
-	defer s.change()()
 	s.drain(ctx)
 	again, err := s.m.CheckStart(req)
 	if err != nil {
@@ -276,6 +285,33 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 	if again != nil {
 		return *again, nil
 	}
+	if q := s.m.WaitingFor(req.ClientTurnID); q != nil {
+		// The same message again (a retry) while it waits: the same answer.
+		if s.m.Queued(q.ID) {
+			return s.awaitQueued(ctx, q.ID)
+		}
+		return s.m.SteerStarted(*q), nil
+	}
+	if s.m.Busy() {
+		// CheckStart refused the message unless it names a policy for a busy session.
+		switch {
+		case req.Busy == sessionapi.BusyInterrupt:
+			return s.interrupt(ctx, req)
+		case req.Busy == sessionapi.BusySteer && s.m.Running() && len(s.m.State.Queue) == 0:
+			return s.steer(ctx, req)
+		default: // enqueue, or steering while messages are queued: after them
+			q := s.m.Enqueue(req, s.newID(ctx, "queued-"), req.Busy, workflow.Now(ctx))
+			s.changed = true
+			return s.awaitQueued(ctx, q.ID)
+		}
+	}
+	defer s.change()()
+	return s.startPrompt(ctx, req)
+}
+
+// startPrompt starts the prompt turn of req: the session is idle (or its running turn was just
+// stopped).
+func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
 	defer func() { s.changed = true }()
 	if s.m.Claim(req.Owner) {
 		// The owner is recorded in the session's memo, where it can be read without a worker.
@@ -298,6 +334,69 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 		return sessionapi.TurnStarted{}, err
 	}
 	s.applyEarly(ctx, runID)
+	return started, nil
+}
+
+// awaitQueued waits until the turn of queued message id started, and returns how.
+func (s *session) awaitQueued(ctx workflow.Context, id string) (sessionapi.TurnStarted, error) {
+	if err := workflow.Await(ctx, func() bool { return s.m.Result(id) != nil }); err != nil {
+		return sessionapi.TurnStarted{}, err
+	}
+	r := s.m.Result(id)
+	return r.Started, r.Err
+}
+
+// startQueued starts the turn of the first queued message (the session is idle).
+func (s *session) startQueued(ctx workflow.Context) {
+	defer s.change()()
+	q := s.m.PopQueued()
+	started, err := s.startPrompt(ctx, q.Req)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("kortyx session: a queued message's turn could not start", "message", q.ID, "error", err)
+	} else {
+		started.Kind = sessionapi.BusyEnqueue
+	}
+	s.m.Started(q.ID, sessionstate.QueuedResult{Started: started, Err: err})
+}
+
+// steer sends req to the running turn's run, which takes it in at its next model pass; a run
+// that ended already leaves it to the queue.
+func (s *session) steer(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
+	done := s.change()
+	id := s.newID(ctx, "steer-")
+	msg := s.m.AddSteer(req, id, workflow.Now(ctx))
+	run := s.m.State.Active.RunID
+	s.changed = true
+	err := workflow.SignalExternalWorkflow(ctx, run, "", protocol.SteerSignal, msg).Get(ctx, nil)
+	done()
+	if err != nil {
+		workflow.GetLogger(ctx).Info("kortyx session: a steering message could not reach its run; it is queued", "run", run, "error", err)
+		s.m.SteerNotSent(id)
+		return s.awaitQueued(ctx, id)
+	}
+	if s.m.Queued(id) || s.m.Result(id) != nil {
+		// The turn ended while the message was on its way, without it: it is queued.
+		return s.awaitQueued(ctx, id)
+	}
+	return sessionapi.TurnStarted{SessionID: s.m.In.SessionID, RunID: run, TurnIndex: msg.TurnIndex, Kind: sessionapi.BusySteer, SteerID: id,
+		ClientTurnID: req.ClientTurnID}, nil
+}
+
+// interrupt stops the running turn (as Stop does) and starts req's turn at once, with the
+// stopped turn's prompt and steering messages in its conversation.
+func (s *session) interrupt(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
+	defer s.change()()
+	stopped := ""
+	if a := s.m.State.Active; a != nil {
+		stopped = a.RunID
+		s.cancelRun(ctx, a.RunID)
+		req = s.m.Interrupting(a, req)
+	}
+	started, err := s.startPrompt(ctx, req)
+	if err != nil {
+		return started, err
+	}
+	started.Kind, started.Interrupted = sessionapi.BusyInterrupt, stopped
 	return started, nil
 }
 

@@ -8,7 +8,7 @@ import "github.com/kortyx-go/kortyx/internal/protocol"
 //
 // A key is "<family>:<hook id>" for a hook call with an id, "<family>#<n>" for the n-th call
 // without one in the node, and a Reason call's parts extend its key: "<key>/op",
-// "<key>/tools", "<key>/pass/<n>", "<key>/call/<tool call id>".
+// "<key>/tools", "<key>/pass/<n>", "<key>/call/<tool call id>", "<key>/steer/<n>".
 const (
 	// Families of positional keys and kinds of their entries.
 	entryInterrupt  = "interrupt"              // an answered question (Answer)
@@ -23,11 +23,13 @@ const (
 	entryTools      = "tools"       // the MCP tool lists recorded for the call
 	entryModelPass  = "model-pass"  // one model pass (Value: the response)
 	entryReasonCall = "reason-call" // one processed tool or control call (Value: its outcome)
+	entrySteer      = "steer"       // steering messages taken in before a pass (Value: them)
 
-	keyID   = ":"      // <family>:<hook id>
-	keyNth  = "#"      // <family>#<n>
-	keyOp   = "/op"    // <reason key>/op
-	keyList = "/tools" // <reason key>/tools
-	keyPass = "/pass/" // <reason key>/pass/<n>
-	keyCall = "/call/" // <reason key>/call/<tool call id>
+	keyID    = ":"       // <family>:<hook id>
+	keyNth   = "#"       // <family>#<n>
+	keyOp    = "/op"     // <reason key>/op
+	keyList  = "/tools"  // <reason key>/tools
+	keyPass  = "/pass/"  // <reason key>/pass/<n>
+	keyCall  = "/call/"  // <reason key>/call/<tool call id>
+	keySteer = "/steer/" // <reason key>/steer/<n>: taken in before pass n
 )

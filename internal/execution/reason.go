@@ -3,6 +3,7 @@ package execution
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/kortyx-go/kortyx/providers"
@@ -147,6 +148,7 @@ func (l *loop) run(ctx workflow.Context) error {
 		if l.passes >= l.spec.MaxSteps {
 			return l.budgetError()
 		}
+		l.steer(ctx)
 		in := l.passInput()
 		in.ControlTools = l.controlTools(returnsOnly)
 		if returnsOnly {
@@ -163,6 +165,12 @@ func (l *loop) run(ctx workflow.Context) error {
 		if len(resp.ToolCalls) == 0 {
 			l.res.Steps = append(l.res.Steps, step)
 			done, err := l.finish(ctx, resp)
+			if err == nil && done && l.passes < l.spec.MaxSteps && l.res.Returned == nil && l.steerPending() {
+				// A steering message arrived while the model answered: it answers again, with
+				// its answer and the message (taken in at the top of the loop).
+				l.msgs = append(l.msgs, providers.Message{Role: providers.RoleAssistant, Content: resp.Text})
+				continue
+			}
 			if err != nil || done {
 				return err
 			}
@@ -195,6 +203,32 @@ func (l *loop) run(ctx workflow.Context) error {
 			return nil
 		}
 	}
+}
+
+// steer takes in, before pass l.passes, the steering messages the run received for its turn, as
+// user messages; it reports whether it took any in. What it takes in is journaled, so that a node retry takes the same messages in
+// at the same pass.
+func (l *loop) steer(ctx workflow.Context) bool {
+	key := l.key + keySteer + strconv.Itoa(l.passes)
+	var taken []contracts.Steer
+	if !l.s.recorded(key, &taken) {
+		taken = l.s.run.TakeSteers(l.s.node, l.passes)
+		if len(taken) == 0 {
+			return false
+		}
+		l.s.record(key, protocol.JournalEntry{Kind: entrySteer, Value: protocol.RawJSON(taken), At: workflow.Now(ctx)})
+	}
+	for _, st := range taken {
+		l.msgs = append(l.msgs, providers.Message{Role: providers.RoleUser, Content: st.Content})
+	}
+	return true
+}
+
+// steerPending reports whether steering messages wait to be taken in before pass l.passes
+// (recorded there, or received for the run's turn).
+func (l *loop) steerPending() bool {
+	var taken []contracts.Steer
+	return l.s.recorded(l.key+keySteer+strconv.Itoa(l.passes), &taken) || l.s.run.SteersWaiting()
 }
 
 // Change ids of workflow.GetVersion (persisted in histories: they never change).

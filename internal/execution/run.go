@@ -169,6 +169,14 @@ func (r *Run) Install(ctx workflow.Context) error {
 	onSignal(ctx, protocol.BudgetGrantSignal, func(ctx workflow.Context, g protocol.Grant) {
 		r.grants[g.ID] = g
 	})
+	onSignal(ctx, protocol.SteerSignal, func(ctx workflow.Context, m protocol.SteerMessage) {
+		for _, have := range r.Snap.Steers {
+			if have.ID == m.ID {
+				return // a repeated signal
+			}
+		}
+		r.Snap.Steers = append(r.Snap.Steers, m)
+	})
 	onSignal(ctx, contracts.RespondName, func(ctx workflow.Context, resp contracts.Response) {
 		ans, cancel, err := r.accept(resp)
 		if err != nil {
@@ -627,8 +635,9 @@ type SessionSide interface {
 	Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, schema json.RawMessage, final bool) (protocol.Checkpoint, error)
 	Report(cp protocol.Checkpoint) protocol.CheckpointReport
 	Committed(cp protocol.Checkpoint)
-	// Closed is the report of a run that ended without a checkpoint.
-	Closed(runID string, turnEnded bool) protocol.CheckpointReport
+	// Closed is the report of a run that ended without a checkpoint (steered: the steering
+	// messages its response took in).
+	Closed(runID string, turnEnded bool, steered []contracts.Steer) protocol.CheckpointReport
 }
 
 // Bind ties the run to a session: side is its half of the session protocol.
@@ -678,6 +687,7 @@ func (r *Run) checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	turn := cp.TurnIndex
 	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn})
 	r.session.Committed(cp)
+	r.turnOver()
 	return cp.ID, nil
 }
 
@@ -687,7 +697,7 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
-	rep := r.session.Closed(r.ID, !r.completed)
+	rep := r.session.Closed(r.ID, !r.completed, r.Snap.Steered)
 	rep.Spend = r.SessionSpend()
 	r.report(ctx, rep)
 }
@@ -734,5 +744,61 @@ func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
 		}
 		r.SettleStatus(ctx)
 		_ = workflow.Sleep(ctx, time.Duration(attempt)*time.Second)
+	}
+}
+
+// TakeSteers takes in the steering messages the run received for its current turn, before the
+// model pass step of node's Reason call: each is recorded for the turn's checkpoint and shown
+// by a status chunk (published with the pass). Messages sent to an earlier turn are dropped:
+// the session queued them when that turn ended.
+func (r *Run) TakeSteers(node string, step int) []contracts.Steer {
+	if r.session == nil || r.completed || len(r.Snap.Steers) == 0 {
+		return nil
+	}
+	turn := r.session.Binding().TurnIndex
+	var taken []contracts.Steer
+	for _, m := range r.Snap.Steers {
+		if m.TurnIndex != turn {
+			continue
+		}
+		st := m.Steer
+		st.Node, st.Step = node, step
+		taken = append(taken, st)
+		r.Snap.Steered = append(r.Snap.Steered, st)
+		shown := st
+		r.Emit(contracts.Chunk{Type: contracts.ChunkStatus, Node: node, Message: "Steering message taken in", Steer: &shown})
+	}
+	r.Snap.Steers = nil
+	return taken
+}
+
+// SteersWaiting reports whether steering messages for the run's current turn wait to be taken in.
+func (r *Run) SteersWaiting() bool {
+	if r.session == nil || r.completed {
+		return false
+	}
+	turn := r.session.Binding().TurnIndex
+	for _, m := range r.Snap.Steers {
+		if m.TurnIndex == turn {
+			return true
+		}
+	}
+	return false
+}
+
+// turnOver forgets, once a turn's checkpoint was reported, what the turn took in and the
+// steering messages it did not (the session queues those as the next turns).
+func (r *Run) turnOver() {
+	r.Snap.Steered = nil
+	turn := r.session.Binding().TurnIndex
+	kept := r.Snap.Steers[:0]
+	for _, m := range r.Snap.Steers {
+		if m.TurnIndex >= turn {
+			kept = append(kept, m)
+		}
+	}
+	r.Snap.Steers = kept
+	if len(kept) == 0 {
+		r.Snap.Steers = nil
 	}
 }

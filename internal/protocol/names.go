@@ -57,6 +57,9 @@ const (
 	BudgetReserveSignal = "kortyx.Budget.Reserve"
 	// BudgetGrantSignal answers a reservation ([Grant]).
 	BudgetGrantSignal = "kortyx.Budget.Grant"
+	// SteerSignal carries a steering message from the session to its running turn's run
+	// ([SteerMessage]).
+	SteerSignal = "kortyx.Steer"
 )
 
 // SessionOwnerMemo is the memo field of a session workflow that names its owner (see

@@ -108,6 +108,10 @@ type RunSnapshot struct {
 	// Pinned is the definition of State.CurrentWorkflow the run runs (recorded when it
 	// started or handed over); nil in snapshots of runs that started before pinning.
 	Pinned *PinnedDefinition `json:"pinned,omitempty"`
+	// Steers are the steering messages the run received and has not taken in; Steered the
+	// ones its current response took in (never in a checkpoint's snapshot).
+	Steers  []SteerMessage    `json:"steers,omitempty"`
+	Steered []contracts.Steer `json:"steered,omitempty"`
 }
 
 // HookState is the durable state of hooks (spec F3.0): node state and the hook journal of the

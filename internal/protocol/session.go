@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/kortyx-go/kortyx/internal/sessionapi"
 
@@ -119,7 +120,40 @@ type CheckpointReport struct {
 	Closed bool `json:"closed,omitempty"`
 	// Spend is what the run spent under the session's budget, for a session that has one.
 	Spend *RunSpendReport `json:"spend,omitempty"`
+	// Steered are the ids of the steering messages the ending turn took in (a report that ends
+	// a turn): the session queues the turn's others as the next turns.
+	Steered []string `json:"steered,omitempty"`
 }
+
+// SteerMessage is a steering message the session sends its running turn's run: the run takes
+// it in at its next model pass if TurnIndex is still its turn.
+type SteerMessage struct {
+	contracts.Steer
+	TurnIndex int `json:"turnIndex"`
+}
+
+// QueuedTurn is a message waiting to become a turn (policy "enqueue", or a steering message its
+// turn did not take in), or, with RunID, a steering message sent to the running turn's run.
+type QueuedTurn struct {
+	ID   string                 `json:"id"`
+	Seq  int                    `json:"seq"` // arrival order
+	Kind string                 `json:"kind"`
+	Req  sessionapi.TurnRequest `json:"req"`
+	// Since is when the message arrived.
+	Since time.Time `json:"since"`
+	// RunID and TurnIndex are the run and turn a steering message was sent to.
+	RunID     string `json:"runId,omitempty"`
+	TurnIndex int    `json:"turnIndex,omitempty"`
+}
+
+// View is the public form of q.
+func (q QueuedTurn) View() sessionapi.WaitingMessage {
+	return sessionapi.WaitingMessage{ID: q.ID, ClientTurnID: q.Req.ClientTurnID, Kind: q.Kind, Since: q.Since, RunID: q.RunID}
+}
+
+// MaxWaiting bounds a session's queued and steering messages together: past it a message sent
+// while a turn runs is refused with SESSION_BUSY.
+const MaxWaiting = 32
 
 // SessionStart is the parameter of the session workflow: what a client sets
 // ([SessionInput], embedded) and what only the session sets — a fork's origin, and
@@ -162,6 +196,14 @@ type SessionState struct {
 	IDs *IDSource `json:"ids,omitempty"`
 	// Budget is the session's budget across its turns and what its runs spent (nil: none).
 	Budget *SessionBudgetState `json:"budget,omitempty"`
+	// Queue are the messages waiting to become turns, in arrival order; Steers the steering
+	// messages sent to the running turn that it has not reported taken in; Prompt the request
+	// of the active prompt turn (an interrupting message starts its turn with it); NextSeq
+	// numbers the arrivals.
+	Queue   []QueuedTurn            `json:"queue,omitempty"`
+	Steers  []QueuedTurn            `json:"steers,omitempty"`
+	Prompt  *sessionapi.TurnRequest `json:"prompt,omitempty"`
+	NextSeq int                     `json:"nextSeq,omitempty"`
 }
 
 // SessionBudgetState is a session's budget (the latest prompt turn's) and its spend: the last

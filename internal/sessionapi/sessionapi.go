@@ -16,6 +16,9 @@ import (
 type CheckpointEffects struct {
 	StructuredStreamIDs []string `json:"structuredStreamIds"`
 	InterruptTokens     []string `json:"interruptTokens"`
+	// Steered are the messages the turn's run took into its conversation while it ran
+	// (policy "steer", docs/steering.md), in the order it took them in.
+	Steered []contracts.Steer `json:"steered,omitempty"`
 }
 
 // Checkpoint is a session checkpoint (spec F5.3): the state after a turn, from which the next
@@ -73,6 +76,30 @@ type TurnRequest struct {
 	// Digest identifies the turn's content (its input); kortyx.StartTurn sets it. The same
 	// ClientTurnID with another digest is refused with CLIENT_TURN_CONFLICT.
 	Digest string `json:"digest,omitempty"`
+	// Busy is what the session does with the message when a turn is running (docs/steering.md):
+	// [BusyReject] ("" too: SESSION_BUSY), [BusyEnqueue], [BusyInterrupt] or [BusySteer].
+	Busy string `json:"busy,omitempty"`
+}
+
+// The policies of a message sent while a turn runs ([TurnRequest].Busy).
+const (
+	// BusyReject refuses the message with SESSION_BUSY (the default).
+	BusyReject = "reject"
+	// BusyEnqueue makes the message the next turn: it starts when the turns before it ended.
+	BusyEnqueue = "enqueue"
+	// BusyInterrupt cancels the running turn and starts a new one with its message and this one.
+	BusyInterrupt = "interrupt"
+	// BusySteer adds the message to the running turn's conversation at its next model pass.
+	BusySteer = "steer"
+)
+
+// CheckBusy checks a busy policy ("" is [BusyReject]).
+func CheckBusy(p string) error {
+	switch p {
+	case "", BusyReject, BusyEnqueue, BusyInterrupt, BusySteer:
+		return nil
+	}
+	return contracts.Errorf(contracts.CodeInvalidInput, "busy %q is not a policy: use reject, enqueue, interrupt or steer.", p)
 }
 
 // TurnStarted says which run carries a turn.
@@ -91,6 +118,16 @@ type TurnStarted struct {
 	// Delivered is set when the session delivered the answer to the run itself
 	// (the answer request carries the answer).
 	Delivered bool `json:"delivered,omitempty"`
+	// Kind says how a message sent while a turn ran was taken ("" : the session was idle, a
+	// prompt turn): [BusyEnqueue] (the turn started after the ones before it), [BusyInterrupt]
+	// (Interrupted names the run it cancelled) or [BusySteer] (RunID is the running turn's run,
+	// which takes the message in at its next model pass; SteerID names it there).
+	Kind        string `json:"kind,omitempty"`
+	Interrupted string `json:"interrupted,omitempty"`
+	SteerID     string `json:"steerId,omitempty"`
+	// ClientTurnID is a steering message's clientTurnId (one the service gave it when the
+	// request had none).
+	ClientTurnID string `json:"clientTurnId,omitempty"`
 }
 
 // RollbackResult is the result of a rollback (spec F5.4).
@@ -168,4 +205,20 @@ type SessionView struct {
 	// Budget is the session's budget across its turns and what its runs reported spent
 	// (docs/budgets.md; nil: none).
 	Budget *contracts.Spend `json:"budget,omitempty"`
+	// Queued are the messages waiting to become turns, in the order they start (policy
+	// "enqueue", and steering messages their turn did not take in); Steering the messages sent
+	// to the running turn that it has not taken in yet.
+	Queued   []WaitingMessage `json:"queued,omitempty"`
+	Steering []WaitingMessage `json:"steering,omitempty"`
+}
+
+// WaitingMessage is a message of a session that is not a turn yet (queued) or not taken in
+// by its turn yet (steering).
+type WaitingMessage struct {
+	ID           string    `json:"id"`
+	ClientTurnID string    `json:"clientTurnId,omitempty"`
+	Kind         string    `json:"kind"` // the policy it came with: "enqueue" or "steer"
+	Since        time.Time `json:"since"`
+	// RunID is the run a steering message was sent to.
+	RunID string `json:"runId,omitempty"`
 }

@@ -184,7 +184,7 @@ func (m *Machine) Fork(src protocol.Checkpoint, ids ForkIDs, now time.Time) (pro
 // must reach this execution).
 func (m *Machine) ContinueAsNewDue(suggested bool, events int) bool {
 	due := suggested || (m.In.ContinueAsNewAfter > 0 && events >= m.In.ContinueAsNewAfter)
-	return due && m.State.Active == nil
+	return due && m.State.Active == nil && len(m.State.Queue) == 0 && len(m.State.Steers) == 0
 }
 
 // Carry is the input the session continues as new with: its state, under [MaxPayload] by

@@ -40,6 +40,8 @@ type Machine struct {
 	// schemas caches the compiled response schemas of open questions, by token (not durable:
 	// compiling again gives the same schema).
 	schemas map[string]*contracts.Schema
+	// results are how the turns of queued messages started, by message id (see [QueuedResult]).
+	results map[string]*QueuedResult
 }
 
 // New returns the machine of a session started (or continued) with in; taskQueue is the
@@ -94,6 +96,12 @@ func (m *Machine) Empty() bool {
 func (m *Machine) View() sessionapi.SessionView {
 	v := sessionapi.SessionView{SessionID: m.In.SessionID, Head: m.State.Head, Active: m.State.Active,
 		ParentSessionID: m.In.ParentSessionID, ForkedFrom: m.In.ForkedFrom, Owner: m.State.Owner, Checkpoints: []sessionapi.CheckpointSummary{}}
+	for _, q := range m.State.Queue {
+		v.Queued = append(v.Queued, q.View())
+	}
+	for _, q := range m.State.Steers {
+		v.Steering = append(v.Steering, q.View())
+	}
 	for _, cp := range m.State.Checkpoints {
 		v.Checkpoints = append(v.Checkpoints, cp.Summary())
 	}
@@ -144,6 +152,11 @@ func (m *Machine) busyNow() bool { return m.State.Active != nil && !m.Validating
 
 func (m *Machine) busy() error {
 	a := m.State.Active
+	if a == nil {
+		return &contracts.Error{Code: contracts.CodeSessionBusy,
+			Message: fmt.Sprintf("Messages are waiting to run in session %q; wait for their turns, or send this one with busy \"enqueue\".", m.In.SessionID),
+			Details: map[string]any{"queued": len(m.State.Queue)}}
+	}
 	return &contracts.Error{Code: contracts.CodeSessionBusy,
 		Message: fmt.Sprintf("A turn is already running in session %q (run %s); wait for it to finish, or stop it.", m.In.SessionID, a.RunID),
 		Details: map[string]any{"runId": a.RunID}}
@@ -232,8 +245,21 @@ func (m *Machine) CheckStart(req sessionapi.TurnRequest) (*sessionapi.TurnStarte
 		ts := m.reattached(t, ended)
 		return &ts, nil
 	}
-	if m.busyNow() {
-		return nil, m.busy()
+	if err := sessionapi.CheckBusy(req.Busy); err != nil {
+		return nil, err
+	}
+	if err := m.checkWaiting(req); err != nil {
+		return nil, err
+	}
+	if m.busyNow() || (!m.Validating && len(m.State.Queue) > 0) {
+		if req.Busy == "" || req.Busy == sessionapi.BusyReject {
+			return nil, m.busy()
+		}
+		if len(m.State.Queue)+len(m.State.Steers) >= protocol.MaxWaiting && m.WaitingFor(req.ClientTurnID) == nil {
+			err := m.busy().(*contracts.Error)
+			err.Message = fmt.Sprintf("Session %q has %d messages waiting already; wait for its turns to finish, or stop them.", m.In.SessionID, protocol.MaxWaiting)
+			return nil, err
+		}
 	}
 	if req.SessionBudget != nil {
 		if err := protocol.CheckLimits(*req.SessionBudget); err != nil {
@@ -308,11 +334,14 @@ func (m *Machine) StartPrompt(req sessionapi.TurnRequest, runID, sessionWorkflow
 		Session:       &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID},
 		SessionBudget: m.RunBudget()}
 	m.State.Active = &sessionapi.ActiveTurn{RunID: runID, TurnIndex: turn, ClientTurnID: req.ClientTurnID, Kind: KindPrompt, Since: now, Digest: req.Digest}
+	prompt := req
+	prompt.Owner, prompt.Limits, prompt.SessionBudget = "", nil, nil
+	m.State.Prompt = &prompt
 	return wf, in, sessionapi.TurnStarted{SessionID: m.In.SessionID, RunID: runID, TurnIndex: turn}
 }
 
 // PromptNotStarted releases the turn of a run that could not be started.
-func (m *Machine) PromptNotStarted() { m.State.Active = nil }
+func (m *Machine) PromptNotStarted() { m.State.Active, m.State.Prompt = nil, nil }
 
 // CheckResume finds the open question an answer turn claims; it returns the turn to re-attach
 // to when the same clientTurnId answered the same question already.
@@ -427,7 +456,7 @@ func (m *Machine) Abort(runID string) bool {
 	if a == nil || a.RunID != runID {
 		return false
 	}
-	m.State.Active = nil
+	m.State.Active, m.State.Prompt = nil, nil
 	if m.Resumed != nil && m.Resumed.RunID == runID {
 		m.State.Pending[m.Resumed.Request.Token] = *m.Resumed
 	}
@@ -448,7 +477,8 @@ func (m *Machine) Stoppable(runID string) *sessionapi.ActiveTurn {
 // Stopped frees the session of the stopped turn a, remembered by its clientTurnId.
 func (m *Machine) Stopped(a *sessionapi.ActiveTurn) {
 	m.remember(a)
-	m.State.Active, m.Resumed = nil, nil
+	m.requeueSteers(a.RunID, nil)
+	m.State.Active, m.Resumed, m.State.Prompt = nil, nil, nil
 }
 
 // Apply commits what a run reports, and reports whether the session changed. Only the active
@@ -497,7 +527,8 @@ func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOn
 	}
 	if rep.TurnEnded {
 		m.remember(m.State.Active)
-		m.State.Active, m.Resumed = nil, nil
+		m.requeueSteers(a.RunID, rep.Steered)
+		m.State.Active, m.Resumed, m.State.Prompt = nil, nil, nil
 	}
 	return true
 }

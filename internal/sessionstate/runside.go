@@ -70,7 +70,9 @@ func (s *RunSide) Reexposing() bool {
 // Nothing changes until [RunSide.Committed].
 func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunSnapshot, pending *contracts.PendingRequest, schema json.RawMessage, final bool) (protocol.Checkpoint, error) {
 	wf := snap.State.CurrentWorkflow
+	steered := snap.Steered
 	snap = protocol.Clone(snap)
+	snap.Steers, snap.Steered = nil, nil // the run's own bookkeeping, not state to continue from
 	if final {
 		snap.NextNode = ""
 		snap.Hooks = protocol.HookState{WorkflowState: snap.Hooks.WorkflowState}
@@ -83,6 +85,9 @@ func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunS
 		ParentCheckpointID:    s.b.ParentCheckpointID,
 		Label:                 s.label,
 	}, Snapshot: &snap}
+	if len(steered) > 0 {
+		cp.Effects.Steered = append([]contracts.Steer(nil), steered...)
+	}
 	if pending != nil {
 		cp.Effects.InterruptTokens = []string{pending.Token}
 		cp.ActivePendingRequests = []contracts.PendingRequest{*pending}
@@ -98,7 +103,7 @@ func (s *RunSide) Checkpoint(id, runID string, now time.Time, snap protocol.RunS
 // Report is the report that commits cp at the session (the next checkpoint has no label).
 func (s *RunSide) Report(cp protocol.Checkpoint) protocol.CheckpointReport {
 	s.label = ""
-	return protocol.CheckpointReport{RunID: cp.RunID, Checkpoint: &cp, TurnEnded: true}
+	return protocol.CheckpointReport{RunID: cp.RunID, Checkpoint: &cp, TurnEnded: true, Steered: SteerIDs(cp.Effects.Steered)}
 }
 
 // Committed moves on after cp was reported: the next checkpoint is the next turn's, with cp as
@@ -112,6 +117,15 @@ func (s *RunSide) Committed(cp protocol.Checkpoint) {
 // Closed is the report of run runID that ended without a checkpoint (failure, cancel): its
 // questions can no longer be answered, and its turn is over unless CompleteResponse ended the
 // turn before (turnEnded false).
-func (s *RunSide) Closed(runID string, turnEnded bool) protocol.CheckpointReport {
-	return protocol.CheckpointReport{RunID: runID, TurnEnded: turnEnded, Closed: true}
+func (s *RunSide) Closed(runID string, turnEnded bool, steered []contracts.Steer) protocol.CheckpointReport {
+	return protocol.CheckpointReport{RunID: runID, TurnEnded: turnEnded, Closed: true, Steered: SteerIDs(steered)}
+}
+
+// SteerIDs are the ids of steering messages taken in.
+func SteerIDs(steered []contracts.Steer) []string {
+	var ids []string
+	for _, st := range steered {
+		ids = append(ids, st.ID)
+	}
+	return ids
 }

@@ -104,6 +104,7 @@ func TestRunSideReexposing(t *testing.T) {
 
 func TestRunSideClosed(t *testing.T) {
 	s := boundRun()
-	require.Equal(t, protocol.CheckpointReport{RunID: "run-1", TurnEnded: true, Closed: true}, s.Closed("run-1", true))
-	require.Equal(t, protocol.CheckpointReport{RunID: "run-1", Closed: true}, s.Closed("run-1", false), "after CompleteResponse the turn ended before")
+	require.Equal(t, protocol.CheckpointReport{RunID: "run-1", TurnEnded: true, Closed: true}, s.Closed("run-1", true, nil))
+	require.Equal(t, protocol.CheckpointReport{RunID: "run-1", Closed: true}, s.Closed("run-1", false, nil), "after CompleteResponse the turn ended before")
+	require.Equal(t, []string{"steer-1"}, s.Closed("run-1", true, []contracts.Steer{{ID: "steer-1", Content: "EU"}}).Steered)
 }

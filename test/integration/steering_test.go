@@ -1,0 +1,357 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
+	"github.com/kortyx-go/kortyx/providers/fakeserver"
+	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/test/redistest"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+)
+
+// steerYAML is a one-node declarative agent: one Reason call on the fake OpenAI-compatible
+// server (steerModel).
+const steerYAML = `id: steeragent
+version: "1"
+nodes:
+  agent:
+    run: kortyx.reason
+    params:
+      model: openai:gpt-4.1-mini
+edges:
+  - [__start__, agent]
+`
+
+const (
+	steerText  = "Use the EU store."
+	slowPrompt = "Order a lamp (slow)"
+)
+
+// steerModel answers a user message ending in "(slow)" after delay ("Working slowly."), the
+// steering message at once ("EU store it is."), anything else at once with "Echo: " and the
+// message.
+func steerModel(delay time.Duration) fake.Responder {
+	return func(req providers.Request) fake.Turn {
+		last := lastUserText(req.Messages)
+		switch {
+		case last == steerText:
+			return fake.Turn{Text: "EU store it is."}
+		case strings.HasSuffix(last, "(slow)"):
+			return fake.Turn{Text: "Working slowly.", Delay: delay}
+		}
+		return fake.Turn{Text: "Echo: " + last}
+	}
+}
+
+func lastUserText(msgs []providers.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == providers.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// steerAgentDir writes the agent's YAML into a new folder (KORTYX_WORKFLOWS).
+func steerAgentDir(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "steer.workflow.yaml"), []byte(steerYAML), 0o644))
+	return dir
+}
+
+// waitRequests waits until the fake model has received n requests.
+func waitRequests(t *testing.T, model *fakeserver.Server, n int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("%d model requests", n), func() bool { return len(model.Requests()) >= n })
+}
+
+// wire is one of the two wires the policies are tested on: send posts a user message and
+// returns the HTTP status, the response's text, whether it showed a steering message taken in
+// (and which), whether it ended cancelled, and the error code of a refusal.
+type wire struct {
+	name string
+	send func(t *testing.T, base, session, clientTurn, text, busy string) wireAnswer
+}
+
+type wireAnswer struct {
+	Status    int
+	Text      string
+	Steers    []string // the contents of the steering messages the response shows taken in
+	Cancelled bool
+	Code      contracts.Code
+	Body      string
+}
+
+var steerWires = []wire{
+	{"kortyx-chat", func(t *testing.T, base, session, clientTurn, text, busy string) wireAnswer {
+		body := prompt(session, clientTurn, "steeragent", text)
+		if busy != "" {
+			body["busy"] = busy
+		}
+		r := mpChat(t, base, body)
+		a := wireAnswer{Status: r.Status, Body: r.Body}
+		if r.Status != http.StatusOK {
+			a.Code = errorCode(t, r.Body)
+			return a
+		}
+		chunks := r.Chunks(t)
+		a.Text = sessions.Buffer(chunks).Text
+		for _, c := range chunks {
+			switch {
+			case c.Type == contracts.ChunkStatus && c.Steer != nil:
+				a.Steers = append(a.Steers, c.Steer.Content)
+			case c.Type == contracts.ChunkCancelled:
+				a.Cancelled = true
+			}
+		}
+		return a
+	}},
+	{"ai-sdk", func(t *testing.T, base, session, clientTurn, text, busy string) wireAnswer {
+		body := map[string]any{"id": session, "trigger": "submit-message", "agent": "steeragent",
+			"messages": []map[string]any{{"id": clientTurn, "role": "user", "parts": []map[string]any{{"type": "text", "text": text}}}}}
+		if busy != "" {
+			body["busy"] = busy
+		}
+		b, _ := json.Marshal(body)
+		code, out := postJSON(t, base+"/api/ui/chat", string(b))
+		a := wireAnswer{Status: code, Body: out}
+		if code != http.StatusOK {
+			a.Code = errorCode(t, out)
+			return a
+		}
+		var sb strings.Builder
+		for _, d := range sseData(out) {
+			var p struct {
+				Type  string          `json:"type"`
+				Delta string          `json:"delta"`
+				Data  contracts.Steer `json:"data"`
+			}
+			if json.Unmarshal([]byte(d), &p) != nil {
+				continue
+			}
+			switch p.Type {
+			case "text-delta":
+				sb.WriteString(p.Delta)
+			case "text-end":
+				sb.WriteString(" ")
+			case "data-kortyx-steer":
+				a.Steers = append(a.Steers, p.Data.Content)
+			case "abort":
+				a.Cancelled = true
+			}
+		}
+		a.Text = strings.TrimSpace(sb.String()) // texts joined with a space, as sessions.Buffer joins them
+		return a
+	}},
+}
+
+func errorCode(t *testing.T, body string) contracts.Code {
+	var e struct {
+		Failure contracts.Failure `json:"failure"`
+	}
+	_ = json.Unmarshal([]byte(body), &e)
+	return e.Failure.Code
+}
+
+// async sends a message in the background.
+func async(t *testing.T, w wire, base, session, clientTurn, text, busy string) <-chan wireAnswer {
+	ch := make(chan wireAnswer, 1)
+	go func() { ch <- w.send(t, base, session, clientTurn, text, busy) }()
+	return ch
+}
+
+func receive(t *testing.T, ch <-chan wireAnswer) wireAnswer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		return a
+	case <-time.After(90 * time.Second):
+		t.Fatal("no response within 90 s")
+		return wireAnswer{}
+	}
+}
+
+// Issue 35: a message sent while the session's turn runs, with each policy, on two wires (the
+// Kortyx chat route and the AI SDK's): reject refuses it (409 SESSION_BUSY), enqueue answers
+// it after the running turn, interrupt cancels the running turn and answers both messages,
+// steer adds it to the running turn's conversation — the model answers it in a pass of that
+// turn, both responses show where it was taken in.
+func TestBusyPolicies(t *testing.T) {
+	model := fakeserver.New(steerModel(3 * time.Second))
+	t.Cleanup(model.Close)
+	tq := taskQueue(t)
+	p := startProcess(t, tq, nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_WORKFLOWS="+steerAgentDir(t), "OPENAI_BASE_URL="+model.URL(),
+		"KORTYX_EXAMPLES=none")
+	base := p.apiURL(t)
+	p.until(t, `msg="kortyx worker: polling task queue"`)
+
+	for _, w := range steerWires {
+		t.Run(w.name, func(t *testing.T) {
+			session := func(policy string) string { return "busy-" + policy + "-" + w.name }
+			// Each case starts a slow turn, and sends its message once the model has it.
+			slow := func(s string) <-chan wireAnswer {
+				n := len(model.Requests())
+				ch := async(t, w, base, s, "t1", slowPrompt, "")
+				waitRequests(t, model, n+1)
+				return ch
+			}
+
+			t.Run("reject", func(t *testing.T) {
+				first := slow(session("reject"))
+				a := w.send(t, base, session("reject"), "t2", "Hello?", "")
+				require.Equal(t, http.StatusConflict, a.Status, a.Body)
+				require.Equal(t, contracts.CodeSessionBusy, a.Code)
+				a = w.send(t, base, session("reject"), "t3", "Hello?", "reject")
+				require.Equal(t, contracts.CodeSessionBusy, a.Code, a.Body)
+				require.Equal(t, "Working slowly.", receive(t, first).Text)
+			})
+
+			t.Run("enqueue", func(t *testing.T) {
+				first := slow(session("enqueue"))
+				second := async(t, w, base, session("enqueue"), "t2", "Then say hi.", sessions.BusyEnqueue)
+				eventually(t, 30*time.Second, "the first message queued", func() bool {
+					v, err := viewOf(session("enqueue"))
+					return err == nil && len(v.Queued) == 1
+				})
+				third := async(t, w, base, session("enqueue"), "t3", "And bye.", sessions.BusyEnqueue)
+				require.Equal(t, "Working slowly.", receive(t, first).Text)
+				require.Equal(t, "Echo: Then say hi.", receive(t, second).Text)
+				require.Equal(t, "Echo: And bye.", receive(t, third).Text)
+				reqs := model.Requests()
+				require.Equal(t, []string{slowPrompt, "Then say hi.", "And bye."}, []string{
+					lastUserText(reqs[len(reqs)-3].Messages), lastUserText(reqs[len(reqs)-2].Messages), lastUserText(reqs[len(reqs)-1].Messages)},
+					"one turn after the other, in the order sent")
+			})
+
+			t.Run("interrupt", func(t *testing.T) {
+				first := slow(session("interrupt"))
+				a := w.send(t, base, session("interrupt"), "t2", "Make it two.", sessions.BusyInterrupt)
+				require.Equal(t, http.StatusOK, a.Status, a.Body)
+				require.Equal(t, "Echo: "+slowPrompt+"\n\nMake it two.", a.Text, "the new turn has both messages")
+				f := receive(t, first)
+				require.True(t, f.Cancelled, f.Body)
+				require.Empty(t, f.Text, f.Body)
+			})
+
+			t.Run("steer", func(t *testing.T) {
+				n := len(model.Requests())
+				first := slow(session("steer"))
+				a := w.send(t, base, session("steer"), "t2", steerText, sessions.BusySteer)
+				require.Equal(t, http.StatusOK, a.Status, a.Body)
+				require.Equal(t, []string{steerText}, a.Steers, "the response begins where the run took the message in")
+				require.Equal(t, "EU store it is.", a.Text)
+				f := receive(t, first)
+				require.Equal(t, []string{steerText}, f.Steers)
+				require.Equal(t, "Working slowly. EU store it is.", f.Text)
+				reqs := model.Requests()[n:]
+				require.Len(t, reqs, 2, "one turn, two passes: the steering message did not start a turn")
+				msgs := reqs[1].Messages
+				require.Equal(t, []providers.Message{{Role: providers.RoleUser, Content: slowPrompt},
+					{Role: providers.RoleAssistant, Content: "Working slowly."}, {Role: providers.RoleUser, Content: steerText}}, msgs[len(msgs)-3:])
+			})
+		})
+	}
+}
+
+// Issue 35: a steering message and a queued one survive a worker killed (SIGKILL) between their
+// arrival and their use. The API is a process of its own (--api-only, over Redis): the
+// requests wait there while the turn's worker dies and another takes over the run.
+func TestBusyPoliciesSurviveWorkerKill(t *testing.T) {
+	model := fakeserver.New(steerModel(4 * time.Second))
+	t.Cleanup(model.Close)
+	redis := redistest.Start(t)
+	tq := taskQueue(t)
+	dir := steerAgentDir(t)
+	env := []string{"KORTYX_REDIS_URL=" + redis.URL(), "KORTYX_WORKFLOWS=" + dir, "OPENAI_BASE_URL=" + model.URL(), "KORTYX_EXAMPLES=none"}
+	api := startProcess(t, tq, []string{"--api-only"}, append(env, "KORTYX_HTTP_ADDR=127.0.0.1:0")...)
+	base := api.apiURL(t)
+	worker := func() *program {
+		p := startProcess(t, tq, nil, env...)
+		p.until(t, `msg="kortyx worker: polling task queue"`)
+		return p
+	}
+	first := worker()
+	w := steerWires[0]
+	session := "busy-kill"
+	turn := async(t, w, base, session, "t1", slowPrompt, "")
+	waitRequests(t, model, 1)
+	steer := async(t, w, base, session, "t2", steerText, sessions.BusySteer)
+	v, err := viewOf(session)
+	require.NoError(t, err)
+	require.NotNil(t, v.Active)
+	run := v.Active.RunID
+	eventually(t, 30*time.Second, "the steering message in the run's history", func() bool {
+		select {
+		case a := <-steer:
+			t.Fatalf("the steering message was answered before its use: %s", a.Body)
+		default:
+		}
+		return signalled(t, run, protocol.SteerSignal)
+	})
+	// (Sent after the steering message: a message queued before it would take it after itself.)
+	queued := async(t, w, base, session, "t3", "Then say hi.", sessions.BusyEnqueue)
+	eventually(t, 30*time.Second, "the queued message in the session", func() bool {
+		v, err := viewOf(session)
+		return err == nil && len(v.Queued) == 1
+	})
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	_ = first.cmd.Wait()
+	worker()
+
+	s := receive(t, steer)
+	require.Equal(t, http.StatusOK, s.Status, s.Body)
+	require.Equal(t, []string{steerText}, s.Steers)
+	require.Equal(t, "EU store it is.", s.Text)
+	f := receive(t, turn)
+	require.Contains(t, f.Steers, steerText)
+	require.True(t, strings.HasSuffix(f.Text, "EU store it is."), f.Text)
+	q := receive(t, queued)
+	require.Equal(t, "Echo: Then say hi.", q.Text)
+	var steered, said int
+	for _, r := range model.Requests() {
+		switch lastUserText(r.Messages) {
+		case steerText:
+			steered++
+		case "Then say hi.":
+			said++
+		}
+	}
+	require.Equal(t, 1, steered, "the steering message was taken in once")
+	require.Equal(t, 1, said, "the queued message ran once")
+}
+
+// signalled reports whether run's history has a signal named name.
+func signalled(t *testing.T, run, name string) bool {
+	it := tc.GetWorkflowHistory(context.Background(), run, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return false
+		}
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// viewOf is a session's view, as the session service reads it.
+func viewOf(session string) (sessions.SessionView, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return service(tc, "").View(ctx, session)
+}
