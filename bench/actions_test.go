@@ -229,6 +229,7 @@ const (
 	stackKortyx   = "kortyx"
 	stackFastPath = "fastpath"
 	stackBudget   = "budget"
+	stackSteer    = "steer"
 )
 
 // fastPathExamples registers the chosen examples as copies with FastPath set: each example is
@@ -266,6 +267,9 @@ func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	o := chosen.Options()
 	if variant == stackFastPath {
 		o.Register = fastPathExamples(chosen)
+	}
+	if variant == stackSteer {
+		o.Register = withSteerAgent(o.Register)
 	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	running := make(chan app.Running, 1)
@@ -342,7 +346,12 @@ func (s *actionsStack) turn(ctx context.Context, sc chatScenario) (int, error) {
 // histories of every workflow started on the stack's queue since the turn began (its session,
 // its run, the run's children).
 func (s *actionsStack) measure(ctx context.Context, sc chatScenario) (actions, int, error) {
-	a := actions{Scenario: sc.name, Variant: s.variant}
+	return s.measureTurn(ctx, sc.name, func(ctx context.Context) (int, error) { return s.turn(ctx, sc) })
+}
+
+// measureTurn counts the actions of turn (see measure), which returns its number of answers.
+func (s *actionsStack) measureTurn(ctx context.Context, name string, turn func(ctx context.Context) (int, error)) (actions, int, error) {
+	a := actions{Scenario: name, Variant: s.variant}
 	// The workflows of earlier turns (the previous turn's waitIdle saw them all) are left out.
 	earlier, err := s.list(ctx)
 	if err != nil {
@@ -353,7 +362,7 @@ func (s *actionsStack) measure(ctx context.Context, sc chatScenario) (actions, i
 		seen[ex] = true
 	}
 	before := s.proxy.Counts()
-	answers, err := s.turn(ctx, sc)
+	answers, err := turn(ctx)
 	if err != nil {
 		return a, answers, err
 	}
@@ -562,7 +571,19 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 	defer fs.stop()
 	bs := e.startActionsStack(b, stackBudget)
 	defer bs.stop()
+	ss := e.startActionsStack(b, stackSteer)
+	defer ss.stop()
 	for range b.N {
+		// A turn with a steering message beside the same turn without (TestActionsSteer).
+		for _, steer := range []bool{false, true} {
+			name := map[bool]string{false: "steer-agent", true: "steered"}[steer]
+			a, _, err := ss.measureTurn(ctx, name, func(ctx context.Context) (int, error) { return ss.steerTurn(ctx, steer) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			fmt.Println(a.line())
+			b.ReportMetric(float64(a.Total), "actions/"+name)
+		}
 		for _, sc := range chatScenarios {
 			a, answers, err := s.measure(ctx, sc)
 			if err != nil {

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -22,10 +23,10 @@ const (
 // [BusyReject]): INVALID_INPUT for any other word.
 func CheckBusy(p string) error { return sessionapi.CheckBusy(p) }
 
-// A steering message's response: how long FollowSteer waits between looks at the session.
+// A steering message's response: how long FollowSteer waits between looks at the run's stream.
 const (
-	steerPollMin = 100 * time.Millisecond
-	steerPollMax = 2 * time.Second
+	steerPollMin = 50 * time.Millisecond
+	steerPollMax = time.Second
 )
 
 // FollowSteer returns a reader of the response to a steering message (ts is what [Service.Start]
@@ -33,14 +34,22 @@ const (
 // that shows where its run took the message in (Chunk.Steer.ID is ts.SteerID) to the response's
 // done. A message the turn did not take in became the session's next turn: the reader then
 // follows that turn's response from its start (Start with the message's ClientTurnID, which
-// Start gives a steering message that has none, finds it). While the run has not taken the
-// message in yet, the reader looks at the run's stream and asks the session (a query) every
-// 100 ms to 2 s.
+// Start gives a steering message that has none, finds it). Until the run has taken the message
+// in, the reader looks at the run's stream (every 50 ms to 1 s) and asks the run's state (its
+// Temporal description, not billed); it asks the session (a query) only once the turn is over
+// without the message.
 func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStarted, req TurnRequest, o FollowOptions) (*Reader, error) {
+	if s.o.Broker == nil {
+		return nil, errors.New("kortyx sessions: FollowSteer needs Options.Broker (the stream broker the workers publish to)")
+	}
+	since, err := s.o.Broker.Last(ctx, ts.RunID) // a done after it ends the steered turn
+	if err != nil {
+		return nil, err
+	}
 	var after int64
 	wait := steerPollMin
 	for {
-		at, e, found, err := s.findSteer(ctx, ts, after)
+		at, e, found, ended, err := s.findSteer(ctx, ts, after, since)
 		if err != nil {
 			return nil, err
 		}
@@ -53,36 +62,42 @@ func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStar
 			return r, nil
 		}
 		after = at
-		v, err := s.View(ctx, sessionID)
-		if err != nil {
-			return nil, err
+		if !ended {
+			st, err := s.RunState(ctx, ts.RunID)
+			ended = err == nil && st.Phase != stream.PhaseRunning
 		}
-		if !steering(v, ts.SteerID) {
-			// Taken in (its chunk is in the stream now: the run published it before it reported
-			// the turn's end), or queued as the next turn.
-			if _, e, found, err := s.findSteer(ctx, ts, after); err != nil || found {
-				if err != nil {
-					return nil, err
-				}
-				r, err := s.Follow(ctx, sessionID, ts, e.Offset, o)
-				if err != nil {
-					return nil, err
-				}
-				r.pre = []stream.Entry{e}
-				return r, nil
-			}
-			req.Reconnect = true
-			if req.ClientTurnID == "" {
-				req.ClientTurnID = ts.ClientTurnID
-			}
-			next, err := s.Start(ctx, sessionID, req)
+		if ended {
+			// The turn is over without the message (its chunk would be in the stream: the run
+			// publishes it before it reports the turn's end): the session queues it.
+			v, err := s.View(ctx, sessionID)
 			if err != nil {
 				return nil, err
 			}
-			if next.Kind == BusySteer && next.SteerID == ts.SteerID {
-				continue // the session has not applied the turn's end yet
+			if !steering(v, ts.SteerID) {
+				if _, e, found, _, err := s.findSteer(ctx, ts, after, since); err != nil || found {
+					if err != nil {
+						return nil, err
+					}
+					r, err := s.Follow(ctx, sessionID, ts, e.Offset, o)
+					if err != nil {
+						return nil, err
+					}
+					r.pre = []stream.Entry{e}
+					return r, nil
+				}
+				req.Reconnect = true
+				if req.ClientTurnID == "" {
+					req.ClientTurnID = ts.ClientTurnID
+				}
+				next, err := s.Start(ctx, sessionID, req)
+				if err != nil {
+					return nil, err
+				}
+				if next.Kind != BusySteer || next.SteerID != ts.SteerID {
+					return s.Follow(ctx, sessionID, next, next.Begin, o)
+				}
 			}
-			return s.Follow(ctx, sessionID, next, next.Begin, o)
+			// The session has not applied the turn's end yet.
 		}
 		select {
 		case <-ctx.Done():
@@ -96,19 +111,24 @@ func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStar
 }
 
 // findSteer looks in the run's stream after offset after for the status chunk of steering
-// message ts.SteerID; it returns the offset it read to.
-func (s *Service) findSteer(ctx context.Context, ts TurnStarted, after int64) (int64, stream.Entry, bool, error) {
+// message ts.SteerID; it returns the offset it read to, and whether a done after offset since
+// (the steered turn's) was read.
+func (s *Service) findSteer(ctx context.Context, ts TurnStarted, after, since int64) (int64, stream.Entry, bool, bool, error) {
+	ended := false
 	for {
 		entries, err := s.o.Broker.Read(ctx, ts.RunID, after, 0)
 		if err != nil {
-			return after, stream.Entry{}, false, err
+			return after, stream.Entry{}, false, ended, err
 		}
 		if len(entries) == 0 {
-			return after, stream.Entry{}, false, nil
+			return after, stream.Entry{}, false, ended, nil
 		}
 		for _, e := range entries {
 			if c := e.Chunk; c.Type == contracts.ChunkStatus && c.Steer != nil && c.Steer.ID == ts.SteerID {
-				return e.Offset, e, true, nil
+				return e.Offset, e, true, ended, nil
+			}
+			if e.Chunk.Type == contracts.ChunkDone && e.Offset > since {
+				ended = true
 			}
 			after = e.Offset
 		}

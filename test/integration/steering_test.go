@@ -262,6 +262,12 @@ func TestBusyPolicies(t *testing.T) {
 				msgs := reqs[1].Messages
 				require.Equal(t, []providers.Message{{Role: providers.RoleUser, Content: slowPrompt},
 					{Role: providers.RoleAssistant, Content: "Working slowly."}, {Role: providers.RoleUser, Content: steerText}}, msgs[len(msgs)-3:])
+				if w.name == "kortyx-chat" {
+					recordHistory(t, tc, "steer-run", runOfSession(t, session("steer")))
+					for _, policy := range []string{"enqueue", "interrupt", "steer"} {
+						recordHistory(t, tc, "busy-"+policy+"-session", protocol.SessionWorkflowID(session(policy)))
+					}
+				}
 			})
 		})
 	}
