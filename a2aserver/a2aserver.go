@@ -53,6 +53,11 @@ type Options struct {
 	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Busy is what a message sent while the context's run is working does, unless its
+	// metadata names one ("kortyx/busy"): "reject" (the default: SESSION_BUSY), "enqueue",
+	// "interrupt" or "steer" (docs/steering.md). On a working task, steer adds the message to
+	// the task.
+	Busy string
 }
 
 // Handler serves the A2A agent cards, JSON-RPC endpoints (A2A 1.0 and 0.3) and HTTP+JSON
@@ -75,6 +80,8 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New("kortyx a2aserver: the session service has no agents (sessions.Options.Agents: the agents to serve)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx a2aserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case sessions.CheckBusy(o.Busy) != nil:
+		return nil, fmt.Errorf("kortyx a2aserver: Options.Busy: %w", sessions.CheckBusy(o.Busy))
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody

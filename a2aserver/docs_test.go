@@ -165,7 +165,7 @@ func TestMessageRules(t *testing.T) {
 	require.Equal(t, "working", state(slow))
 	id := slow["id"].(string)
 	_, e = rpc(t, base+"slow", "message/send", `{"message":{"kind":"message","messageId":"m-2","role":"user","taskId":"`+id+`","parts":[{"kind":"text","text":"Faster"}]}}`)
-	msg := "Task " + id + " is working and asks nothing yet: answer it when it is input-required."
+	msg := "Task " + id + ` is working and asks nothing yet: answer it when it is input-required, or send the message with metadata {"kortyx/busy": "steer"} (or enqueue, interrupt).`
 	require.Equal(t, map[string]any{"code": -32600.0, "message": msg, "data": map[string]any{"version": 1.0, "code": "SESSION_BUSY", "category": "request",
 		"message": msg, "retryable": false}}, e)
 	done, e := rpc(t, base+"slow", "tasks/cancel", `{"id":"`+id+`"}`)

@@ -105,7 +105,7 @@ func TestV1MessageRules(t *testing.T) {
 
 		var busy map[string]map[string]any
 		require.Equal(t, http.StatusConflict, post1(t, base+"slow/message:send", message(`"taskId":"`+id+`",`, `[{"text":"Faster"}]`)+`}`, &busy))
-		msg := "Task " + id + " is working and asks nothing yet: answer it when it is input-required."
+		msg := "Task " + id + ` is working and asks nothing yet: answer it when it is input-required, or send the message with metadata {"kortyx/busy": "steer"} (or enqueue, interrupt).`
 		require.Equal(t, map[string]any{"code": 409.0, "status": "FAILED_PRECONDITION", "message": msg, "details": []any{
 			map[string]any{"@type": "github.com/kortyx-go/kortyx/contracts.Failure", "version": 1.0, "code": "SESSION_BUSY", "category": "request", "message": msg, "retryable": false}}}, busy["error"])
 		var rpc rpcAnswer

@@ -19,8 +19,15 @@ import (
 // cancelWait bounds how long tasks/cancel waits for the run to end.
 const cancelWait = 30 * time.Second
 
+// metaBusy is the message metadata key of a busy policy: what to do when the task's (or the
+// context's) run is still working (docs/steering.md).
+const metaBusy = "kortyx/busy"
+
 // call is one JSON-RPC request to an agent's endpoint.
 type call struct {
+	// steer is the request of a steering message (its response is read from where the run
+	// took it in).
+	steer *sessions.TurnRequest
 	h     *Handler
 	r     *http.Request
 	agent string
@@ -59,7 +66,7 @@ func (c *call) streamMessage(p *a2a.MessageSendParams) error {
 	}
 	id := a2a.TaskID(ts.RunID)
 	var first a2a.Event = &a2a.TaskStatusUpdateEvent{TaskID: id, ContextID: ts.SessionID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
-	if answered == "" {
+	if answered == "" && ts.Kind != sessions.BusySteer {
 		first = &a2a.Task{ID: id, ContextID: ts.SessionID, Status: a2a.TaskStatus{State: a2a.TaskStateWorking},
 			History: []*a2a.Message{userMessage(id, ts.SessionID, "prompt", input)}}
 	}
@@ -104,6 +111,13 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 	if len(m.ID) <= 128 && contracts.CheckID("messageId", m.ID) == nil {
 		turnID = m.ID // a message sent again (same messageId) gets its turn back, not a second run
 	}
+	busy, _ := m.Metadata[metaBusy].(string)
+	if err := sessions.CheckBusy(busy); err != nil {
+		return ts, 0, "", nil, rpcFail(codeInvalidParams, contracts.CodeInvalidRequest, "metadata %q must be reject, enqueue, interrupt or steer.", metaBusy)
+	}
+	if busy == "" {
+		busy = c.h.o.Busy
+	}
 	if m.TaskID == "" {
 		session := m.ContextID
 		if session == "" {
@@ -116,11 +130,14 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		if err := c.h.authorize(c.r, sessions.Access{Action: sessions.ActionStart, SessionID: session, Workflow: c.agent}); err != nil {
 			return ts, 0, "", nil, err
 		}
-		tr := sessions.TurnRequest{ClientTurnID: turnID, Workflow: c.agent, Input: input}
+		tr := sessions.TurnRequest{ClientTurnID: turnID, Workflow: c.agent, Input: input, Busy: busy}
 		if c.h.o.Owner != nil {
 			tr.Owner = c.h.o.Owner(c.r)
 		}
 		ts, err = c.h.svc.Start(c.ctx(), session, tr)
+		if err == nil && ts.Kind == sessions.BusySteer {
+			c.steer = &tr
+		}
 		return ts, 0, "", input, err
 	}
 	rec, err := c.task(m.TaskID, sessions.ActionAnswer)
@@ -138,7 +155,28 @@ func (c *call) begin(p *a2a.MessageSendParams) (sessions.TurnStarted, int64, str
 		return ts, 0, "", nil, err
 	}
 	if view.Pending == nil {
-		return ts, 0, "", nil, rpcFail(codeInvalidRequest, contracts.CodeSessionBusy, "Task %s is working and asks nothing yet: answer it when it is input-required.", m.TaskID)
+		if busy == "" || busy == sessions.BusyReject {
+			return ts, 0, "", nil, rpcFail(codeInvalidRequest, contracts.CodeSessionBusy,
+				"Task %s is working and asks nothing yet: answer it when it is input-required, or send the message with metadata {%q: \"steer\"} (or enqueue, interrupt).", m.TaskID, metaBusy)
+		}
+		// A message on a working task, with a busy policy (docs/steering.md): steer adds it to
+		// the task's run; enqueue and interrupt make it a task of its own in the same context.
+		input, _ := json.Marshal(text)
+		if data != nil {
+			input, _ = json.Marshal(data)
+		}
+		if err := c.h.authorize(c.r, sessions.Access{Action: sessions.ActionStart, SessionID: rec.session, Workflow: c.agent}); err != nil {
+			return ts, 0, "", nil, err
+		}
+		tr := sessions.TurnRequest{ClientTurnID: turnID, Workflow: c.agent, Input: input, Busy: busy}
+		if c.h.o.Owner != nil {
+			tr.Owner = c.h.o.Owner(c.r)
+		}
+		ts, err = c.h.svc.Start(c.ctx(), rec.session, tr)
+		if err == nil && ts.Kind == sessions.BusySteer {
+			c.steer = &tr
+		}
+		return ts, 0, "", input, err
 	}
 	answer := contracts.Response{Token: view.Pending.Token, RequestID: view.Pending.RequestID, Text: text}
 	if data != nil {
@@ -211,7 +249,14 @@ func selected(data map[string]any) ([]string, bool) {
 // follow reads the response of ts from offset from to its done; with tr, it emits the events
 // of each chunk (and keep-alives). started: this request started or answered the turn.
 func (c *call) follow(ts sessions.TurnStarted, from int64, answered string, tr *translator, started bool) error {
-	rd, err := c.h.svc.Follow(c.ctx(), ts.SessionID, ts, from, sessions.FollowOptions{Idle: c.idle, Answered: answered, Started: started})
+	var rd *sessions.Reader
+	var err error
+	if c.steer != nil && ts.Kind == sessions.BusySteer {
+		// A steering message's response: the task's run's, from where it took the message in.
+		rd, err = c.h.svc.FollowSteer(c.ctx(), ts.SessionID, ts, *c.steer, sessions.FollowOptions{Idle: c.idle})
+	} else {
+		rd, err = c.h.svc.Follow(c.ctx(), ts.SessionID, ts, from, sessions.FollowOptions{Idle: c.idle, Answered: answered, Started: started})
+	}
 	for err == nil {
 		var e stream.Entry
 		e, err = rd.Next(c.ctx())
@@ -382,7 +427,8 @@ func firstErr(errs ...error) error {
 }
 
 // build is task id as its record and its run's stream say: the history (the prompt, each
-// response's closing message, the answers), the artifacts and the state. It also returns the
+// response's closing message, the answers, the steering messages taken in), the artifacts and
+// the state. It also returns the
 // translator that read the stream and the offset it read up to.
 func (c *call) build(id a2a.TaskID, rec record) (*a2a.Task, *translator, int64, error) {
 	entries, err := c.h.svc.Broker().Read(c.ctx(), string(id), 0, 0)
@@ -396,6 +442,11 @@ func (c *call) build(id a2a.TaskID, rec record) (*a2a.Task, *translator, int64, 
 	ended := false // the stream's last chunk ended a response
 	for _, e := range entries {
 		last, ended = e.Offset, e.Chunk.Type == contracts.ChunkDone
+		if st := e.Chunk.Steer; e.Chunk.Type == contracts.ChunkStatus && st != nil {
+			// A steering message the run took in (docs/steering.md): the user's, in the history.
+			b, _ := json.Marshal(st.Content)
+			t.History = append(t.History, userMessage(id, rec.session, "steer/"+st.ID, b))
+		}
 		for _, ev := range tr.events(e) {
 			fold(t, ev, rec.answers)
 		}

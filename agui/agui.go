@@ -3,6 +3,7 @@ package agui
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -44,6 +45,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Busy is what a run sent to a thread whose run is still running does, unless its input
+	// names one (forwardedProps.busy): "reject" (the default: 409 SESSION_BUSY), "enqueue",
+	// "interrupt" or "steer" (docs/steering.md).
+	Busy string
 }
 
 // Handler serves AG-UI's HTTP transport: POST a RunAgentInput, get the run's events as
@@ -62,6 +67,8 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New("kortyx agui: the session service has no broker (sessions.Options.Broker: the stream broker the workers publish to)")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx agui: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case sessions.CheckBusy(o.Busy) != nil:
+		return nil, fmt.Errorf("kortyx agui: Options.Busy: %w", sessions.CheckBusy(o.Busy))
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = httpwire.DefaultMaxBody
@@ -104,7 +111,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, 0, err)
 		return
 	}
-	ts, err := h.turn(r, in, t, agent)
+	ts, tr, err := h.turn(r, in, t, agent)
 	if err != nil {
 		h.fail(w, r, 0, err)
 		return
@@ -113,22 +120,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if t.answer != nil {
 		from, answered = ts.Begin, t.answer.Token
 	}
-	h.stream(w, r, in, ts, from, answered)
+	var steer *sessions.TurnRequest
+	if ts.Kind == sessions.BusySteer {
+		steer = &tr
+	}
+	h.stream(w, r, in, ts, from, answered, steer)
 }
 
 // turn starts the prompt turn or the answer turn of a request, or reattaches to it: the
 // runId is the turn's client turn id, so the same run sent again reads the same turn (also
 // one that failed: Reconnect).
-func (h *Handler) turn(r *http.Request, in *runInput, t turn, agent string) (sessions.TurnStarted, error) {
+func (h *Handler) turn(r *http.Request, in *runInput, t turn, agent string) (sessions.TurnStarted, sessions.TurnRequest, error) {
 	if t.answer != nil {
-		return h.svc.Answer(r.Context(), in.ThreadID, *t.answer, sessions.AnswerOptions{ClientTurnID: in.RunID, Reconnect: true, Continue: true})
+		ts, err := h.svc.Answer(r.Context(), in.ThreadID, *t.answer, sessions.AnswerOptions{ClientTurnID: in.RunID, Reconnect: true, Continue: true})
+		return ts, sessions.TurnRequest{}, err
 	}
 	input, _ := json.Marshal(t.text)
-	tr := sessions.TurnRequest{ClientTurnID: in.RunID, Workflow: agent, Input: input, Reconnect: true}
+	tr := sessions.TurnRequest{ClientTurnID: in.RunID, Workflow: agent, Input: input, Reconnect: true, Busy: in.busy}
+	if tr.Busy == "" {
+		tr.Busy = h.o.Busy
+	}
 	if h.o.Owner != nil {
 		tr.Owner = h.o.Owner(r)
 	}
-	return h.svc.Start(r.Context(), in.ThreadID, tr)
+	ts, err := h.svc.Start(r.Context(), in.ThreadID, tr)
+	return ts, tr, err
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
@@ -144,7 +160,7 @@ func (h *Handler) authorize(r *http.Request, a sessions.Access) error {
 
 // stream writes the response of turn ts, read from offset from, as AG-UI events: the one loop
 // of a wire (sessions.Reader), each chunk mapped by the response's mapper.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, ts sessions.TurnStarted, from int64, answered string) {
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, ts sessions.TurnStarted, from int64, answered string, steer *sessions.TurnRequest) {
 	m := newMapper(in.ThreadID, in.RunID, in.State)
 	m.schema = func(requestID string) json.RawMessage { // a custom question's, asked when one comes
 		if v, err := h.svc.View(r.Context(), in.ThreadID); err == nil {
@@ -160,7 +176,12 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, in *runInput, t
 		return // the client left
 	}
 	var rd *sessions.Reader
-	rd, err = h.svc.Follow(r.Context(), in.ThreadID, ts, from, sessions.FollowOptions{Idle: sw.KeepAliveInterval(), Answered: answered, Started: !ts.Reattached})
+	if steer != nil {
+		// A steering message's response: the running turn's, from where its run took it in.
+		rd, err = h.svc.FollowSteer(r.Context(), in.ThreadID, ts, *steer, sessions.FollowOptions{Idle: sw.KeepAliveInterval()})
+	} else {
+		rd, err = h.svc.Follow(r.Context(), in.ThreadID, ts, from, sessions.FollowOptions{Idle: sw.KeepAliveInterval(), Answered: answered, Started: !ts.Reattached})
+	}
 	for err == nil {
 		var e stream.Entry
 		e, err = rd.Next(r.Context())

@@ -27,6 +27,9 @@ type event struct {
 	Outcome      *outcome        `json:"outcome,omitempty"`
 	Message      string          `json:"message,omitempty"`
 	Code         string          `json:"code,omitempty"`
+	// Name and Value: a CUSTOM event's.
+	Name  string `json:"name,omitempty"`
+	Value any    `json:"value,omitempty"`
 }
 
 // outcome is RUN_FINISHED's outcome: success, interrupt (with the questions) or cancelled.
@@ -160,6 +163,10 @@ func (m *mapper) chunk(c contracts.Chunk) []any {
 		return []any{runError(c)}
 	case contracts.ChunkDone:
 		return m.finish()
+	}
+	if c.Type == contracts.ChunkStatus && c.Steer != nil {
+		// Where the run took a steering message in (docs/steering.md).
+		return []any{event{Type: "CUSTOM", Name: "kortyx.steer", Value: c.Steer}}
 	}
 	// status, transition, checkpoint, limit-reached, resume-rejected, text-invalidated: not
 	// mapped (docs/agui.md says why).

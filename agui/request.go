@@ -9,16 +9,21 @@ import (
 
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
+	"github.com/kortyx-go/kortyx/sessions"
 )
 
-// runInput is AG-UI's RunAgentInput: what this wire reads of it. tools, context and
-// forwardedProps are not read (docs/agui.md says why).
+// runInput is AG-UI's RunAgentInput: what this wire reads of it. tools and context are not
+// read (docs/agui.md says why); of forwardedProps only busy (busy).
 type runInput struct {
-	ThreadID string          `json:"threadId"`
-	RunID    string          `json:"runId"`
-	State    json.RawMessage `json:"state"`
-	Messages []message       `json:"messages"`
-	Resume   []resumeEntry   `json:"resume"`
+	ThreadID       string          `json:"threadId"`
+	RunID          string          `json:"runId"`
+	State          json.RawMessage `json:"state"`
+	Messages       []message       `json:"messages"`
+	Resume         []resumeEntry   `json:"resume"`
+	ForwardedProps json.RawMessage `json:"forwardedProps"`
+	// busy is forwardedProps.busy: what to do when the thread's run is still running
+	// (docs/steering.md); "" takes Options.Busy.
+	busy string
 }
 
 // message is one message of the input: its role and content (a string, or a list of parts of
@@ -66,6 +71,15 @@ func parseInput(r *http.Request, limit int64) (*runInput, turn, error) {
 	}
 	if err := checkRunID(in.RunID); err != nil {
 		return nil, turn{}, err
+	}
+	var props struct {
+		Busy string `json:"busy"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(in.ForwardedProps), []byte("{")) && json.Unmarshal(in.ForwardedProps, &props) == nil {
+		if err := sessions.CheckBusy(props.Busy); err != nil {
+			return nil, turn{}, invalid("forwardedProps.busy must be reject, enqueue, interrupt or steer.")
+		}
+		in.busy = props.Busy
 	}
 	if len(in.Resume) > 0 {
 		a, err := answer(in.Resume)

@@ -263,8 +263,8 @@ type API struct {
 	// SessionBudget is every chat session's budget across its turns ([sessions.Options]
 	// SessionBudget; KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST). Zero: none.
 	SessionBudget contracts.Limits
-	// Busy is what a message sent to a session while its turn runs does on the chat wires
-	// unless its request names a policy ([Config.Busy], KORTYX_BUSY; docs/steering.md).
+	// Busy is what a message sent to a session while its turn runs does on every wire unless
+	// its request names a policy ([Config.Busy], KORTYX_BUSY; docs/steering.md).
 	Busy      string
 	Client    client.Client
 	Broker    stream.Broker // the broker the workers' activities publish to
@@ -389,7 +389,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/ui/chat", aiChat)
 		mux.Handle("OPTIONS /api/ui/chat/{id}/stream", aiChat)
 	}
-	aguiRoute, err := agui.New(svc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors})
+	aguiRoute, err := agui.New(svc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -399,7 +399,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/agui/{agent}", aguiRoute)
 	}
 	if api.Registry != nil { // A2A: a card and a JSON-RPC endpoint per agent (docs/a2a.md)
-		a2a, err := a2aserver.New(svc, a2aserver.Options{AllowUnauthenticated: true, Logger: logger})
+		a2a, err := a2aserver.New(svc, a2aserver.Options{AllowUnauthenticated: true, Logger: logger, Busy: api.Busy})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err
@@ -409,7 +409,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if api.Registry != nil { // the MCP server: one tool per agent (docs/mcp-server.md)
 		// MCP 2025-03-26 to 2025-11-25 and, with MCPStateless, the stateless 2026-07-28.
 		mcpRoute, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, Logger: logger,
-			StatelessRevision: api.MCPStateless, RequestStateKey: api.MCPStateKey})
+			StatelessRevision: api.MCPStateless, RequestStateKey: api.MCPStateKey, Busy: api.Busy})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err

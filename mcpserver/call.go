@@ -28,6 +28,8 @@ const (
 	metaStatus  = "kortyx/status"
 	metaRequest = "kortyx/requestId"
 	metaFailure = "kortyx/failure"
+	// metaBusy is what to do when the named session's turn is still running (docs/steering.md).
+	metaBusy = "kortyx/busy"
 )
 
 // The statuses of a result (metaStatus): the run's response statuses, and "waiting" for a
@@ -48,6 +50,9 @@ type call struct {
 	progress any     // the client's progress token (nil: no progress notifications)
 	n        float64 // progress notifications sent
 	owner    string  // the caller (Options.Owner; "" without it)
+	// steer is the request of a steering message: its response is read from where the run
+	// took it in (sessions.Service.FollowSteer).
+	steer *sessions.TurnRequest
 }
 
 func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -60,7 +65,15 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 	meta := req.Params.Meta
 	session, _ := meta[metaSession].(string)
 	turn, _ := meta[metaTurn].(string)
-	session, turn = strings.TrimSpace(session), strings.TrimSpace(turn)
+	busy, _ := meta[metaBusy].(string)
+	session, turn, busy = strings.TrimSpace(session), strings.TrimSpace(turn), strings.TrimSpace(busy)
+	if err := sessions.CheckBusy(busy); err != nil {
+		return nil, protocolError(jsonrpc.CodeInvalidParams, &contracts.Error{Code: contracts.CodeInvalidRequest,
+			Message: metaBusy + " must be reject, enqueue, interrupt or steer."})
+	}
+	if busy == "" {
+		busy = h.o.Busy
+	}
 	named := session != ""
 	if !named {
 		session = "mcp-" + uuid.NewString()
@@ -108,7 +121,7 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 	if err := h.access(ctx, hdr, sessions.Access{Wire: "mcp", Action: sessions.ActionStart, SessionID: session, Workflow: t.def.ID}); err != nil {
 		return nil, protocolError(jsonrpc.CodeInvalidRequest, err)
 	}
-	tr := sessions.TurnRequest{Workflow: t.def.ID, Input: in, ClientTurnID: turn}
+	tr := sessions.TurnRequest{Workflow: t.def.ID, Input: in, ClientTurnID: turn, Busy: busy}
 	if tr.ClientTurnID == "" {
 		// The host gave no turn id: the call names its turn itself, so that a cancel arriving
 		// while the turn is being started can reattach to it below (a turn without one
@@ -131,6 +144,9 @@ func (h *Handler) call(ctx context.Context, t *agentTool, req *mcp.CallToolReque
 			}
 		}
 		return c.failed(ctx, "", err)
+	}
+	if ts.Kind == sessions.BusySteer {
+		c.steer = &tr
 	}
 	return c.follow(ctx, ts, 0, "")
 }
@@ -178,7 +194,13 @@ func (h *Handler) questionRun(ctx context.Context, session string, v sessions.Se
 // without a question (or the question stays open).
 func (c *call) follow(ctx context.Context, ts sessions.TurnStarted, from int64, answered string) (*mcp.CallToolResult, error) {
 	c.run = ts.RunID
-	rd, err := c.h.svc.Follow(ctx, c.session, ts, from, sessions.FollowOptions{Answered: answered, Started: !ts.Reattached})
+	var rd *sessions.Reader
+	var err error
+	if c.steer != nil && ts.Kind == sessions.BusySteer {
+		rd, err = c.h.svc.FollowSteer(ctx, c.session, ts, *c.steer, sessions.FollowOptions{})
+	} else {
+		rd, err = c.h.svc.Follow(ctx, c.session, ts, from, sessions.FollowOptions{Answered: answered, Started: !ts.Reattached})
+	}
 	if err != nil {
 		return c.failed(ctx, ts.RunID, err)
 	}

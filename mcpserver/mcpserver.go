@@ -51,6 +51,10 @@ type Options struct {
 	SessionTimeout time.Duration
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Busy is what a call naming a session whose turn is still running does, unless its _meta
+	// names one ("kortyx/busy"): "reject" (the default: the call fails with SESSION_BUSY),
+	// "enqueue", "interrupt" or "steer" (docs/steering.md).
+	Busy string
 	// StatelessRevision serves MCP 2026-07-28 beside 2025-03-26 to 2025-11-25: a request whose
 	// Mcp-Protocol-Version header, or whose _meta "io.modelcontextprotocol/protocolVersion",
 	// is 2026-07-28 is served without a session (server/discover, tools/list, tools/call), and
@@ -106,6 +110,8 @@ func New(svc *sessions.Service, o Options) (*Handler, error) {
 		return nil, errors.New("kortyx mcpserver: the session service has no agents (sessions.Options.Agents): they are the tools")
 	case o.Authorize == nil && !o.AllowUnauthenticated:
 		return nil, errors.New("kortyx mcpserver: Options.Authorize is required: authorize every request (or set AllowUnauthenticated for development)")
+	case sessions.CheckBusy(o.Busy) != nil:
+		return nil, fmt.Errorf("kortyx mcpserver: Options.Busy: %w", sessions.CheckBusy(o.Busy))
 	case len(o.RequestStateKey) > 0 && len(o.RequestStateKey) < minStateKey:
 		return nil, fmt.Errorf("kortyx mcpserver: Options.RequestStateKey has %d bytes: give it at least %d random bytes (or none, for a random key per process)", len(o.RequestStateKey), minStateKey)
 	}

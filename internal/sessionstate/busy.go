@@ -82,7 +82,9 @@ func (m *Machine) SteerStarted(q protocol.QueuedTurn) sessionapi.TurnStarted {
 }
 
 // SteerNotSent queues steering message id, which could not reach its run (it ended).
-func (m *Machine) SteerNotSent(id string) { m.requeue(func(q protocol.QueuedTurn) bool { return q.ID == id }) }
+func (m *Machine) SteerNotSent(id string) {
+	m.requeue(func(q protocol.QueuedTurn) bool { return q.ID == id })
+}
 
 // requeueSteers moves the steering messages sent to run that it did not take in (taken: the
 // ids of those it did) to the queue, in arrival order; the taken ones are forgotten.

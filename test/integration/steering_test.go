@@ -19,6 +19,7 @@ import (
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/test/redistest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 )
@@ -360,4 +361,102 @@ func viewOf(session string) (sessions.SessionView, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return service(tc, "").View(ctx, session)
+}
+
+// Issue 35: the steering policy on the other wires, each named per request the way its protocol
+// carries extras: A2A (a message on the working task, metadata "kortyx/busy"), AG-UI (a run on
+// the thread, forwardedProps.busy) and MCP (a call naming the session, _meta "kortyx/busy").
+// The running turn (started on the chat route) takes the message in; each wire's answer is the
+// response from there.
+func TestSteerOnA2AAGUIAndMCP(t *testing.T) {
+	model := fakeserver.New(steerModel(3 * time.Second))
+	t.Cleanup(model.Close)
+	p := startProcess(t, taskQueue(t), nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_WORKFLOWS="+steerAgentDir(t), "OPENAI_BASE_URL="+model.URL(),
+		"KORTYX_EXAMPLES=none")
+	base := p.apiURL(t)
+	p.until(t, `msg="kortyx worker: polling task queue"`)
+	chatWire := steerWires[0]
+	for _, c := range []struct {
+		name  string
+		steer func(t *testing.T, session, run string) string // the wire's answer, as text
+	}{
+		{"a2a", func(t *testing.T, session, run string) string {
+			code, body := postJSON(t, base+"/a2a/steeragent", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",
+				"messageId":"m-steer","role":"user","taskId":"`+run+`","contextId":"`+session+`","parts":[{"kind":"text","text":"`+steerText+`"}],
+				"metadata":{"kortyx/busy":"steer"}}}}`)
+			require.Equal(t, http.StatusOK, code, body)
+			var res struct {
+				Result struct {
+					ID     string `json:"id"`
+					Status struct {
+						State string `json:"state"`
+					} `json:"status"`
+					History []struct {
+						Role  string `json:"role"`
+						Parts []struct {
+							Text string `json:"text"`
+						} `json:"parts"`
+					} `json:"history"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &res), body)
+			require.Equal(t, run, res.Result.ID, "the same task: %s", body)
+			require.Equal(t, "completed", res.Result.Status.State, body)
+			var said []string
+			for _, m := range res.Result.History {
+				for _, p := range m.Parts {
+					said = append(said, m.Role+": "+p.Text)
+				}
+			}
+			require.Equal(t, []string{"user: " + slowPrompt, "user: " + steerText, "agent: Working slowly.\nEU store it is."}, said,
+				"the steering message in the task's history")
+			return "EU store it is." // (the task holds the whole turn)
+		}},
+		{"ag-ui", func(t *testing.T, session, run string) string {
+			code, body := postJSON(t, base+"/api/agui/steeragent", `{"threadId":"`+session+`","runId":"r-steer","state":{},"tools":[],"context":[],
+				"messages":[{"id":"u-steer","role":"user","content":"`+steerText+`"}],"forwardedProps":{"busy":"steer"}}`)
+			require.Equal(t, http.StatusOK, code, body)
+			require.Contains(t, body, `"type":"CUSTOM","name":"kortyx.steer"`)
+			require.Contains(t, body, `"type":"RUN_FINISHED"`)
+			var text strings.Builder
+			for _, d := range sseData(body) {
+				var ev struct {
+					Type  string `json:"type"`
+					Delta string `json:"delta"`
+				}
+				if json.Unmarshal([]byte(d), &ev) == nil && ev.Type == "TEXT_MESSAGE_CONTENT" {
+					text.WriteString(ev.Delta)
+				}
+			}
+			return text.String()
+		}},
+		{"mcp", func(t *testing.T, session, run string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := mcpCaller(t, base+"/mcp", "").CallTool(ctx, &mcp.CallToolParams{Name: "steeragent", Arguments: map[string]any{"message": steerText},
+				Meta: mcp.Meta{"kortyx/sessionId": session, "kortyx/busy": "steer"}})
+			require.NoError(t, err)
+			require.False(t, res.IsError)
+			require.Equal(t, run, res.Meta["kortyx/runId"], "the running turn's run")
+			b, _ := json.Marshal(res.Content)
+			return string(b)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			session := "steer-" + c.name
+			n := len(model.Requests())
+			first := async(t, chatWire, base, session, "t1", slowPrompt, "")
+			waitRequests(t, model, n+1)
+			v, err := viewOf(session)
+			require.NoError(t, err)
+			require.NotNil(t, v.Active)
+			answer := c.steer(t, session, v.Active.RunID)
+			require.Contains(t, answer, "EU store it is.")
+			require.NotContains(t, answer, "Working slowly.", "the answer begins where the run took the message in")
+			f := receive(t, first)
+			require.Equal(t, []string{steerText}, f.Steers)
+			require.Equal(t, "Working slowly. EU store it is.", f.Text)
+			require.Len(t, model.Requests()[n:], 2, "one turn, two passes")
+		})
+	}
 }
