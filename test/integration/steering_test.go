@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/providers/fakeserver"
 	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
@@ -459,4 +463,65 @@ func TestSteerOnA2AAGUIAndMCP(t *testing.T) {
 			require.Len(t, model.Requests()[n:], 2, "one turn, two passes")
 		})
 	}
+}
+
+// Issue 35: the chat route's transcript hook sees how the session took each message:
+// OnTurnAccepted's Kind is "prompt" for a turn of its own, "steer" for a steering message (when
+// the session took it in, before its response), "enqueue" for a queued message (when its turn
+// starts) and "interrupt" for one that stopped the running turn.
+func TestTurnAcceptedKinds(t *testing.T) {
+	model := fake.NewResponder(steerModel(2 * time.Second)).WithID("fake")
+	e := &inproc{c: tc, broker: stream.NewMemory(stream.MemoryOptions{}), tq: taskQueue(t)}
+	w := newWorker(tc, e.tq, reasonAgent(t, "steerhooks"), &activities.Activities{Stream: e.broker, Providers: providers.NewSet(model)})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	f := newFinalized()
+	h, err := chat.NewHandler(newService(t, tc, e.broker, e.tq), f.options(chat.Options{AllowUnauthenticated: true}))
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	session := "hooks-" + e.tq
+	send := func(turn, text, busy string) <-chan sseResponse {
+		ch := make(chan sseResponse, 1)
+		body := prompt(session, turn, "steerhooks", text)
+		if busy != "" {
+			body["busy"] = busy
+		}
+		go func() { ch <- mpPost(t, srv.URL, body) }()
+		return ch
+	}
+	wait := func(ch <-chan sseResponse) sseResponse {
+		select {
+		case r := <-ch:
+			require.Equal(t, http.StatusOK, r.Status, r.Body)
+			return r
+		case <-time.After(time.Minute):
+			t.Fatal("no response within a minute")
+			return sseResponse{}
+		}
+	}
+	slow := func(turn string) <-chan sseResponse {
+		n := model.Calls()
+		ch := send(turn, slowPrompt, "")
+		eventually(t, 30*time.Second, "the model request", func() bool { return model.Calls() > n })
+		return ch
+	}
+	first := slow("t1")
+	wait(send("t2", steerText, sessions.BusySteer))
+	wait(first)
+	third := slow("t3")
+	queued := send("t4", "Then say hi.", sessions.BusyEnqueue)
+	wait(third)
+	wait(queued)
+	fifth := slow("t5")
+	wait(send("t6", "Make it two.", sessions.BusyInterrupt))
+	wait(fifth)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var kinds []string
+	for _, a := range f.accepted {
+		kinds = append(kinds, a.ClientTurnID+" "+a.Kind)
+	}
+	require.Equal(t, []string{"t1 prompt", "t2 steer", "t3 prompt", "t4 enqueue", "t5 prompt", "t6 interrupt"}, kinds)
 }
