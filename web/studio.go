@@ -58,6 +58,8 @@ type transcriptTurn struct {
 	// the model's text, tool calls, questions and answers, children, checkpoints).
 	Input   json.RawMessage `json:"input,omitempty"`
 	Entries []timelineEntry `json:"entries"`
+	// Arrival: how the turn's message came while another turn ran ("enqueue", "interrupt").
+	Arrival string `json:"arrival,omitempty"`
 	// State is the turn's place in the session's history: "live" (the session goes on from
 	// it), "rolledBack" (a rollback discarded it) or "inherited" (a turn of the session this
 	// one was forked from, up to the forked checkpoint; its sessionId is that session's).
@@ -243,7 +245,7 @@ func (o Options) ownTurns(ctx context.Context, sessionID string) (*transcript, e
 		if err != nil {
 			return
 		}
-		t.Input, t.Entries = tl.Input, tl.Entries
+		t.Input, t.Entries, t.Arrival = tl.Input, tl.Entries, tl.Arrival
 		t.Usage, t.Cost = o.rowFigures(o.spendOfTimeline(tl))
 	})
 	return out, nil

@@ -33,6 +33,9 @@ type timeline struct {
 	// completed: the payload viewer's values, decoded through the codec.
 	Input  json.RawMessage `json:"input,omitempty"`
 	Output any             `json:"output,omitempty"`
+	// Arrival says how the turn's message reached its session while another turn ran:
+	// "enqueue" or "interrupt" (docs/steering.md; "" for a turn that started at once).
+	Arrival string `json:"arrival,omitempty"`
 	// Node is the node an open run is in now (its state query: where a waiting run waits).
 	Node string `json:"node,omitempty"`
 	// Nodes are the nodes the run entered, in order (from its checkpoints).
@@ -198,7 +201,9 @@ const (
 // timelineEntry is one event of a timeline, in history order.
 type timelineEntry struct {
 	// Kind: started, node, model, tool, activity (any other activity: Activity names it),
-	// question, answer, child, checkpoint, ended.
+	// question, answer, steer (a steering message arrived: Text, SteerID), steered (the run took
+	// it in before pass Step of Node's Reason call, as its turn's checkpoint says), child,
+	// checkpoint, ended.
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 	Node string    `json:"node,omitempty"`
@@ -223,6 +228,9 @@ type timelineEntry struct {
 	RequestID string                    `json:"requestId,omitempty"`
 	Question  *contracts.InterruptInput `json:"question,omitempty"`
 	Answer    json.RawMessage           `json:"answer,omitempty"`
+	// steer, steered
+	SteerID string `json:"steerId,omitempty"`
+	Step    *int   `json:"step,omitempty"`
 	// child
 	ChildRunID string `json:"childRunId,omitempty"`
 	// checkpoint
@@ -312,6 +320,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				tl.Workflow = start.Workflow
 				tl.SessionID = start.SessionID
 				tl.Input = start.Input
+				tl.Arrival = start.Arrival
 				tl.limits = start.Limits
 			}
 			tl.StartedAt = at
@@ -450,6 +459,10 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				answers[p.RequestID] = len(tl.Entries)
 				tl.Entries = append(tl.Entries, timelineEntry{Kind: "question", At: at, Node: p.Node, RequestID: p.RequestID, Question: &q})
 			}
+			for _, st := range cp.Effects.Steered {
+				step := st.Step
+				tl.Entries = append(tl.Entries, timelineEntry{Kind: "steered", At: at, Node: st.Node, Text: st.Content, SteerID: st.ID, Step: &step})
+			}
 			turn := cp.TurnIndex
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
 		case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
@@ -460,6 +473,13 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 			tl.Entries = appendAnswer(tl.Entries, decode, s.GetAcceptedRequest().GetInput().GetArgs(), at)
 		case *historypb.HistoryEvent_WorkflowExecutionSignaledEventAttributes:
 			s := a.WorkflowExecutionSignaledEventAttributes
+			if s.GetSignalName() == protocol.SteerSignal {
+				var m protocol.SteerMessage
+				if decode(s.GetInput(), &m) {
+					tl.Entries = append(tl.Entries, timelineEntry{Kind: "steer", At: at, Text: m.Content, SteerID: m.ID})
+				}
+				continue
+			}
 			if s.GetSignalName() != contracts.RespondName {
 				continue
 			}

@@ -306,12 +306,12 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 		}
 	}
 	defer s.change()()
-	return s.startPrompt(ctx, req)
+	return s.startPrompt(ctx, req, "")
 }
 
 // startPrompt starts the prompt turn of req: the session is idle (or its running turn was just
-// stopped).
-func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
+// stopped); arrival is how its message came ([protocol.RunStart].Arrival).
+func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest, arrival string) (sessionapi.TurnStarted, error) {
 	defer func() { s.changed = true }()
 	if s.m.Claim(req.Owner) {
 		// The owner is recorded in the session's memo, where it can be read without a worker.
@@ -329,6 +329,7 @@ func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest) 
 	s.m.ClearPending()
 	runID := s.newID(ctx, "run-")
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
+	in.Arrival = arrival
 	if err := s.startRun(ctx, runID, wf, in); err != nil {
 		s.m.PromptNotStarted()
 		return sessionapi.TurnStarted{}, err
@@ -350,7 +351,7 @@ func (s *session) awaitQueued(ctx workflow.Context, id string) (sessionapi.TurnS
 func (s *session) startQueued(ctx workflow.Context) {
 	defer s.change()()
 	q := s.m.PopQueued()
-	started, err := s.startPrompt(ctx, q.Req)
+	started, err := s.startPrompt(ctx, q.Req, sessionapi.BusyEnqueue)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx session: a queued message's turn could not start", "message", q.ID, "error", err)
 	} else {
@@ -392,7 +393,11 @@ func (s *session) interrupt(ctx workflow.Context, req sessionapi.TurnRequest) (s
 		s.cancelRun(ctx, a.RunID)
 		req = s.m.Interrupting(a, req)
 	}
-	started, err := s.startPrompt(ctx, req)
+	arrival := ""
+	if stopped != "" {
+		arrival = sessionapi.BusyInterrupt
+	}
+	started, err := s.startPrompt(ctx, req, arrival)
 	if err != nil {
 		return started, err
 	}

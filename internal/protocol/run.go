@@ -31,6 +31,10 @@ type RunStart struct {
 	// SessionBudget is the budget of the run's session across its turns, as the session gives
 	// it to the run of a turn (nil: none).
 	SessionBudget *SessionBudget `json:"sessionBudget,omitempty"`
+	// Arrival says how the turn's message reached its session while another turn ran
+	// (docs/steering.md): "enqueue" (it waited for the turns before it), "interrupt" (it
+	// stopped the running turn); "" for a turn that started at once.
+	Arrival string `json:"arrival,omitempty"`
 }
 
 // IDSource is what a lean run derives its ids from: a random seed recorded at its start, the
@@ -77,6 +81,7 @@ type runStartJSON struct {
 	Limits                  *contracts.Limits   `json:"limits,omitempty"`
 	IDs                     *IDSource           `json:"ids,omitempty"`
 	SessionBudget           *SessionBudget      `json:"sessionBudget,omitempty"`
+	Arrival                 string              `json:"arrival,omitempty"`
 }
 
 // MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
@@ -84,7 +89,7 @@ type runStartJSON struct {
 func (r RunStart) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
 		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
-		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget})
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget, Arrival: r.Arrival})
 }
 
 // RunSnapshot is everything needed to continue a run in a new execution: the graph state, the

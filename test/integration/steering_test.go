@@ -200,7 +200,7 @@ func TestBusyPolicies(t *testing.T) {
 	t.Cleanup(model.Close)
 	tq := taskQueue(t)
 	p := startProcess(t, tq, nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_WORKFLOWS="+steerAgentDir(t), "OPENAI_BASE_URL="+model.URL(),
-		"KORTYX_EXAMPLES=none")
+		"KORTYX_EXAMPLES=none", "KORTYX_WEB_PAGE=1")
 	base := p.apiURL(t)
 	p.until(t, `msg="kortyx worker: polling task queue"`)
 
@@ -268,6 +268,7 @@ func TestBusyPolicies(t *testing.T) {
 				require.Equal(t, []providers.Message{{Role: providers.RoleUser, Content: slowPrompt},
 					{Role: providers.RoleAssistant, Content: "Working slowly."}, {Role: providers.RoleUser, Content: steerText}}, msgs[len(msgs)-3:])
 				if w.name == "kortyx-chat" {
+					studioShowsPolicies(t, base, session)
 					recordHistory(t, tc, "steer-run", runOfSession(t, session("steer")))
 					for _, policy := range []string{"enqueue", "interrupt", "steer"} {
 						recordHistory(t, tc, "busy-"+policy+"-session", protocol.SessionWorkflowID(session(policy)))
@@ -524,4 +525,54 @@ func TestTurnAcceptedKinds(t *testing.T) {
 		kinds = append(kinds, a.ClientTurnID+" "+a.Kind)
 	}
 	require.Equal(t, []string{"t1 prompt", "t2 steer", "t3 prompt", "t4 enqueue", "t5 prompt", "t6 interrupt"}, kinds)
+}
+
+// studioShowsPolicies checks what the Studio draws of each policy (the JSON its pages read):
+// the steered run's trace has the message's arrival and where it was taken in; the transcript
+// marks the queued turns and the interrupting one.
+func studioShowsPolicies(t *testing.T, base string, session func(string) string) {
+	t.Helper()
+	get := func(path string, out any) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	type entry struct {
+		Kind    string `json:"kind"`
+		Text    string `json:"text"`
+		Node    string `json:"node"`
+		Step    *int   `json:"step"`
+		SteerID string `json:"steerId"`
+	}
+	var trace struct {
+		Entries []entry `json:"entries"`
+	}
+	get("/api/runs/"+runOfSession(t, session("steer")), &trace)
+	var steers []entry
+	for _, e := range trace.Entries {
+		if e.Kind == "steer" || e.Kind == "steered" {
+			e.SteerID = ""
+			steers = append(steers, e)
+		}
+	}
+	one := 1
+	require.Equal(t, []entry{{Kind: "steer", Text: steerText}, {Kind: "steered", Text: steerText, Node: "agent", Step: &one}}, steers)
+	arrivals := func(policy string) []string {
+		var tr struct {
+			Turns []struct {
+				Arrival string `json:"arrival"`
+			} `json:"turns"`
+		}
+		get("/api/sessions/"+session(policy)+"/transcript", &tr)
+		var out []string
+		for _, turn := range tr.Turns {
+			out = append(out, turn.Arrival)
+		}
+		return out
+	}
+	require.Equal(t, []string{"", "enqueue", "enqueue"}, arrivals("enqueue"))
+	require.Equal(t, []string{"", "interrupt"}, arrivals("interrupt"))
 }

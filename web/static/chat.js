@@ -289,7 +289,8 @@ function fillTurn(d, turn) {
         a.append(el("div", { class: "cancelled" }, "Run cancelled."));
         break;
       case "status":
-        a.append(el("div", { class: "meta status-chunk", role: "status" }, "… " + (c.message || "")));
+        a.append(c.steer ? el("div", { class: "meta status-chunk steer-chunk", role: "status" }, "↪ Steering message taken in: " + (c.steer.content || ""))
+          : el("div", { class: "meta status-chunk", role: "status" }, "… " + (c.message || "")));
         break;
       case "checkpoint":
         a.append(el("div", { class: "meta checkpoint", "data-checkpoint": c.id }, "checkpoint ", shortId(c.id), ` (turn ${c.turnIndex})`));
@@ -618,6 +619,8 @@ function entryText(e) {
     case "tool": return `tool ${e.tool} ${JSON.stringify(e.arguments)} → ${e.error ? "error: " + e.error : e.result} · ${e.durationMs} ms · attempt ${e.attempts}`;
     case "question": return `question ${e.question.kind}: ${e.question.question || ""}`;
     case "answer": return `answer ${JSON.stringify(e.answer)}`;
+    case "steer": return `steering message: ${e.text || ""}`;
+    case "steered": return `steering message taken in before pass ${(e.step || 0) + 1} of ${e.node || "the node"}`;
     case "child": return `child run ${e.childRunId} · ${e.status || "running"}`;
     case "checkpoint": return `checkpoint ${e.checkpointId} (turn ${e.turnIndex})`;
     case "ended": return `run ${e.status}${e.error ? ": " + e.error : ""}`;

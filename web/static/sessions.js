@@ -38,6 +38,7 @@ async function detail(id) {
     v.parentSessionId ? el("p", { class: "forked-from" }, "Forked from session ", link("sessions/" + encodeURIComponent(v.parentSessionId), v.parentSessionId, { class: "parent-link" }), " at checkpoint ", shortId(v.forkedFrom)) : null,
     v.active ? el("p", { class: "meta active" }, `A turn is running: turn ${v.active.turnIndex} (${v.active.kind}), run `, shortId(v.active.runId)) : null,
     v.budget ? el("p", { class: "meta session-budget" }, "Budget: ", sessionBudgetText(v.budget)) : null,
+    waiting(v),
     branches(v, parent),
     el("h4", {}, "Checkpoints"),
     el("ol", { class: "session-checkpoints" }, (v.checkpoints || []).map((c) => el("li", { "data-checkpoint": c.id, class: c.id === v.head ? "head" : null },
@@ -86,6 +87,7 @@ export function transcriptTurnItem(t) {
       : null;
   return el("li", { class: "transcript-turn" + (t.state === "rolledBack" ? " rolled-back" : t.state === "inherited" ? " inherited" : ""), "data-run": t.runId, "data-state": t.state || "" },
     state,
+    t.arrival ? el("p", { class: "meta arrival", "data-arrival": t.arrival }, t.arrival === "enqueue" ? "Queued: sent while the turn before ran, started after it." : "Interrupting: sent while a turn ran, which it stopped; the prompt holds both messages.") : null,
     el("div", { class: "user prompt" }, promptText(t.input)),
     el("div", { class: "assistant" }, (t.entries || []).map(transcriptEntry).filter(Boolean),
       el("div", { class: "meta run" }, link("runs/" + encodeURIComponent(t.runId), "trace", { class: "run-link" }), " ", statusBadge(t.status), " ", shortId(t.runId), " · ", timeEl(t.startedAt))));
@@ -98,9 +100,22 @@ function transcriptEntry(e) {
       e.error ? el("div", { class: "tool-error" }, "✗ " + e.error) : e.result ? el("div", { class: "tool-result" }, "← ", el("code", {}, e.result)) : null);
     case "question": return el("div", { class: "question asked" }, "? ", el("strong", {}, (e.question || {}).question || (e.question || {}).kind || "a question"));
     case "answer": return el("div", { class: "meta answered" }, "answered ", el("code", {}, JSON.stringify(e.answer)));
+    case "steer": return el("div", { class: "user steer", "data-steer": e.steerId || "" }, "↪ ", e.text || "", el("span", { class: "meta" }, " (steering message)"));
+    case "steered": return el("div", { class: "meta steered", "data-steer": e.steerId || "" }, `taken in before pass ${(e.step || 0) + 1} of ${e.node || "the node"}`);
     case "child": return el("div", { class: "meta" }, "child run ", shortId(e.childRunId), " · ", e.status || "running");
     default: return null;
   }
+}
+
+// waiting lists the messages that wait: queued ones (their turn starts when the turns before it
+// end) and steering ones (sent to the running turn, not taken in yet).
+function waiting(v) {
+  const all = [...(v.queued || []).map((m) => ({ ...m, where: "queued" })), ...(v.steering || []).map((m) => ({ ...m, where: "steering" }))];
+  if (!all.length) return null;
+  return el("div", { class: "session-waiting" }, el("h4", {}, "Waiting messages"),
+    el("ol", {}, all.map((m) => el("li", { "data-waiting": m.where, "data-kind": m.kind },
+      m.where === "queued" ? `queued (${m.kind})` : "steering the running turn, run ", m.where === "steering" ? shortId(m.runId) : null,
+      m.clientTurnId ? ` · ${m.clientTurnId}` : "", " · ", timeEl(m.since)))));
 }
 
 // branches draws the session's checkpoints as a line; a fork's line leaves its parent's line at

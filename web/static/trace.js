@@ -192,6 +192,8 @@ function label(e) {
     case "tool": return `tool ${e.tool || "(local)"}${e.local ? " · local" : ""}`;
     case "question": return `question ${(e.question || {}).kind || ""}`;
     case "answer": return "answer";
+    case "steer": return "steering message";
+    case "steered": return `steering message taken in${e.node ? " · " + e.node : ""}`;
     case "child": return "child run";
     case "activity": return `activity ${e.activity}${e.node ? " · " + e.node : ""}`;
     case "checkpoint": return `checkpoint · turn ${e.turnIndex}`;
@@ -268,6 +270,7 @@ function payloads(e) {
   }
   if (e.kind === "question") p.push(payload("question", e.question));
   if (e.kind === "answer") p.push(payload("answer", e.answer));
+  if (e.kind === "steer" || e.kind === "steered") p.push(payload("message", e.text || ""));
   return p;
 }
 
