@@ -40,12 +40,13 @@ func TestSessionBusyPolicies(t *testing.T) {
 			cancelled = append(cancelled, workflowID)
 			return nil
 		})
-	var a, b, c, d, e, again sessionapi.TurnStarted
-	var errA, errB, errC, errD, errE, errAgain error
+	var a, b, c, d, e, f, again sessionapi.TurnStarted
+	var errA, errB, errC, errD, errE, errF, errAgain error
 	h.update(1*time.Second, protocol.SessionStartTurnUpdate, prompt("a", "", "t-a"), &a, &errA)
 	h.update(2*time.Second, protocol.SessionStartTurnUpdate, prompt("c", sessionapi.BusySteer, "t-c"), &c, &errC)
 	h.update(3*time.Second, protocol.SessionStartTurnUpdate, prompt("b", sessionapi.BusyEnqueue, "t-b"), &b, &errB)
 	h.update(4*time.Second, protocol.SessionStartTurnUpdate, prompt("d", "", "t-d"), &d, &errD)
+	h.update(3500*time.Millisecond, protocol.SessionStartTurnUpdate, prompt("f", sessionapi.BusySteer, "t-f"), &f, &errF)
 	h.update(4500*time.Millisecond, protocol.SessionStartTurnUpdate, prompt("b", sessionapi.BusyEnqueue, "t-b"), &again, &errAgain)
 	var waiting sessionapi.SessionView
 	h.view(4800*time.Millisecond, &waiting)
@@ -58,40 +59,56 @@ func TestSessionBusyPolicies(t *testing.T) {
 	h.update(7*time.Second, protocol.SessionStartTurnUpdate, prompt("e", sessionapi.BusyInterrupt, "t-e"), &e, &errE)
 	var last sessionapi.SessionView
 	h.view(8*time.Second, &last)
+	var stopped string
+	var errStop error
+	h.update(9*time.Second, protocol.SessionStopUpdate, "", &stopped, &errStop)
+	var afterStop sessionapi.SessionView
+	h.view(10*time.Second, &afterStop)
 	h.env.RegisterDelayedCallback(func() { h.env.CancelWorkflow() }, time.Minute)
 	h.env.ExecuteWorkflow(protocol.SessionWorkflowName, protocol.SessionInput{SessionID: "s"})
 	require.True(t, temporal.IsCanceledError(h.env.GetWorkflowError()), "%v", h.env.GetWorkflowError())
 
-	for _, err := range []error{errA, errB, errC, errE, errAgain} {
+	for _, err := range []error{errA, errB, errC, errE, errF, errAgain, errStop} {
 		require.NoError(t, err)
 	}
 	require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(errD), "%v", errD)
 	require.Empty(t, a.Kind)
 
-	// The run of turn 1 is gone (the stand-in ended): "c" is queued, before "b".
-	require.Len(t, waiting.Queued, 2)
+	// The run of turn 1 is gone (the stand-in ended): "c" is queued, before "b"; "f", a
+	// steering message sent while messages are queued, waits after them.
+	require.Len(t, waiting.Queued, 3)
 	require.Equal(t, "t-c", waiting.Queued[0].ClientTurnID)
 	require.Equal(t, "steer", waiting.Queued[0].Kind)
 	require.Equal(t, "t-b", waiting.Queued[1].ClientTurnID)
+	require.Equal(t, "t-f", waiting.Queued[2].ClientTurnID)
+	require.Equal(t, "steer", waiting.Queued[2].Kind)
 	require.Empty(t, waiting.Steering)
 
 	// Turn 1 ended: "c" runs as the next turn, then "b".
 	require.Equal(t, sessionapi.BusyEnqueue, c.Kind)
 	require.Equal(t, 2, c.TurnIndex)
 	require.Equal(t, c.RunID, second.Active.RunID)
-	require.Len(t, second.Queued, 1)
+	require.Len(t, second.Queued, 2)
 	require.Equal(t, sessionapi.BusyEnqueue, b.Kind)
 	require.Equal(t, 3, b.TurnIndex)
 	require.Equal(t, b, again, "a retry of a queued message gets its turn")
 	require.Equal(t, b.RunID, third.Active.RunID)
 
 	// "e" interrupts the turn of "b": it starts at once, with "b" in its input before it.
-	require.Equal(t, []string{b.RunID}, cancelled)
+	require.Equal(t, []string{b.RunID, e.RunID}, cancelled, "the interrupted turn's run, then the stopped one's")
 	require.Equal(t, sessionapi.BusyInterrupt, e.Kind)
 	require.Equal(t, b.RunID, e.Interrupted)
 	require.Equal(t, 3, e.TurnIndex, "the stopped turn committed nothing")
 	require.Equal(t, e.RunID, last.Active.RunID)
-	require.Len(t, h.runs, 4)
+	require.Len(t, last.Queued, 1, `"f" still waits`)
+
+	// Stop stops the running turn only: the queued "f" starts after it.
+	require.Equal(t, e.RunID, stopped)
+	require.Equal(t, f.RunID, afterStop.Active.RunID)
+	require.Equal(t, sessionapi.BusyEnqueue, f.Kind)
+	require.Empty(t, afterStop.Queued)
+	require.Len(t, h.runs, 5)
+	require.JSONEq(t, `"f"`, string(h.runs[4].Input))
 	require.JSONEq(t, `"c"`, string(h.runs[1].Input))
 	require.JSONEq(t, `"b"`, string(h.runs[2].Input))
 	require.JSONEq(t, `"b\n\ne"`, string(h.runs[3].Input), "the stopped prompt, then the new one")

@@ -732,3 +732,26 @@ func TestSessionBudgetSpend(t *testing.T) {
 	require.Equal(t, 47+protocol.MaxLiveRuns, m.RunBudget().Spent.Tokens, "folded runs still count")
 	require.Equal(t, contracts.Spend{Tokens: 47 + protocol.MaxLiveRuns, MaxTokens: 1100}, *m.View().Budget)
 }
+
+// A session takes at most protocol.MaxWaiting waiting messages (queued and steering): one more
+// is refused with SESSION_BUSY; a retry of a waiting one (its clientTurnId) is not.
+func TestWaitingMessagesAreBounded(t *testing.T) {
+	m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s"}}, "q")
+	m.State.Active = &sessionapi.ActiveTurn{RunID: "run-1", TurnIndex: 1}
+	in, _ := json.Marshal("more")
+	for i := range protocol.MaxWaiting {
+		req := sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: sessionapi.BusyEnqueue, ClientTurnID: fmt.Sprintf("t%d", i)}
+		_, err := m.CheckStart(req)
+		require.NoError(t, err)
+		m.Enqueue(req, fmt.Sprintf("q%d", i), req.Busy, time.Now())
+	}
+	_, err := m.CheckStart(sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: sessionapi.BusySteer, ClientTurnID: "one-more"})
+	require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err))
+	require.Contains(t, err.Error(), "32 messages waiting")
+	_, err = m.CheckStart(sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: sessionapi.BusyEnqueue, ClientTurnID: "t3"})
+	require.NoError(t, err, "a retry of a waiting message")
+	_, err = m.CheckStart(sessionapi.TurnRequest{Workflow: "w", Input: in, ClientTurnID: "plain"})
+	require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err), "without a policy")
+	_, err = m.CheckStart(sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: "later"})
+	require.Equal(t, contracts.CodeInvalidInput, contracts.CodeOf(err))
+}
