@@ -33,7 +33,7 @@ func isolate(t *testing.T) string {
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
 		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
 		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED",
-		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST"} {
+		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST", "KORTYX_BUSY"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -311,6 +311,19 @@ func TestConfigBudget(t *testing.T) {
 			require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: "+k+"=")
 		})
 	}
+}
+
+// KORTYX_BUSY is every wire's default busy policy (docs/steering.md); another word stops the
+// program at start.
+func TestConfigBusy(t *testing.T) {
+	isolate(t)
+	require.Empty(t, ConfigFromEnv().Busy)
+	t.Setenv("KORTYX_BUSY", "steer")
+	c := ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, "steer", c.Busy)
+	t.Setenv("KORTYX_BUSY", "later")
+	require.ErrorContains(t, ConfigFromEnv().Err(), `kortyx: KORTYX_BUSY="later": use reject, enqueue, interrupt or steer`)
 }
 
 func TestConfigPrices(t *testing.T) {

@@ -755,3 +755,24 @@ func TestWaitingMessagesAreBounded(t *testing.T) {
 	_, err = m.CheckStart(sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: "later"})
 	require.Equal(t, contracts.CodeInvalidInput, contracts.CodeOf(err))
 }
+
+// Stop ends the running turn only: a steering message it had not taken in joins the queue; a
+// waiting message's clientTurnId sent again with other content is refused.
+func TestStopQueuesSteeringMessages(t *testing.T) {
+	m := New(protocol.SessionStart{SessionInput: protocol.SessionInput{SessionID: "s"}}, "q")
+	a := &sessionapi.ActiveTurn{RunID: "run-1", TurnIndex: 1}
+	m.State.Active = a
+	in, _ := json.Marshal("Use the EU store.")
+	req := sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: sessionapi.BusySteer, ClientTurnID: "t2", Digest: "d1"}
+	msg := m.AddSteer(req, "steer-1", time.Now())
+	require.Equal(t, protocol.SteerMessage{Steer: contracts.Steer{ID: "steer-1", ClientTurnID: "t2", Content: "Use the EU store."}, TurnIndex: 1}, msg)
+	other := req
+	other.Digest = "d2"
+	_, err := m.CheckStart(other)
+	require.Equal(t, contracts.CodeClientTurnConflict, contracts.CodeOf(err))
+	m.Stopped(a)
+	require.Empty(t, m.State.Steers)
+	require.Len(t, m.State.Queue, 1)
+	require.Equal(t, "steer-1", m.State.Queue[0].ID)
+	require.True(t, m.QueueReady())
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/providers"
 	"github.com/kortyx-go/kortyx/providers/fake"
@@ -23,9 +24,12 @@ import (
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/test/redistest"
+	"github.com/kortyx-go/kortyx/workflows"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/workflow"
 )
 
 // steerYAML is a one-node declarative agent: one Reason call on the fake OpenAI-compatible
@@ -215,6 +219,13 @@ func TestBusyPolicies(t *testing.T) {
 				return ch
 			}
 
+			t.Run("bad policy", func(t *testing.T) {
+				a := w.send(t, base, session("bad"), "t1", "Hello?", "later")
+				require.Equal(t, http.StatusBadRequest, a.Status, a.Body)
+				_, err := viewOf(session("bad"))
+				require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "nothing reached a session")
+			})
+
 			t.Run("reject", func(t *testing.T) {
 				first := slow(session("reject"))
 				a := w.send(t, base, session("reject"), "t2", "Hello?", "")
@@ -381,6 +392,26 @@ func TestSteerOnA2AAGUIAndMCP(t *testing.T) {
 	base := p.apiURL(t)
 	p.until(t, `msg="kortyx worker: polling task queue"`)
 	chatWire := steerWires[0]
+	t.Run("bad policy", func(t *testing.T) {
+		code, body := postJSON(t, base+"/a2a/steeragent", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",
+			"messageId":"m-bad","role":"user","contextId":"bad-a2a","parts":[{"kind":"text","text":"hi"}],"metadata":{"kortyx/busy":"later"}}}}`)
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, `"code":-32602`)
+		code, body = postJSON(t, base+"/api/agui/steeragent", `{"threadId":"bad-agui","runId":"r-bad","state":{},"tools":[],"context":[],
+			"messages":[{"id":"u-bad","role":"user","content":"hi"}],"forwardedProps":{"busy":"later"}}`)
+		require.Equal(t, http.StatusBadRequest, code, body)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := mcpCaller(t, base+"/mcp", "").CallTool(ctx, &mcp.CallToolParams{Name: "steeragent", Arguments: map[string]any{"message": "hi"},
+			Meta: mcp.Meta{"kortyx/sessionId": "bad-mcp", "kortyx/busy": "later"}})
+		var we *jsonrpc.Error
+		require.ErrorAs(t, err, &we)
+		require.EqualValues(t, jsonrpc.CodeInvalidParams, we.Code)
+		for _, s := range []string{"bad-a2a", "bad-agui", "bad-mcp"} {
+			_, err := viewOf(s)
+			require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "nothing reached session %s", s)
+		}
+	})
 	for _, c := range []struct {
 		name  string
 		steer func(t *testing.T, session, run string) string // the wire's answer, as text
@@ -575,4 +606,48 @@ func studioShowsPolicies(t *testing.T, base string, session func(string) string)
 	}
 	require.Equal(t, []string{"", "enqueue", "enqueue"}, arrivals("enqueue"))
 	require.Equal(t, []string{"", "interrupt"}, arrivals("interrupt"))
+}
+
+// Issue 35: a steering message the running turn does not take in (its node calls no model after
+// the message arrived) becomes the session's next turn, and its request follows that turn: its
+// response answers the message.
+func TestSteerNotTakenInBecomesTheNextTurn(t *testing.T) {
+	model := fake.NewResponder(steerModel(time.Second)).WithID("fake")
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(&workflows.Definition{ID: "steerlate", Version: "1",
+		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			if _, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "reason", Model: providers.Model("fake:test"), Input: in.Text()}); err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{}, workflow.Sleep(ctx, 3*time.Second) // no model pass after this
+		}}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}))
+	e := &inproc{c: tc, broker: stream.NewMemory(stream.MemoryOptions{}), tq: taskQueue(t)}
+	w := newWorker(tc, e.tq, reg, &activities.Activities{Stream: e.broker, Providers: providers.NewSet(model)})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	h, err := chat.NewHandler(newService(t, tc, e.broker, e.tq), chat.Options{AllowUnauthenticated: true})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	session := "late-" + e.tq
+	first := make(chan sseResponse, 1)
+	go func() { first <- mpPost(t, srv.URL, prompt(session, "t1", "steerlate", "Order a lamp.")) }()
+	eventually(t, 30*time.Second, "the turn's model pass", func() bool { return model.Calls() == 1 })
+	body := prompt(session, "t2", "steerlate", steerText)
+	body["busy"] = sessions.BusySteer
+	r := mpPost(t, srv.URL, body)
+	require.Equal(t, http.StatusOK, r.Status, r.Body)
+	chunks := r.Chunks(t)
+	require.Equal(t, "EU store it is.", sessions.Buffer(chunks).Text, r.Body)
+	for _, c := range chunks {
+		require.Nil(t, c.Steer, "not taken in: no status chunk shows it")
+	}
+	f := <-first
+	require.Equal(t, "Echo: Order a lamp.", sessions.Buffer(f.Chunks(t)).Text)
+	require.Equal(t, 2, model.Calls(), "the first turn's pass, then the message's own turn")
+	require.Equal(t, steerText, lastUserText(model.Requests()[1].Messages))
+	v, err := viewOf(session)
+	require.NoError(t, err)
+	require.Len(t, v.Checkpoints, 3, "session start and two turns")
 }
