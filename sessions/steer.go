@@ -54,12 +54,7 @@ func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStar
 			return nil, err
 		}
 		if found {
-			r, err := s.Follow(ctx, sessionID, ts, e.Offset, o)
-			if err != nil {
-				return nil, err
-			}
-			r.pre = []stream.Entry{e}
-			return r, nil
+			return s.followFrom(ctx, sessionID, ts, e, o)
 		}
 		after = at
 		if !ended {
@@ -78,12 +73,7 @@ func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStar
 					if err != nil {
 						return nil, err
 					}
-					r, err := s.Follow(ctx, sessionID, ts, e.Offset, o)
-					if err != nil {
-						return nil, err
-					}
-					r.pre = []stream.Entry{e}
-					return r, nil
+					return s.followFrom(ctx, sessionID, ts, e, o)
 				}
 				req.Reconnect = true
 				if req.ClientTurnID == "" {
@@ -108,6 +98,16 @@ func (s *Service) FollowSteer(ctx context.Context, sessionID string, ts TurnStar
 			wait = steerPollMax
 		}
 	}
+}
+
+// followFrom is the reader of ts's response from entry e on (e included).
+func (s *Service) followFrom(ctx context.Context, sessionID string, ts TurnStarted, e stream.Entry, o FollowOptions) (*Reader, error) {
+	r, err := s.Follow(ctx, sessionID, ts, e.Offset, o)
+	if err != nil {
+		return nil, err
+	}
+	r.pre = []stream.Entry{e}
+	return r, nil
 }
 
 // findSteer looks in the run's stream after offset after for the status chunk of steering
