@@ -202,3 +202,29 @@ func TestChatDisconnectAbortsProviderRequest(t *testing.T) {
 	t.Logf("provider request aborted %v after the reader disconnected", d)
 	require.Less(t, d, cancelBound)
 }
+
+// Issue 35: a message with the policy "interrupt" aborts the running turn's in-flight provider
+// request as Stop does (within cancelBound); the turn's reader gets cancelled, done, and the new
+// turn's model request arrives.
+func TestChatInterruptAbortsProviderRequest(t *testing.T) {
+	c, ws := startWatchedChat(t, chat.Options{})
+	session := "s-" + taskQueue(t)
+	l := c.open(t, prompt(session, "t1", watchedAgent, "go"))
+	require.Equal(t, contracts.ChunkSession, l.next(t).chunk(t).Type)
+	ws.waitArrived(t)
+	waitHeartbeat(t, sessionView(t, c.inproc, session).Active.RunID)
+	body := prompt(session, "t2", watchedAgent, "go on")
+	body["busy"] = "interrupt"
+	t0 := time.Now()
+	l2 := c.open(t, body) // its turn's model hangs too: the test stops it below
+	d := ws.closedAfter(t, t0)
+	t.Logf("provider request aborted %v after the interrupting message", d)
+	require.Less(t, d, cancelBound)
+	require.Equal(t, contracts.ChunkCancelled, l.next(t).chunk(t).Type)
+	require.Equal(t, contracts.ChunkDone, l.next(t).chunk(t).Type)
+	require.Equal(t, contracts.ChunkSession, l2.next(t).chunk(t).Type)
+	ws.waitArrived(t)
+	resp := post(t, c.url+"/api/chat/stop", map[string]any{"sessionId": session})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_ = resp.Body.Close()
+}
