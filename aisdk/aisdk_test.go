@@ -44,6 +44,7 @@ const (
 	aiPlan = "aiplan" // asks a custom question {plan} and answers "Plan: <plan>"
 	aiBoom = "aiboom" // fails with INVALID_INPUT
 	aiSlow = "aislow" // publishes {step: working}, waits for the signal "aisdk-go", says "Finished."
+	aiWait = "aiwait" // waits 3 s, then one Reason call on its input
 )
 
 // goSignal lets the aislow run finish.
@@ -89,6 +90,13 @@ func options(t *testing.T) (app.Options, *examples.Set) {
 			return workflows.NodeResult{UI: &workflows.UI{Message: "Finished."}}, nil
 		}),
 	}
+	defs = append(defs, one(aiWait, func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+		if err := workflow.Sleep(ctx, 3*time.Second); err != nil {
+			return workflows.NodeResult{}, err
+		}
+		_, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "answer", Input: in.Text()})
+		return workflows.NodeResult{}, err
+	}))
 	o.Register = func(reg *workflows.Registry) error {
 		if err := chosen.Register(reg); err != nil {
 			return err
@@ -467,4 +475,55 @@ func TestResumeFromAnotherProcess(t *testing.T) {
 	require.Equal(t, []string{"step-start", `data-progress {"step":"working"}`, "text Finished."}, lastParts(t, d))
 	require.Len(t, d.Messages, 1, "the reloaded chat has only the resumed message")
 	c.p.Wait(time.Minute)
+}
+
+// Issue 35: the AI SDK's own chat sends a steering message ({busy: "steer"} in sendMessage's
+// body) to a chat whose turn is streaming in another chat object on the same id (another tab):
+// its response is the running turn's from where the run took the message in — the
+// data-kortyx-steer part first — and the first chat's message shows it too.
+func TestSteerWithTheAISDK(t *testing.T) {
+	o, _ := options(t)
+	st := testenv.Run(t, context.Background(), config(taskQueue(), ""), o)
+	api := "http://" + st.HTTPAddr + "/api/ui/chat"
+	c := startClient(t)
+	id := uuid.NewString()
+	c.chat("tab1", api, id, aiWait)
+	c.chat("tab2", api, id, aiWait)
+	c.p.Send(map[string]any{"op": "send", "name": "tab1", "text": "Order a lamp."})
+	time.Sleep(time.Second) // the turn waits in its 3 s timer
+	c.p.Send(map[string]any{"op": "send", "name": "tab2", "text": "Use the EU store.", "body": map[string]any{"busy": "steer"}})
+	got := map[string]done{}
+	for len(got) < 2 {
+		e := c.p.Next(time.Minute)
+		if e.Name != "done" {
+			continue
+		}
+		var d done
+		e.Decode(t, &d)
+		got[d.Name] = d
+	}
+	steerPart := func(d done) map[string]any {
+		t.Helper()
+		require.Nil(t, d.Error)
+		last := d.Messages[len(d.Messages)-1]
+		require.Equal(t, "assistant", last.Role)
+		for _, p := range last.Parts {
+			if p["type"] == "data-kortyx-steer" {
+				return p["data"].(map[string]any)
+			}
+		}
+		t.Fatalf("no data-kortyx-steer part in %v", last.Parts)
+		return nil
+	}
+	for _, name := range []string{"tab1", "tab2"} {
+		s := steerPart(got[name])
+		require.Equal(t, "Use the EU store.", s["content"], name)
+		require.Equal(t, "n", s["node"], name)
+	}
+	var types []string
+	for _, p := range got["tab2"].Messages[len(got["tab2"].Messages)-1].Parts {
+		types = append(types, p["type"].(string))
+	}
+	require.Equal(t, "data-kortyx-steer", types[0], "the steering response begins where the run took the message in: %v", types)
+	require.Contains(t, types, "text")
 }

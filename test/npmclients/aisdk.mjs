@@ -4,7 +4,8 @@
 // streaming together) and ends with a "done" event carrying the chat's state:
 //
 //   {"op":"chat","name":"c1","api":"http://host/api/ui/chat","id":"<chat id>","agent":"support"}
-//   {"op":"send","name":"c1","text":"..."}             sendMessage({text})
+//   {"op":"send","name":"c1","text":"..."}             sendMessage({text}); with "body": {...},
+//                                                      sendMessage({text}, {body}) (e.g. {"busy": "steer"})
 //   {"op":"approve","name":"c1","approved":true}        addToolApprovalResponse of the open approval
 //   {"op":"answer","name":"c1","output":<json>}         addToolOutput of the last kortyx_ask call
 //   {"op":"answer","name":"c1","errorText":"..."}       ... as an output-error (cancels the question)
@@ -122,7 +123,7 @@ async function run(cmd) {
   const settled = cmd.op === "answer" || cmd.op === "approve" ? chat.settled() : null;
   switch (cmd.op) {
     case "send":
-      await chat.sendMessage({ text: cmd.text });
+      await chat.sendMessage({ text: cmd.text }, cmd.body ? { body: cmd.body } : undefined);
       break;
     case "approve": {
       const p = lastPart(chat, (p) => p.state === "approval-requested");
