@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -406,4 +407,46 @@ func TestBudgetCountsAFailedChild(t *testing.T) {
 	require.Equal(t, true, res.State.Data["failed"])
 	require.Equal(t, 1, model.Calls())
 	require.Equal(t, &contracts.Spend{Tokens: 30, MaxTokens: 1000}, res.State.Runtime.Spend)
+}
+
+// A session budget with AskAtWarn: the run whose pass reaches the warning share asks "Session
+// budget almost used — Continue?" once, before its next pass; Continue goes on. A session whose
+// warning an earlier run published (Warned) asks nothing.
+func TestSessionBudgetAsksAtWarning(t *testing.T) {
+	for _, warned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warned before: %v", warned), func(t *testing.T) {
+			model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
+			h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+				"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+					a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
+					if err != nil {
+						return workflows.NodeResult{}, err
+					}
+					b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
+					if err != nil {
+						return workflows.NodeResult{}, err
+					}
+					return workflows.NodeResult{Data: map[string]any{"answer": a.Text + " " + b.Text}}, nil
+				},
+			}, "__start__>chat")
+			var asked []string
+			h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
+				asked = append(asked, p.Input.Question)
+				return answer(execution.BudgetContinue)(p)
+			})
+			in, _ := json.Marshal("go")
+			h.env.ExecuteWorkflow(contracts.RunWorkflowName, protocol.RunStart{RunInput: contracts.RunInput{Workflow: "agent", Input: in, SessionID: "s-1"},
+				SessionBudget: &protocol.SessionBudget{Limits: contracts.Limits{MaxTokens: 1000, AskAtWarn: true, BudgetWarnAt: 0.5},
+					Spent: contracts.Spend{Tokens: 480}, Warned: warned}})
+			res, err := h.result()
+			require.NoError(t, err)
+			require.Equal(t, "one two", res.State.Data["answer"])
+			require.Equal(t, 2, model.Calls())
+			if warned {
+				require.Empty(t, asked)
+				return
+			}
+			require.Equal(t, []string{execution.SessionWarnQuestion}, asked, "asked once, after the first pass passed the share")
+		})
+	}
 }

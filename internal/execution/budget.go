@@ -32,11 +32,14 @@ const (
 	BudgetQuestion        = "Budget reached — Continue?"
 	SessionBudgetQuestion = "Session budget reached — Continue?"
 	BudgetWarnQuestion    = "Budget almost used — Continue?"
-	BudgetQuestionID      = "budget-exhausted"
-	BudgetWarnID          = "budget-warning"
-	BudgetContinue        = "continue"
-	BudgetStop            = "stop"
-	BudgetCheckpoint      = "Budget reached"
+	// SessionWarnQuestion is the session budget's warning question (its AskAtWarn), asked once
+	// per session by the run that reaches the share.
+	SessionWarnQuestion = "Session budget almost used — Continue?"
+	BudgetQuestionID    = "budget-exhausted"
+	BudgetWarnID        = "budget-warning"
+	BudgetContinue      = "continue"
+	BudgetStop          = "stop"
+	BudgetCheckpoint    = "Budget reached"
 )
 
 // passHold is a model pass's reservation under the run's budget.
@@ -569,7 +572,13 @@ func (r *Run) budgetExhausted(ctx workflow.Context, kind string, input int, pric
 // AskAtWarn is set, and it was not asked yet.
 func (r *Run) warnDue() bool {
 	b := r.Snap.Budget
-	return b != nil && b.Warned && b.Limits.AskAtWarn && !b.WarnAsked
+	if b == nil {
+		return false
+	}
+	if sb := b.Session; sb != nil && sb.WarnedHere && sb.Limits.AskAtWarn && !sb.WarnAsked {
+		return true
+	}
+	return b.Warned && b.Limits.AskAtWarn && !b.WarnAsked
 }
 
 // emitLimitReached publishes the limit-reached chunk of a pass of input tokens (priced at
@@ -595,6 +604,24 @@ func (r *Run) emitLimitReached(kind string, input int, price *contracts.Price) c
 // askBudgetWarning asks the warning question once (AskAtWarn): Continue goes on, Stop fails
 // the run with BUDGET_EXHAUSTED.
 func (r *Run) askBudgetWarning(ctx workflow.Context) error {
+	if sb := r.Snap.Budget.Session; sb != nil && sb.WarnedHere && sb.Limits.AskAtWarn && !sb.WarnAsked {
+		// The session budget's warning: asked once per session (the runs after this one see
+		// the session's Warned and publish no warning, so they ask nothing).
+		sb.WarnAsked = true
+		limit := protocol.LimitSessionTokens
+		if sb.Limits.MaxTokens == 0 {
+			limit = protocol.LimitSessionCost
+		}
+		st := r.budgetStatus(limit)
+		answer, err := r.askBudget(ctx, BudgetWarnID, SessionWarnQuestion, "Continue", st)
+		if err != nil {
+			return err
+		}
+		if answer != BudgetContinue {
+			return contracts.Errorf(contracts.CodeBudgetExhausted, "the run was stopped at its session budget's warning: %s spent", spendText(st))
+		}
+		return nil
+	}
 	r.Snap.Budget.WarnAsked = true
 	st := r.budgetStatus("")
 	if st.MaxTokens > 0 && (st.MaxCost == 0 || float64(st.Tokens)/float64(st.MaxTokens) >= st.Cost/st.MaxCost) {

@@ -59,8 +59,10 @@ type SessionRunBudget struct {
 	StartCost   float64 `json:"startCost,omitempty"`
 	MoreTokens  int     `json:"moreTokens,omitempty"`
 	MoreCost    float64 `json:"moreCost,omitempty"`
-	// WarnedHere: this run published the session budget's warning.
+	// WarnedHere: this run published the session budget's warning; WarnAsked: it asked the
+	// session budget's warning question (AskAtWarn).
 	WarnedHere bool `json:"warnedHere,omitempty"`
+	WarnAsked  bool `json:"warnAsked,omitempty"`
 }
 
 // RunSpendReport is what a run of a session with a budget reports with each checkpoint: what it
