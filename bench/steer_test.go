@@ -75,10 +75,28 @@ func (s *actionsStack) post(ctx context.Context, session, clientTurn, text, busy
 // while the run waits, and its response read.
 func (s *actionsStack) steerTurn(ctx context.Context, steer bool) (int, error) {
 	session := uuid.NewString()
+	runs := func() int {
+		all, _ := s.list(ctx) // visibility: not a billed action
+		n := 0
+		for _, ex := range all {
+			if strings.HasPrefix(ex[0], "run-") {
+				n++
+			}
+		}
+		return n
+	}
+	before := runs()
 	first := make(chan error, 1)
 	go func() { first <- s.post(ctx, session, "t1", "Order a lamp.", "") }()
 	if steer {
-		time.Sleep(700 * time.Millisecond) // the run is in its 2 s timer
+		// Once the turn's run is listed, it is in its 2 s timer.
+		for deadline := time.Now().Add(30 * time.Second); runs() == before; {
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("the turn's run was not listed within 30 s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
 		if err := s.post(ctx, session, "t2", "Use the EU store.", "steer"); err != nil {
 			return 0, err
 		}

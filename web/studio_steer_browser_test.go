@@ -20,11 +20,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// steerStudioAgent waits 4 s (messages arrive meanwhile), then makes one Reason call.
+// steerStudioAgent waits 8 s (messages arrive meanwhile, and the page is opened), then makes
+// one Reason call.
 func steerStudioAgent(id string) *workflows.Definition {
 	return &workflows.Definition{ID: id, Version: "1",
 		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
-			if err := workflow.Sleep(ctx, 4*time.Second); err != nil {
+			if err := workflow.Sleep(ctx, 8*time.Second); err != nil {
 				return workflows.NodeResult{}, err
 			}
 			_, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "answer", Input: in.Text()})
@@ -85,7 +86,7 @@ func TestStudioShowsSteering(t *testing.T) {
 		}
 	}
 	first := post("t1", "Order a lamp.", "")
-	time.Sleep(time.Second) // the turn waits in its 4 s timer
+	time.Sleep(time.Second) // the turn waits in its 8 s timer
 	steer := post("t2", "Use the EU store.", "steer")
 	time.Sleep(500 * time.Millisecond)
 	queued := post("t3", "Then say hi.", "enqueue")

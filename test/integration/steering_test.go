@@ -619,7 +619,7 @@ func TestSteerNotTakenInBecomesTheNextTurn(t *testing.T) {
 			if _, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "reason", Model: providers.Model("fake:test"), Input: in.Text()}); err != nil {
 				return workflows.NodeResult{}, err
 			}
-			return workflows.NodeResult{}, workflow.Sleep(ctx, 3*time.Second) // no model pass after this
+			return workflows.NodeResult{}, workflow.Sleep(ctx, 6*time.Second) // no model pass after this
 		}}},
 		Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}))
 	e := &inproc{c: tc, broker: stream.NewMemory(stream.MemoryOptions{}), tq: taskQueue(t)}
@@ -634,6 +634,8 @@ func TestSteerNotTakenInBecomesTheNextTurn(t *testing.T) {
 	first := make(chan sseResponse, 1)
 	go func() { first <- mpPost(t, srv.URL, prompt(session, "t1", "steerlate", "Order a lamp.")) }()
 	eventually(t, 30*time.Second, "the turn's model pass", func() bool { return model.Calls() == 1 })
+	// The pass answers at once; the message is sent once the run is in its 6 s sleep.
+	time.Sleep(2 * time.Second)
 	body := prompt(session, "t2", "steerlate", steerText)
 	body["busy"] = sessions.BusySteer
 	r := mpPost(t, srv.URL, body)
