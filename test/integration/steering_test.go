@@ -412,6 +412,43 @@ func TestSteerOnA2AAGUIAndMCP(t *testing.T) {
 			require.Equal(t, contracts.CodeInvalidSession, contracts.CodeOf(err), "nothing reached session %s", s)
 		}
 	})
+	// A2A's enqueue and interrupt on a working task: a task of its own in the same context.
+	for _, policy := range []string{sessions.BusyEnqueue, sessions.BusyInterrupt} {
+		t.Run("a2a "+policy, func(t *testing.T) {
+			session := "a2a-" + policy
+			n := len(model.Requests())
+			first := async(t, chatWire, base, session, "t1", slowPrompt, "")
+			waitRequests(t, model, n+1)
+			v, err := viewOf(session)
+			require.NoError(t, err)
+			run := v.Active.RunID
+			code, body := postJSON(t, base+"/a2a/steeragent", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message",
+				"messageId":"m-`+policy+`","role":"user","taskId":"`+run+`","contextId":"`+session+`","parts":[{"kind":"text","text":"Then say hi."}],
+				"metadata":{"kortyx/busy":"`+policy+`"}}}}`)
+			require.Equal(t, http.StatusOK, code, body)
+			var res struct {
+				Result struct {
+					ID        string `json:"id"`
+					ContextID string `json:"contextId"`
+					Status    struct {
+						State string `json:"state"`
+					} `json:"status"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &res), body)
+			require.NotEqual(t, run, res.Result.ID, "a task of its own")
+			require.Equal(t, session, res.Result.ContextID)
+			require.Equal(t, "completed", res.Result.Status.State, body)
+			f := receive(t, first)
+			if policy == sessions.BusyEnqueue {
+				require.Equal(t, "Working slowly.", f.Text, "the working task went on")
+				require.Contains(t, body, "Echo: Then say hi.")
+			} else {
+				require.True(t, f.Cancelled, f.Body)
+				require.Contains(t, body, `Echo: `+slowPrompt+`\n\nThen say hi.`)
+			}
+		})
+	}
 	for _, c := range []struct {
 		name  string
 		steer func(t *testing.T, session, run string) string // the wire's answer, as text
