@@ -312,19 +312,7 @@ func TestSessionGivesItsBudgetToEachRun(t *testing.T) {
 // allowance is reported to the session with the run's spend.
 func TestRunUnderSessionBudget(t *testing.T) {
 	model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
-	h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
-		"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
-			a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
-			if err != nil {
-				return workflows.NodeResult{}, err
-			}
-			b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
-			if err != nil {
-				return workflows.NodeResult{}, err
-			}
-			return workflows.NodeResult{Data: map[string]any{"answer": a.Text + " " + b.Text}}, nil
-		},
-	}, "__start__>chat")
+	h := twoCallsHarness(t, model)
 	var asked contracts.PendingRequest
 	h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
 		asked = p
@@ -416,19 +404,7 @@ func TestSessionBudgetAsksAtWarning(t *testing.T) {
 	for _, warned := range []bool{false, true} {
 		t.Run(fmt.Sprintf("warned before: %v", warned), func(t *testing.T) {
 			model := fake.New(fake.Turn{Text: "one", Usage: usage(20, 10)}, fake.Turn{Text: "two", Usage: usage(5, 5)})
-			h := reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
-				"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
-					a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
-					if err != nil {
-						return workflows.NodeResult{}, err
-					}
-					b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
-					if err != nil {
-						return workflows.NodeResult{}, err
-					}
-					return workflows.NodeResult{Data: map[string]any{"answer": a.Text + " " + b.Text}}, nil
-				},
-			}, "__start__>chat")
+			h := twoCallsHarness(t, model)
 			var asked []string
 			h.signalAt(time.Minute, func(p contracts.PendingRequest) contracts.Response {
 				asked = append(asked, p.Input.Question)
@@ -449,4 +425,22 @@ func TestSessionBudgetAsksAtWarning(t *testing.T) {
 			require.Equal(t, []string{execution.SessionWarnQuestion}, asked, "asked once, after the first pass passed the share")
 		})
 	}
+}
+
+// twoCallsHarness runs the agent whose node makes two Reason calls ("hello", "again"; at most
+// 10 output tokens each) and keeps their texts, joined, as data "answer".
+func twoCallsHarness(t *testing.T, model *fake.Model) *harness {
+	return reasonHarness(t, model, nil, map[string]workflows.NodeFunc{
+		"chat": func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			a, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "hello", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			b, err := hooks.Reason(ctx, hooks.ReasonOptions{Input: "again", Options: providers.CallOptions{MaxOutputTokens: 10}})
+			if err != nil {
+				return workflows.NodeResult{}, err
+			}
+			return workflows.NodeResult{Data: map[string]any{"answer": a.Text + " " + b.Text}}, nil
+		},
+	}, "__start__>chat")
 }

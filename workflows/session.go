@@ -365,8 +365,8 @@ func (s *session) startQueued(ctx workflow.Context) {
 func (s *session) steer(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
 	done := s.change()
 	id := s.newID(ctx, "steer-")
-	msg := s.m.AddSteer(req, id, workflow.Now(ctx))
-	run := s.m.State.Active.RunID
+	q, msg := s.m.AddSteer(req, id, workflow.Now(ctx))
+	run := q.RunID
 	s.changed = true
 	err := workflow.SignalExternalWorkflow(ctx, run, "", protocol.SteerSignal, msg).Get(ctx, nil)
 	done()
@@ -379,8 +379,7 @@ func (s *session) steer(ctx workflow.Context, req sessionapi.TurnRequest) (sessi
 		// The turn ended while the message was on its way, without it: it is queued.
 		return s.awaitQueued(ctx, id)
 	}
-	return sessionapi.TurnStarted{SessionID: s.m.In.SessionID, RunID: run, TurnIndex: msg.TurnIndex, Kind: sessionapi.BusySteer, SteerID: id,
-		ClientTurnID: req.ClientTurnID}, nil
+	return s.m.SteerStarted(q), nil
 }
 
 // interrupt stops the running turn (as Stop does) and starts req's turn at once, with the

@@ -67,13 +67,13 @@ func (m *Machine) Started(id string, r QueuedResult) {
 // Result is how the turn of queued message id started (nil: not yet).
 func (m *Machine) Result(id string) *QueuedResult { return m.results[id] }
 
-// AddSteer records req (id is its id) as a steering message of the active turn and returns the
-// message to send to its run.
-func (m *Machine) AddSteer(req sessionapi.TurnRequest, id string, now time.Time) protocol.SteerMessage {
+// AddSteer records req (id is its id) as a steering message of the active turn; it returns the
+// message as the session keeps it and as it is sent to the run.
+func (m *Machine) AddSteer(req sessionapi.TurnRequest, id string, now time.Time) (protocol.QueuedTurn, protocol.SteerMessage) {
 	a := m.State.Active
 	q := protocol.QueuedTurn{ID: id, Seq: m.nextSeq(), Kind: sessionapi.BusySteer, Req: req, Since: now, RunID: a.RunID, TurnIndex: a.TurnIndex}
 	m.State.Steers = append(m.State.Steers, q)
-	return protocol.SteerMessage{Steer: contracts.Steer{ID: id, ClientTurnID: req.ClientTurnID, Content: InputText(req.Input)}, TurnIndex: a.TurnIndex}
+	return q, protocol.SteerMessage{Steer: contracts.Steer{ID: id, ClientTurnID: req.ClientTurnID, Content: InputText(req.Input)}, TurnIndex: a.TurnIndex}
 }
 
 // SteerStarted is what a steering message's request returns.
@@ -83,39 +83,35 @@ func (m *Machine) SteerStarted(q protocol.QueuedTurn) sessionapi.TurnStarted {
 
 // SteerNotSent queues steering message id, which could not reach its run (it ended).
 func (m *Machine) SteerNotSent(id string) {
-	m.requeue(func(q protocol.QueuedTurn) bool { return q.ID == id })
+	m.requeue(m.takeSteers(func(q protocol.QueuedTurn) bool { return q.ID == id }))
 }
 
 // requeueSteers moves the steering messages sent to run that it did not take in (taken: the
 // ids of those it did) to the queue, in arrival order; the taken ones are forgotten.
 func (m *Machine) requeueSteers(run string, taken []string) {
-	m.requeue(func(q protocol.QueuedTurn) bool { return q.RunID == run && !slices.Contains(taken, q.ID) })
-	kept := m.State.Steers[:0]
-	for _, q := range m.State.Steers {
-		if q.RunID != run {
-			kept = append(kept, q)
-		}
-	}
-	m.State.Steers = kept
-	if len(kept) == 0 {
-		m.State.Steers = nil
-	}
+	m.requeue(slices.DeleteFunc(m.takeSteers(func(q protocol.QueuedTurn) bool { return q.RunID == run }),
+		func(q protocol.QueuedTurn) bool { return slices.Contains(taken, q.ID) }))
 }
 
-// requeue moves the steering messages that match to the queue, in arrival order.
-func (m *Machine) requeue(match func(q protocol.QueuedTurn) bool) {
-	kept := m.State.Steers[:0]
+// takeSteers removes the steering messages that match and returns them, in arrival order.
+func (m *Machine) takeSteers(match func(q protocol.QueuedTurn) bool) []protocol.QueuedTurn {
+	var out, kept []protocol.QueuedTurn
 	for _, q := range m.State.Steers {
 		if match(q) {
-			q.RunID, q.TurnIndex = "", 0
-			m.State.Queue = append(m.State.Queue, q)
+			out = append(out, q)
 		} else {
 			kept = append(kept, q)
 		}
 	}
 	m.State.Steers = kept
-	if len(kept) == 0 {
-		m.State.Steers = nil
+	return out
+}
+
+// requeue adds steering messages to the queue, in arrival order.
+func (m *Machine) requeue(steers []protocol.QueuedTurn) {
+	for _, q := range steers {
+		q.RunID, q.TurnIndex = "", 0
+		m.State.Queue = append(m.State.Queue, q)
 	}
 	sort.SliceStable(m.State.Queue, func(i, j int) bool { return m.State.Queue[i].Seq < m.State.Queue[j].Seq })
 }
@@ -135,17 +131,10 @@ func (m *Machine) Interrupting(a *sessionapi.ActiveTurn, req sessionapi.TurnRequ
 			req.Messages = append([]contracts.Message(nil), p.Messages...)
 		}
 	}
-	kept := m.State.Steers[:0]
-	for _, q := range m.State.Steers {
-		if q.RunID != a.RunID {
-			kept = append(kept, q)
-		} else if text := InputText(q.Req.Input); text != "" {
+	for _, q := range m.takeSteers(func(q protocol.QueuedTurn) bool { return q.RunID == a.RunID }) {
+		if text := InputText(q.Req.Input); text != "" {
 			texts = append(texts, text)
 		}
-	}
-	m.State.Steers = kept
-	if len(kept) == 0 {
-		m.State.Steers = nil
 	}
 	if len(texts) > 0 {
 		b, _ := json.Marshal(strings.Join(append(texts, InputText(req.Input)), "\n\n"))

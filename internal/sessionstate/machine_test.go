@@ -764,7 +764,7 @@ func TestStopQueuesSteeringMessages(t *testing.T) {
 	m.State.Active = a
 	in, _ := json.Marshal("Use the EU store.")
 	req := sessionapi.TurnRequest{Workflow: "w", Input: in, Busy: sessionapi.BusySteer, ClientTurnID: "t2", Digest: "d1"}
-	msg := m.AddSteer(req, "steer-1", time.Now())
+	_, msg := m.AddSteer(req, "steer-1", time.Now())
 	require.Equal(t, protocol.SteerMessage{Steer: contracts.Steer{ID: "steer-1", ClientTurnID: "t2", Content: "Use the EU store."}, TurnIndex: 1}, msg)
 	other := req
 	other.Digest = "d2"
