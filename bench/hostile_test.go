@@ -227,19 +227,9 @@ func hostileWorkers() ([][2]string, error) {
 		}
 		return out, nil
 	}
-	root, err := moduleRoot()
+	bin, err := buildProgram("worker", "./worker")
 	if err != nil {
 		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "kortyx-bench-worker-")
-	if err != nil {
-		return nil, err
-	}
-	bin := filepath.Join(dir, "worker")
-	cmd := exec.Command("go", "build", "-o", bin, "./worker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the worker: %v\n%s", err, out)
 	}
 	return [][2]string{{"worker", bin}}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,21 +31,7 @@ const (
 
 // waitWorkerBinary builds bench/cmd/waitworker once per test process.
 var waitWorkerBinary = sync.OnceValues(func() (string, error) {
-	root, err := moduleRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "kortyx-bench-waitworker-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "waitworker")
-	cmd := exec.Command("go", "build", "-o", bin, "./bench/cmd/waitworker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building waitworker: %v\n%s", err, out)
-	}
-	return bin, nil
+	return buildProgram("waitworker", "./bench/cmd/waitworker")
 })
 
 // waitWorker is a running waitworker process.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -53,7 +54,49 @@ func TestMain(m *testing.M) {
 	if shared != nil {
 		shared.close()
 	}
+	removeBuilds()
 	os.Exit(code)
+}
+
+// builds holds the programs the benchmarks build, and is removed when they end: each binary is
+// tens of megabytes, and a directory left behind per run fills the disk.
+var builds struct {
+	sync.Mutex
+	dir string
+}
+
+// buildProgram builds the package pkg (relative to the module root) into the shared build
+// directory under the name name.
+func buildProgram(name, pkg string) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "kortyx-bench-")
+		if err != nil {
+			return "", err
+		}
+		builds.dir = dir
+	}
+	bin := filepath.Join(builds.dir, name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+func removeBuilds() {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir != "" {
+		_ = os.RemoveAll(builds.dir) // the process ends: nothing is left to do on failure
+		builds.dir = ""
+	}
 }
 
 // setup returns the shared environment, starting it on first use. A missing Temporal CLI or a
