@@ -223,6 +223,23 @@ func (a *Activities) Model(ctx context.Context, in protocol.ModelPassInput) (res
 			return protocol.ModelPassResult{}, err
 		}
 	}
+	grants, output, short, err := reserveLedgers(ctx, in)
+	if err != nil {
+		return protocol.ModelPassResult{}, err
+	}
+	if short != "" { // a shared budget left too little: the run asks or fails, the model is not called
+		return protocol.ModelPassResult{Ledger: grants, LedgerShort: short}, nil
+	}
+	if output > 0 {
+		in.Options.MaxOutputTokens = output
+	}
+	if len(grants) > 0 {
+		defer func() {
+			if err == nil {
+				resp.Ledger = grants
+			}
+		}()
+	}
 	prog := &progress{}
 	attempt := activity.GetInfo(ctx).Attempt
 	var earlier []string // text segments of earlier attempts to invalidate

@@ -194,6 +194,16 @@ func setBudget(reg *workflows.Registry, cfg Config, b *backend) error {
 	if err := reg.SetPrices(cfg.Prices, b.DefaultProvider, b.DefaultModel, currency); err != nil {
 		return err
 	}
+	if cfg.AgentBudget.On() {
+		if err := reg.SetAgentBudget(cfg.AgentBudget); err != nil {
+			return err
+		}
+	}
+	if cfg.TenantBudget.On() {
+		if err := reg.SetTenantBudget(cfg.TenantBudget); err != nil {
+			return err
+		}
+	}
 	if cfg.Budget == (contracts.Limits{}) {
 		return nil
 	}
@@ -260,6 +270,10 @@ func openBroker(ctx context.Context, cfg Config) (stream.Broker, func() error, e
 
 // API is what the development HTTP API serves.
 type API struct {
+	// TenantHeader names the header whose value is the caller's identity on every wire (the
+	// owner of the sessions it starts, and the tenant whose budget their runs spend;
+	// [Config.TenantHeader], KORTYX_TENANT_HEADER). "": none.
+	TenantHeader string
 	// SessionBudget is every chat session's budget across its turns ([sessions.Options]
 	// SessionBudget; KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST). Zero: none.
 	SessionBudget contracts.Limits
@@ -340,6 +354,11 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("kortyx: HTTP API cannot listen on %s (set KORTYX_HTTP_ADDR): %w", addr, err)
 	}
+	var owner func(*http.Request) string
+	if h := api.TenantHeader; h != "" {
+		owner = func(r *http.Request) string { return strings.TrimSpace(r.Header.Get(h)) }
+		logger.Warn("kortyx: the HTTP API takes the caller's identity from a request header: only a proxy that authenticates callers may set it", "header", h)
+	}
 	var cors *chat.CORS
 	if len(api.CORSOrigins) > 0 {
 		cors = &chat.CORS{AllowedOrigins: api.CORSOrigins}
@@ -361,7 +380,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	// A reader that leaves (a reloaded page) does not cancel its run: it reattaches with
 	// Last-Event-ID; Stop cancels.
 	chatRoute, err := chat.NewHandler(svc, chat.Options{DefaultWorkflow: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors, Busy: api.Busy})
+		AllowUnauthenticated: true, Logger: logger, Disconnect: "continue", OnExecution: func(<-chan struct{}) {}, CORS: cors, Busy: api.Busy, Owner: owner})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -378,7 +397,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	mux.Handle("/api/chat/checkpoints", checkpoints) // Kortyx's example app's checkpointEndpoint
 	mux.Handle("GET /v1/runs/{runID}/stream", &sse.Server{Broker: broker, Run: svc.RunState, Logger: logger})
 	aiChat, err := aisdk.New(svc, aisdk.Options{DefaultAgent: api.DefaultWorkflow,
-		AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy})
+		AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy, Owner: owner})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -389,7 +408,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/ui/chat", aiChat)
 		mux.Handle("OPTIONS /api/ui/chat/{id}/stream", aiChat)
 	}
-	aguiRoute, err := agui.New(svc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy})
+	aguiRoute, err := agui.New(svc, agui.Options{DefaultAgent: api.DefaultWorkflow, AllowUnauthenticated: true, Logger: logger, CORS: cors, Busy: api.Busy, Owner: owner})
 	if err != nil {
 		_ = ln.Close()
 		return nil, "", err
@@ -399,7 +418,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		mux.Handle("OPTIONS /api/agui/{agent}", aguiRoute)
 	}
 	if api.Registry != nil { // A2A: a card and a JSON-RPC endpoint per agent (docs/a2a.md)
-		a2a, err := a2aserver.New(svc, a2aserver.Options{AllowUnauthenticated: true, Logger: logger, Busy: api.Busy})
+		a2a, err := a2aserver.New(svc, a2aserver.Options{AllowUnauthenticated: true, Logger: logger, Busy: api.Busy, Owner: owner})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err
@@ -409,7 +428,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 	if api.Registry != nil { // the MCP server: one tool per agent (docs/mcp-server.md)
 		// MCP 2025-03-26 to 2025-11-25 and, with MCPStateless, the stateless 2026-07-28.
 		mcpRoute, err := mcpserver.New(svc, mcpserver.Options{AllowUnauthenticated: true, Logger: logger,
-			StatelessRevision: api.MCPStateless, RequestStateKey: api.MCPStateKey, Busy: api.Busy})
+			StatelessRevision: api.MCPStateless, RequestStateKey: api.MCPStateKey, Busy: api.Busy, Owner: owner})
 		if err != nil {
 			_ = ln.Close()
 			return nil, "", err

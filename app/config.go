@@ -123,6 +123,20 @@ type Config struct {
 	// (docs/budgets.md): KORTYX_SESSION_MAX_TOKENS and KORTYX_SESSION_MAX_COST, with
 	// KORTYX_ON_BUDGET_EXHAUSTED. It is the API process's setting: each turn it starts carries it.
 	SessionBudget contracts.Limits
+	// AgentBudget is the worker's shared budget of each agent (docs/budgets.md): the passes of
+	// all runs of one agent together, KORTYX_AGENT_MAX_TOKENS and KORTYX_AGENT_MAX_COST, per
+	// KORTYX_AGENT_BUDGET_PERIOD ("day", "month"; unset: no period), with
+	// KORTYX_ON_BUDGET_EXHAUSTED and KORTYX_BUDGET_WARN_AT. A YAML agent's budget overrides it.
+	AgentBudget contracts.ScopeBudget
+	// TenantBudget is the worker's shared budget of each tenant (docs/budgets.md): the passes of
+	// all runs of one tenant (a session's owner) together, KORTYX_TENANT_MAX_TOKENS and
+	// KORTYX_TENANT_MAX_COST, per KORTYX_TENANT_BUDGET_PERIOD.
+	TenantBudget contracts.ScopeBudget
+	// TenantHeader is KORTYX_TENANT_HEADER: the HTTP header whose value the HTTP API's wires
+	// take as the caller's identity, the owner of the sessions it starts and the tenant whose
+	// budget their runs spend ("": none). Only behind a proxy that authenticates the caller and
+	// sets the header: the API itself authenticates nobody.
+	TenantHeader string
 	// Busy is KORTYX_BUSY: what a message sent to a session while its turn runs does on the HTTP
 	// API's chat wires, unless its request names a policy (docs/steering.md): "reject" (the
 	// default: 409 SESSION_BUSY), "enqueue", "interrupt" or "steer".
@@ -263,6 +277,9 @@ func ConfigFromEnv() Config {
 	}
 	c.Budget = budgetFromEnv(c.fail)
 	c.SessionBudget = sessionBudgetFromEnv(c.fail, c.Budget.OnBudgetExhausted)
+	c.AgentBudget = scopeBudgetFromEnv(c.fail, "AGENT", c.Budget)
+	c.TenantBudget = scopeBudgetFromEnv(c.fail, "TENANT", c.Budget)
+	c.TenantHeader = strings.TrimSpace(os.Getenv("KORTYX_TENANT_HEADER"))
 	if c.Busy = strings.TrimSpace(os.Getenv("KORTYX_BUSY")); sessions.CheckBusy(c.Busy) != nil {
 		c.fail(fmt.Errorf("kortyx: KORTYX_BUSY=%q: use reject, enqueue, interrupt or steer", c.Busy))
 	}
@@ -524,6 +541,42 @@ func budgetFromEnv(fail func(error)) contracts.Limits {
 		}
 	}
 	return l
+}
+
+// scopeBudgetFromEnv reads a shared budget of scope ("AGENT" or "TENANT"):
+// KORTYX_<scope>_MAX_TOKENS, KORTYX_<scope>_MAX_COST and KORTYX_<scope>_BUDGET_PERIOD, with run's
+// OnBudgetExhausted and BudgetWarnAt (KORTYX_ON_BUDGET_EXHAUSTED, KORTYX_BUDGET_WARN_AT).
+func scopeBudgetFromEnv(fail func(error), scope string, run contracts.Limits) contracts.ScopeBudget {
+	var b contracts.ScopeBudget
+	name := "KORTYX_" + scope + "_MAX_TOKENS"
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(fmt.Errorf("kortyx: %s=%q is not a number of tokens, such as 1000000 (0: no token budget)", name, v))
+		}
+		b.MaxTokens = max(n, 0)
+	}
+	name = "KORTYX_" + scope + "_MAX_COST"
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+			fail(fmt.Errorf("kortyx: %s=%q is not an amount of the currency (KORTYX_CURRENCY), such as 100 (0: no money budget)", name, v))
+		} else {
+			b.MaxCost = x
+		}
+	}
+	name = "KORTYX_" + scope + "_BUDGET_PERIOD"
+	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+		if v != contracts.PeriodDay && v != contracts.PeriodMonth {
+			fail(fmt.Errorf("kortyx: %s=%q must be %q or %q (unset: the budget never starts again)", name, v, contracts.PeriodDay, contracts.PeriodMonth))
+		} else {
+			b.Period = v
+		}
+	}
+	if b.On() {
+		b.OnBudgetExhausted, b.BudgetWarnAt = run.OnBudgetExhausted, run.BudgetWarnAt
+	}
+	return b
 }
 
 // sessionBudgetFromEnv reads the API's session budget ([Config].SessionBudget); onExhausted is

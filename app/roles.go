@@ -123,7 +123,7 @@ func serveAPIOnly(ctx context.Context, cfg Config, o Options, logger *slog.Logge
 // listens on.
 func serve(ctx context.Context, cfg Config, o Options, logger *slog.Logger, api API) (string, error) {
 	api.MCPStateless, api.MCPStateKey = cfg.MCPStateless, cfg.MCPStateKey
-	api.SessionBudget, api.Busy = cfg.SessionBudget, cfg.Busy
+	api.SessionBudget, api.Busy, api.TenantHeader = cfg.SessionBudget, cfg.Busy, cfg.TenantHeader
 	if o.HTTP == nil && api.Registry != nil && cfg.MCPStateless && len(cfg.MCPStateKey) == 0 && !cfg.devMode() {
 		logger.Warn("kortyx worker: KORTYX_MCP_STATE_KEY is not set: the MCP server signs the request states of its 2026-07-28 questions with a key of this process only, so another API process refuses their answers; give every API process the same key (openssl rand -base64 32)")
 	}

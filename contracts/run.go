@@ -36,6 +36,9 @@ type RunInput struct {
 	ContinueAsNewAfterNodes int `json:"continueAsNewAfterNodes,omitempty"`
 	// Limits override the worker's default execution limits for this run and its children.
 	Limits *Limits `json:"limits,omitempty"`
+	// Tenant is whose tenant budget the run spends (docs/budgets.md; a worker without a tenant
+	// budget ignores it). A session's run is its session owner's.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Message is one chat message.

@@ -84,6 +84,10 @@ type budgetView struct {
 	Tokens int     `json:"tokens"`
 	Cost   float64 `json:"cost"`
 	Final  bool    `json:"final"`
+	// Scopes are the shared budgets (an agent's, a tenant's) the run ran under: what this run
+	// used of each and what its ledger granted it (GET /api/budgets/{scope}/{key} reads the
+	// ledger's total).
+	Scopes []contracts.ScopeSpend `json:"scopes,omitempty"`
 }
 
 // budgetOf builds the run's budget view from what its history holds.
@@ -93,10 +97,19 @@ func (tl *timeline) budgetOf() *budgetView {
 		def = tl.start.Default
 	}
 	l := protocol.BudgetOver(protocol.BudgetOf(def), tl.limits)
-	if !protocol.HasBudget(l) {
+	var scopes []contracts.ScopeSpend
+	if tl.spend != nil {
+		scopes = tl.spend.Scopes
+	}
+	if scopes == nil && tl.start != nil {
+		for _, c := range tl.start.Ledgers {
+			scopes = append(scopes, contracts.ScopeSpend{Scope: c.Scope, Key: c.Key})
+		}
+	}
+	if !protocol.HasBudget(l) && len(scopes) == 0 {
 		return nil
 	}
-	v := &budgetView{MaxTokens: l.MaxTokens, MaxCost: l.MaxCost}
+	v := &budgetView{MaxTokens: l.MaxTokens, MaxCost: l.MaxCost, Scopes: scopes}
 	var pricing *protocol.Pricing
 	if tl.start != nil {
 		pricing = tl.start.Pricing
@@ -107,6 +120,9 @@ func (tl *timeline) budgetOf() *budgetView {
 	if s := tl.spend; s != nil {
 		v.Tokens, v.Cost, v.Final = s.Tokens, s.Cost, !tl.spendLive
 		v.MaxTokens, v.MaxCost = s.MaxTokens, s.MaxCost
+		if !protocol.HasBudget(l) {
+			v.MaxTokens, v.MaxCost = 0, 0
+		}
 		if s.Currency != "" {
 			v.Currency = s.Currency
 		}

@@ -32,7 +32,7 @@ var static embed.FS
 //
 //	for _, p := range web.Patterns() { mux.Handle(p, h) }
 func Patterns() []string {
-	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline", "GET /api/runs", "GET /api/runs/{id}", "GET /api/interrupts", "GET /api/workflows", "GET /api/cost", "GET /api/sessions/{id}/transcript", "POST /api/runs/{id}/answer", "GET /api/overview"}
+	return []string{"GET /{$}", "GET /static/", "GET /favicon.ico", "GET /api/config", "GET /api/sessions", "GET /api/sessions/{id}", "GET /api/runs/{id}/timeline", "GET /api/runs", "GET /api/runs/{id}", "GET /api/interrupts", "GET /api/workflows", "GET /api/cost", "GET /api/sessions/{id}/transcript", "POST /api/runs/{id}/answer", "GET /api/overview", "GET /api/budgets", "GET /api/budgets/{scope}/{key}"}
 }
 
 // Options configure [Handler].
@@ -187,6 +187,8 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /api/workflows", o.serve(o.workflowsList))
 	mux.HandleFunc("GET /api/cost", o.serve(o.cost))
 	mux.HandleFunc("GET /api/overview", o.serve(o.overview))
+	mux.HandleFunc("GET /api/budgets", o.serve(o.budgets))
+	mux.HandleFunc("GET /api/budgets/{scope}/{key}", o.serve(o.budget))
 	mux.HandleFunc("GET /api/sessions/{id}/transcript", o.serve(func(r *http.Request) (any, error) {
 		id := r.PathValue("id")
 		if err := contracts.CheckID("sessionId", id); err != nil {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -126,6 +127,15 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 	var out []contracts.Issue
 	add := func(path []any, code, format string, args ...any) {
 		out = append(out, contracts.Issue{Path: path, Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+
+	if d.Budget != nil {
+		if err := d.Budget.Validate(); err != nil {
+			var ke *contracts.Error
+			if errors.As(err, &ke) {
+				add([]any{"budget"}, issueInvalidValue, "budget: %s", ke.Message)
+			}
+		}
 	}
 
 	checkName := func(key, value string) {

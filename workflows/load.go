@@ -34,6 +34,7 @@ var fileSuffixes = []string{".workflow.json", ".workflow.yaml", ".workflow.yml"}
 //	outputSchema: {...}    # optional JSON Schema object
 //	metadata: {...}        # optional, free-form
 //	fastPath: true         # optional boolean: model passes run as local activities (Definition.FastPath)
+//	budget: {maxTokens: 1000000, period: month}  # optional: the agent's shared budget (Definition.Budget)
 //	nodes:                 # required, node id → node
 //	  classify:
 //	    run: classify      # required: a node function registered with Registry.RegisterNode
@@ -466,6 +467,35 @@ func (r *defReader) freeMap(m map[string]any, key string, path []any) map[string
 	return r.plain(v, pathAt(path, key)).(map[string]any)
 }
 
+// budget reads the agent's shared budget (Definition.Budget).
+func (r *defReader) budget(m map[string]any) *contracts.ScopeBudget {
+	v, ok := m["budget"]
+	if !ok {
+		return nil
+	}
+	bm, ok := r.object(v, []any{"budget"}, "budget", "maxTokens", "maxCost", "period", "batchTokens", "batchCost", "onBudgetExhausted", "budgetWarnAt")
+	if !ok {
+		return nil
+	}
+	raw, err := json.Marshal(r.plain(bm, []any{"budget"}))
+	var b contracts.ScopeBudget
+	if err == nil {
+		err = json.Unmarshal(raw, &b)
+	}
+	if err == nil {
+		err = b.Validate()
+	}
+	if err != nil {
+		msg := err.Error()
+		if ke := (*contracts.Error)(nil); errors.As(err, &ke) {
+			msg = ke.Message
+		}
+		r.add([]any{"budget"}, issueInvalidValue, "budget: %s", msg)
+		return nil
+	}
+	return &b
+}
+
 func (r *defReader) schema(m map[string]any, key string) *contracts.Schema {
 	v, ok := m[key]
 	if !ok {
@@ -499,7 +529,7 @@ func (r *defReader) definition(root any) (*Definition, checkOptions) {
 	d := &Definition{}
 	opts := checkOptions{edgeIndex: []int{}}
 	m, ok := r.object(root, []any{}, "a workflow definition",
-		"id", "version", "description", "inputSchema", "outputSchema", "nodes", "edges", "metadata", "fastPath")
+		"id", "version", "description", "inputSchema", "outputSchema", "nodes", "edges", "metadata", "fastPath", "budget")
 	if !ok {
 		opts.nodesUnknown, opts.edgesPartial = true, true
 		return d, opts
@@ -511,6 +541,7 @@ func (r *defReader) definition(root any) (*Definition, checkOptions) {
 	d.OutputSchema = r.schema(m, "outputSchema")
 	d.Metadata = r.freeMap(m, "metadata", nil)
 	d.FastPath = r.boolean(m, "fastPath", nil)
+	d.Budget = r.budget(m)
 
 	if v, present := m["nodes"]; !present {
 		r.add([]any{"nodes"}, issueRequired, "nodes is required: map node ids to nodes")

@@ -30,6 +30,8 @@ type Registry struct {
 	fallback string
 	limits   contracts.Limits
 	pricing  *protocol.Pricing      // the worker's prices (SetPrices); nil: none
+	agents   contracts.ScopeBudget  // every agent's shared budget (SetAgentBudget); zero: none
+	tenants  contracts.ScopeBudget  // every tenant's (SetTenantBudget); zero: none
 	tools    map[string]bool        // the worker's tool names (SetToolNames); nil: not known
 	local    []string               // the worker's tools that run as local activities (SetLocalTools), sorted
 	rebound  map[string]*Definition // recorded definitions rebound for runs (pin.go), by hash
@@ -436,6 +438,55 @@ func (r *Registry) pricingOf() *protocol.Pricing {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.pricing
+}
+
+// SetAgentBudget gives every agent of the worker a shared budget of its own (docs/budgets.md):
+// the model passes of all runs of one agent (the runs it is the root of, with their children)
+// together, kept by a ledger workflow per agent (and per period). An agent's own
+// [Definition].Budget overrides it. The worker program sets it from KORTYX_AGENT_MAX_TOKENS,
+// KORTYX_AGENT_MAX_COST and KORTYX_AGENT_BUDGET_PERIOD.
+func (r *Registry) SetAgentBudget(b contracts.ScopeBudget) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.agents = b
+	return nil
+}
+
+// SetTenantBudget gives every tenant a shared budget of its own (docs/budgets.md): the model
+// passes of all runs of one tenant together ([contracts.RunInput].Tenant; a session's runs are
+// its owner's, the identity the wires' Owner hook gives). Runs without a tenant are not under
+// it. The worker program sets it from KORTYX_TENANT_MAX_TOKENS, KORTYX_TENANT_MAX_COST and
+// KORTYX_TENANT_BUDGET_PERIOD.
+func (r *Registry) SetTenantBudget(b contracts.ScopeBudget) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tenants = b
+	return nil
+}
+
+// scopeBudgets are the shared budgets a new root run of agent for tenant is under.
+func (r *Registry) scopeBudgets(agent, tenant string) []protocol.LedgerConfig {
+	agent = strings.TrimSpace(agent)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []protocol.LedgerConfig
+	b := r.agents
+	if d := r.defs[agent]; d != nil && d.Budget != nil {
+		b = *d.Budget
+	}
+	if b.On() && agent != "" {
+		out = append(out, protocol.LedgerConfig{Scope: contracts.ScopeAgent, Key: agent, Budget: b})
+	}
+	if r.tenants.On() && tenant != "" {
+		out = append(out, protocol.LedgerConfig{Scope: contracts.ScopeTenant, Key: tenant, Budget: r.tenants})
+	}
+	return out
 }
 
 // Limits returns the default execution limits.

@@ -26,12 +26,13 @@ type Runner struct {
 // NewRunner returns a runner for the definitions and node functions of reg.
 func NewRunner(reg *Registry) *Runner { return &Runner{reg: reg} }
 
-// Register registers the run workflow and the session workflow under their wire names, and each
-// definition of the registry as a workflow type of its own id (see agents.go): register the
-// definitions before.
+// Register registers the run workflow, the session workflow and the budget ledger under their
+// wire names, and each definition of the registry as a workflow type of its own id (see
+// agents.go): register the definitions before.
 func (r *Runner) Register(w worker.WorkflowRegistry) {
 	w.RegisterWorkflowWithOptions(r.meteredRun, workflow.RegisterOptions{Name: contracts.RunWorkflowName})
 	w.RegisterWorkflowWithOptions(r.Session, workflow.RegisterOptions{Name: protocol.SessionWorkflowName})
+	w.RegisterWorkflowWithOptions(Ledger, workflow.RegisterOptions{Name: protocol.LedgerWorkflowName})
 	r.registerAgents(w)
 }
 
@@ -59,7 +60,8 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		// The budget is applied after the run's start record, which holds the worker's.
 		run.SetLimits(protocol.UnitLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits)))
 		run.WorkerBudget = protocol.BudgetOf(r.reg.Limits())
-		if run.WorkerBudget.MaxCost > 0 || (in.Limits != nil && in.Limits.MaxCost > 0) || (in.SessionBudget != nil && in.SessionBudget.Limits.MaxCost > 0) {
+		run.WorkerLedgers = r.reg.scopeBudgets(in.Workflow, in.Tenant)
+		if run.WorkerBudget.MaxCost > 0 || protocol.LedgersCost(run.WorkerLedgers) || (in.Limits != nil && in.Limits.MaxCost > 0) || (in.SessionBudget != nil && in.SessionBudget.Limits.MaxCost > 0) {
 			run.WorkerPricing = r.reg.pricingOf() // recorded only where a money budget may need it
 		}
 	}
@@ -79,6 +81,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	if in.Child == nil && limitsErr == nil {
 		run.ApplyBudget(in.Limits, in.SessionBudget, in.IDs != nil)
 	}
+	run.StartChildLedgers(in.IDs != nil)
 	var def *Definition
 	var err error
 	if in.Snapshot == nil {
@@ -412,6 +415,7 @@ func (r *Runner) complete(ctx workflow.Context, run *execution.Run, def *Definit
 		run.ReportSpend(ctx) // what it spent after its response ended early, for its session's budget
 	}
 	run.Flush(ctx)
+	run.SettleLedgers(ctx)
 	run.SetStatus(ctx, contracts.StatusCompleted)
 	return res, nil
 }
@@ -437,6 +441,7 @@ func (r *Runner) fail(ctx workflow.Context, run *execution.Run, err error) (cont
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	}
 	run.Flush(ctx)
+	run.SettleLedgers(ctx)
 	run.SetStatus(ctx, contracts.StatusFailed)
 	return contracts.RunResult{Status: contracts.StatusFailed, State: run.Snap.State},
 		temporal.NewNonRetryableApplicationError(msg, string(f.Code), nil, f)
@@ -452,6 +457,7 @@ func (r *Runner) cancel(ctx workflow.Context, run *execution.Run) (contracts.Run
 		run.Emit(contracts.Chunk{Type: contracts.ChunkDone})
 	}
 	run.Flush(dctx)
+	run.SettleLedgers(dctx)
 	run.SetStatus(dctx, contracts.StatusCancelled)
 	return contracts.RunResult{Status: contracts.StatusCancelled, State: run.Snap.State}, temporal.NewCanceledError(reason)
 }

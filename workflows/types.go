@@ -139,6 +139,11 @@ type Definition struct {
 	// timeout of [FastPathTaskTimeout], which bounds how late a cancellation reaches a running
 	// pass; see docs/reason.md#fast-path.
 	FastPath bool `json:"fastPath,omitempty"`
+	// Budget is the agent's shared budget (docs/budgets.md): the model passes of all its runs
+	// (as the root of a run, with their children) together, kept by a ledger workflow. It
+	// overrides the worker's agent budget ([Registry.SetAgentBudget]) for this agent. YAML:
+	// budget: {maxTokens: 1000000, period: month}.
+	Budget *contracts.ScopeBudget `json:"budget,omitempty"`
 
 	// pin is what a run records of this definition (set by Registry.Add; see pin.go).
 	pin *protocol.PinnedDefinition

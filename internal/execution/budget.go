@@ -42,12 +42,19 @@ const (
 	BudgetCheckpoint    = "Budget reached"
 )
 
-// passHold is a model pass's reservation under the run's budget.
+// passHold is a model pass's reservation under the run's budget and its shares of shared
+// budgets.
 type passHold struct {
 	on     bool
 	tokens int
 	cost   float64
 	price  *contracts.Price
+	// input is the pass's estimated input; ledger its holds of the run's shares of shared
+	// budgets, asks the reservations its activity makes at their ledgers.
+	input  int
+	output int
+	ledger []ledgerUse
+	asks   []protocol.LedgerAsk
 }
 
 // ApplyBudget gives a new root run its budget: the worker's default recorded at its start,
@@ -71,7 +78,9 @@ func (r *Run) ApplyBudget(in *contracts.Limits, session *protocol.SessionBudget,
 	}
 	if b := r.Snap.Budget; b != nil {
 		b.Session = nil // a restored run's snapshot has its origin's
+		b.Ledgers = nil // and its origin's shares of shared budgets
 	}
+	r.startLedgers(r.startBudget.Ledgers)
 	if session != nil && protocol.HasBudget(session.Limits) {
 		b := r.localBudget()
 		tokens, cost := r.ownSpend()
@@ -178,11 +187,12 @@ func estimateInput(in protocol.ModelPassInput) int {
 // cannot be granted pauses the run with the budget question, or fails with BUDGET_EXHAUSTED.
 func (r *Run) ReservePass(ctx workflow.Context, in protocol.ModelPassInput) (passHold, int, error) {
 	on, money := r.budgeted()
-	if !on {
+	shared := len(r.ledgerConfigs()) > 0
+	if !on && !shared {
 		return passHold{}, 0, nil
 	}
 	var price *contracts.Price
-	if money {
+	if money || (shared && r.ledgerMoney()) {
 		p, err := r.passPrice(in.Model)
 		if err != nil {
 			return passHold{}, 0, err
@@ -194,6 +204,26 @@ func (r *Run) ReservePass(ctx workflow.Context, in protocol.ModelPassInput) (pas
 	if output <= 0 {
 		output = DefaultOutputReserve
 	}
+	h, out := passHold{}, 0
+	if on {
+		var err error
+		if h, out, err = r.reserveRunBudget(ctx, input, output, price); err != nil {
+			return passHold{}, 0, err
+		}
+	}
+	if shared {
+		if out > 0 {
+			output = out
+		}
+		h.input, h.output, h.price = input, output, price
+		h.ledger, h.asks = r.reserveLedgers(ctx, input, output, price)
+	}
+	return h, out, nil
+}
+
+// reserveRunBudget reserves a pass of input tokens and at most output more under the run's
+// budget and its session's (a child: at its root).
+func (r *Run) reserveRunBudget(ctx workflow.Context, input, output int, price *contracts.Price) (passHold, int, error) {
 	if r.Child != nil {
 		return r.reserveBudgetAtRoot(ctx, input, output, price)
 	}
@@ -328,7 +358,7 @@ func outputFor(left float64, price contracts.Price, room int) int {
 // SettlePass settles a pass's hold with the usage its provider reported (for a failed pass,
 // the usage its failure reports, if any).
 func (r *Run) SettlePass(h passHold, u providers.Usage) {
-	if !h.on {
+	if !h.on && len(h.ledger) == 0 {
 		return
 	}
 	tokens := u.Total
@@ -339,10 +369,11 @@ func (r *Run) SettlePass(h passHold, u providers.Usage) {
 	if h.price != nil {
 		cost = h.price.Cost(u)
 	}
+	r.settleLedgers(h.ledger, tokens, cost)
 	b := r.localBudget()
 	b.Tokens += tokens
 	b.Cost += cost
-	if r.Child == nil {
+	if r.Child == nil && h.on {
 		b.HeldTokens -= h.tokens
 		b.HeldCost -= h.cost
 		r.checkWarning()
@@ -365,10 +396,10 @@ func FailedPassUsage(err error) providers.Usage {
 // updateSpend keeps the run's spend in its state (RunState, the result a parent reads).
 func (r *Run) updateSpend() {
 	b := r.Snap.Budget
-	if b == nil || (!protocol.HasBudget(r.limits()) && b.Tokens == 0 && b.Ended == nil) {
+	if b == nil || (!protocol.HasBudget(r.limits()) && b.Tokens == 0 && b.Ended == nil && len(b.Ledgers) == 0) {
 		return
 	}
-	s := &contracts.Spend{}
+	s := &contracts.Spend{Scopes: r.scopeSpends()}
 	if r.Child == nil {
 		s.Tokens, s.Cost, _, _ = r.spent()
 	} else {

@@ -349,7 +349,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 	input, _ := c.Input.(json.RawMessage)
 	in := protocol.RunStart{RunInput: contracts.RunInput{Workflow: c.Workflow, Input: input, SessionID: r.SessionID, Context: runtimeCtx}, Snapshot: from,
 		Child: &protocol.ChildBinding{ParentID: r.ID, RootID: root, Stream: stream, Depth: depth + 1, Node: node, CallID: c.ID,
-			Limits: r.limits(), Pricing: r.pricing(), Budgeted: r.budgetedOn()}}
+			Limits: r.limits(), Pricing: r.pricing(), Budgeted: r.budgetedOn(), Ledgers: r.ledgerConfigs()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
 	if err := protocol.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,

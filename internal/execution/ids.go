@@ -55,8 +55,8 @@ func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource)
 	}
 	configured := append([]string{}, r.LocalTools...)
 	var budget *protocol.BudgetStart
-	if r.Child == nil && (protocol.HasBudget(r.WorkerBudget) || r.WorkerPricing != nil) {
-		budget = &protocol.BudgetStart{Default: protocol.BudgetOf(r.WorkerBudget), Pricing: r.WorkerPricing}
+	if r.Child == nil && (protocol.HasBudget(r.WorkerBudget) || r.WorkerPricing != nil || len(r.WorkerLedgers) > 0) {
+		budget = &protocol.BudgetStart{Default: protocol.BudgetOf(r.WorkerBudget), Pricing: r.WorkerPricing, Ledgers: r.WorkerLedgers}
 	}
 	var rec leanStart
 	_ = workflow.SideEffect(ctx, func(workflow.Context) any {

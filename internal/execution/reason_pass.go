@@ -147,6 +147,7 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 	if output > 0 { // the budget has less left than the pass's maximum output
 		in.Options.MaxOutputTokens, inline.Options.MaxOutputTokens = output, output
 	}
+	in.Ledger, inline.Ledger = hold.asks, hold.asks
 	// The chunks queued before the pass go with it (the pass publishes them first): one
 	// activity instead of a publish local activity and the pass. Runs recorded before flush
 	// them on their own; the version is asked only when there are chunks, so a pass with none
@@ -177,6 +178,22 @@ func (s *Scope) modelPass(ctx workflow.Context, key string, n int, in, inline pr
 		return workflow.ExecuteActivity(actx, protocol.ModelActivityName, in).Get(actx, &resp)
 	}
 	err = execute(in)
+	for err == nil && resp.LedgerShort != "" {
+		// A shared budget's ledger left too little: the pass did not call the model. The run
+		// asks (or fails), and a Continue makes the pass again with a grant past the budget.
+		if err = s.run.ledgerShort(ctx, resp.LedgerShort, resp, hold.ledger, hold.input, hold.price); err != nil {
+			hold.ledger = nil // released
+			s.run.SettlePass(hold, providers.Usage{})
+			return protocol.ModelPassResult{}, err
+		}
+		hold.ledger, hold.asks = s.run.reserveLedgers(ctx, hold.input, hold.output, hold.price)
+		in.Ledger, inline.Ledger = hold.asks, hold.asks
+		resp = protocol.ModelPassResult{}
+		err = execute(in)
+	}
+	if err == nil {
+		s.run.takeGrants(resp.Ledger)
+	}
 	if code := contracts.CodeOf(err); in.Prefix != nil && (code == contracts.CodePayloadMissing || code == contracts.CodePersistenceError || code == contracts.CodePayloadCodec) {
 		if serr := checkPassSize(inline); serr != nil {
 			s.run.SettlePass(hold, FailedPassUsage(err))

@@ -65,6 +65,9 @@ type Run struct {
 	// root run records at its start (set before StartLean).
 	WorkerBudget  contracts.Limits
 	WorkerPricing *protocol.Pricing
+	// WorkerLedgers are the shared budgets the worker puts a new root run under (its agent's,
+	// its tenant's), recorded with its start.
+	WorkerLedgers []protocol.LedgerConfig
 	// expect are the questions a restored run will ask again (by token): answers to them are
 	// accepted early and kept in early until the run asks.
 	expect map[string]contracts.PendingRequest

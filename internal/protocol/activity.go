@@ -22,6 +22,11 @@ type ModelPassResult struct {
 	// newest is Hash. A later pass whose first Count messages are these sends them as
 	// [ModelPassInput.Prefix]. Nil on a worker without a message store (or when it failed).
 	StoredPrefix *MessagePrefix `json:"storedPrefix,omitempty"`
+	// Ledger are the grants of the pass's reservations at shared budgets' ledgers
+	// ([ModelPassInput].Ledger); LedgerShort is the first of them, by scope, that left too
+	// little for the pass, which then did not call the model.
+	Ledger      []LedgerGrant `json:"ledger,omitempty"`
+	LedgerShort string        `json:"ledgerShort,omitempty"`
 }
 
 // MessagePrefix names the first Count messages of a conversation kept in a worker's message
@@ -74,6 +79,11 @@ type ModelPassInput struct {
 	// Chunks are workflow-side chunks queued before the pass, which the pass publishes first
 	// (instead of a publish local activity of their own; runs recorded before publish them so).
 	Chunks []KeyedChunk `json:"chunks,omitempty"`
+	// Ledger are the reservations the pass makes at shared budgets' ledgers before it calls
+	// the model (docs/budgets.md); a grant that leaves less than the pass's input and one
+	// output token stops the pass before the model (ModelPassResult.LedgerShort), and one that
+	// leaves less than its maximum output lowers that.
+	Ledger []LedgerAsk `json:"ledger,omitempty"`
 }
 
 // StructuredStream describes the structured-data stream of a generation pass.

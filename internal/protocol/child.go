@@ -27,6 +27,9 @@ type ChildBinding struct {
 	// Budgeted says the root's passes are under a token or money budget that is not in Limits
 	// (its session's): the child reserves its passes at the root.
 	Budgeted bool `json:"budgeted,omitempty"`
+	// Ledgers are the shared budgets (an agent's, a tenant's) the root runs under: the child
+	// reserves its passes at their ledgers itself, and settles when it ends.
+	Ledgers []LedgerConfig `json:"ledgers,omitempty"`
 }
 
 // BudgetStart is what a root run records of the worker's budget at its start, with its id seed
@@ -37,6 +40,9 @@ type ChildBinding struct {
 type BudgetStart struct {
 	Default contracts.Limits `json:"default"`
 	Pricing *Pricing         `json:"pricing,omitempty"`
+	// Ledgers are the shared budgets (the run's agent's, its tenant's) the worker puts the
+	// run under.
+	Ledgers []LedgerConfig `json:"ledgers,omitempty"`
 }
 
 // SessionBudget is a session's budget across its turns (docs/budgets.md), as the session gives
@@ -153,6 +159,9 @@ type Budget struct {
 	Descendants map[string]DescendantSpend `json:"descendants,omitempty"`
 	// Session is the budget of the run's session, for a root run of a session that has one.
 	Session *SessionRunBudget `json:"session,omitempty"`
+	// Ledgers are the run's shares of the shared budgets it runs under (a root's and a
+	// child's own).
+	Ledgers []LedgerHold `json:"ledgers,omitempty"`
 }
 
 // DescendantIDs returns the ids of b's Descendants, sorted (workflow code sums and settles

@@ -82,6 +82,7 @@ type runStartJSON struct {
 	IDs                     *IDSource           `json:"ids,omitempty"`
 	SessionBudget           *SessionBudget      `json:"sessionBudget,omitempty"`
 	Arrival                 string              `json:"arrival,omitempty"`
+	Tenant                  string              `json:"tenant,omitempty"`
 }
 
 // MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
@@ -89,7 +90,7 @@ type runStartJSON struct {
 func (r RunStart) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
 		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
-		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget, Arrival: r.Arrival})
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget, Arrival: r.Arrival, Tenant: r.Tenant})
 }
 
 // RunSnapshot is everything needed to continue a run in a new execution: the graph state, the

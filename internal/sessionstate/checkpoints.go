@@ -107,7 +107,7 @@ func CanRestore(cp protocol.Checkpoint) error {
 // RestoreInput is the input of run that restores cp (taken while a question was open): it asks
 // the question again, with the tokens cp holds, and waits.
 func (m *Machine) RestoreInput(cp protocol.Checkpoint, sessionWorkflowID string) protocol.RunStart {
-	return protocol.RunStart{RunInput: contracts.RunInput{Workflow: cp.Workflow, SessionID: m.In.SessionID}, Snapshot: cp.Snapshot,
+	return protocol.RunStart{RunInput: contracts.RunInput{Workflow: cp.Workflow, SessionID: m.In.SessionID, Tenant: m.State.Owner}, Snapshot: cp.Snapshot,
 		Session: &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID,
 			TurnIndex: cp.TurnIndex + 1, ParentCheckpointID: cp.ID, Restore: true, Expect: cp.ActivePendingRequests},
 		SessionBudget: m.RunBudget()}

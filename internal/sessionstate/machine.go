@@ -329,7 +329,7 @@ func (m *Machine) StartPrompt(req sessionapi.TurnRequest, runID, sessionWorkflow
 	if req.SessionBudget != nil {
 		m.SetBudget(*req.SessionBudget)
 	}
-	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits},
+	in = protocol.RunStart{RunInput: contracts.RunInput{Workflow: wf, Input: req.Input, SessionID: m.In.SessionID, Context: req.Context, Messages: req.Messages, Limits: req.Limits, Tenant: m.State.Owner},
 		Prior:         head.Snapshot,
 		Session:       &protocol.SessionBinding{WorkflowID: sessionWorkflowID, SessionID: m.In.SessionID, TurnIndex: turn, ParentCheckpointID: head.ID},
 		SessionBudget: m.RunBudget()}

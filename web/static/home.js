@@ -40,6 +40,16 @@ function runsLink(extra) {
   return "runs?" + q.toString();
 }
 
+// budgetText says a ledger's use against its budget: "226 of 1000 tokens · 2 runs live".
+function budgetText(b) {
+  const parts = [];
+  if (b.budget.maxTokens) parts.push(`${b.tokens} of ${b.budget.maxTokens} tokens`);
+  if (b.budget.maxCost) parts.push(`${(b.cost || 0).toFixed(6).replace(/0+$/, "").replace(/\.$/, ".00")} of ${b.budget.maxCost}`);
+  if (b.overTokens) parts.push(`${b.overTokens} tokens past it by Continue`);
+  parts.push(`${b.live.length} run${b.live.length === 1 ? "" : "s"} holding ${b.live.reduce((a, r) => a + r.tokens, 0)} tokens`);
+  return parts.join(" · ");
+}
+
 async function load() {
   const n = ++seq;
   const q = new URLSearchParams();
@@ -64,8 +74,16 @@ async function load() {
     el("h3", { id: "home-failures-title" }, "Failures in the last hour, by code"),
     ov.failures.length ? el("ul", { class: "tiles" }, ov.failures.map((f) => tile("failure", f.code, f.count, f.code, runsLink(byCode(f.code, since)))))
       : el("p", { class: "meta home-none" }, "No run failed in the last hour."));
+  let shared = [];
+  try { shared = (await api("/api/budgets")).budgets; } catch (e) { shared = []; }
+  if (n !== seq) return;
+  const budgets = el("section", { class: "home-panel", id: "home-budgets", "aria-labelledby": "home-budgets-title" },
+    el("h3", { id: "home-budgets-title" }, "Shared budgets"),
+    shared.length ? el("ul", { class: "budgets" }, shared.map((b) => el("li", { class: "budget", "data-scope": b.scope, "data-key": b.key },
+      el("strong", {}, `${b.scope === "tenant" ? "Tenant" : "Agent"} ${b.key}`), b.window ? ` (${b.window})` : "", ": ", budgetText(b))))
+      : el("p", { class: "meta home-none" }, "No agent or tenant budget has a ledger yet."));
   const body = $("home-body");
   body.replaceChildren(el("p", { class: "meta" }, "Since ", el("time", { datetime: since }, new Date(since).toLocaleTimeString()),
-    params.get("agent") ? [" · agent ", el("strong", {}, params.get("agent"))] : null, " · updated ", new Date().toLocaleTimeString()), runs, waiting, failures);
+    params.get("agent") ? [" · agent ", el("strong", {}, params.get("agent"))] : null, " · updated ", new Date().toLocaleTimeString()), runs, waiting, failures, budgets);
   body.dataset.loaded = String(n);
 }
