@@ -230,6 +230,7 @@ const (
 	stackFastPath = "fastpath"
 	stackBudget   = "budget"
 	stackSteer    = "steer"
+	stackLedger   = "ledger"
 )
 
 // fastPathExamples registers the chosen examples as copies with FastPath set: each example is
@@ -256,7 +257,8 @@ func fastPathExamples(chosen *examples.Set) func(*workflows.Registry) error {
 // (what `fastPath: true` in its YAML would do): its model passes run as local activities. With
 // stackBudget, every run has the worker's default budget of tokens and money (KORTYX_MAX_TOKENS
 // and KORTYX_MAX_COST, priced by a KORTYX_PRICES table) and every session the API's
-// (KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST), large enough never to pause.
+// (KORTYX_SESSION_MAX_TOKENS, KORTYX_SESSION_MAX_COST), large enough never to pause. With
+// stackLedger, every agent has a shared budget (KORTYX_AGENT_MAX_TOKENS), as large.
 func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	tb.Helper()
 	p, err := rpccount.Start(e.srv.Address())
@@ -280,6 +282,9 @@ func (e *env) startActionsStack(tb testing.TB, variant string) *actionsStack {
 	// turns they start ask the session nothing (sessions.FollowOptions.Started).
 	redis := redistest.Start(tb)
 	cfg := app.Config{TemporalAddress: p.Address(), TaskQueue: s.queue, HTTPAddr: "127.0.0.1:0", FakeModels: true, RedisURL: redis.URL()}
+	if variant == stackLedger {
+		cfg.AgentBudget = contracts.ScopeBudget{MaxTokens: 100_000_000}
+	}
 	if variant == stackBudget {
 		cfg.Budget = contracts.Limits{MaxTokens: 10_000_000, MaxCost: 1000}
 		cfg.SessionBudget = contracts.Limits{MaxTokens: 100_000_000, MaxCost: 10_000}
@@ -742,4 +747,37 @@ func TestActionsBudget(t *testing.T) {
 		{"events", r.Events, b.Events}, {"total without heartbeats", r.Total - r.Heartbeats, b.Total - b.Heartbeats}} {
 		require.Equal(t, k.r, k.b, k.name)
 	}
+}
+
+// TestActionsLedger (issue 34): what an agent's shared budget adds to a turn. The support turn
+// (three model passes, two tool calls, an approval) runs with and without the worker's agent
+// budget (KORTYX_AGENT_MAX_TOKENS, large: the run reserves one batch of a tenth of it). The
+// turn under the budget starts the agent's ledger (once per ledger), makes one reservation
+// (one update, sent by the first pass's activity) and settles once (one signal): nothing else
+// changes.
+func TestActionsLedger(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reg := e.startActionsStack(t, stackKortyx)
+	defer reg.stop()
+	ledger := e.startActionsStack(t, stackLedger)
+	defer ledger.stop()
+	r, _, err := reg.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	l, _, err := ledger.measure(ctx, chatScenarios[1])
+	require.NoError(t, err)
+	t.Log(r.line(), l.line())
+	require.Contains(t, l.Types, protocol.LedgerWorkflowName)
+	require.Equal(t, r.Starts+1, l.Starts, "the ledger's start (once per ledger)")
+	require.Equal(t, r.Updates+1, l.Updates, "one reservation")
+	require.Equal(t, r.Signals+1, l.Signals, "one settlement")
+	for _, k := range []struct {
+		name string
+		r, l int
+	}{{"children", r.Children, l.Children}, {"activities", r.Activities, l.Activities}, {"timers", r.Timers, l.Timers},
+		{"marker tasks", r.MarkerTasks, l.MarkerTasks}, {"upserts", r.Upserts, l.Upserts}} {
+		require.Equal(t, k.r, k.l, k.name)
+	}
+	require.Equal(t, r.Total-r.Heartbeats+3, l.Total-l.Heartbeats, "three actions more: the ledger's start, the reservation, the settlement")
 }

@@ -68,13 +68,16 @@ func TestKillSweep(t *testing.T) {
 // (the sweep answers Continue) again and again, while the worker is SIGKILLed every 1–4 s.
 // Every run completes, no question is lost, and every run spent exactly the tokens of its
 // settled passes, each counted once (passes that reached the model twice after a kill are
-// settled once), within its final budget.
+// settled once), within its final budget. The runs are also one tenant's, under a tenant budget
+// of 400 tokens (its ledger workflow): each child reserves there in its passes' activities,
+// asks when the ledger cannot grant a pass, and settles when it ends; the ledger counts each
+// one's spend exactly once.
 func TestKillSweepBudgets(t *testing.T) {
 	const runs = 6
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	rep, err := sweep.Run(ctx, sweep.Config{Client: tc, TemporalAddress: srv.Address(), WorkerBinary: binary(t, "testworker"),
-		TaskQueue: taskQueue(t), Effects: filepath.Join(t.TempDir(), "effects.txt"), Runs: runs, Budget: true,
+		TaskQueue: taskQueue(t), Effects: filepath.Join(t.TempDir(), "effects.txt"), Runs: runs, Budget: true, TenantTokens: 400,
 		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 140 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
 	require.NoError(t, err)
 	t.Logf("kill sweep with budgets:\n%s", rep)
@@ -86,6 +89,11 @@ func TestKillSweepBudgets(t *testing.T) {
 	require.GreaterOrEqual(t, rep.Kills, 3, "the worker was killed while runs went on")
 	require.GreaterOrEqual(t, rep.BudgetQuestions, runs, "every run paused at its budget")
 	require.Equal(t, map[int]int{testagents.SweepTreeTokens: runs}, rep.SpendPerRun, "every settled pass counted once")
+	// The tenant's ledger: every run and child settled once, with exactly what it spent.
+	require.NotNil(t, rep.Ledger)
+	require.Equal(t, 2*runs, rep.Ledger.Settled, "each child settled once (the root makes no model pass, so it holds no grant)")
+	require.Equal(t, runs*testagents.SweepTreeTokens, rep.Ledger.SpentTokens, "every settled pass counted once in the tenant's ledger")
+	require.Empty(t, rep.Ledger.Live)
 }
 
 // TestRetryableToolErrorTextStaysInTemporal: on a real server, a retryable tool error that uses

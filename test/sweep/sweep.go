@@ -25,6 +25,7 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/execution"
 	"github.com/kortyx-go/kortyx/test/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
@@ -49,6 +50,12 @@ type Config struct {
 	// settled pass counted once) within its final budget.
 	Budget       bool
 	BudgetTokens int
+	// TenantTokens, with Budget, also puts the runs under a tenant budget of that many tokens
+	// (the worker's KORTYX_TENANT_MAX_TOKENS; the tenant is the task queue's name, so the sweep
+	// has a ledger of its own): every child reserves at the tenant's ledger, asks when
+	// it cannot grant a pass (the sweep answers Continue), and settles when it ends. The
+	// report's Ledger is the ledger's state after the sweep.
+	TenantTokens int
 	Concurrency  int           // runs in flight at once (default: all)
 	StartEvery   time.Duration // one run starts every StartEvery (default 250 ms)
 	MinKill      time.Duration // the worker lives this long at least (default 1 s)…
@@ -93,6 +100,9 @@ type Report struct {
 	// SpendPerRun maps a completed run's spent tokens to the number of runs that spent them.
 	BudgetQuestions int         `json:"budgetQuestions,omitempty"`
 	SpendPerRun     map[int]int `json:"spendPerRun,omitempty"`
+	// Ledger is the tenant budget's ledger after the sweep (Config.TenantTokens), once every
+	// completed run's tree settled with it (or 30 s passed).
+	Ledger *protocol.LedgerView `json:"ledger,omitempty"`
 }
 
 // OK reports whether every run completed as expected with no question lost and every tool
@@ -113,6 +123,10 @@ func (r *Report) String() string {
 		unit = "child run"
 	}
 	fmt.Fprintf(&b, "- model pass executions per %s (%d passes each): %s\n", unit, testagents.SweepSteps+1, histogram(r.ModelPassesPerRun, unit))
+	if l := r.Ledger; l != nil {
+		fmt.Fprintf(&b, "- tenant ledger: %d tokens spent by %d settled runs, %d runs still holding grants, %d tokens granted past the budget by Continue\n",
+			l.SpentTokens, l.Settled, len(l.Live), l.OverTokens)
+	}
 	if r.SpendPerRun != nil {
 		fmt.Fprintf(&b, "- budget: %d questions answered Continue; tokens spent per run (%d when every pass counts once): %s\n",
 			r.BudgetQuestions, testagents.SweepTreeTokens, histogram(r.SpendPerRun, "run"))
@@ -200,6 +214,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}()
 	}
 	wg.Wait()
+	if cfg.Budget && cfg.TenantTokens > 0 {
+		// Read while the worker (which answers the ledger's query) still runs.
+		done := 0
+		for _, o := range outcomes {
+			if !o.stuck && o.failure == nil {
+				done++
+			}
+		}
+		rep.Ledger = settledLedger(ctx, cfg, 2*done) // each child settles; the root makes no pass of its own
+	}
 	close(stopKiller)
 	<-killerDone
 	rep.Elapsed = time.Since(start)
@@ -256,6 +280,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// settledLedger reads the sweep's tenant ledger until runs runs settled with it (30 s at most).
+func settledLedger(ctx context.Context, cfg Config, runs int) *protocol.LedgerView {
+	id := protocol.LedgerID(contracts.ScopeTenant, cfg.TaskQueue, "")
+	var v *protocol.LedgerView
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		res, err := cfg.Client.QueryWorkflow(ctx, id, "", protocol.LedgerStateQuery)
+		if err != nil {
+			continue
+		}
+		var got protocol.LedgerView
+		if res.Get(&got) == nil {
+			v = &got
+			if got.Settled >= runs {
+				break
+			}
+		}
+	}
+	return v
+}
+
 // toolCalls is the tool calls of one run of the sweep.
 func (cfg Config) toolCalls() int {
 	if cfg.Budget {
@@ -290,6 +334,9 @@ func drive(ctx context.Context, cfg Config, i int) outcome {
 	in := contracts.RunInput{Workflow: wf, Input: b, SessionID: "sweep"}
 	if cfg.Budget {
 		in.Workflow, in.Limits = testagents.SweepTreeWorkflow, &contracts.Limits{MaxTokens: cfg.BudgetTokens, BudgetWarnAt: 1}
+		if cfg.TenantTokens > 0 {
+			in.Tenant = cfg.TaskQueue
+		}
 	}
 	run, err := kortyx.StartRun(ctx, cfg.Client, in, opts)
 	if err != nil {
@@ -405,6 +452,9 @@ func startWorker(ctx context.Context, cfg Config) (*exec.Cmd, error) {
 		"KORTYX_HTTP_ADDR=127.0.0.1:0",
 		"KORTYX_EFFECTS_FILE="+cfg.Effects,
 	)
+	if cfg.Budget && cfg.TenantTokens > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("KORTYX_TENANT_MAX_TOKENS=%d", cfg.TenantTokens), "KORTYX_BUDGET_WARN_AT=1")
+	}
 	cmd.Stderr = cfg.WorkerStderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

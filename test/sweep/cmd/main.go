@@ -49,6 +49,7 @@ func run() (bool, error) {
 	fast := flag.Bool("fast", false, "sweep the fast path (model passes as local activities)")
 	budget := flag.Bool("budget", false, "sweep budgets: runs of two parallel children under a token budget that pauses them")
 	budgetTokens := flag.Int("budget-tokens", 40, "with -budget, each run's token budget")
+	tenantTokens := flag.Int("tenant-tokens", 0, "with -budget, also a tenant budget of this many tokens over all the runs (0: none)")
 	flag.Parse()
 
 	root, err := testenv.ModuleRoot()
@@ -86,7 +87,7 @@ func run() (bool, error) {
 
 	fmt.Fprintf(os.Stderr, "sweep: %d runs (one every %s, fast path: %v, budget: %v), worker SIGKILLed every %s–%s\n", *runs, *every, *fast, *budget, *minKill, *maxKill)
 	rep, err := sweep.Run(context.Background(), sweep.Config{Client: c, TemporalAddress: srv.Address(), WorkerBinary: bin,
-		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Fast: *fast, Budget: *budget, BudgetTokens: *budgetTokens, Concurrency: *conc, StartEvery: *every,
+		TaskQueue: "sweep", Effects: filepath.Join(dir, "effects.txt"), Runs: *runs, Fast: *fast, Budget: *budget, BudgetTokens: *budgetTokens, TenantTokens: *tenantTokens, Concurrency: *conc, StartEvery: *every,
 		MinKill: *minKill, MaxKill: *maxKill, RunTimeout: *runTimeout,
 		Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }})
 	if err != nil {
