@@ -435,7 +435,7 @@ func ServeHTTP(ctx context.Context, addr string, api API) (*http.Server, string,
 		}
 		mux.Handle("/mcp", mcpRoute)
 	}
-	wo := web.Options{Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
+	wo := web.Options{TaskQueue: api.TaskQueue, Client: c, Namespace: api.Namespace, TemporalUIURL: temporalUI(api.TemporalUIURL), Logger: logger,
 		Registry: api.Registry, DefaultWorkflow: api.DefaultWorkflow, Prices: api.Prices, DefaultModel: api.DefaultModel,
 		Currency: api.Currency, ActionPrice: api.ActionPrice,
 		AllowUnauthenticated: true, Broker: broker}

@@ -33,7 +33,8 @@ func isolate(t *testing.T) string {
 		"KORTYX_HTTP_ADDR", "KORTYX_REDIS_URL", "KORTYX_STREAM_RETENTION", "KORTYX_STICKY_CACHE", "KORTYX_STREAM_MAX_RUNS", "KORTYX_LOG_FORMAT", "KORTYX_LOG_LEVEL", "KORTYX_STREAM_URL",
 		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
 		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED",
-		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST", "KORTYX_BUSY"} {
+		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST", "KORTYX_BUSY", "KORTYX_AGENT_MAX_TOKENS", "KORTYX_AGENT_MAX_COST",
+		"KORTYX_AGENT_BUDGET_PERIOD", "KORTYX_TENANT_MAX_TOKENS", "KORTYX_TENANT_MAX_COST", "KORTYX_TENANT_BUDGET_PERIOD", "KORTYX_TENANT_HEADER"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -306,6 +307,35 @@ func TestConfigBudget(t *testing.T) {
 	require.Equal(t, contracts.Limits{MaxTokens: 1000000, MaxCost: 10, OnBudgetExhausted: "fail"}, c.SessionBudget)
 	for k, v := range map[string]string{"KORTYX_MAX_TOKENS": "lots", "KORTYX_MAX_COST": "-1", "KORTYX_BUDGET_WARN_AT": "NaN", "KORTYX_ON_BUDGET_EXHAUSTED": "later",
 		"KORTYX_SESSION_MAX_TOKENS": "-5", "KORTYX_SESSION_MAX_COST": "ten"} {
+		t.Run(k, func(t *testing.T) {
+			t.Setenv(k, v)
+			require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: "+k+"=")
+		})
+	}
+}
+
+// The agents' and tenants' shared budgets from the environment (docs/budgets.md), with the
+// run budget's OnBudgetExhausted and warning share; each bad variable is named.
+func TestConfigSharedBudgets(t *testing.T) {
+	isolate(t)
+	c := ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Zero(t, c.AgentBudget)
+	require.Zero(t, c.TenantBudget)
+	require.Empty(t, c.TenantHeader)
+	t.Setenv("KORTYX_AGENT_MAX_TOKENS", "1000000")
+	t.Setenv("KORTYX_AGENT_BUDGET_PERIOD", "day")
+	t.Setenv("KORTYX_TENANT_MAX_COST", "50")
+	t.Setenv("KORTYX_TENANT_BUDGET_PERIOD", "month")
+	t.Setenv("KORTYX_TENANT_HEADER", "X-Tenant")
+	t.Setenv("KORTYX_ON_BUDGET_EXHAUSTED", "fail")
+	c = ConfigFromEnv()
+	require.NoError(t, c.Err())
+	require.Equal(t, contracts.ScopeBudget{MaxTokens: 1000000, Period: "day", OnBudgetExhausted: "fail"}, c.AgentBudget)
+	require.Equal(t, contracts.ScopeBudget{MaxCost: 50, Period: "month", OnBudgetExhausted: "fail"}, c.TenantBudget)
+	require.Equal(t, "X-Tenant", c.TenantHeader)
+	for k, v := range map[string]string{"KORTYX_AGENT_MAX_TOKENS": "-1", "KORTYX_AGENT_MAX_COST": "much", "KORTYX_AGENT_BUDGET_PERIOD": "week",
+		"KORTYX_TENANT_MAX_TOKENS": "1e6", "KORTYX_TENANT_MAX_COST": "-3", "KORTYX_TENANT_BUDGET_PERIOD": "year"} {
 		t.Run(k, func(t *testing.T) {
 			t.Setenv(k, v)
 			require.ErrorContains(t, ConfigFromEnv().Err(), "kortyx: "+k+"=")

@@ -24,9 +24,13 @@ func (o Options) budgets(r *http.Request) (any, error) {
 	if scope != "" && scope != contracts.ScopeAgent && scope != contracts.ScopeTenant {
 		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "scope %q is not %q or %q", scope, contracts.ScopeAgent, contracts.ScopeTenant)
 	}
-	query := "WorkflowType = '" + protocol.LedgerWorkflowName + "' AND ExecutionStatus = 'Running'"
+	queue, err := o.ledgerQueue(r)
+	if err != nil {
+		return nil, err
+	}
+	query := "WorkflowType = '" + protocol.LedgerWorkflowName + "' AND ExecutionStatus = 'Running' AND TaskQueue = '" + queue + "'"
 	if scope != "" {
-		query += " AND WorkflowId STARTS_WITH '" + protocol.LedgerIDPrefix + scope + "/'"
+		query += " AND WorkflowId STARTS_WITH '" + strings.TrimSuffix(protocol.LedgerID(queue, scope, "", ""), "/") + "/'"
 	}
 	resp, err := o.Client.ListWorkflow(r.Context(), &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: o.Namespace, PageSize: maxBudgets, Query: query,
@@ -58,12 +62,28 @@ func (o Options) budget(r *http.Request) (any, error) {
 	if key == "" {
 		return nil, contracts.Errorf(contracts.CodeInvalidRequest, "name the agent or the tenant")
 	}
-	v, err := o.ledger(r.Context(), protocol.LedgerID(scope, key, strings.TrimSpace(r.URL.Query().Get("window"))))
+	queue, err := o.ledgerQueue(r)
+	if err != nil {
+		return nil, err
+	}
+	v, err := o.ledger(r.Context(), protocol.LedgerID(queue, scope, key, strings.TrimSpace(r.URL.Query().Get("window"))))
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return nil, contracts.Errorf(contracts.CodeNotFound, "no %s budget of %q has a ledger: none of its runs made a model pass under it yet", scope, key)
 	}
 	return v, err
+}
+
+// ledgerQueue is the task queue whose ledgers a request reads: ?queue=, else the Studio's.
+func (o Options) ledgerQueue(r *http.Request) (string, error) {
+	q := strings.TrimSpace(r.URL.Query().Get("queue"))
+	if q == "" {
+		q = o.TaskQueue
+	}
+	if q == "" || strings.ContainsAny(q, "'\"\\") {
+		return "", contracts.Errorf(contracts.CodeInvalidRequest, "name the workers' task queue (?queue=)")
+	}
+	return q, nil
 }
 
 // ledger reads a ledger's state.

@@ -37,6 +37,9 @@ func Patterns() []string {
 
 // Options configure [Handler].
 type Options struct {
+	// TaskQueue is the workers' task queue, whose shared budgets' ledgers /api/budgets reads
+	// (docs/budgets.md; "": ?queue= must name it).
+	TaskQueue string
 	// Client reaches Temporal (sessions list, session views, run histories and state queries).
 	Client client.Client
 	// Namespace is the Temporal namespace of the runs (default "default"), for the Temporal UI

@@ -133,7 +133,7 @@ func (d *Definition) issues(o checkOptions) []contracts.Issue {
 		if err := d.Budget.Validate(); err != nil {
 			var ke *contracts.Error
 			if errors.As(err, &ke) {
-				add([]any{"budget"}, issueInvalidValue, "budget: %s", ke.Message)
+				add([]any{"budget"}, issueInvalidValue, "%s", ke.Message)
 			}
 		}
 	}

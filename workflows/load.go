@@ -490,7 +490,7 @@ func (r *defReader) budget(m map[string]any) *contracts.ScopeBudget {
 		if ke := (*contracts.Error)(nil); errors.As(err, &ke) {
 			msg = ke.Message
 		}
-		r.add([]any{"budget"}, issueInvalidValue, "budget: %s", msg)
+		r.add([]any{"budget"}, issueInvalidValue, "%s", msg)
 		return nil
 	}
 	return &b

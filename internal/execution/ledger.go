@@ -88,7 +88,7 @@ func (r *Run) ledgerMoney() bool {
 func (r *Run) share(ctx workflow.Context, c protocol.LedgerConfig) int {
 	b := r.localBudget()
 	window := protocol.LedgerWindow(c.Budget.Period, workflow.Now(ctx))
-	id := protocol.LedgerID(c.Scope, c.Key, window)
+	id := protocol.LedgerID(workflow.GetInfo(ctx).TaskQueueName, c.Scope, c.Key, window)
 	for i, h := range b.Ledgers {
 		if h.Config.Scope == c.Scope && h.ID == id && !h.Settled {
 			b.Ledgers[i].Config.Budget = c.Budget

@@ -22,7 +22,8 @@ const (
 	LedgerReserveUpdate = "kortyx.Ledger.Reserve"
 	LedgerSettleSignal  = "kortyx.Ledger.Settle"
 	LedgerStateQuery    = "kortyx.Ledger.State"
-	// LedgerIDPrefix starts every ledger's workflow id: "kortyx-ledger/<scope>/<key>[/<window>]".
+	// LedgerIDPrefix starts every ledger's workflow id:
+	// "kortyx-ledger/<task queue>/<scope>/<key>[/<window>]".
 	LedgerIDPrefix = "kortyx-ledger/"
 )
 
@@ -59,13 +60,15 @@ func LedgerWindow(period string, t time.Time) string {
 	return ""
 }
 
-// LedgerID is the workflow id of the ledger of scope's key in window.
-func LedgerID(scope, key, window string) string {
+// LedgerID is the workflow id of the ledger of scope's key in window, for the runs of task
+// queue queue (the ledger runs there: deployments on other task queues of the namespace keep
+// ledgers of their own).
+func LedgerID(queue, scope, key, window string) string {
 	if len(key) > maxLedgerKey {
 		sum := sha256.Sum256([]byte(key))
 		key = "sha256-" + hex.EncodeToString(sum[:])
 	}
-	id := LedgerIDPrefix + scope + "/" + url.PathEscape(key)
+	id := LedgerIDPrefix + url.PathEscape(queue) + "/" + scope + "/" + url.PathEscape(key)
 	if window != "" {
 		id += "/" + window
 	}
@@ -313,23 +316,24 @@ func (s *LedgerState) View(in LedgerStart) LedgerView {
 	return v
 }
 
-// ParseLedgerID splits a ledger's workflow id into scope, key and window (ok false: not a
-// ledger's id; a key longer than 200 bytes reads as its hash).
-func ParseLedgerID(id string) (scope, key, window string, ok bool) {
+// ParseLedgerID splits a ledger's workflow id into task queue, scope, key and window (ok
+// false: not a ledger's id; a key longer than 200 bytes reads as its hash).
+func ParseLedgerID(id string) (queue, scope, key, window string, ok bool) {
 	rest, found := strings.CutPrefix(id, LedgerIDPrefix)
 	if !found {
-		return "", "", "", false
+		return "", "", "", "", false
 	}
 	parts := strings.Split(rest, "/")
-	if len(parts) != 2 && len(parts) != 3 {
-		return "", "", "", false
+	if len(parts) != 3 && len(parts) != 4 {
+		return "", "", "", "", false
 	}
-	key, err := url.PathUnescape(parts[1])
-	if err != nil {
-		return "", "", "", false
+	queue, err1 := url.PathUnescape(parts[0])
+	key, err2 := url.PathUnescape(parts[2])
+	if err1 != nil || err2 != nil {
+		return "", "", "", "", false
 	}
-	if len(parts) == 3 {
-		window = parts[2]
+	if len(parts) == 4 {
+		window = parts[3]
 	}
-	return parts[0], key, window, true
+	return queue, parts[1], key, window, true
 }

@@ -127,6 +127,12 @@ func TestAgentBudgetAcrossSessionsAndWires(t *testing.T) {
 			break
 		}
 		require.Equal(t, orderText, st.text, "turn %d (%s)", turns, st.wire)
+		if turns == 1 {
+			// The first grant is the whole budget: its warning share is crossed at once.
+			warn := firstOf(t, st.chunks, contracts.ChunkStatus)
+			require.Equal(t, "Agent budget 80% used: 300 of 300 tokens", warn.Message)
+			require.Equal(t, &contracts.BudgetStatus{Scope: "agent", Key: support.WorkflowID, Limit: "maxTokens", Tokens: 300, MaxTokens: 300}, warn.Budget)
+		}
 		// The run ended: it settled its 26 tokens with the ledger.
 		v := settledLedger(t, api, contracts.ScopeAgent, support.WorkflowID, turns)
 		require.Equal(t, 26*turns, v.SpentTokens, "turn %d", turns)
@@ -203,7 +209,7 @@ func TestAgentBudgetAcrossSessionsAndWires(t *testing.T) {
 	require.Equal(t, 26, trace.Budget.Scopes[0].Tokens)
 	require.Equal(t, "agent", trace.Budget.Scopes[0].Scope)
 	recordHistory(t, tc, "ledger-agent-run", runOfSession(t, st.session))
-	recordHistory(t, tc, "ledger-agent", protocol.LedgerID(contracts.ScopeAgent, support.WorkflowID, ""))
+	recordHistory(t, tc, "ledger-agent", protocol.LedgerID(tq, contracts.ScopeAgent, support.WorkflowID, ""))
 	// A bad scope is a 400.
 	res, err = http.Get(api + "/api/budgets/team/x")
 	require.NoError(t, err)

@@ -282,7 +282,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // settledLedger reads the sweep's tenant ledger until runs runs settled with it (30 s at most).
 func settledLedger(ctx context.Context, cfg Config, runs int) *protocol.LedgerView {
-	id := protocol.LedgerID(contracts.ScopeTenant, cfg.TaskQueue, "")
+	id := protocol.LedgerID(cfg.TaskQueue, contracts.ScopeTenant, cfg.TaskQueue, "")
 	var v *protocol.LedgerView
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		res, err := cfg.Client.QueryWorkflow(ctx, id, "", protocol.LedgerStateQuery)
