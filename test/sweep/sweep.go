@@ -25,8 +25,8 @@ import (
 
 	"github.com/kortyx-go/kortyx"
 	"github.com/kortyx-go/kortyx/contracts"
-	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/internal/execution"
+	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/test/testagents"
 	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
