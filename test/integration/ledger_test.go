@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,4 +285,38 @@ func TestTenantBudgetAcrossWiresAndTemporalClient(t *testing.T) {
 	require.Error(t, err)
 	// The cancelled run settled: only the waiting session turn holds a grant.
 	require.Eventually(t, func() bool { return len(ledgerView(t, api, contracts.ScopeTenant, "acme").Live) == 1 }, 10*time.Second, 100*time.Millisecond)
+}
+
+// Issue 34: a declarative agent's own budget, from its YAML file (KORTYX_WORKFLOWS), with
+// onBudgetExhausted "fail". Its budget of 10 tokens cannot hold the first pass's input: the
+// pass's activity reserves at the agent's ledger and stops before the model, and the run fails
+// with BUDGET_EXHAUSTED, having spent nothing; the ledger counts the run settled with 0 tokens.
+func TestYAMLAgentBudgetFails(t *testing.T) {
+	dir := t.TempDir()
+	desk, err := os.ReadFile(filepath.Join("testdata", "workflows", "desk.workflow.yaml"))
+	require.NoError(t, err)
+	capped := strings.Replace(string(desk), "id: desk\n", "id: capped-desk\nbudget: {maxTokens: 10, onBudgetExhausted: fail}\n", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "capped.workflow.yaml"), []byte(capped), 0o644))
+	tq := taskQueue(t)
+	p := startProcess(t, tq, nil, "KORTYX_WORKFLOWS="+dir)
+	p.until(t, `msg="kortyx worker: polling task queue"`)
+
+	run := startRun(t, tc, tq, "capped-desk", "Where is my order A-1002?")
+	_, err = result(t, run)
+	require.Equal(t, contracts.CodeBudgetExhausted, contracts.CodeOf(err), "%v", err)
+	require.Contains(t, err.Error(), "the agent budget of capped-desk is used up")
+	models := 0
+	for _, ev := range history(t, tc, run.GetID()).GetEvents() {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "kortyx.Model" {
+			models++
+		}
+	}
+	require.Equal(t, 1, models, "one pass activity, which reserved and stopped before the model")
+	var v protocol.LedgerView
+	require.Eventually(t, func() bool {
+		res, err := tc.QueryWorkflow(context.Background(), protocol.LedgerID(tq, contracts.ScopeAgent, "capped-desk", ""), "", protocol.LedgerStateQuery)
+		return err == nil && res.Get(&v) == nil && v.Settled == 1
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, 0, v.SpentTokens)
+	require.Equal(t, 10, v.Budget.MaxTokens)
 }
