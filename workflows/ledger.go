@@ -43,10 +43,12 @@ func Ledger(ctx workflow.Context, in protocol.LedgerStart) error {
 		return err
 	}
 	settle := workflow.GetSignalChannel(ctx, protocol.LedgerSettleSignal)
+	settled := 0 // in this execution
 	receive := func(c workflow.ReceiveChannel, _ bool) {
 		var q protocol.LedgerSettle
 		c.Receive(ctx, &q)
 		s.Settle(q)
+		settled++
 	}
 	end := windowEnd(in.Window)
 	over := !end.IsZero() && !workflow.Now(ctx).Before(end)
@@ -55,6 +57,13 @@ func Ledger(ctx workflow.Context, in protocol.LedgerStart) error {
 		timer = workflow.NewTimer(ctx, end.Sub(workflow.Now(ctx)))
 	}
 	for {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(settle, receive)
+		if timer != nil && !over {
+			sel.AddFuture(timer, func(workflow.Future) { over = true })
+		}
+		// Blocked here, the ledger takes its reservations (the update that started it first).
+		sel.Select(ctx)
 		if over && len(s.Runs) == 0 && settle.Len() == 0 {
 			// The period is over and every run that held a grant settled: the ledger ends
 			// once its update handlers have finished.
@@ -65,13 +74,7 @@ func Ledger(ctx workflow.Context, in protocol.LedgerStart) error {
 				return nil
 			}
 		}
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(settle, receive)
-		if timer != nil && !over {
-			sel.AddFuture(timer, func(workflow.Future) { over = true })
-		}
-		sel.Select(ctx)
-		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || (in.ContinueAsNewAfter > 0 && settled >= in.ContinueAsNewAfter) {
 			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 				return err
 			}

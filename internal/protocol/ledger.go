@@ -183,6 +183,9 @@ type LedgerStart struct {
 	Key    string       `json:"key"`
 	Window string       `json:"window,omitempty"`
 	State  *LedgerState `json:"state,omitempty"`
+	// ContinueAsNewAfter, when > 0, continues the ledger as new after that many settlements in
+	// one execution even if Temporal does not suggest it yet (for tests).
+	ContinueAsNewAfter int `json:"continueAsNewAfter,omitempty"`
 }
 
 // LedgerState is a ledger's durable state.

@@ -291,12 +291,15 @@ func TestTenantBudgetAcrossWiresAndTemporalClient(t *testing.T) {
 // onBudgetExhausted "fail". Its budget of 10 tokens cannot hold the first pass's input: the
 // pass's activity reserves at the agent's ledger and stops before the model, and the run fails
 // with BUDGET_EXHAUSTED, having spent nothing; the ledger counts the run settled with 0 tokens.
+// A fast-path agent's passes (local activities) reserve and settle the same way.
 func TestYAMLAgentBudgetFails(t *testing.T) {
 	dir := t.TempDir()
 	desk, err := os.ReadFile(filepath.Join("testdata", "workflows", "desk.workflow.yaml"))
 	require.NoError(t, err)
 	capped := strings.Replace(string(desk), "id: desk\n", "id: capped-desk\nbudget: {maxTokens: 10, onBudgetExhausted: fail}\n", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "capped.workflow.yaml"), []byte(capped), 0o644))
+	fast := strings.Replace(string(desk), "id: desk\n", "id: fast-desk\nfastPath: true\nbudget: {maxTokens: 100000}\n", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fast.workflow.yaml"), []byte(fast), 0o644))
 	tq := taskQueue(t)
 	p := startProcess(t, tq, nil, "KORTYX_WORKFLOWS="+dir)
 	p.until(t, `msg="kortyx worker: polling task queue"`)
@@ -319,4 +322,16 @@ func TestYAMLAgentBudgetFails(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond)
 	require.Equal(t, 0, v.SpentTokens)
 	require.Equal(t, 10, v.Budget.MaxTokens)
+
+	// The fast path: the passes are local activities, which reserve at the ledger the same way.
+	run = startRun(t, tc, tq, "fast-desk", "Where is my order A-1002?")
+	res, err := result(t, run)
+	require.NoError(t, err)
+	require.Equal(t, "Order A-1002 (coffee grinder) is shipped.", res.State.Data["reply"])
+	require.Eventually(t, func() bool {
+		r, err := tc.QueryWorkflow(context.Background(), protocol.LedgerID(tq, contracts.ScopeAgent, "fast-desk", ""), "", protocol.LedgerStateQuery)
+		return err == nil && r.Get(&v) == nil && v.Settled == 1
+	}, 10*time.Second, 100*time.Millisecond)
+	require.Equal(t, res.State.Runtime.TokenUsage.Total, v.SpentTokens, "the ledger counts the run's usage")
+	require.Positive(t, v.SpentTokens)
 }
