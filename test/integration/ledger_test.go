@@ -182,6 +182,9 @@ func TestAgentBudgetAcrossSessionsAndWires(t *testing.T) {
 	require.Equal(t, 26*(turns-waiting), v.SpentTokens, "every ended turn's passes counted once, the last one's too")
 	require.Equal(t, turns-waiting, v.Settled)
 	require.Positive(t, v.OverTokens, "Continue granted past the budget")
+	// Continue did not raise the budget: the next turn, in another session, asks again.
+	next := orderTurnOn(t, api, turns+1, "agent")
+	require.True(t, next.asked != nil || next.aiAsk != nil, "the agent's budget is still used up")
 	require.Equal(t, "agent", v.Scope)
 	require.Equal(t, 300, v.Budget.MaxTokens)
 
