@@ -89,6 +89,9 @@ type ScopeBudget struct {
 	// BudgetWarnAt is the share at which a run publishes the budget's status chunk, once per
 	// run (0: 0.8; 1 or more: never).
 	BudgetWarnAt float64 `json:"budgetWarnAt,omitempty" yaml:"budgetWarnAt,omitempty"`
+	// AskAtWarn also asks, once per run, "Agent budget almost used — Continue?" (or "Tenant
+	// …") before the run's next pass once its warning share is reached.
+	AskAtWarn bool `json:"askAtWarn,omitempty" yaml:"askAtWarn,omitempty"`
 }
 
 // On reports whether b bounds anything.

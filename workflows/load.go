@@ -473,7 +473,7 @@ func (r *defReader) budget(m map[string]any) *contracts.ScopeBudget {
 	if !ok {
 		return nil
 	}
-	bm, ok := r.object(v, []any{"budget"}, "budget", "maxTokens", "maxCost", "period", "batchTokens", "batchCost", "onBudgetExhausted", "budgetWarnAt")
+	bm, ok := r.object(v, []any{"budget"}, "budget", "maxTokens", "maxCost", "period", "batchTokens", "batchCost", "onBudgetExhausted", "budgetWarnAt", "askAtWarn")
 	if !ok {
 		return nil
 	}

@@ -204,6 +204,11 @@ func (r *Run) ReservePass(ctx workflow.Context, in protocol.ModelPassInput) (pas
 	if output <= 0 {
 		output = DefaultOutputReserve
 	}
+	if shared {
+		if err := r.askLedgerWarnings(ctx); err != nil {
+			return passHold{}, 0, err
+		}
+	}
 	h, out := passHold{}, 0
 	if on {
 		var err error

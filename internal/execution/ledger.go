@@ -169,12 +169,39 @@ func (r *Run) takeGrants(grants []protocol.LedgerGrant) {
 			st := ledgerStatus(*h, g, r.pricing())
 			if crossed(&st, share) {
 				h.Warned = true
+				h.WarnStatus = &st
 				r.Emit(contracts.Chunk{Type: contracts.ChunkStatus, RunID: r.ID, Message: scopeName(h.Config.Scope) + " budget " +
 					strconv.Itoa(int(math.Round(share*100))) + "% used: " + spendText(st), Budget: &st})
 			}
 		}
 	}
 	r.updateSpend()
+}
+
+// askLedgerWarnings asks, once per run and budget, the warning question of each shared budget
+// whose warning share the run's grants reached, when it has AskAtWarn: Continue goes on, Stop
+// fails the run with BUDGET_EXHAUSTED.
+func (r *Run) askLedgerWarnings(ctx workflow.Context) error {
+	b := r.Snap.Budget
+	if b == nil {
+		return nil
+	}
+	for i := range b.Ledgers {
+		h := &b.Ledgers[i]
+		if !h.Warned || h.WarnAsked || !h.Config.Budget.AskAtWarn || h.WarnStatus == nil {
+			continue
+		}
+		h.WarnAsked = true
+		st := *h.WarnStatus
+		answer, err := r.askBudget(ctx, BudgetWarnID, scopeName(h.Config.Scope)+" budget almost used — Continue?", "Continue", st)
+		if err != nil {
+			return err
+		}
+		if answer != BudgetContinue {
+			return contracts.Errorf(contracts.CodeBudgetExhausted, "the run was stopped at the %s budget's warning: %s", h.Config.Scope, spendText(st))
+		}
+	}
+	return nil
 }
 
 // releaseLedgers gives back a pass's holds (the pass did not run, or failed with no usage).

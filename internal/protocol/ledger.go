@@ -92,6 +92,10 @@ type LedgerHold struct {
 	Force bool `json:"force,omitempty"`
 	// Warned: the run published the budget's warning chunk.
 	Warned bool `json:"warned,omitempty"`
+	// WarnAsked: the run asked the budget's warning question (AskAtWarn).
+	WarnAsked bool `json:"warnAsked,omitempty"`
+	// WarnStatus is the ledger's status when the run's grant crossed the warning share.
+	WarnStatus *contracts.BudgetStatus `json:"warnStatus,omitempty"`
 	// Settled: the run told the ledger what it used (it ended).
 	Settled bool `json:"settled,omitempty"`
 }

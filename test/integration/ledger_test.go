@@ -294,7 +294,8 @@ func TestTenantBudgetAcrossWiresAndTemporalClient(t *testing.T) {
 // onBudgetExhausted "fail". Its budget of 10 tokens cannot hold the first pass's input: the
 // pass's activity reserves at the agent's ledger and stops before the model, and the run fails
 // with BUDGET_EXHAUSTED, having spent nothing; the ledger counts the run settled with 0 tokens.
-// A fast-path agent's passes (local activities) reserve and settle the same way.
+// A fast-path agent's passes (local activities) reserve and settle the same way, and an agent
+// budget with askAtWarn asks once at its warning share.
 func TestYAMLAgentBudgetFails(t *testing.T) {
 	dir := t.TempDir()
 	desk, err := os.ReadFile(filepath.Join("testdata", "workflows", "desk.workflow.yaml"))
@@ -303,6 +304,8 @@ func TestYAMLAgentBudgetFails(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "capped.workflow.yaml"), []byte(capped), 0o644))
 	fast := strings.Replace(string(desk), "id: desk\n", "id: fast-desk\nfastPath: true\nbudget: {maxTokens: 100000}\n", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "fast.workflow.yaml"), []byte(fast), 0o644))
+	warn := strings.Replace(string(desk), "id: desk\n", "id: warn-desk\nbudget: {maxTokens: 100000, budgetWarnAt: 0.01, askAtWarn: true}\n", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "warn.workflow.yaml"), []byte(warn), 0o644))
 	tq := taskQueue(t)
 	p := startProcess(t, tq, nil, "KORTYX_WORKFLOWS="+dir)
 	p.until(t, `msg="kortyx worker: polling task queue"`)
@@ -337,4 +340,20 @@ func TestYAMLAgentBudgetFails(t *testing.T) {
 	}, 10*time.Second, 100*time.Millisecond)
 	require.Equal(t, res.State.Runtime.TokenUsage.Total, v.SpentTokens, "the ledger counts the run's usage")
 	require.Positive(t, v.SpentTokens)
+
+	// askAtWarn: the first pass's grant (a batch of 10,000 tokens) crosses the warning share of
+	// 1 %, so the run asks once before its next pass; Continue goes on.
+	run = startRun(t, tc, tq, "warn-desk", "Where is my order A-1002?")
+	var view contracts.RunView
+	require.Eventually(t, func() bool {
+		r, err := tc.QueryWorkflow(context.Background(), run.GetID(), "", contracts.StateQueryName)
+		return err == nil && r.Get(&view) == nil && view.Pending != nil
+	}, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, "Agent budget almost used — Continue?", view.Pending.Input.Question)
+	require.Equal(t, "budget-warning", view.Pending.Input.ID)
+	require.NoError(t, kortyx.Respond(context.Background(), tc, run.GetID(), contracts.Response{Token: view.Pending.Token,
+		RequestID: view.Pending.RequestID, Selected: []string{"continue"}}))
+	res, err = result(t, run)
+	require.NoError(t, err)
+	require.Equal(t, "Order A-1002 (coffee grinder) is shipped.", res.State.Data["reply"])
 }
