@@ -73,7 +73,7 @@ func TestStudioShowsSharedBudgets(t *testing.T) {
 			RunID string `json:"runId"`
 		} `json:"runs"`
 	}
-	require.Equal(t, http.StatusOK, get("api/runs?agent=support", &runs))
+	require.Equal(t, http.StatusOK, get("api/runs?agent=support&session="+session, &runs))
 	require.Len(t, runs.Runs, 1)
 	p = open(t, "#/runs/"+runs.Runs[0].RunID)
 	p.waitJS(`!!document.querySelector("#trace-body .figure.budget-agent")`)
