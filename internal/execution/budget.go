@@ -192,7 +192,7 @@ func (r *Run) ReservePass(ctx workflow.Context, in protocol.ModelPassInput) (pas
 		return passHold{}, 0, nil
 	}
 	var price *contracts.Price
-	if money || (shared && r.ledgerMoney()) {
+	if money || protocol.LedgersCost(r.ledgerConfigs()) {
 		p, err := r.passPrice(in.Model)
 		if err != nil {
 			return passHold{}, 0, err

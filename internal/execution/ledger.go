@@ -16,12 +16,6 @@ import (
 // pass's activity sends to the ledger before it calls the model (one update). The run settles
 // what it used with one signal per ledger when it ends.
 
-// The shared budgets' questions.
-var scopeQuestions = map[string]string{
-	contracts.ScopeAgent:  "Agent budget reached — Continue?",
-	contracts.ScopeTenant: "Tenant budget reached — Continue?",
-}
-
 // ledgerUse is what a pass holds of one ledger share.
 type ledgerUse struct {
 	at     int // index in the run's Ledgers
@@ -71,16 +65,6 @@ func (r *Run) StartChildLedgers(continued bool) {
 		return
 	}
 	r.Snap.Budget.Ledgers = nil
-}
-
-// ledgerMoney reports whether a shared budget of the run counts money.
-func (r *Run) ledgerMoney() bool {
-	for _, c := range r.ledgerConfigs() {
-		if c.Budget.MaxCost > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // share returns the index of the run's share of config's ledger for the window of now, adding
@@ -289,7 +273,7 @@ func (r *Run) ledgerShort(ctx workflow.Context, scope string, res protocol.Model
 	if st.Limit == protocol.LimitCost {
 		label = "Continue with " + money(moreCost) + " " + st.Currency + " more"
 	}
-	answer, err := r.askBudget(ctx, BudgetQuestionID, scopeQuestions[scope], label, st)
+	answer, err := r.askBudget(ctx, BudgetQuestionID, scopeName(scope)+" budget reached — Continue?", label, st)
 	if err != nil {
 		return err
 	}

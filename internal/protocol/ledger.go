@@ -3,10 +3,10 @@ package protocol
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kortyx-go/kortyx/contracts"
@@ -226,12 +226,7 @@ func (s *LedgerState) Used() (int, float64) {
 
 // RunIDs are the live runs' ids, sorted (workflow code sums in this order, never the map's).
 func (s *LedgerState) RunIDs() []string {
-	ids := make([]string, 0, len(s.Runs))
-	for id := range s.Runs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.Runs))
 }
 
 // Reserve grants q (or returns the grant q's reservation number had) and returns it.
@@ -321,26 +316,4 @@ func (s *LedgerState) View(in LedgerStart) LedgerView {
 		v.Live = append(v.Live, LedgerRunClaim{RunID: id, Tokens: c.Tokens, Cost: c.Cost})
 	}
 	return v
-}
-
-// ParseLedgerID splits a ledger's workflow id into task queue, scope, key and window (ok
-// false: not a ledger's id; a key longer than 200 bytes reads as its hash).
-func ParseLedgerID(id string) (queue, scope, key, window string, ok bool) {
-	rest, found := strings.CutPrefix(id, LedgerIDPrefix)
-	if !found {
-		return "", "", "", "", false
-	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != 3 && len(parts) != 4 {
-		return "", "", "", "", false
-	}
-	queue, err1 := url.PathUnescape(parts[0])
-	key, err2 := url.PathUnescape(parts[2])
-	if err1 != nil || err2 != nil {
-		return "", "", "", "", false
-	}
-	if len(parts) == 4 {
-		window = parts[3]
-	}
-	return queue, parts[1], key, window, true
 }

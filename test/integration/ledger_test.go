@@ -234,6 +234,8 @@ func TestTenantBudgetAcrossWiresAndTemporalClient(t *testing.T) {
 	p := startProcess(t, tq, nil, "KORTYX_HTTP_ADDR=127.0.0.1:0", "KORTYX_TENANT_MAX_TOKENS=300", "KORTYX_TENANT_HEADER=X-Tenant", "KORTYX_WEB_PAGE=1")
 	api := p.apiURL(t)
 	p.until(t, `msg="kortyx worker: polling task queue"`)
+	require.Contains(t, p.log.String(), `msg="kortyx: the HTTP API takes the caller's identity from a request header: only a proxy that authenticates callers may set it" header=X-Tenant`,
+		"the API says loudly that it trusts the header")
 
 	turns := 0
 	var st sharedTurn

@@ -1,8 +1,8 @@
-// The Home view (#/home?agent=…): GET /api/overview as three panels — the runs of the last
+// The Home view (#/home?agent=…): GET /api/overview as three panels (and GET /api/budgets as a fourth) — the runs of the last
 // hour by status, the waiting questions by age, the last hour's failures by code — each
 // figure a link into the runs list (filtered by status and start time) or the inbox. Asked
 // again every 5 seconds while the view is open.
-import { $, el, api, link, setStatus } from "./util.js";
+import { $, el, api, link, money, setStatus } from "./util.js";
 
 const REFRESH_MS = 5000;
 const STATUSES = ["running", "waiting", "completed", "failed", "cancelled"];
@@ -44,7 +44,7 @@ function runsLink(extra) {
 function budgetText(b) {
   const parts = [];
   if (b.budget.maxTokens) parts.push(`${b.tokens} of ${b.budget.maxTokens} tokens`);
-  if (b.budget.maxCost) parts.push(`${(b.cost || 0).toFixed(6).replace(/0+$/, "").replace(/\.$/, ".00")} of ${b.budget.maxCost}`);
+  if (b.budget.maxCost) parts.push(`${money(b.cost || 0)} of ${money(b.budget.maxCost)}`);
   if (b.overTokens) parts.push(`${b.overTokens} tokens past it by Continue`);
   parts.push(`${b.live.length} run${b.live.length === 1 ? "" : "s"} holding ${b.live.reduce((a, r) => a + r.tokens, 0)} tokens`);
   return parts.join(" · ");
