@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/proto"
 )
@@ -108,7 +109,14 @@ func startMsgrefWorkerSized(t *testing.T, c client.Client, steps int, approval b
 		return fake.Text(fmt.Sprintf("read %d results", done))
 	})
 	w := newWorker(c, e.tq, reg, &activities.Activities{Stream: e.broker,
-		Providers: providers.NewSet(model), DefaultProvider: fake.ID, Tools: set, Messages: msgs})
+		Providers: providers.NewSet(model), DefaultProvider: fake.ID, Tools: set, Messages: msgs},
+		func(o *worker.Options) {
+			// The Reason call's journal entry holds every tool result (3 MB for 30 results of
+			// 100 KB), encoded in workflow code: under the race detector on a loaded machine
+			// that took over the SDK's 1 s deadlock detection once, which panicked the task.
+			// This test measures history sizes, not task latency.
+			o.DeadlockDetectionTimeout = 20 * time.Second
+		})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return e
