@@ -74,11 +74,11 @@ func TestKillSweep(t *testing.T) {
 // one's spend exactly once.
 func TestKillSweepBudgets(t *testing.T) {
 	const runs = 6
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 270*time.Second)
 	defer cancel()
 	rep, err := sweep.Run(ctx, sweep.Config{Client: tc, TemporalAddress: srv.Address(), WorkerBinary: binary(t, "testworker"),
 		TaskQueue: taskQueue(t), Effects: filepath.Join(t.TempDir(), "effects.txt"), Runs: runs, Budget: true, TenantTokens: 400,
-		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 140 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
+		StartEvery: time.Second, MinKill: time.Second, MaxKill: 4 * time.Second, RunTimeout: 240 * time.Second, Logf: t.Logf, WorkerStderr: os.Stderr})
 	require.NoError(t, err)
 	t.Logf("kill sweep with budgets:\n%s", rep)
 	require.Empty(t, rep.Failed)
