@@ -247,16 +247,22 @@ func short(hash string) string {
 // error of looking def up: it stands when nothing was recorded. A recorded definition that
 // this worker cannot run panics, which fails the workflow task (retried, the run waits)
 // instead of the run.
-func (r *Runner) pinStart(ctx workflow.Context, run *execution.Run, def *Definition, lookupErr error) (*Definition, error) {
+//
+// A run whose starter recorded its start (start: not nil) takes the definition from there.
+func (r *Runner) pinStart(ctx workflow.Context, run *execution.Run, def *Definition, lookupErr error, start *protocol.StartRecord) (*Definition, error) {
 	var rec *protocol.PinnedDefinition
-	enc := workflow.SideEffect(ctx, func(workflow.Context) any {
-		if def == nil {
-			return nil
+	if start != nil {
+		rec = start.Pinned
+	} else {
+		enc := workflow.SideEffect(ctx, func(workflow.Context) any {
+			if def == nil {
+				return nil
+			}
+			return def.pin
+		})
+		if err := enc.Get(&rec); err != nil {
+			panic(fmt.Sprintf("kortyx: reading the recorded definition: %v", err))
 		}
-		return def.pin
-	})
-	if err := enc.Get(&rec); err != nil {
-		panic(fmt.Sprintf("kortyx: reading the recorded definition: %v", err))
 	}
 	if rec == nil {
 		if lookupErr == nil {

@@ -59,25 +59,28 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		}
 		// The budget is applied after the run's start record, which holds the worker's.
 		run.SetLimits(protocol.UnitLimits(protocol.LimitsOver(r.reg.Limits(), in.Limits)))
-		run.WorkerBudget = protocol.BudgetOf(r.reg.Limits())
-		run.WorkerLedgers = r.reg.scopeBudgets(in.Workflow, in.Tenant)
-		if run.WorkerBudget.MaxCost > 0 || protocol.LedgersCost(run.WorkerLedgers) || (in.Limits != nil && in.Limits.MaxCost > 0) || (in.SessionBudget != nil && in.SessionBudget.Limits.MaxCost > 0) {
-			run.WorkerPricing = r.reg.pricingOf() // recorded only where a money budget may need it
-		}
+		run.WorkerBudget, run.WorkerLedgers, run.WorkerPricing = r.reg.workerBudget(in)
 	}
 	if err := run.Install(ctx); err != nil {
 		return contracts.RunResult{}, err
 	}
+	run.Record = r.reg.startRecord
 	// Runs started before pinning replay without it (and with the SDK's activity ids).
 	// Version 1: the run pins its definition; 2: it is also lean (execution.LeanVersion); 3: its
 	// status after an answer is quiet (execution.QuietStatusVersion). One change id for all:
-	// one marker (and one TemporalChangeVersion upsert) per run.
-	pinVersion := workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.QuietStatusVersion)
+	// one marker (and one TemporalChangeVersion upsert) per run — none for a run whose starter
+	// recorded its start in its input (in.Start: a session's turn, a workflow call).
+	var pinVersion workflow.Version
+	if in.Start != nil {
+		pinVersion = workflow.Version(in.Start.Version)
+	} else {
+		pinVersion = workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.QuietStatusVersion)
+	}
 	run.QuietStatus = pinVersion >= execution.QuietStatusVersion
 	pinning := pinVersion >= 1
 	run.NodeActivityIDs = pinning
 	// In the run's first workflow task, which records markers anyway: no task of its own.
-	run.StartLean(ctx, pinVersion >= execution.LeanVersion, in.IDs)
+	run.StartLean(ctx, pinVersion >= execution.LeanVersion, in.IDs, in.Start)
 	if in.Child == nil && limitsErr == nil {
 		run.ApplyBudget(in.Limits, in.SessionBudget, in.IDs != nil)
 	}
@@ -87,7 +90,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	if in.Snapshot == nil {
 		def, err = r.reg.Workflow(in.Workflow)
 		if pinning {
-			def, err = r.pinStart(ctx, run, def, err)
+			def, err = r.pinStart(ctx, run, def, err, in.Start)
 		}
 		if err == nil {
 			run.Snap.State, err = initialState(in, def)
@@ -102,7 +105,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		run.Snap.Pinned = nil
 		def, err = r.reg.Workflow(run.Snap.State.CurrentWorkflow)
 		if pinning {
-			def, err = r.pinStart(ctx, run, def, err)
+			def, err = r.pinStart(ctx, run, def, err, in.Start)
 		}
 	}
 	if def != nil {
@@ -348,7 +351,7 @@ func (r *Runner) transition(ctx workflow.Context, run *execution.Run, res NodeRe
 			"Transition failed to '%s': no workflow with that id is registered on this worker.", res.TransitionTo)
 	}
 	if run.Snap.Pinned != nil { // a pinned run pins the workflow it hands over to
-		target, err = r.pinStart(ctx, run, target, err)
+		target, err = r.pinStart(ctx, run, target, err, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -479,6 +482,11 @@ func (r *Runner) continueAsNew(ctx workflow.Context, run *execution.Run, in prot
 		Session:  run.Binding(),
 		Child:    in.Child, // a child stays its parent's (Temporal follows the chain)
 		IDs:      run.IDs(),
+	}
+	if in.Start != nil {
+		// The version it started with, without a marker (the rest comes with the snapshot and
+		// the ids).
+		next.Start = &protocol.StartRecord{Version: in.Start.Version}
 	}
 	if err := protocol.CheckPayload("the run's state carried into continue-as-new", next, stateFix); err != nil {
 		return r.fail(ctx, run, err)

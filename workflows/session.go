@@ -594,7 +594,14 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.R
 			protocol.WorkflowKey.ValueSet(wf),
 			protocol.StatusKey.ValueSet(string(contracts.StatusRunning))),
 	})
-	if err := protocol.CheckPayload("the input of the turn's run (the turn's input and the head's state)", in,
+	// A session with an id seed records the run's start in its input, seeded from its own
+	// (workflows/start.go): the run records no marker to start. Only for a run on the session's
+	// own task queue, whose workers have this worker's definitions and configuration.
+	var rec *protocol.StartRecord
+	if ids := s.m.State.IDs; ids != nil && s.m.In.RunTaskQueue == workflow.GetInfo(ctx).TaskQueueName {
+		rec = s.reg.startRecord(in, ids.Derive("run:"+runID))
+	}
+	if err := protocol.AddStart(&in, rec, "the input of the turn's run (the turn's input and the head's state)",
 		"send a smaller input, or keep large values out of the run's state"); err != nil {
 		return contracts.ToTemporal(err)
 	}

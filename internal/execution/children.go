@@ -352,7 +352,7 @@ func (r *Run) startChild(ctx workflow.Context, node string, c ChildCall, childID
 			Limits: r.limits(), Pricing: r.pricing(), Budgeted: r.budgetedOn(), Ledgers: r.ledgerConfigs()}}
 	lc := &liveChild{cancel: cancel}
 	r.children[childID] = lc
-	if err := protocol.CheckPayload(fmt.Sprintf("the input of workflow call %q", c.ID), in,
+	if err := r.startRecord(&in, childID, fmt.Sprintf("the input of workflow call %q", c.ID),
 		"pass the child less input, or keep large values outside the run and pass a reference"); err != nil {
 		lc.err, lc.done = err, true // never started: settled as a failed call
 		return lc

@@ -40,7 +40,10 @@ type leanStart struct {
 // StartLean makes the run lean when lean is set (the run's recorded version is [LeanVersion]
 // or later; older histories replay without it), and records its id seed and local tools —
 // carried over from the execution it continues (ids: not nil) or new.
-func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource) {
+//
+// A run whose starter recorded its start (start: not nil, [protocol.RunStart].Start) takes the
+// seed, the local tools and the worker's budget from there, with no side effect.
+func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource, start *protocol.StartRecord) {
 	if !lean {
 		return
 	}
@@ -51,6 +54,10 @@ func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource)
 		for _, n := range ids.Local {
 			r.local[n] = true
 		}
+		return
+	}
+	if start != nil && len(start.Seed) > 0 {
+		r.started(leanStart{Seed: start.Seed, Local: start.Local, Budget: start.Budget})
 		return
 	}
 	configured := append([]string{}, r.LocalTools...)
@@ -64,14 +71,30 @@ func (r *Run) StartLean(ctx workflow.Context, lean bool, ids *protocol.IDSource)
 		_, _ = rand.Read(seed)
 		return leanStart{Seed: seed, Local: configured, Budget: budget}
 	}).Get(&rec)
+	r.started(rec)
+}
+
+// started applies what the run recorded at its start.
+func (r *Run) started(rec leanStart) {
 	if rec.Budget != nil {
 		r.startBudget = *rec.Budget
 	}
-	r.ids = &protocol.IDSource{Seed: rec.Seed, Local: rec.Local}
+	r.ids = &protocol.IDSource{Seed: rec.Seed, Local: append([]string{}, rec.Local...)}
 	r.local = map[string]bool{}
 	for _, n := range rec.Local {
 		r.local[n] = true
 	}
+}
+
+// startRecord records in in what the run of a workflow call records at its start
+// ([protocol.RunStart].Start), seeded from the calling run's seed; it checks in's size first (what
+// and fix: see [protocol.CheckPayload]). A run that is not lean, or without [Run.Record], leaves
+// the child to record its own start.
+func (r *Run) startRecord(in *protocol.RunStart, childID, what, fix string) error {
+	if r.ids == nil || r.Record == nil {
+		return protocol.CheckPayload(what, *in, fix)
+	}
+	return protocol.AddStart(in, r.Record(*in, r.ids.Derive("run:"+childID)), what, fix)
 }
 
 // IDs is what continue-as-new carries of the run's id source (nil: the run is not lean).

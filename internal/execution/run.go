@@ -80,6 +80,10 @@ type Run struct {
 	// FastPath runs the model passes of every Reason call of the run as local activities (the
 	// agent's Definition.FastPath, from the definition the run pinned).
 	FastPath bool
+	// Record returns what a run of the given input records at its start on this worker, with
+	// the given id seed (workflows' Registry): the run records it in the input of the workflow
+	// calls it starts ([protocol.RunStart].Start).
+	Record func(in protocol.RunStart, seed []byte) *protocol.StartRecord
 
 	// NodeActivityIDs makes the activities of hooks (model passes, tool calls, MCP tool lists)
 	// get ids that name their node ("<node>/<kind>#<n>"), so that Temporal's non-determinism

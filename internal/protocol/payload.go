@@ -37,3 +37,26 @@ func CheckPayloadSize(what string, size int, fix string) error {
 		Message: fmt.Sprintf("%s is %d bytes encoded, over the %d-byte limit of a Temporal payload: %s.", what, size, PayloadLimit, fix),
 		Details: map[string]any{"what": what, "size": size, "limit": PayloadLimit, "fix": fix}}
 }
+
+// AddStart checks in's size as [CheckPayload] does (what and fix as there), and then records
+// rec in it ([RunStart].Start) when in stays within [PayloadLimit] with it; a run whose input
+// would not records its start itself. The error depends on in alone: rec comes from the
+// worker's configuration, which a replay on another worker may not share, and a workflow that
+// starts the run must make the same decision on every replay.
+func AddStart(in *RunStart, rec *StartRecord, what, fix string) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil
+	}
+	if err := CheckPayloadSize(what, len(b), fix); err != nil {
+		return err
+	}
+	if rec == nil {
+		return nil
+	}
+	r, err := json.Marshal(rec)
+	if err == nil && len(b)+len(r)+len(`,"start":`) <= PayloadLimit {
+		in.Start = rec
+	}
+	return nil
+}

@@ -35,6 +35,38 @@ type RunStart struct {
 	// (docs/steering.md): "enqueue" (it waited for the turns before it), "interrupt" (it
 	// stopped the running turn); "" for a turn that started at once.
 	Arrival string `json:"arrival,omitempty"`
+	// Start is what the run would record in its first workflow task (the version of its first
+	// change id, its id seed, the worker's local tools and budget, its pinned definition),
+	// recorded instead by its starter — a session, or the parent run of a workflow call — in
+	// this input: a run started with it records no marker to start (nil: the run records them).
+	Start *StartRecord `json:"start,omitempty"`
+}
+
+// StartRecord is what a run's starter records for it in its input ([RunStart].Start): the
+// input is in the run's history, so the run replays from it as it would from its own markers.
+type StartRecord struct {
+	// Version is the version of the run's first change id (workflows' pinned-definition change)
+	// the run takes without asking workflow.GetVersion: never below the lean version.
+	Version int `json:"version"`
+	// Seed is the run's id seed (IDSource.Seed); Local the worker's local tools.
+	Seed  []byte   `json:"seed"`
+	Local []string `json:"local,omitempty"`
+	// Budget is the worker's default budget, prices and shared budgets for a root run (nil:
+	// none, or a workflow call's run).
+	Budget *BudgetStart `json:"budget,omitempty"`
+	// Pinned is the definition the run starts with, when it does not take it from its snapshot
+	// (nil: the workflow is not registered on the starter's worker, or the run takes it from
+	// its snapshot).
+	Pinned *PinnedDefinition `json:"pinned,omitempty"`
+}
+
+// Derive returns 32 bytes derived from the seed and label without counting an id (Next
+// counts): the seed of a run that a run or session with this source starts (label names the
+// run), the same on every replay and in no id sequence of the starter.
+func (s *IDSource) Derive(label string) []byte {
+	mac := hmac.New(sha256.New, s.Seed)
+	fmt.Fprintf(mac, "seed:%s", label) // Next writes "kind/count"
+	return mac.Sum(nil)
 }
 
 // IDSource is what a lean run derives its ids from: a random seed recorded at its start, the
@@ -83,6 +115,7 @@ type runStartJSON struct {
 	SessionBudget           *SessionBudget      `json:"sessionBudget,omitempty"`
 	Arrival                 string              `json:"arrival,omitempty"`
 	Tenant                  string              `json:"tenant,omitempty"`
+	Start                   *StartRecord        `json:"start,omitempty"`
 }
 
 // MarshalJSON writes the fields in the order of the recorded histories (an embedded struct's
@@ -90,7 +123,7 @@ type runStartJSON struct {
 func (r RunStart) MarshalJSON() ([]byte, error) {
 	return json.Marshal(runStartJSON{Workflow: r.Workflow, Input: r.Input, SessionID: r.SessionID, Context: r.Context,
 		Messages: r.Messages, Snapshot: r.Snapshot, ContinueAsNewAfterNodes: r.ContinueAsNewAfterNodes,
-		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget, Arrival: r.Arrival, Tenant: r.Tenant})
+		Session: r.Session, Prior: r.Prior, Child: r.Child, Limits: r.Limits, IDs: r.IDs, SessionBudget: r.SessionBudget, Arrival: r.Arrival, Tenant: r.Tenant, Start: r.Start})
 }
 
 // RunSnapshot is everything needed to continue a run in a new execution: the graph state, the

@@ -98,6 +98,9 @@ func TestParallelJoinSurvivesWorkerKill(t *testing.T) {
 		readLines(t, effects), "each child's work once")
 	recordHistory(t, tc, "fanout-worker-killed", run.GetID())
 	recordHistory(t, tc, "fanout-child-asks", run.GetID()+"/fan#1/ask")
+	// A lean root records its children's start in their input (protocol.RunStart.Start).
+	recordHistory(t, tc, "start-fanout-child-asks", run.GetID()+"/fan#1/ask")
+	recordHistory(t, tc, "start-fanout-child-a", run.GetID()+"/fan#1/a")
 }
 
 // The research example over the chat route: the children's progress and the risks child's

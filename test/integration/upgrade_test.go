@@ -20,6 +20,7 @@ import (
 	"github.com/kortyx-go/kortyx/sessions"
 	"github.com/kortyx-go/kortyx/test/redistest"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 )
 
 // upgradeBase is the commit before the lean turn (issue 31): a previous release, whose
@@ -29,6 +30,11 @@ const upgradeBase = "307a3cc4ca6c5cf575f6fb8d7bf5a5461e395a9b"
 // upgradeLeanBase is the last commit before quiet statuses (execution.QuietStatusVersion): its
 // runs are lean (execution.LeanVersion).
 const upgradeLeanBase = "04cf478b97dbf2612f367b8617488bbecb2b7276"
+
+// upgradeQuietBase is the last commit before runs started by a session or a parent run took
+// their start from their input (protocol.RunStart.Start): its runs record version 3
+// (execution.QuietStatusVersion) as a marker.
+const upgradeQuietBase = "c5fbfe587f1148a679c71fa0051dc43fa992088c"
 
 // buildAt builds the program pkg (e.g. "./worker") of the module as it was at commit rev, from
 // the checkout's git history (the module cache serves its dependencies).
@@ -89,19 +95,62 @@ func pinVersion(t *testing.T, workflowID string) int {
 // (execution.LeanVersion), the runs the old release started are not. The histories replay
 // (recorded for TestReplayRecordedHistories with KORTYX_RECORD_HISTORIES=1).
 func TestUpgradeFinishesWhatThePreviousReleaseStarted(t *testing.T) {
-	upgradeFrom(t, upgradeBase, 1, "upgrade-")
+	upgradeFrom(t, upgradeBase, 1, "upgrade-", false)
 }
 
 // The same from the release whose runs are lean (version 2) to this one, whose runs are also
 // quiet (execution.QuietStatusVersion, version 3).
 func TestUpgradeFinishesWhatTheLeanReleaseStarted(t *testing.T) {
-	upgradeFrom(t, upgradeLeanBase, int(execution.LeanVersion), "upgrade-lean-")
+	upgradeFrom(t, upgradeLeanBase, int(execution.LeanVersion), "upgrade-lean-", true)
+}
+
+// The same from the quiet release (runs record their start as markers) to this one, whose
+// sessions record their runs' start in the runs' input.
+func TestUpgradeFinishesWhatTheQuietReleaseStarted(t *testing.T) {
+	upgradeFrom(t, upgradeQuietBase, int(execution.QuietStatusVersion), "upgrade-quiet-", true)
+}
+
+// startVersion is the version of the pinned-definition change a run takes: the one its history
+// records as a marker, or the one its input carries (protocol.RunStart.Start), which it then
+// takes without a marker.
+func startVersion(t *testing.T, workflowID string) int {
+	t.Helper()
+	if v := pinVersion(t, workflowID); v != 0 {
+		return v
+	}
+	var in protocol.RunStart
+	h := history(t, tc, workflowID)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in))
+	if in.Start == nil {
+		return 0
+	}
+	return in.Start.Version
+}
+
+// firstTaskMarkers counts the markers a run records in its first workflow task (where it
+// records its start).
+func firstTaskMarkers(t *testing.T, workflowID string) int {
+	t.Helper()
+	n, tasks := 0, 0
+	for _, ev := range history(t, tc, workflowID).Events {
+		if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
+			tasks++
+			if tasks > 1 {
+				break
+			}
+		}
+		if ev.GetMarkerRecordedEventAttributes() != nil && tasks == 1 {
+			n++
+		}
+	}
+	return n
 }
 
 // upgradeFrom runs the upgrade scenario from a worker built at commit base, whose runs record
 // version oldVersion of the pinned-definition change, and records the histories under names
-// starting with prefix.
-func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string) {
+// starting with prefix. seeded says the old release's sessions have an id seed
+// (sessions.SessionInput.Seed): their new runs take their start from their input.
+func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string, seeded bool) {
 	redis := redistest.Start(t)
 	oldBin := buildAt(t, base, "./worker")
 	tq := taskQueue(t)
@@ -139,8 +188,15 @@ func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string) {
 	for _, run := range []string{helloRun, refundRun, orderRun} {
 		require.Equal(t, oldVersion, pinVersion(t, run), "run %s of the old release replays as it was recorded", run)
 	}
-	require.Equal(t, int(execution.QuietStatusVersion), pinVersion(t, nextRun), "the new release's run is lean and quiet")
-	require.Equal(t, int(execution.QuietStatusVersion), pinVersion(t, helloNext))
+	for _, run := range []string{nextRun, helloNext} {
+		require.Equal(t, int(execution.QuietStatusVersion), startVersion(t, run), "the new release's run is lean and quiet")
+		if seeded {
+			require.Zero(t, pinVersion(t, run), "and takes its start from its input")
+			require.Zero(t, firstTaskMarkers(t, run), "its first workflow task records no marker")
+		} else {
+			require.Positive(t, firstTaskMarkers(t, run), "a session without a seed: its run records its start")
+		}
+	}
 	for name, id := range map[string]string{
 		sid("hello-run"): helloRun, sid("refund-run"): refundRun, sid("order-next-run"): nextRun,
 		sid("hello-next-run"): helloNext, sid("hello-session"): protocol.SessionWorkflowID(sid("hello")), sid("order-session"): protocol.SessionWorkflowID(sid("order")),
