@@ -96,7 +96,7 @@ func New(cfg Config) (*Activities, error) {
 
 // Register registers the activities under their wire names.
 func (a *Activities) Register(w worker.ActivityRegistry) {
-	w.RegisterActivityWithOptions(a.Publish, activity.RegisterOptions{Name: protocol.PublishActivityName})
+	w.RegisterActivityWithOptions(a.PublishReported, activity.RegisterOptions{Name: protocol.PublishActivityName})
 	w.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: protocol.ModelActivityName})
 	w.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: protocol.ToolActivityName})
 	w.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: protocol.ListToolsActivityName})
@@ -151,21 +151,38 @@ func mcpError(ctx context.Context, err error) error {
 	return err // transient (or unclassified): the activity retry policy decides
 }
 
-// Publish appends workflow-side chunks to the run's stream. Their keys are deterministic, so a
-// retried or replayed publish never duplicates a chunk.
-func (a *Activities) Publish(ctx context.Context, in protocol.PublishInput) error {
+// PublishReported is the publish local activity ([protocol.PublishActivityName]): it signals the
+// run's checkpoint report to its session first when the input carries one
+// ([protocol.PublishReport]), publishes as [Activities.Publish], and returns the report (its
+// local activity marker keeps it in the run's history, where the Studio's trace reads it).
+func (a *Activities) PublishReported(ctx context.Context, in protocol.PublishInput) (*protocol.PublishResult, error) {
 	if a.Stream == nil {
-		return errors.New("kortyx: Activities.Stream is nil; give the activities a stream broker (stream.NewMemory(stream.MemoryOptions{}))")
+		return nil, errors.New("kortyx: Activities.Stream is nil; give the activities a stream broker (stream.NewMemory(stream.MemoryOptions{}))")
+	}
+	var res *protocol.PublishResult
+	if in.Report != nil {
+		if err := signalReport(ctx, *in.Report); err != nil {
+			return nil, err
+		}
+		res = &protocol.PublishResult{Report: &in.Report.Report}
 	}
 	chunks := make([]stream.Keyed, len(in.Chunks))
 	for i, c := range in.Chunks {
 		chunks[i] = stream.Keyed{Key: c.Key, Chunk: c.Chunk}
 	}
 	if err := a.Stream.Publish(ctx, in.RunID, chunks...); err != nil {
-		return contracts.ToTemporal(err) // typed (STREAM_UNAVAILABLE: the run publishes again)
+		return nil, contracts.ToTemporal(err) // typed (STREAM_UNAVAILABLE: the run publishes again)
 	}
 	a.recordPublishLag(ctx)
-	return nil
+	return res, nil
+}
+
+// Publish appends workflow-side chunks to the run's stream. Their keys are deterministic, so a
+// retried or replayed publish never duplicates a chunk. A report in the input is signalled to
+// its session first ([Activities.PublishReported], which also returns it).
+func (a *Activities) Publish(ctx context.Context, in protocol.PublishInput) error {
+	_, err := a.PublishReported(ctx, in)
+	return err
 }
 
 // SegmentID is "<segment>~<attempt>", the text segment a retried model pass publishes under

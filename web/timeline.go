@@ -338,6 +338,13 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				tl.Input = start.Input
 				tl.Arrival = start.Arrival
 				tl.limits = start.Limits
+				if r := start.Start; r != nil && len(r.Seed) > 0 {
+					// The start its session or parent recorded for it (the worker's budget).
+					tl.start = &protocol.BudgetStart{}
+					if r.Budget != nil {
+						tl.start = r.Budget
+					}
+				}
 			}
 			tl.StartedAt = at
 			tl.Entries = append(tl.Entries, timelineEntry{Kind: "started", At: at, Status: "started"})
@@ -441,6 +448,12 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				tl.Entries = append(tl.Entries, e)
 				continue
 			}
+			if data.ActivityType == protocol.PublishActivityName {
+				var res protocol.PublishResult
+				if decode(m.GetDetails()["result"], &res) && res.Report != nil {
+					tl.report(*res.Report, at, answers)
+				}
+			}
 			tl.complete(e, func(v any) bool { return decode(m.GetDetails()["result"], v) })
 		case *historypb.HistoryEvent_StartChildWorkflowExecutionInitiatedEventAttributes:
 			s := a.StartChildWorkflowExecutionInitiatedEventAttributes
@@ -457,30 +470,9 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				continue
 			}
 			var rep protocol.CheckpointReport
-			if !decode(s.GetInput(), &rep) || rep.Checkpoint == nil {
-				continue
+			if decode(s.GetInput(), &rep) {
+				tl.report(rep, at, answers)
 			}
-			cp := rep.Checkpoint
-			for _, n := range cp.Nodes {
-				if len(tl.Nodes) == 0 || tl.Nodes[len(tl.Nodes)-1] != n {
-					tl.Nodes = append(tl.Nodes, n)
-					tl.Entries = append(tl.Entries, timelineEntry{Kind: "node", At: at, Node: n})
-				}
-			}
-			for _, p := range cp.ActivePendingRequests {
-				if _, ok := answers[p.RequestID]; ok {
-					continue
-				}
-				q := p.Input
-				answers[p.RequestID] = len(tl.Entries)
-				tl.Entries = append(tl.Entries, timelineEntry{Kind: "question", At: at, Node: p.Node, RequestID: p.RequestID, Question: &q})
-			}
-			for _, st := range cp.Effects.Steered {
-				step := st.Step
-				tl.Entries = append(tl.Entries, timelineEntry{Kind: "steered", At: at, Node: st.Node, Text: st.Content, SteerID: st.ID, Step: &step})
-			}
-			turn := cp.TurnIndex
-			tl.Entries = append(tl.Entries, timelineEntry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
 		case *historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes:
 			s := a.WorkflowExecutionUpdateAcceptedEventAttributes
 			if s.GetAcceptedRequest().GetInput().GetName() != contracts.RespondName {
@@ -752,4 +744,34 @@ func appendAnswer(entries []timelineEntry, decode func(*commonpb.Payloads, any) 
 
 func notFound(runID string, err error) error {
 	return &contracts.Error{Code: contracts.CodeNotFound, Message: "No run " + runID + " in this namespace.", Err: err}
+}
+
+// report adds what a run's checkpoint report to its session shows: the nodes run, the questions
+// asked, the steering messages taken in, the checkpoint. A run signals it from the workflow, or
+// (execution.ReportWithPublishVersion) its publish local activity does and returns it.
+func (tl *timeline) report(rep protocol.CheckpointReport, at time.Time, answers map[string]int) {
+	if rep.Checkpoint == nil {
+		return
+	}
+	cp := rep.Checkpoint
+	for _, n := range cp.Nodes {
+		if len(tl.Nodes) == 0 || tl.Nodes[len(tl.Nodes)-1] != n {
+			tl.Nodes = append(tl.Nodes, n)
+			tl.Entries = append(tl.Entries, timelineEntry{Kind: "node", At: at, Node: n})
+		}
+	}
+	for _, p := range cp.ActivePendingRequests {
+		if _, ok := answers[p.RequestID]; ok {
+			continue
+		}
+		q := p.Input
+		answers[p.RequestID] = len(tl.Entries)
+		tl.Entries = append(tl.Entries, timelineEntry{Kind: "question", At: at, Node: p.Node, RequestID: p.RequestID, Question: &q})
+	}
+	for _, st := range cp.Effects.Steered {
+		step := st.Step
+		tl.Entries = append(tl.Entries, timelineEntry{Kind: "steered", At: at, Node: st.Node, Text: st.Content, SteerID: st.ID, Step: &step})
+	}
+	turn := cp.TurnIndex
+	tl.Entries = append(tl.Entries, timelineEntry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
 }

@@ -67,7 +67,9 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 	run.Record = r.reg.startRecord
 	// Runs started before pinning replay without it (and with the SDK's activity ids).
 	// Version 1: the run pins its definition; 2: it is also lean (execution.LeanVersion); 3: its
-	// status after an answer is quiet (execution.QuietStatusVersion). One change id for all:
+	// status after an answer is quiet (execution.QuietStatusVersion); 4, only from a starter's
+	// record: its reports to its session go with its chunks (execution.ReportWithPublishVersion).
+	// One change id for all:
 	// one marker (and one TemporalChangeVersion upsert) per run — none for a run whose starter
 	// recorded its start in its input (in.Start: a session's turn, a workflow call).
 	var pinVersion workflow.Version
@@ -77,6 +79,7 @@ func (r *Runner) Run(ctx workflow.Context, in protocol.RunStart) (contracts.RunR
 		pinVersion = workflow.GetVersion(ctx, pinChangeID, workflow.DefaultVersion, execution.QuietStatusVersion)
 	}
 	run.QuietStatus = pinVersion >= execution.QuietStatusVersion
+	run.ReportWithPublish = in.Start != nil && pinVersion >= execution.ReportWithPublishVersion
 	pinning := pinVersion >= 1
 	run.NodeActivityIDs = pinning
 	// In the run's first workflow task, which records markers anyway: no task of its own.

@@ -28,7 +28,7 @@ func (r *Registry) workerBudget(in protocol.RunStart) (contracts.Limits, []proto
 // startRecord returns what a run of in records at its start on this worker (see above), with
 // seed as its id seed: what [Runner.Run] would record itself.
 func (r *Registry) startRecord(in protocol.RunStart, seed []byte) *protocol.StartRecord {
-	rec := &protocol.StartRecord{Version: int(execution.QuietStatusVersion), Seed: seed, Local: r.localTools()}
+	rec := &protocol.StartRecord{Version: int(execution.ReportWithPublishVersion), Seed: seed, Local: r.localTools()}
 	if in.Child == nil {
 		budget, ledgers, pricing := r.workerBudget(in)
 		if protocol.HasBudget(budget) || pricing != nil || len(ledgers) > 0 {

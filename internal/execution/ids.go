@@ -28,6 +28,16 @@ const LeanVersion workflow.Version = 2
 // that asks again stays "waiting".
 const QuietStatusVersion workflow.Version = 3
 
+// ReportWithPublishVersion is the version of the same change id from which a run's checkpoint
+// report to its session (a question, the end of its turn) travels with the chunks it commits:
+// the local activity that publishes them signals the report to the session first
+// ([protocol.PublishReport]), in the run's workflow task that commits the checkpoint, instead
+// of a signal the run sends and waits for before it publishes (a workflow task of its own). The
+// same actions, one workflow task fewer per report. Only runs whose starter records their start
+// ([protocol.RunStart].Start: a session's runs) take it; it is never asked of
+// workflow.GetVersion.
+const ReportWithPublishVersion workflow.Version = 4
+
 // leanStart is what a lean run records once, at its start.
 type leanStart struct {
 	Seed  []byte   `json:"seed"`

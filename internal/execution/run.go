@@ -98,7 +98,11 @@ type Run struct {
 	// QuietStatus is set for runs started after [QuietStatusVersion]: "running" after an
 	// answer is listed only by [Run.SettleStatus].
 	QuietStatus bool
-	ids         *protocol.IDSource
+	// ReportWithPublish is set for runs started at [ReportWithPublishVersion] or later: a
+	// checkpoint's report waits in report for the flush that publishes its chunks.
+	ReportWithPublish bool
+	report            *protocol.PublishReport
+	ids               *protocol.IDSource
 }
 
 // activityID is the id of the next activity of a hook of node ("" for the SDK's own).
@@ -352,11 +356,11 @@ func (r *Run) Flush(ctx workflow.Context) {
 			return
 		}
 	}
-	if len(r.outbox) == 0 {
+	if len(r.outbox) == 0 && r.report == nil {
 		return
 	}
-	batch := r.outbox
-	r.outbox = nil
+	batch, report := r.outbox, r.report
+	r.outbox, r.report = nil, nil
 	r.flushing = true
 	defer func() { r.flushing = false }()
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
@@ -370,15 +374,25 @@ func (r *Run) Flush(ctx workflow.Context) {
 	})
 	for {
 		err := workflow.ExecuteLocalActivity(lctx, protocol.PublishActivityName,
-			protocol.PublishInput{RunID: r.stream, Chunks: batch}).Get(lctx, nil)
+			protocol.PublishInput{RunID: r.stream, Chunks: batch, Report: report}).Get(lctx, nil)
 		if err == nil {
 			return
 		}
 		if ctx.Err() != nil {
-			// Cancelled while publishing: keep the chunks for the final flush (on a disconnected
-			// context) so that the stream still shows them before cancelled and done.
+			// Cancelled while publishing: keep the chunks (and the report) for the final flush
+			// (on a disconnected context) so that the stream still shows them before cancelled
+			// and done.
 			r.outbox = append(batch, r.outbox...)
+			if report != nil && r.report == nil {
+				r.report = report
+			}
 			return
+		}
+		if report != nil {
+			// The report did not go with the chunks: the run signals it, then publishes them.
+			r.signalReport(ctx, report.Report)
+			report = nil
+			continue
 		}
 		if contracts.CodeOf(err) != contracts.CodeStreamUnavailable ||
 			!r.Version(ctx, versionPublishUntilStored) {
@@ -404,6 +418,7 @@ func (r *Run) takeOutbox(ctx workflow.Context) []protocol.KeyedChunk {
 			return nil
 		}
 	}
+	r.sendReport(ctx) // before the activity publishes the chunks it waited for
 	out := r.outbox
 	r.outbox = nil
 	return out
@@ -690,7 +705,13 @@ func (r *Run) checkpoint(ctx workflow.Context, pending *contracts.PendingRequest
 	}
 	rep := r.session.Report(cp)
 	rep.Spend = r.SessionSpend()
-	r.report(ctx, rep)
+	if r.ReportWithPublish {
+		// Every caller flushes next: the report goes with the checkpoint's chunks.
+		r.sendReport(ctx)
+		r.report = &protocol.PublishReport{WorkflowID: r.session.Binding().WorkflowID, Report: rep}
+	} else {
+		r.signalReport(ctx, rep)
+	}
 	turn := cp.TurnIndex
 	r.Emit(contracts.Chunk{Type: contracts.ChunkCheckpoint, ID: cp.ID, SessionID: cp.SessionID, TurnIndex: &turn})
 	r.session.Committed(cp)
@@ -704,9 +725,10 @@ func (r *Run) EndTurn(ctx workflow.Context) {
 	if r.session == nil {
 		return
 	}
+	r.sendReport(ctx)
 	rep := r.session.Closed(r.ID, !r.completed, r.Snap.Steered)
 	rep.Spend = r.SessionSpend()
-	r.report(ctx, rep)
+	r.signalReport(ctx, rep)
 }
 
 // ReportSpend sends the session, for its budget, what the run spent, when the run's response
@@ -716,7 +738,8 @@ func (r *Run) ReportSpend(ctx workflow.Context) {
 	if r.session == nil || !r.completed || spend == nil {
 		return
 	}
-	r.report(ctx, protocol.CheckpointReport{RunID: r.ID, Spend: spend})
+	r.sendReport(ctx)
+	r.signalReport(ctx, protocol.CheckpointReport{RunID: r.ID, Spend: spend})
 }
 
 // CompleteResponse ends the current response (F6.8): a checkpoint of the state at the call,
@@ -738,7 +761,17 @@ func (r *Run) CompleteResponse(ctx workflow.Context) (string, error) {
 // Completed reports whether CompleteResponse ended the response.
 func (r *Run) Completed() bool { return r.completed }
 
-func (r *Run) report(ctx workflow.Context, rep protocol.CheckpointReport) {
+// sendReport signals the report that waits for a flush ([Run.ReportWithPublish]) now, when
+// something other than a flush is about to publish (a model pass, a tool call) or report.
+func (r *Run) sendReport(ctx workflow.Context) {
+	if p := r.report; p != nil {
+		r.report = nil
+		r.signalReport(ctx, p.Report)
+	}
+}
+
+// signalReport sends the session a report and waits until it is in the session's history.
+func (r *Run) signalReport(ctx workflow.Context, rep protocol.CheckpointReport) {
 	for attempt := 1; ; attempt++ {
 		b := r.session.Binding()
 		err := workflow.SignalExternalWorkflow(ctx, b.WorkflowID, "", protocol.SessionCheckpointSignal, rep).Get(ctx, nil)

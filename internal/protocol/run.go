@@ -180,4 +180,22 @@ type KeyedChunk struct {
 type PublishInput struct {
 	RunID  string       `json:"runId"`
 	Chunks []KeyedChunk `json:"chunks"`
+	// Report, when set, is the run's checkpoint report to its session, which the activity
+	// signals to the session before it publishes the chunks (execution.ReportWithPublishVersion).
+	Report *PublishReport `json:"report,omitempty"`
+}
+
+// PublishResult is what the publish activity returns: the report it signalled (nil: none),
+// which its local activity marker keeps in the run's history (the Studio's trace reads it).
+type PublishResult struct {
+	Report *CheckpointReport `json:"report,omitempty"`
+}
+
+// PublishReport is a checkpoint report that the publish activity signals
+// ([SessionCheckpointSignal]) to the session's workflow before it publishes: the session knows
+// the checkpoint (a question, the end of a turn) before any client can see its chunks. A retried
+// activity signals again; the session applies a checkpoint's report once.
+type PublishReport struct {
+	WorkflowID string           `json:"workflowId"`
+	Report     CheckpointReport `json:"report"`
 }

@@ -381,6 +381,25 @@ func TestApply(t *testing.T) {
 		require.Empty(t, m.State.Pending)
 		require.True(t, m.Empty() == false)
 	})
+	t.Run("a repeated report (a retried publish activity) is applied once", func(t *testing.T) {
+		m := asked(t)
+		cp := checkpoint("cp-1", "run-1", 1, question("tok"))
+		again := protocol.CheckpointReport{RunID: "run-1", Checkpoint: &cp, TurnEnded: true}
+		// Again while the question is open, and again once its answer's turn runs.
+		require.False(t, m.Apply(again, t0, yes))
+		req := protocol.ResumeTurnRequest{Token: "tok", RequestID: "req-tok"}
+		p, _, err := m.CheckResume(req)
+		require.NoError(t, err)
+		m.Resume(req, p, t0)
+		require.False(t, m.Apply(again, t0, yes))
+		require.Len(t, m.State.Checkpoints, 2, "cp-0 and cp-1, once")
+		require.Empty(t, m.State.Early)
+		require.Empty(t, m.State.Pending, "the answered question stays answered")
+		require.Equal(t, "run-1", m.State.Active.RunID, "the answer's turn runs on")
+		end := checkpoint("cp-2", "run-1", 2)
+		require.True(t, m.Apply(protocol.CheckpointReport{RunID: "run-1", Checkpoint: &end, TurnEnded: true}, t0, yes))
+		require.Equal(t, "cp-2", m.State.Head)
+	})
 	t.Run("early reports are bounded", func(t *testing.T) {
 		m := asked(t)
 		for i := 0; i < maxEarlyReports+4; i++ {
