@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -174,17 +175,39 @@ func (o Options) countByStatus(ctx context.Context, query string, out map[string
 		}
 		return int(resp.GetCount()), nil
 	}
-	for _, s := range []string{"running", "waiting"} {
-		n, err := count(query + " AND " + runStatuses[s])
+	// A run that closes between the counts would be counted open and closed: the closed ones
+	// are counted before and after the open ones, again until both agree (at most 3 times).
+	var closed map[string]int
+	for try := 0; ; try++ {
+		before, err := o.countClosed(ctx, query, count)
 		if err != nil {
 			return err
 		}
-		out[s] = n
+		for _, s := range []string{"running", "waiting"} {
+			n, err := count(query + " AND " + runStatuses[s])
+			if err != nil {
+				return err
+			}
+			out[s] = n
+		}
+		after, err := o.countClosed(ctx, query, count)
+		if err != nil {
+			return err
+		}
+		closed = after
+		if maps.Equal(before, after) || try == 2 {
+			break
+		}
 	}
+	maps.Copy(out, closed)
+	return nil
+}
+
+// countClosed counts the closed runs of query by status: one count grouped by execution
+// status, or one count each where the server does not group.
+func (o Options) countClosed(ctx context.Context, query string, count func(string) (int, error)) (map[string]int, error) {
+	out := map[string]int{"completed": 0, "failed": 0, "cancelled": 0}
 	closed := map[string]string{"Completed": "completed", "Failed": "failed", "Terminated": "failed", "TimedOut": "failed", "Canceled": "cancelled"}
-	for _, s := range closed {
-		out[s] = 0
-	}
 	resp, err := o.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: o.Namespace, Query: query + " GROUP BY ExecutionStatus"})
 	if err == nil {
 		for _, g := range resp.GetGroups() {
@@ -200,19 +223,19 @@ func (o Options) countByStatus(ctx context.Context, query string, out map[string
 				out[s] += int(g.GetCount())
 			}
 		}
-		return nil
+		return out, nil
 	}
 	if !isInvalidArgument(err) {
-		return err
+		return nil, err
 	}
 	for _, s := range []string{"completed", "failed", "cancelled"} { // no GROUP BY on this server
 		n, err := count(query + " AND " + runStatuses[s])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out[s] = n
 	}
-	return nil
+	return out, nil
 }
 
 // waitingAges are the ages, in milliseconds, of the open questions of query's runs.
