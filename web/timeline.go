@@ -339,11 +339,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 				tl.Arrival = start.Arrival
 				tl.limits = start.Limits
 				if r := start.Start; r != nil && len(r.Seed) > 0 {
-					// The start its session or parent recorded for it (the worker's budget).
-					tl.start = &protocol.BudgetStart{}
-					if r.Budget != nil {
-						tl.start = r.Budget
-					}
+					tl.start = startBudget(r.Budget) // recorded for it by its session or parent
 				}
 			}
 			tl.StartedAt = at
@@ -418,10 +414,7 @@ func buildTimeline(ctx context.Context, c client.Client, dc converter.DataConver
 					Budget *protocol.BudgetStart `json:"budget"`
 				}
 				if decode(m.GetDetails()["data"], &rec) && len(rec.Seed) > 0 {
-					tl.start = &protocol.BudgetStart{}
-					if rec.Budget != nil {
-						tl.start = rec.Budget
-					}
+					tl.start = startBudget(rec.Budget)
 				}
 				continue
 			}
@@ -774,4 +767,12 @@ func (tl *timeline) report(rep protocol.CheckpointReport, at time.Time, answers 
 	}
 	turn := cp.TurnIndex
 	tl.Entries = append(tl.Entries, timelineEntry{Kind: "checkpoint", At: at, CheckpointID: cp.ID, TurnIndex: &turn})
+}
+
+// startBudget is the worker's budget a lean run's start record holds (none: an empty one).
+func startBudget(b *protocol.BudgetStart) *protocol.BudgetStart {
+	if b == nil {
+		return &protocol.BudgetStart{}
+	}
+	return b
 }

@@ -137,16 +137,6 @@ func (m *Machine) Checkpoint(id string) sessionapi.Checkpoint {
 	return sessionapi.Checkpoint{}
 }
 
-// has reports whether the session holds checkpoint id.
-func (m *Machine) has(id string) bool {
-	for _, cp := range m.State.Checkpoints {
-		if cp.ID == id {
-			return true
-		}
-	}
-	return false
-}
-
 // Head returns the head checkpoint (nil: none yet).
 func (m *Machine) Head() *protocol.Checkpoint {
 	for i := range m.State.Checkpoints {
@@ -498,7 +488,7 @@ func (m *Machine) Stopped(a *sessionapi.ActiveTurn) {
 // was answered on the run itself (not through a turn of the session) is that answer's turn
 // when answeredOnRun (the version gate; asked only then) allows it.
 func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOnRun func() bool) bool {
-	if cp := rep.Checkpoint; cp != nil && m.has(cp.ID) {
+	if cp := rep.Checkpoint; cp != nil && m.Checkpoint(cp.ID).ID != "" {
 		// The report of a checkpoint the session has: the publish activity that signalled it
 		// was retried (protocol.PublishReport). A run's own signals arrive once.
 		return false
