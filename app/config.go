@@ -71,6 +71,14 @@ type Config struct {
 	// evicted one is replayed from its history at its next task). 0: 200 in dev mode, the SDK's
 	// default (10,000) otherwise.
 	StickyCacheSize int
+	// GrpcCompression is KORTYX_GRPC_COMPRESSION: how the process's Temporal client compresses
+	// its requests to the Temporal server. "none" (the default) sends them as they are; "gzip"
+	// compresses every request, and the server its answers to them, which is the Temporal SDK's
+	// own default. On a local network or loopback gzip costs the worker, the API and the server
+	// CPU for every workflow task and gains nothing (docs/performance.md#grpc-compression); over a
+	// slow link to a remote server it saves bytes. Payloads themselves are compressed by the
+	// codec (KORTYX_CODEC_COMPRESS, docs/codec.md) whichever is set.
+	GrpcCompression string
 	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".
 	LogFormat string
 	// LogLevel is KORTYX_LOG_LEVEL: debug, info (default), warn or error.
@@ -223,6 +231,11 @@ func ConfigFromEnv() Config {
 			c.fail(fmt.Errorf("kortyx: KORTYX_FAKE_MODELS=%q: use 1 (the in-process scripted fake model) or 0", v))
 		}
 		c.FakeModels = on
+	}
+	switch c.GrpcCompression = strings.TrimSpace(envOr("KORTYX_GRPC_COMPRESSION", GrpcCompressionNone)); c.GrpcCompression {
+	case GrpcCompressionNone, GrpcCompressionGzip:
+	default:
+		c.fail(fmt.Errorf("kortyx: KORTYX_GRPC_COMPRESSION=%q: use none (the default) or gzip", c.GrpcCompression))
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		c.fail(fmt.Errorf("kortyx: KORTYX_LOG_FORMAT=%q: use text or json", c.LogFormat))
@@ -444,11 +457,27 @@ func (c Config) clientOptions() (client.Options, error) {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	o.Logger = log.NewStructuredLogger(logger)
+	o.ConnectionOptions.GrpcCompression = grpcCompression(c.GrpcCompression)
 	c.Telemetry.ClientOptions(&o) // tracing interceptor and SDK metrics; nothing when nil
 	if c.Codec != nil {
 		o.DataConverter = codec.DataConverter(c.Codec)
 	}
 	return o, nil
+}
+
+// The values of [Config.GrpcCompression].
+const (
+	GrpcCompressionNone = "none"
+	GrpcCompressionGzip = "gzip"
+)
+
+// grpcCompression is the client option of a [Config.GrpcCompression] value: no compression
+// unless it is "gzip" ("" is a Config built without ConfigFromEnv: the default, none).
+func grpcCompression(v string) client.GrpcCompression {
+	if v == GrpcCompressionGzip {
+		return &client.GrpcCompressionGzip{}
+	}
+	return &client.GrpcCompressionNone{}
 }
 
 // payloadCodec is [Config.Codec] as a [converter.PayloadCodec] for [API.Codec]: nil (not a nil

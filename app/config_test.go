@@ -34,7 +34,8 @@ func isolate(t *testing.T) string {
 		"KORTYX_WEB_PAGE", "KORTYX_DEV_DB", "KORTYX_FAKE_MODELS", "KORTYX_PRICES", "KORTYX_MCP_STATE_KEY", "KORTYX_MCP_STATELESS",
 		"KORTYX_CURRENCY", "KORTYX_ACTION_PRICE", "KORTYX_MAX_TOKENS", "KORTYX_MAX_COST", "KORTYX_BUDGET_WARN_AT", "KORTYX_ON_BUDGET_EXHAUSTED",
 		"KORTYX_SESSION_MAX_TOKENS", "KORTYX_SESSION_MAX_COST", "KORTYX_BUSY", "KORTYX_AGENT_MAX_TOKENS", "KORTYX_AGENT_MAX_COST",
-		"KORTYX_AGENT_BUDGET_PERIOD", "KORTYX_TENANT_MAX_TOKENS", "KORTYX_TENANT_MAX_COST", "KORTYX_TENANT_BUDGET_PERIOD", "KORTYX_TENANT_HEADER"} {
+		"KORTYX_AGENT_BUDGET_PERIOD", "KORTYX_TENANT_MAX_TOKENS", "KORTYX_TENANT_MAX_COST", "KORTYX_TENANT_BUDGET_PERIOD", "KORTYX_TENANT_HEADER",
+		"KORTYX_GRPC_COMPRESSION"} {
 		t.Setenv(k, "")
 		require.NoError(t, os.Unsetenv(k))
 	}
@@ -199,6 +200,7 @@ func TestConfigKortyxVariables(t *testing.T) {
 		{"KORTYX_STICKY_CACHE", "0", `KORTYX_STICKY_CACHE="0" is not a positive number of workflow executions`},
 		{"KORTYX_STICKY_CACHE", "lots", `KORTYX_STICKY_CACHE="lots" is not a positive number of workflow executions`},
 		{"KORTYX_LOG_FORMAT", "xml", `KORTYX_LOG_FORMAT="xml": use text or json`},
+		{"KORTYX_GRPC_COMPRESSION", "zstd", `KORTYX_GRPC_COMPRESSION="zstd": use none (the default) or gzip`},
 		{"KORTYX_LOG_LEVEL", "verbose", `KORTYX_LOG_LEVEL="verbose": use debug, info, warn or error`},
 		{"KORTYX_LOG_LEVEL", "info+2", `KORTYX_LOG_LEVEL="info+2": use debug, info, warn or error`},
 		{"KORTYX_FAKE_MODELS", "yes", `KORTYX_FAKE_MODELS="yes": use 1 (the in-process scripted fake model) or 0`},

@@ -401,7 +401,8 @@ func (s *Server) probe(ctx context.Context, c *client.Client) error {
 			return err
 		}
 		_ = conn.Close()
-		cl, err := client.DialContext(ctx, client.Options{HostPort: s.addr, Namespace: s.namespace, Logger: nopLogger})
+		cl, err := client.DialContext(ctx, client.Options{HostPort: s.addr, Namespace: s.namespace, Logger: nopLogger,
+			ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 		if err != nil {
 			return err
 		}
@@ -430,10 +431,16 @@ func (s *Server) PID() int { return s.cmd.Process.Pid }
 func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Client dials a client for the server, filling in opts.HostPort and
-// opts.Namespace when they are empty.
+// opts.Namespace when they are empty. Its requests are not compressed unless
+// opts.ConnectionOptions.GrpcCompression says otherwise: on loopback gzip costs
+// both processes CPU and saves nothing (the programs' default too,
+// KORTYX_GRPC_COMPRESSION).
 func (s *Server) Client(opts client.Options) (client.Client, error) {
 	if opts.HostPort == "" {
 		opts.HostPort = s.addr
+	}
+	if opts.ConnectionOptions.GrpcCompression == nil {
+		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = s.namespace
