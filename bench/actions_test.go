@@ -652,6 +652,7 @@ func TestActionsAgree(t *testing.T) {
 	require.Equal(t, 1, a.SessionChildren)
 	require.Equal(t, 2, a.Updates, "the prompt (update-with-start) and the answer")
 	require.Equal(t, int64(1), a.RPC["ExecuteMultiOperation"], "one update-with-start")
+	require.Zero(t, a.Queries, "over Redis, no query on the way of the prompt or the answer")
 	require.Zero(t, a.Retries)
 	require.Zero(t, a.Activities, "hello calls no model and no tool")
 	require.Equal(t, 2, a.MarkerTasks, "the run publishes the question and the end by local activity; it starts without a marker (its session records its start in its input)")

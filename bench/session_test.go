@@ -13,10 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/chat"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/httpwire"
+	"github.com/kortyx-go/kortyx/stream"
+	"github.com/kortyx-go/kortyx/stream/redisstream"
+	"github.com/kortyx-go/kortyx/test/redistest"
+	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
 )
 
 // sessionTurn are the two latencies of one session turn with a question: prompt → the first
@@ -29,36 +35,83 @@ type sessionTurn struct{ prompt, answer time.Duration }
 // published by a local activity; the answer by update; the next chunk published). Reported: ms
 // from the prompt to its response's first chunk, and from the answer to the next chunk, each
 // side by side. The Kortyx side reads the chunks through HTTP (SSE on loopback), the plain side
-// from the broker directly.
+// from the broker directly. Twice: over the in-memory broker of one process (the shared
+// worker's; the chat route's reader asks the session once whether a turn whose stream was
+// empty moved on, docs/architecture.md), and over Redis (a real redis-server, as several
+// processes run: the reader asks nothing), each with a worker publishing there.
 func BenchmarkSessionTurn(b *testing.B) {
 	e := setup(b)
-	svc, err := sessions.New(sessions.Options{Client: e.c, Broker: e.broker, TaskQueue: e.queue})
+	memory := turnStack{queue: e.queue, broker: e.broker}
+	redisStack, err := e.redisTurnStack(b)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := chat.NewHandler(svc, chat.Options{AllowUnauthenticated: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	var k, p [2]samples
-	b.Run("kortyx", func(b *testing.B) {
-		t := measureTurns(b, func(ctx context.Context) (sessionTurn, error) { return e.kortyxSessionTurn(ctx, srv.URL) })
-		k[0].add(b.N, ms(t.prompt)/float64(b.N))
-		k[1].add(b.N, ms(t.answer)/float64(b.N))
-	})
-	b.Run("plain", func(b *testing.B) {
-		t := measureTurns(b, e.plainSessionTurn)
-		p[0].add(b.N, ms(t.prompt)/float64(b.N))
-		p[1].add(b.N, ms(t.answer)/float64(b.N))
-	})
-	for i, what := range []string{"prompt→first chunk", "answer→next chunk"} {
-		if km, pm := k[i].mean(), p[i].mean(); km > 0 && pm > 0 {
-			fmt.Printf("Ratio %s %s kortyx/plain=%.2f (kortyx %.3f ms, plain %.3f ms; mean of %d and %d repetitions)\n",
-				b.Name(), what, km/pm, km, pm, k[i].n(), p[i].n())
+	for _, st := range []struct {
+		name string
+		s    turnStack
+	}{{"", memory}, {"-redis", redisStack}} {
+		svc, err := sessions.New(sessions.Options{Client: e.c, Broker: st.s.broker, TaskQueue: st.s.queue})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := chat.NewHandler(svc, chat.Options{AllowUnauthenticated: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		b.Cleanup(srv.Close)
+		var k, p [2]samples
+		b.Run("kortyx"+st.name, func(b *testing.B) {
+			t := measureTurns(b, func(ctx context.Context) (sessionTurn, error) { return e.kortyxSessionTurn(ctx, srv.URL) })
+			k[0].add(b.N, ms(t.prompt)/float64(b.N))
+			k[1].add(b.N, ms(t.answer)/float64(b.N))
+		})
+		b.Run("plain"+st.name, func(b *testing.B) {
+			t := measureTurns(b, func(ctx context.Context) (sessionTurn, error) { return e.plainSessionTurn(ctx, st.s) })
+			p[0].add(b.N, ms(t.prompt)/float64(b.N))
+			p[1].add(b.N, ms(t.answer)/float64(b.N))
+		})
+		for i, what := range []string{"prompt→first chunk", "answer→next chunk"} {
+			if km, pm := k[i].mean(), p[i].mean(); km > 0 && pm > 0 {
+				fmt.Printf("Ratio %s%s %s kortyx/plain=%.2f (kortyx %.3f ms, plain %.3f ms; mean of %d and %d repetitions)\n",
+					b.Name(), st.name, what, km/pm, km, pm, k[i].n(), p[i].n())
+			}
 		}
 	}
+}
+
+// turnStack is where a session turn's run executes and publishes: a task queue polled by a
+// worker with the benchmark's definitions, and the broker its activities publish to.
+type turnStack struct {
+	queue  string
+	broker stream.Broker
+}
+
+// redisTurnStack starts a redis-server, and a worker publishing to it on a task queue of its own.
+func (e *env) redisTurnStack(b *testing.B) (turnStack, error) {
+	srv := redistest.Start(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	broker, err := redisstream.New(ctx, redisstream.Options{URL: srv.URL()})
+	if err != nil {
+		return turnStack{}, err
+	}
+	reg := workflows.NewRegistry()
+	if err := reg.Add(definitions()...); err != nil {
+		return turnStack{}, err
+	}
+	queue := e.id("kortyx-bench-redis")
+	o := worker.Options{}
+	activities.WorkerOptions(&o)
+	w := worker.New(e.c, queue, o)
+	workflows.NewRunner(reg).Register(w)
+	(&activities.Activities{Stream: broker}).Register(w)
+	registerPlain(w, broker)
+	if err := w.Start(); err != nil {
+		return turnStack{}, err
+	}
+	e.cleanups = append(e.cleanups, w.Stop)
+	return turnStack{queue: queue, broker: broker}, nil
 }
 
 // measureTurns runs b.N turns and reports their mean latencies; it returns the sums.
@@ -161,17 +214,17 @@ func chatTurn(ctx context.Context, base string, body any) (time.Time, []contract
 	return first, chunks, sc.Err()
 }
 
-// plainSessionTurn runs the hand-written turn: the workflow started by the client, its question
-// read from the broker, the answer sent by update, the next chunk read from the broker.
-func (e *env) plainSessionTurn(ctx context.Context) (sessionTurn, error) {
+// plainSessionTurn runs the hand-written turn on st: the workflow started by the client, its
+// question read from the broker, the answer sent by update, the next chunk read from the broker.
+func (e *env) plainSessionTurn(ctx context.Context, st turnStack) (sessionTurn, error) {
 	var t sessionTurn
 	id := e.id("p-session")
 	start := time.Now()
-	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: e.queue}, plainInterrupt)
+	run, err := e.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: st.queue}, plainInterrupt)
 	if err != nil {
 		return t, err
 	}
-	q, err := e.waitChunk(ctx, id, 0, isType(contracts.ChunkInterrupt))
+	q, err := waitChunkOn(ctx, st.broker, id, 0, isType(contracts.ChunkInterrupt))
 	if err != nil {
 		return t, err
 	}
@@ -182,7 +235,7 @@ func (e *env) plainSessionTurn(ctx context.Context) (sessionTurn, error) {
 	if err != nil {
 		return t, err
 	}
-	if _, err := e.waitChunk(ctx, id, q.Offset, func(contracts.Chunk) bool { return true }); err != nil {
+	if _, err := waitChunkOn(ctx, st.broker, id, q.Offset, func(contracts.Chunk) bool { return true }); err != nil {
 		return t, err
 	}
 	t.answer = time.Since(start)

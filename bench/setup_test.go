@@ -248,8 +248,13 @@ func (e *env) history(ctx context.Context, id string) (stats, error) {
 // waitChunk returns the first entry of the run's stream after offset after that matches ok,
 // waiting for it.
 func (e *env) waitChunk(ctx context.Context, id string, after int64, ok func(contracts.Chunk) bool) (stream.Entry, error) {
+	return waitChunkOn(ctx, e.broker, id, after, ok)
+}
+
+// waitChunkOn is waitChunk on broker.
+func waitChunkOn(ctx context.Context, broker stream.Broker, id string, after int64, ok func(contracts.Chunk) bool) (stream.Entry, error) {
 	for {
-		entries, err := e.broker.Read(ctx, id, after, 0)
+		entries, err := broker.Read(ctx, id, after, 0)
 		if err != nil {
 			return stream.Entry{}, err
 		}
@@ -259,7 +264,7 @@ func (e *env) waitChunk(ctx context.Context, id string, after int64, ok func(con
 			}
 			after = en.Offset
 		}
-		if err := e.broker.Wait(ctx, id, after); err != nil {
+		if err := broker.Wait(ctx, id, after); err != nil {
 			return stream.Entry{}, fmt.Errorf("waiting for a chunk of %s after offset %d: %w", id, after, err)
 		}
 	}
