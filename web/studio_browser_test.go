@@ -215,6 +215,13 @@ func TestStudio(t *testing.T) {
 		p.waitJS(fmt.Sprintf(`!!document.querySelector(%q)`, card+` form[data-kind="custom"]`))
 		require.Equal(t, "", p.attr(card, "data-session"))
 		require.Contains(t, p.text(card+" .who"), "· no session ·")
+		// A card being filled in stays where it is when the inbox refreshes: the field in
+		// focus keeps it (a card moved in the page would lose it).
+		quantity := card + ` input[name="quantity"]`
+		loaded := p.str(`document.getElementById("inbox").dataset.loaded`)
+		p.eval(fmt.Sprintf(`(() => { document.querySelector(%q).focus(); return true })()`, quantity), new(bool))
+		p.waitJS(fmt.Sprintf(`document.getElementById("inbox").dataset.loaded !== %q`, loaded))
+		require.True(t, p.bool(fmt.Sprintf(`document.activeElement === document.querySelector(%q)`, quantity)), "the focus after a refresh")
 		// The page sends POST /api/runs/{id}/answer (the chat route needs a session): the
 		// requests it made say so.
 		p.run(chromedp.SetValue(chromedp.CSS(card+` input[name="quantity"]`), "3"),

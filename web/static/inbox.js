@@ -29,15 +29,18 @@ async function load() {
   const box = $("inbox");
   const seen = new Set();
   list = list.filter((it) => !answered.has(it.question.requestId));
-  for (const it of list) {
+  list.forEach((it, i) => {
     const id = it.question.requestId;
     seen.add(id);
     let entry = items.get(id);
     if (!entry) { entry = { item: it, card: card(it) }; items.set(id, entry); }
     entry.item = it;
     entry.card.querySelector(".age").textContent = "waiting " + ms(it.ageMs);
-    box.append(entry.card); // in the list's order (oldest first)
-  }
+    // In the list's order (oldest first), moved only when out of place: a card taken out of
+    // the page and put back loses the focus of the field being filled in.
+    const at = box.children[i];
+    if (at !== entry.card) box.insertBefore(entry.card, at || null);
+  });
   for (const [id, entry] of items) {
     if (!seen.has(id) && !entry.card.dataset.answering) { entry.card.remove(); items.delete(id); }
   }
