@@ -74,9 +74,9 @@ type Config struct {
 	// GrpcCompression is KORTYX_GRPC_COMPRESSION: how the process's Temporal client compresses
 	// its requests to the Temporal server. "none" (the default) sends them as they are; "gzip"
 	// compresses every request, and the server its answers to them, which is the Temporal SDK's
-	// own default. On a local network or loopback gzip costs the worker, the API and the server
-	// CPU for every workflow task and gains nothing (docs/performance.md#grpc-compression); over a
-	// slow link to a remote server it saves bytes. Payloads themselves are compressed by the
+	// own default. On a local network or loopback gzip costs the worker and the API CPU on every
+	// request and gains nothing (docs/performance.md#grpc-compression); over a slow link to a
+	// remote server it saves bytes. Payloads themselves are compressed by the
 	// codec (KORTYX_CODEC_COMPRESS, docs/codec.md) whichever is set.
 	GrpcCompression string
 	// LogFormat is KORTYX_LOG_FORMAT: "text" (default) or "json".

@@ -433,8 +433,7 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // Client dials a client for the server, filling in opts.HostPort and
 // opts.Namespace when they are empty. Its requests are not compressed unless
 // opts.ConnectionOptions.GrpcCompression says otherwise: on loopback gzip costs
-// both processes CPU and saves nothing (the programs' default too,
-// KORTYX_GRPC_COMPRESSION).
+// CPU and saves nothing (the programs' default too, KORTYX_GRPC_COMPRESSION).
 func (s *Server) Client(opts client.Options) (client.Client, error) {
 	if opts.HostPort == "" {
 		opts.HostPort = s.addr
