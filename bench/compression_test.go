@@ -5,19 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kortyx-go/kortyx/activities"
+	"github.com/kortyx-go/kortyx/bench/internal/proccpu"
 	"github.com/kortyx-go/kortyx/contracts"
 	"github.com/kortyx-go/kortyx/sessions"
-	"github.com/kortyx-go/kortyx/workflows"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 )
 
 // BenchmarkGrpcCompression: session turns (the prompt, its question, the answer, the next
@@ -92,20 +87,10 @@ func (e *env) compressionStack(name string) (*compressionStack, error) {
 		return nil, err
 	}
 	e.cleanups = append(e.cleanups, c.Close)
-	reg := workflows.NewRegistry()
-	if err := reg.Add(definitions()...); err != nil {
+	queue, err := e.startTurnWorker(c, name, e.broker)
+	if err != nil {
 		return nil, err
 	}
-	queue := e.id("kortyx-bench-" + name)
-	o := worker.Options{}
-	activities.WorkerOptions(&o)
-	w := worker.New(c, queue, o)
-	workflows.NewRunner(reg).Register(w)
-	(&activities.Activities{Stream: e.broker}).Register(w)
-	if err := w.Start(); err != nil {
-		return nil, err
-	}
-	e.cleanups = append(e.cleanups, w.Stop)
 	svc, err := sessions.New(sessions.Options{Client: c, Broker: e.broker, TaskQueue: queue})
 	if err != nil {
 		return nil, err
@@ -116,14 +101,14 @@ func (e *env) compressionStack(name string) (*compressionStack, error) {
 // measure runs n turns of new sessions and returns what they cost together.
 func (s *compressionStack) measure(e *env, n int) (compressionCost, error) {
 	var c compressionCost
-	self0, server0 := processCPU(), serverCPU(e.srv.PID())
+	self0, server0 := proccpu.Time(os.Getpid()), proccpu.Time(e.srv.PID())
 	for range n {
 		if err := s.turn(e, &c); err != nil {
 			return c, err
 		}
 	}
-	c.self = ms(processCPU() - self0)
-	c.server = ms(serverCPU(e.srv.PID()) - server0)
+	c.self = ms(proccpu.Time(os.Getpid()) - self0)
+	c.server = ms(proccpu.Time(e.srv.PID()) - server0)
 	return c, nil
 }
 
@@ -170,29 +155,4 @@ func (s *compressionStack) turn(e *env, c *compressionCost) error {
 		c.answer += ms(time.Since(start))
 		return nil
 	}
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// serverCPU is the CPU time (user and system) process pid has used, from /proc (Linux).
-func serverCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond // clock ticks of 10 ms (USER_HZ 100)
 }

@@ -96,22 +96,32 @@ func (e *env) redisTurnStack(b *testing.B) (turnStack, error) {
 	if err != nil {
 		return turnStack{}, err
 	}
-	reg := workflows.NewRegistry()
-	if err := reg.Add(definitions()...); err != nil {
+	queue, err := e.startTurnWorker(e.c, "redis", broker)
+	if err != nil {
 		return turnStack{}, err
 	}
-	queue := e.id("kortyx-bench-redis")
+	return turnStack{queue: queue, broker: broker}, nil
+}
+
+// startTurnWorker starts a worker on client c with the benchmark's definitions and the plain
+// workflows, publishing to broker, on a new task queue named after name, and returns the queue.
+func (e *env) startTurnWorker(c client.Client, name string, broker stream.Broker) (string, error) {
+	reg := workflows.NewRegistry()
+	if err := reg.Add(definitions()...); err != nil {
+		return "", err
+	}
+	queue := e.id("kortyx-bench-" + name)
 	o := worker.Options{}
 	activities.WorkerOptions(&o)
-	w := worker.New(e.c, queue, o)
+	w := worker.New(c, queue, o)
 	workflows.NewRunner(reg).Register(w)
 	(&activities.Activities{Stream: broker}).Register(w)
 	registerPlain(w, broker)
 	if err := w.Start(); err != nil {
-		return turnStack{}, err
+		return "", err
 	}
 	e.cleanups = append(e.cleanups, w.Stop)
-	return turnStack{queue: queue, broker: broker}, nil
+	return queue, nil
 }
 
 // measureTurns runs b.N turns and reports their mean latencies; it returns the sums.

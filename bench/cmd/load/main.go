@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/kortyx-go/kortyx/bench/internal/proccpu"
 	"github.com/kortyx-go/kortyx/devserver"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/test/kortyxwire"
@@ -660,27 +661,11 @@ func sumRSS(ps []*proc) int64 {
 // cpuTicks is utime + stime (clock ticks) by role: the processes of the level, the dev server
 // and this program.
 func cpuTicks(ps []*proc, temporal int) map[string]int64 {
-	out := map[string]int64{"temporal": ticks(temporal), "client": ticks(os.Getpid())}
+	out := map[string]int64{"temporal": proccpu.Ticks(temporal), "client": proccpu.Ticks(os.Getpid())}
 	for _, p := range ps {
-		out[p.role] += ticks(p.pid())
+		out[p.role] += proccpu.Ticks(p.pid())
 	}
 	return out
-}
-
-func ticks(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces) in parentheses.
-	rest := string(raw[bytes.LastIndexByte(raw, ')')+2:])
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64) // utime: field 14 of stat
-	s, _ := strconv.ParseInt(f[12], 10, 64) // stime: field 15
-	return u + s
 }
 
 func redisMemory(c *redis.Client) int64 {
