@@ -633,8 +633,9 @@ func BenchmarkActionsPerTurn(b *testing.B) {
 
 // TestActionsAgree runs the hello turn through the counting stack and checks the counts the
 // turn must have whatever the engine's cuts: the session started by the chat route's
-// update-with-start, the run as its child, an accepted update per chat request, no activity;
-// and that the proxy saw the update-with-start. Then the question round: one start and one
+// update-with-start, the run started by the route (not as the session's child), an accepted
+// update per chat request, no activity; and that the proxy saw the update-with-start and the
+// run's start. Then the question round: one start and one
 // update in each variant.
 func TestActionsAgree(t *testing.T) {
 	e := setup(t)
@@ -647,11 +648,12 @@ func TestActionsAgree(t *testing.T) {
 	t.Log(a.line())
 	require.Equal(t, 1, answers)
 	require.Equal(t, []string{"kortyx.Run", "kortyx.Session"}, sorted(a.Types), "the session and its run")
-	require.Equal(t, 1, a.Starts, "the session, started by the chat route")
-	require.Equal(t, 1, a.Children, "the run, the session's child")
-	require.Equal(t, 1, a.SessionChildren)
+	require.Equal(t, 2, a.Starts, "the session, started by the chat route's update, and the run, started by the chat route")
+	require.Zero(t, a.Children, "the session leaves its run's start to the route: no child")
+	require.Zero(t, a.SessionChildren)
 	require.Equal(t, 2, a.Updates, "the prompt (update-with-start) and the answer")
 	require.Equal(t, int64(1), a.RPC["ExecuteMultiOperation"], "one update-with-start")
+	require.Equal(t, int64(1), a.RPC["StartWorkflowExecution"], "the run's start")
 	require.Zero(t, a.Queries, "over Redis, no query on the way of the prompt or the answer")
 	require.Zero(t, a.Retries)
 	require.Zero(t, a.Activities, "hello calls no model and no tool")

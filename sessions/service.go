@@ -163,14 +163,61 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{
 				WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: protocol.SessionStartTurnUpdate,
-				Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+				Args: []any{protocol.StartTurnRequest{TurnRequest: req, StartsRun: true}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 			},
 		})
 		if err != nil {
 			return err
 		}
-		return h.Get(ctx, &out)
+		var res protocol.StartedTurn
+		if err := h.Get(ctx, &res); err != nil {
+			return err
+		}
+		out = res.TurnStarted
+		if res.Launch != nil {
+			return s.launch(ctx, *res.Launch)
+		}
+		return nil
 	})
+}
+
+// launchTimeout bounds the start of a turn's run and, when it fails, the stop of its turn.
+const launchTimeout = 10 * time.Second
+
+// launch starts the run of a turn that its session left to this caller (docs/architecture.md#a-turn-s-run-started-by-its-caller):
+// the session accepted the turn, and its run starts here with the options the session would
+// give it as a child. The start does not depend on the caller staying (a client that leaves
+// right after its prompt gets the turn the session accepted). An id that exists already is the
+// run (a retried start, or the session started it because a request came before this start).
+// When the start fails, the turn is stopped, so that an error means no turn ran: the session
+// then starts the run itself and cancels it, so that a start still on its way cannot run it.
+// Should the stop fail too, the session starts the run at its next request.
+func (s *Service) launch(ctx context.Context, l protocol.RunLaunch) error {
+	ctx = context.WithoutCancel(ctx)
+	sctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
+	_, err := s.o.Client.ExecuteWorkflow(sctx, client.StartWorkflowOptions{
+		ID: l.RunID, TaskQueue: l.TaskQueue, WorkflowTaskTimeout: l.TaskTimeout,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: protocol.RunSearchAttributes(&l),
+	}, contracts.RunWorkflowName, l.Input)
+	var exists *serviceerror.WorkflowExecutionAlreadyStarted
+	if err == nil || errors.As(err, &exists) {
+		return nil
+	}
+	s.logger().Warn("kortyx sessions: the turn's run could not be started; stopping the turn", "session", l.SessionID, "run", l.RunID, "error", err)
+	tctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
+	if _, serr := s.Stop(tctx, l.SessionID, l.RunID); serr != nil {
+		s.logger().Warn("kortyx sessions: the turn whose run did not start could not be stopped; the session starts the run at its next request",
+			"session", l.SessionID, "run", l.RunID, "error", serr)
+	}
+	var coded *contracts.Error
+	if err := temporalhealth.Classify(ctx, err); errors.As(err, &coded) {
+		return err
+	}
+	return &contracts.Error{Code: contracts.CodeExecutionFailed, Retryable: true, Err: err,
+		Message: "The turn's run could not be started, so the turn was stopped; send the message again."}
 }
 
 // AnswerOptions are the options of [Service.Answer]; the zero value works.

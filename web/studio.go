@@ -14,8 +14,11 @@ import (
 	"github.com/kortyx-go/kortyx/httpwire"
 	"github.com/kortyx-go/kortyx/internal/protocol"
 	"github.com/kortyx-go/kortyx/sessions"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 )
 
 // wire is the studio's name in [sessions.Access].
@@ -294,9 +297,9 @@ func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Se
 		}
 		return nil, err
 	}
-	// A session's turn is a child of the session's workflow; a run started with a session id
-	// but no session workflow is answered like any other run.
-	if session, ok := strings.CutPrefix(d.RawResponse.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId(), sessionPrefix); ok && svc != nil {
+	// A session's turn is answered through its session; a run started with a session id but no
+	// session workflow is answered like any other run.
+	if session := o.sessionOfRun(r.Context(), runID, d.RawResponse.GetWorkflowExecutionInfo()); session != "" && svc != nil {
 		ts, err := svc.Answer(r.Context(), session, resp, sessions.AnswerOptions{Continue: true})
 		if err != nil {
 			return nil, err
@@ -308,6 +311,41 @@ func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Se
 		return nil, err
 	}
 	return answerResult{RunID: runID, RequestID: res.RequestID, Cancelled: res.Cancelled}, nil
+}
+
+// sessionOfRun is the session whose turn run is ("" : none). A run its session started as a
+// child has the session as its parent; one the session service started (a prompt's run, which
+// the session leaves to its caller) has no parent, and its start input binds it to its session
+// (read from the first event of its history). A run of no session has no KortyxSession.
+func (o Options) sessionOfRun(ctx context.Context, runID string, info *workflowpb.WorkflowExecutionInfo) string {
+	if p := info.GetParentExecution(); p != nil {
+		session, _ := strings.CutPrefix(p.GetWorkflowId(), sessionPrefix)
+		if session == p.GetWorkflowId() {
+			return "" // a child run of a run
+		}
+		return session
+	}
+	if info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeSession] == nil {
+		return ""
+	}
+	resp, err := o.Client.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
+		Namespace: o.Namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: runID, RunId: info.GetExecution().GetRunId()}, MaximumPageSize: 1})
+	if err != nil || len(resp.GetHistory().GetEvents()) == 0 {
+		return ""
+	}
+	dc := o.DataConverter
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
+	var in protocol.RunStart
+	if dc.FromPayloads(resp.GetHistory().GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in) != nil || in.Session == nil {
+		return ""
+	}
+	session, ok := strings.CutPrefix(in.Session.WorkflowID, sessionPrefix)
+	if !ok {
+		return ""
+	}
+	return session
 }
 
 // missing lists the question fields an answer lacks.

@@ -103,6 +103,8 @@ type session struct {
 	reports workflow.ReceiveChannel
 	// restoring is set while a forked session starts the run of its open questions.
 	restoring bool
+	// launching is the run the start-turn update in progress left to its caller (see startRun).
+	launching *protocol.RunLaunch
 	// changing is set while an update handler that blocks between its checks and its last
 	// change (cancelling runs, starting one) runs: handlers are coroutines, and another one
 	// running in that gap would check a state that is about to change.
@@ -169,11 +171,16 @@ func (s *session) install(ctx workflow.Context) error {
 		handler  any
 		validate any
 	}{
-		{protocol.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req sessionapi.TurnRequest) error {
+		{protocol.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req protocol.StartTurnRequest) error {
 			return validate(func() error {
-				again, err := s.m.CheckStart(req)
+				again, err := s.m.CheckStart(req.TurnRequest)
 				if err == nil && again == nil {
-					err = s.checkWorkflow(req)
+					err = s.checkWorkflow(req.TurnRequest)
+				}
+				if s.m.Unstarted != nil && contracts.CodeOf(err) == contracts.CodeSessionBusy {
+					// The running turn's run may not exist (its caller died before starting
+					// it): the handler starts it before it refuses the message (see heal).
+					return nil
 				}
 				return err
 			})
@@ -273,20 +280,36 @@ func (s *session) checkWorkflow(req sessionapi.TurnRequest) error {
 	return err
 }
 
-func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
+// startTurn is the start-turn update's handler. A prompt that starts its turn at once, from a
+// caller that starts runs itself (req.StartsRun), has its run left to that caller: the result's
+// Launch, and [session.heal] if the caller never starts it.
+func (s *session) startTurn(ctx workflow.Context, req protocol.StartTurnRequest) (protocol.StartedTurn, error) {
+	started, err := s.turn(ctx, req)
+	out := protocol.StartedTurn{TurnStarted: started}
+	if err == nil && req.StartsRun {
+		out.Launch = s.launching
+		s.launching = nil
+	}
+	return out, err
+}
+
+func (s *session) turn(ctx workflow.Context, req protocol.StartTurnRequest) (sessionapi.TurnStarted, error) {
 	if err := s.ready(ctx); err != nil {
 		return sessionapi.TurnStarted{}, err
 	}
 	s.drain(ctx)
-	again, err := s.m.CheckStart(req)
+	again, err := s.m.CheckStart(req.TurnRequest)
 	if err != nil {
+		s.healNow(ctx)
 		return sessionapi.TurnStarted{}, contracts.ToTemporal(err)
 	}
 	if again != nil {
+		s.healNow(ctx)
 		return *again, nil
 	}
 	if q := s.m.WaitingFor(req.ClientTurnID); q != nil {
 		// The same message again (a retry) while it waits: the same answer.
+		s.healNow(ctx)
 		if s.m.Queued(q.ID) {
 			return s.awaitQueued(ctx, q.ID)
 		}
@@ -296,22 +319,25 @@ func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (s
 		// CheckStart refused the message unless it names a policy for a busy session.
 		switch {
 		case req.Busy == sessionapi.BusyInterrupt:
-			return s.interrupt(ctx, req)
+			return s.interrupt(ctx, req.TurnRequest)
 		case req.Busy == sessionapi.BusySteer && s.m.Running() && len(s.m.State.Queue) == 0:
-			return s.steer(ctx, req)
+			return s.steer(ctx, req.TurnRequest)
 		default: // enqueue, or steering while messages are queued: after them
-			q := s.m.Enqueue(req, s.newID(ctx, "queued-"), req.Busy, workflow.Now(ctx))
+			// The queue moves when the running turn's run ends: it must exist.
+			s.healNow(ctx)
+			q := s.m.Enqueue(req.TurnRequest, s.newID(ctx, "queued-"), req.Busy, workflow.Now(ctx))
 			s.changed = true
 			return s.awaitQueued(ctx, q.ID)
 		}
 	}
 	defer s.change()()
-	return s.startPrompt(ctx, req, "")
+	return s.startPrompt(ctx, req.TurnRequest, "", req.StartsRun)
 }
 
 // startPrompt starts the prompt turn of req: the session is idle (or its running turn was just
-// stopped); arrival is how its message came ([protocol.RunStart].Arrival).
-func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest, arrival string) (sessionapi.TurnStarted, error) {
+// stopped); arrival is how its message came ([protocol.RunStart].Arrival). With delegate, the
+// run is left to the request's caller (see startRun).
+func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest, arrival string, delegate bool) (sessionapi.TurnStarted, error) {
 	defer func() { s.changed = true }()
 	if s.m.Claim(req.Owner) {
 		// The owner is recorded in the session's memo, where it can be read without a worker.
@@ -330,7 +356,7 @@ func (s *session) startPrompt(ctx workflow.Context, req sessionapi.TurnRequest, 
 	runID := s.newID(ctx, "run-")
 	wf, in, started := s.m.StartPrompt(req, runID, workflow.GetInfo(ctx).WorkflowExecution.ID, workflow.Now(ctx))
 	in.Arrival = arrival
-	if err := s.startRun(ctx, runID, wf, in); err != nil {
+	if err := s.startRun(ctx, runID, wf, in, delegate); err != nil {
 		s.m.PromptNotStarted()
 		return sessionapi.TurnStarted{}, err
 	}
@@ -351,7 +377,7 @@ func (s *session) awaitQueued(ctx workflow.Context, id string) (sessionapi.TurnS
 func (s *session) startQueued(ctx workflow.Context) {
 	defer s.change()()
 	q := s.m.PopQueued()
-	started, err := s.startPrompt(ctx, q.Req, sessionapi.BusyEnqueue)
+	started, err := s.startPrompt(ctx, q.Req, sessionapi.BusyEnqueue, false)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("kortyx session: a queued message's turn could not start", "message", q.ID, "error", err)
 	} else {
@@ -369,6 +395,10 @@ func (s *session) steer(ctx workflow.Context, req sessionapi.TurnRequest) (sessi
 	run := q.RunID
 	s.changed = true
 	err := workflow.SignalExternalWorkflow(ctx, run, "", protocol.SteerSignal, msg).Get(ctx, nil)
+	if err != nil && s.unstarted(run) {
+		s.heal(ctx)
+		err = workflow.SignalExternalWorkflow(ctx, run, "", protocol.SteerSignal, msg).Get(ctx, nil)
+	}
 	done()
 	if err != nil {
 		workflow.GetLogger(ctx).Info("kortyx session: a steering message could not reach its run; it is queued", "run", run, "error", err)
@@ -396,7 +426,7 @@ func (s *session) interrupt(ctx workflow.Context, req sessionapi.TurnRequest) (s
 	if stopped != "" {
 		arrival = sessionapi.BusyInterrupt
 	}
-	started, err := s.startPrompt(ctx, req, arrival)
+	started, err := s.startPrompt(ctx, req, arrival, false)
 	if err != nil {
 		return started, err
 	}
@@ -513,7 +543,7 @@ func (s *session) restore(ctx workflow.Context, cp protocol.Checkpoint, runID st
 	if runID == "" {
 		runID = s.newID(ctx, "run-")
 	}
-	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID)); err != nil {
+	if err := s.startRun(ctx, runID, cp.Workflow, s.m.RestoreInput(cp, workflow.GetInfo(ctx).WorkflowExecution.ID), false); err != nil {
 		return "", err
 	}
 	s.m.Reopen(cp, runID)
@@ -575,25 +605,19 @@ func (s *session) fork(ctx workflow.Context, req sessionapi.ForkRequest) (sessio
 		Reissued: reissued}, nil
 }
 
-func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.RunStart) error {
+// startRun starts run runID of workflow wf as a child of the session, or, with delegate, leaves
+// its start to the caller of the update that runs this (the start-turn result's Launch): one
+// client start, where a child costs the session a command and two events. The run is then
+// [sessionstate.Machine].Unstarted until it reports.
+func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.RunStart, delegate bool) error {
 	var taskTimeout time.Duration // the server's default
 	if d, err := s.reg.Workflow(wf); err == nil && d.FastPath {
 		// A fast-path run learns of a cancellation when the SDK heartbeats its workflow task
 		// (every 80% of this timeout) while a pass runs. Options of a started child are not
-		// part of replay (only its type is compared), so reading the file here is safe.
+		// part of replay (only its type is compared), nor is an update's result, so reading the
+		// file here is safe.
 		taskTimeout = FastPathTaskTimeout
 	}
-	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowTaskTimeout:   taskTimeout,
-		WorkflowID:            runID,
-		TaskQueue:             s.m.In.RunTaskQueue,
-		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			protocol.SessionKey.ValueSet(s.m.In.SessionID),
-			protocol.WorkflowKey.ValueSet(wf),
-			protocol.StatusKey.ValueSet(string(contracts.StatusRunning))),
-	})
 	// A session with an id seed records the run's start in its input, seeded from its own
 	// (workflows/start.go): the run records no marker to start. Only for a run on the session's
 	// own task queue, whose workers have this worker's definitions and configuration.
@@ -605,15 +629,79 @@ func (s *session) startRun(ctx workflow.Context, runID, wf string, in protocol.R
 		"send a smaller input, or keep large values out of the run's state"); err != nil {
 		return contracts.ToTemporal(err)
 	}
-	f := workflow.ExecuteChildWorkflow(child, contracts.RunWorkflowName, in)
-	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+	l := &protocol.RunLaunch{RunID: runID, SessionID: s.m.In.SessionID, TaskQueue: s.m.In.RunTaskQueue, Workflow: wf, TaskTimeout: taskTimeout, Input: in}
+	if delegate {
+		s.m.Unstarted, s.launching = l, l
+		return nil
+	}
+	if err := s.launch(ctx, l); err != nil {
 		return contracts.ToTemporal(&contracts.Error{Code: contracts.CodeExecutionFailed, Message: "the run could not be started: " + err.Error(), Err: err})
 	}
 	return nil
 }
 
+// launch starts run l as a child of the session, with the options its caller would start it
+// with ([sessions.Service.Start]).
+func (s *session) launch(ctx workflow.Context, l *protocol.RunLaunch) error {
+	child := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowTaskTimeout:   l.TaskTimeout,
+		WorkflowID:            l.RunID,
+		TaskQueue:             l.TaskQueue,
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: protocol.RunSearchAttributes(l),
+	})
+	return workflow.ExecuteChildWorkflow(child, contracts.RunWorkflowName, l.Input).GetChildWorkflowExecution().Get(ctx, nil)
+}
+
+// unstarted reports whether run is the active turn's run that the session left to its caller to
+// start and that has not reported since.
+func (s *session) unstarted(run string) bool {
+	return s.m.Unstarted != nil && s.m.Unstarted.RunID == run
+}
+
+// heal starts the run the session left to its caller and that has not reported since: the
+// caller may have died between the update and the start, and the turn would wait for a run
+// that does not exist. A run the caller did start keeps its id, so this start is refused as a
+// duplicate (a start of the caller's after this one is refused in the same way): the run never
+// starts twice. The session heals before what needs the run to exist (an enqueued message waits
+// for it to end, a retry reattaches to it) and when the run did not take a signal or
+// cancellation, so that a healthy turn pays for none of it.
+func (s *session) heal(ctx workflow.Context) {
+	l := s.m.Unstarted
+	if l == nil {
+		return
+	}
+	s.m.Unstarted = nil
+	err := s.launch(ctx, l)
+	var exists *temporal.ChildWorkflowExecutionAlreadyStartedError
+	switch {
+	case err == nil:
+		workflow.GetLogger(ctx).Warn("kortyx session: started the turn's run that its caller did not start", "run", l.RunID)
+	case !errors.As(err, &exists):
+		workflow.GetLogger(ctx).Warn("kortyx session: the turn's run could not be started", "run", l.RunID, "error", err)
+	}
+}
+
+// healNow heals (see heal) as a change of the session: no other handler runs in between.
+func (s *session) healNow(ctx workflow.Context) {
+	if s.m.Unstarted == nil {
+		return
+	}
+	defer s.change()()
+	s.heal(ctx)
+}
+
 func (s *session) cancelRun(ctx workflow.Context, runID string) {
-	if err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil); err != nil {
+	err := workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil)
+	if err != nil && s.unstarted(runID) {
+		// Its caller did not start it (yet): start it, so that a start still on its way cannot
+		// run it later, and cancel it.
+		s.heal(ctx)
+		err = workflow.RequestCancelExternalWorkflow(ctx, runID, "").Get(ctx, nil)
+	}
+	s.m.Confirmed(runID)
+	if err != nil {
 		workflow.GetLogger(ctx).Info("kortyx: cancelling a run of the session failed (it may have ended)", "run", runID, "error", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/kortyx-go/kortyx/internal/sessionapi"
 
 	"github.com/kortyx-go/kortyx/contracts"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Checkpoint is a session checkpoint as the session keeps it: the public checkpoint and the
@@ -286,4 +287,41 @@ func isUUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// StartTurnRequest is the argument of the session's start-turn update
+// ([SessionStartTurnUpdate]): the turn's request and whether its caller starts the turn's run.
+type StartTurnRequest struct {
+	sessionapi.TurnRequest
+	// StartsRun says that the caller starts the run of a prompt that starts its turn at once
+	// (the result's Launch), rather than the session as its child: one client start instead of
+	// a child start and its two events in the session. Requests from callers that predate it
+	// (and recorded histories) have it unset, and the session starts the run.
+	StartsRun bool `json:"startsRun,omitempty"`
+}
+
+// StartedTurn is the result of the start-turn update: the turn, and the run its caller starts
+// when the request said it would (nil: the session started it, or the turn has no new run).
+type StartedTurn struct {
+	sessionapi.TurnStarted
+	Launch *RunLaunch `json:"launch,omitempty"`
+}
+
+// RunLaunch is a run the session left to its caller to start ([StartTurnRequest].StartsRun):
+// the run's workflow id, task queue, agent, workflow task timeout and input, started as the
+// session would start it as a child (the same search attributes; a duplicate id is refused).
+type RunLaunch struct {
+	RunID       string        `json:"runId"`
+	SessionID   string        `json:"sessionId"`
+	TaskQueue   string        `json:"taskQueue"`
+	Workflow    string        `json:"workflow"`
+	TaskTimeout time.Duration `json:"taskTimeout,omitempty"`
+	Input       RunStart      `json:"input"`
+}
+
+// RunSearchAttributes are the search attributes a session's run starts with: its session, its
+// agent and the running status.
+func RunSearchAttributes(l *RunLaunch) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(SessionKey.ValueSet(l.SessionID), WorkflowKey.ValueSet(l.Workflow),
+		StatusKey.ValueSet(string(contracts.StatusRunning)))
 }

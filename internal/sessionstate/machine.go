@@ -42,6 +42,18 @@ type Machine struct {
 	schemas map[string]*contracts.Schema
 	// results are how the turns of queued messages started, by message id (see [QueuedResult]).
 	results map[string]*QueuedResult
+	// Unstarted is the run of the active turn that the session left to its caller to start
+	// and that has not reported since: the caller may have died before starting it. Any
+	// report of that run clears it. Not durable: replay sets it again, and a session
+	// continues as new only with no turn active.
+	Unstarted *protocol.RunLaunch
+}
+
+// Confirmed clears [Machine.Unstarted] when it is run's (the run exists).
+func (m *Machine) Confirmed(run string) {
+	if m.Unstarted != nil && m.Unstarted.RunID == run {
+		m.Unstarted = nil
+	}
 }
 
 // New returns the machine of a session started (or continued) with in; taskQueue is the
@@ -488,6 +500,7 @@ func (m *Machine) Stopped(a *sessionapi.ActiveTurn) {
 // was answered on the run itself (not through a turn of the session) is that answer's turn
 // when answeredOnRun (the version gate; asked only then) allows it.
 func (m *Machine) Apply(rep protocol.CheckpointReport, now time.Time, answeredOnRun func() bool) bool {
+	m.Confirmed(rep.RunID)
 	if cp := rep.Checkpoint; cp != nil && m.Checkpoint(cp.ID).ID != "" {
 		// The report of a checkpoint the session has: the publish activity that signalled it
 		// was retried (protocol.PublishReport). A run's own signals arrive once.

@@ -36,6 +36,10 @@ const upgradeLeanBase = "04cf478b97dbf2612f367b8617488bbecb2b7276"
 // (execution.QuietStatusVersion) as a marker.
 const upgradeQuietBase = "c5fbfe587f1148a679c71fa0051dc43fa992088c"
 
+// upgradeChildBase is the last commit whose sessions start every run as their child: the
+// session service now starts a prompt's run itself (protocol.StartTurnRequest.StartsRun).
+const upgradeChildBase = "505c7c75322acda74b174cf8d03c923421773a8e"
+
 // buildAt builds the program pkg (e.g. "./worker") of the module as it was at commit rev, from
 // the checkout's git history (the module cache serves its dependencies).
 func buildAt(t *testing.T, rev, pkg string) string {
@@ -108,6 +112,48 @@ func TestUpgradeFinishesWhatTheLeanReleaseStarted(t *testing.T) {
 // sessions record their runs' start in the runs' input.
 func TestUpgradeFinishesWhatTheQuietReleaseStarted(t *testing.T) {
 	upgradeFrom(t, upgradeQuietBase, int(execution.QuietStatusVersion), "upgrade-quiet-", true)
+}
+
+// The same from the release whose sessions start every run as their child to this one, whose
+// session service starts a prompt's run itself: the sessions in flight go on, their next turns'
+// runs started by the API.
+func TestUpgradeFinishesWhatTheChildStartReleaseStarted(t *testing.T) {
+	upgradeFrom(t, upgradeChildBase, 0, "upgrade-child-", true)
+}
+
+// During a rollout an API process and a worker of different releases serve one task queue. A
+// new API with an old worker: the old session ignores the request's startsRun and starts the
+// run as its child, and returns no launch, so the API starts nothing. An old API with a new
+// worker: the request has no startsRun, and the new session starts the run as its child. Then
+// both new: the API starts the run.
+func TestUpgradeMixesAPIAndWorkerReleases(t *testing.T) {
+	redis := redistest.Start(t)
+	oldBin := buildAt(t, upgradeChildBase, "./worker")
+	tq := taskQueue(t)
+	env := []string{"KORTYX_REDIS_URL=" + redis.URL()}
+	apiEnv := append([]string{"KORTYX_HTTP_ADDR=127.0.0.1:0"}, env...)
+	chat := func(api, session string) string {
+		ask, _, last := askHello(t, api, session)
+		answerHello(t, api, session, "t2", ask, last, "Ada")
+		return runOfSession(t, session)
+	}
+
+	oldWorker := startBinary(t, oldBin, tq, nil, env...)
+	oldWorker.until(t, `msg="kortyx worker: polling task queue"`)
+	newAPI := startProcess(t, tq, []string{"--api-only"}, apiEnv...).apiURL(t)
+	run := chat(newAPI, "rollout-new-api")
+	require.Equal(t, protocol.SessionWorkflowID("rollout-new-api"), parentOf(t, run), "the old session started its run")
+	require.NoError(t, oldWorker.cmd.Process.Signal(syscall.SIGTERM))
+	_ = oldWorker.cmd.Wait()
+
+	newWorker := startProcess(t, tq, nil, env...)
+	newWorker.until(t, `msg="kortyx worker: polling task queue"`)
+	oldAPI := startBinary(t, oldBin, tq, []string{"--api-only"}, apiEnv...).apiURL(t)
+	run = chat(oldAPI, "rollout-old-api")
+	require.Equal(t, protocol.SessionWorkflowID("rollout-old-api"), parentOf(t, run), "for an old API, the new session starts its run")
+
+	run = chat(newAPI, "rollout-new")
+	require.Empty(t, parentOf(t, run), "the new API started the run")
 }
 
 // startVersion is the version of the pinned-definition change a run takes: the one its history
@@ -187,6 +233,10 @@ func upgradeFrom(t *testing.T, base string, oldVersion int, prefix string, seede
 
 	for _, run := range []string{helloRun, refundRun, orderRun} {
 		require.Equal(t, oldVersion, pinVersion(t, run), "run %s of the old release replays as it was recorded", run)
+		require.NotEmpty(t, parentOf(t, run), "the old release's session started run %s as its child", run)
+	}
+	for _, run := range []string{nextRun, helloNext} {
+		require.Empty(t, parentOf(t, run), "the new release's API started run %s", run)
 	}
 	for _, run := range []string{nextRun, helloNext} {
 		want := int(execution.ReportWithPublishVersion) // from its session's record
