@@ -184,7 +184,7 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 // launchTimeout bounds the start of a turn's run and, when it fails, the stop of its turn.
 const launchTimeout = 10 * time.Second
 
-// launch starts the run of a turn that its session left to this caller (docs/architecture.md#a-turn-s-run-started-by-its-caller):
+// launch starts the run of a turn that its session left to this caller (docs/architecture.md#a-turns-run-started-by-its-caller):
 // the session accepted the turn, and its run starts here with the options the session would
 // give it as a child. The start does not depend on the caller staying (a client that leaves
 // right after its prompt gets the turn the session accepted). An id that exists already is the

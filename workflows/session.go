@@ -683,9 +683,15 @@ func (s *session) heal(ctx workflow.Context) {
 	}
 }
 
-// healNow heals (see heal) as a change of the session: no other handler runs in between.
+// healNow heals (see heal) as a change of the session: no other handler runs in between. Only
+// the active turn's run is started (a run whose turn ended without a report is not).
 func (s *session) healNow(ctx workflow.Context) {
-	if s.m.Unstarted == nil {
+	l := s.m.Unstarted
+	if l == nil {
+		return
+	}
+	if a := s.m.State.Active; a == nil || a.RunID != l.RunID {
+		s.m.Unstarted = nil
 		return
 	}
 	defer s.change()()
