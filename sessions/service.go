@@ -152,25 +152,23 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 		req.SessionBudget = &b
 	}
 	c := s.o.Client
-	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       protocol.SessionWorkflowID(sessionID),
-		TaskQueue:                s.o.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(sessionID)),
-	}, protocol.SessionWorkflowName, protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints, Seed: newSeed()})
+	in := protocol.SessionInput{SessionID: sessionID, MaxCheckpoints: s.o.MaxCheckpoints, Seed: newSeed()}
+	start := func() client.WithStartWorkflowOperation { // an operation is sent once
+		return c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       protocol.SessionWorkflowID(sessionID),
+			TaskQueue:                s.o.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			TypedSearchAttributes:    temporal.NewSearchAttributes(protocol.SessionKey.ValueSet(sessionID)),
+		}, protocol.SessionWorkflowName, in)
+	}
+	caller := ctx
 	return out, s.guard(ctx, func(ctx context.Context) error {
-		h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: start,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: protocol.SessionStartTurnUpdate,
-				Args: []any{protocol.StartTurnRequest{TurnRequest: req, StartsRun: true}}, WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err != nil {
-			return err
+		res, err := s.startTurn(ctx, caller, start, sessionID, protocol.SessionStartTurnByCallerUpdate, req)
+		if isUnknownUpdate(err) {
+			// A worker of a release before the caller started runs: its session starts it.
+			res, err = s.startTurn(ctx, caller, start, sessionID, protocol.SessionStartTurnUpdate, req)
 		}
-		var res protocol.StartedTurn
-		if err := h.Get(ctx, &res); err != nil {
+		if err != nil {
 			return err
 		}
 		out = res.TurnStarted
@@ -179,6 +177,52 @@ func (s *Service) Start(ctx context.Context, sessionID string, req TurnRequest) 
 		}
 		return nil
 	})
+}
+
+// startTurn sends the start-turn update name (update-with-start) and waits for its result. A
+// caller that leaves (caller, the caller's context, ends) once the session may have accepted
+// the turn hands the rest to [Service.rescue], so that a turn the session accepted gets its
+// run. (When Temporal stops answering, the call is abandoned and the session starts the run at
+// its next request.)
+func (s *Service) startTurn(ctx, caller context.Context, start func() client.WithStartWorkflowOperation, sessionID, name string, req TurnRequest) (protocol.StartedTurn, error) {
+	var res protocol.StartedTurn
+	id := uuid.NewString()
+	h, err := s.o.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start(),
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID: id, WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateName: name,
+			Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	if err != nil && caller.Err() != nil && name == protocol.SessionStartTurnByCallerUpdate {
+		go s.rescue(context.WithoutCancel(ctx), sessionID, id)
+	}
+	return res, err
+}
+
+// rescue waits (bounded by launchTimeout) for the result of start-turn update id of a caller
+// that left, and starts the run the session left to it, if any.
+func (s *Service) rescue(ctx context.Context, sessionID, id string) {
+	ctx, cancel := context.WithTimeout(ctx, launchTimeout)
+	defer cancel()
+	var res protocol.StartedTurn
+	h := s.o.Client.GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions{WorkflowID: protocol.SessionWorkflowID(sessionID), UpdateID: id})
+	if err := h.Get(ctx, &res); err != nil || res.Launch == nil {
+		return
+	}
+	if err := s.launch(ctx, *res.Launch); err != nil {
+		s.logger().Warn("kortyx sessions: the run of a turn whose caller left could not be started", "session", sessionID, "run", res.Launch.RunID, "error", err)
+	}
+}
+
+// isUnknownUpdate reports whether err is a session's rejection of an update name it has no
+// handler for (a worker of an earlier release). The SDK rejects such an update with this text
+// and no type of its own.
+func isUnknownUpdate(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unknown update "+protocol.SessionStartTurnByCallerUpdate)
 }
 
 // launchTimeout bounds the start of a turn's run and, when it fails, the stop of its turn.
@@ -208,16 +252,17 @@ func (s *Service) launch(ctx context.Context, l protocol.RunLaunch) error {
 	s.logger().Warn("kortyx sessions: the turn's run could not be started; stopping the turn", "session", l.SessionID, "run", l.RunID, "error", err)
 	tctx, cancel := context.WithTimeout(ctx, launchTimeout)
 	defer cancel()
+	msg := "The turn's run could not be started, so the turn was stopped; send the message again."
 	if _, serr := s.Stop(tctx, l.SessionID, l.RunID); serr != nil {
 		s.logger().Warn("kortyx sessions: the turn whose run did not start could not be stopped; the session starts the run at its next request",
 			"session", l.SessionID, "run", l.RunID, "error", serr)
+		msg = "The turn's run could not be started yet; the session starts it at its next request. Send the message again with the same clientTurnId to follow it."
 	}
 	var coded *contracts.Error
 	if err := temporalhealth.Classify(ctx, err); errors.As(err, &coded) {
 		return err
 	}
-	return &contracts.Error{Code: contracts.CodeExecutionFailed, Retryable: true, Err: err,
-		Message: "The turn's run could not be started, so the turn was stopped; send the message again."}
+	return &contracts.Error{Code: contracts.CodeExecutionFailed, Retryable: true, Err: err, Message: msg}
 }
 
 // AnswerOptions are the options of [Service.Answer]; the zero value works.

@@ -269,12 +269,13 @@ func TestChatTurnIsOneTrace(t *testing.T) {
 	require.Equal(t, attrs(byName(spans, "RunWorkflow:"+contracts.RunWorkflowName)[0])["temporalWorkflowID"], tc["runId"])
 
 	// The workflows and activities under it.
-	update := "UpdateWithStartWorkflow:" + protocol.SessionStartTurnUpdate
+	update := "UpdateWithStartWorkflow:" + protocol.SessionStartTurnByCallerUpdate
 	require.Equal(t, []string{update, "POST /api/chat"}, ancestry(t, spans, byName(spans, "RunWorkflow:"+protocol.SessionWorkflowName)[0]))
 	runs := byName(spans, "RunWorkflow:"+contracts.RunWorkflowName)
 	require.Len(t, runs, 1)
 	runUp := ancestry(t, spans, runs[0])
-	require.Equal(t, []string{"StartChildWorkflow:" + contracts.RunWorkflowName, "HandleUpdate:" + protocol.SessionStartTurnUpdate, update, "POST /api/chat"}, runUp)
+	// The session service starts the prompt's run itself, under the same request.
+	require.Equal(t, []string{"StartWorkflow:" + contracts.RunWorkflowName, "POST /api/chat"}, runUp)
 
 	passes := byName(spans, "chat "+modelName)
 	require.Len(t, passes, 2)

@@ -266,7 +266,7 @@ type answerResult struct {
 }
 
 // answer serves POST /api/runs/{id}/answer: a contracts.Response to the run's open question.
-// A session's turn (a child of the session's workflow) is answered through the session (sessions.Service.Answer, the operation
+// A session's turn (its run bound to the session: its child, or started by the session service) is answered through the session (sessions.Service.Answer, the operation
 // of the chat route's metadata.resume); another run by its respond update, which checks the
 // answer first (a refused answer changes nothing).
 func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Service) (any, error) {
@@ -299,7 +299,13 @@ func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Se
 	}
 	// A session's turn is answered through its session; a run started with a session id but no
 	// session workflow is answered like any other run.
-	if session := o.sessionOfRun(r.Context(), runID, d.RawResponse.GetWorkflowExecutionInfo()); session != "" && svc != nil {
+	session := ""
+	if svc != nil {
+		if session, err = o.sessionOfRun(r.Context(), runID, d.RawResponse.GetWorkflowExecutionInfo()); err != nil {
+			return nil, err
+		}
+	}
+	if session != "" {
 		ts, err := svc.Answer(r.Context(), session, resp, sessions.AnswerOptions{Continue: true})
 		if err != nil {
 			return nil, err
@@ -317,35 +323,42 @@ func (o Options) answer(w http.ResponseWriter, r *http.Request, svc *sessions.Se
 // child has the session as its parent; one the session service started (a prompt's run, which
 // the session leaves to its caller) has no parent, and its start input binds it to its session
 // (read from the first event of its history). A run of no session has no KortyxSession.
-func (o Options) sessionOfRun(ctx context.Context, runID string, info *workflowpb.WorkflowExecutionInfo) string {
+func (o Options) sessionOfRun(ctx context.Context, runID string, info *workflowpb.WorkflowExecutionInfo) (string, error) {
 	if p := info.GetParentExecution(); p != nil {
-		session, _ := strings.CutPrefix(p.GetWorkflowId(), sessionPrefix)
-		if session == p.GetWorkflowId() {
-			return "" // a child run of a run
+		session, ok := strings.CutPrefix(p.GetWorkflowId(), sessionPrefix)
+		if !ok {
+			return "", nil // a child run of a run
 		}
-		return session
+		return session, nil
 	}
 	if info.GetSearchAttributes().GetIndexedFields()[contracts.SearchAttributeSession] == nil {
-		return ""
+		return "", nil
 	}
 	resp, err := o.Client.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
 		Namespace: o.Namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: runID, RunId: info.GetExecution().GetRunId()}, MaximumPageSize: 1})
-	if err != nil || len(resp.GetHistory().GetEvents()) == 0 {
-		return ""
+	if err != nil {
+		return "", err
+	}
+	if len(resp.GetHistory().GetEvents()) == 0 {
+		return "", nil
 	}
 	dc := o.DataConverter
 	if dc == nil {
 		dc = converter.GetDefaultDataConverter()
 	}
-	var in protocol.RunStart
+	var in struct { // the session binding of protocol.RunStart alone
+		Session *struct {
+			WorkflowID string `json:"workflowId"`
+		} `json:"session"`
+	}
 	if dc.FromPayloads(resp.GetHistory().GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in) != nil || in.Session == nil {
-		return ""
+		return "", nil
 	}
-	session, ok := strings.CutPrefix(in.Session.WorkflowID, sessionPrefix)
-	if !ok {
-		return ""
+	session, _ := strings.CutPrefix(in.Session.WorkflowID, sessionPrefix)
+	if session == in.Session.WorkflowID {
+		return "", nil
 	}
-	return session
+	return session, nil
 }
 
 // missing lists the question fields an answer lacks.

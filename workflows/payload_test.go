@@ -130,7 +130,7 @@ func TestSessionOverThePayloadLimitDoesNotContinueAsNew(t *testing.T) {
 			OnAccept: func() {}, OnReject: func(err error) { t.Errorf("turn %s: %v", id, err) },
 			OnComplete: func(res any, err error) {
 				require.NoError(t, err)
-				turns = append(turns, res.(protocol.StartedTurn).TurnStarted)
+				turns = append(turns, res.(sessionapi.TurnStarted))
 			},
 		}, sessionapi.TurnRequest{Workflow: "echo", Input: b})
 	}

@@ -17,8 +17,9 @@ import (
 )
 
 // Session is the session workflow ([protocol.SessionWorkflowName]): one execution per session
-// id that holds the session's checkpoints and head, serializes its turns (starting each run as
-// a child workflow that outlives it), and rolls back and forks (spec F5.3–F5.5).
+// id that holds the session's checkpoints and head, serializes its turns (a prompt's run started
+// by the update's caller, [protocol.SessionStartTurnByCallerUpdate], the others as child
+// workflows that outlive it), and rolls back and forks (spec F5.3–F5.5).
 func (r *Runner) Session(ctx workflow.Context, in protocol.SessionStart) error {
 	s := &session{m: sessionstate.New(in, workflow.GetInfo(ctx).TaskQueueName), reg: r.reg}
 	forked := s.m.Forked()
@@ -166,25 +167,22 @@ func (s *session) install(ctx workflow.Context) error {
 		}
 		return validate(check)
 	}
+	validateStart := func(ctx workflow.Context, req sessionapi.TurnRequest) error {
+		return validate(func() error {
+			again, err := s.m.CheckStart(req)
+			if err == nil && again == nil {
+				err = s.checkWorkflow(req)
+			}
+			return err
+		})
+	}
 	updates := []struct {
 		name     string
 		handler  any
 		validate any
 	}{
-		{protocol.SessionStartTurnUpdate, s.startTurn, func(ctx workflow.Context, req protocol.StartTurnRequest) error {
-			return validate(func() error {
-				again, err := s.m.CheckStart(req.TurnRequest)
-				if err == nil && again == nil {
-					err = s.checkWorkflow(req.TurnRequest)
-				}
-				if s.m.Unstarted != nil && contracts.CodeOf(err) == contracts.CodeSessionBusy {
-					// The running turn's run may not exist (its caller died before starting
-					// it): the handler starts it before it refuses the message (see heal).
-					return nil
-				}
-				return err
-			})
-		}},
+		{protocol.SessionStartTurnUpdate, s.startTurn, validateStart},
+		{protocol.SessionStartTurnByCallerUpdate, s.startTurnByCaller, validateStart},
 		{protocol.SessionResumeTurnUpdate, s.resumeTurn, func(ctx workflow.Context, req protocol.ResumeTurnRequest) error {
 			return validateSettled(func() error { _, _, err := s.m.CheckResume(req); return err })
 		}},
@@ -280,27 +278,39 @@ func (s *session) checkWorkflow(req sessionapi.TurnRequest) error {
 	return err
 }
 
-// startTurn is the start-turn update's handler. A prompt that starts its turn at once, from a
-// caller that starts runs itself (req.StartsRun), has its run left to that caller: the result's
-// Launch, and [session.heal] if the caller never starts it.
-func (s *session) startTurn(ctx workflow.Context, req protocol.StartTurnRequest) (protocol.StartedTurn, error) {
-	started, err := s.turn(ctx, req)
+// startTurn is the handler of [protocol.SessionStartTurnUpdate]: the session starts the turn's
+// run as its child.
+func (s *session) startTurn(ctx workflow.Context, req sessionapi.TurnRequest) (sessionapi.TurnStarted, error) {
+	return s.turn(ctx, req, false)
+}
+
+// startTurnByCaller is the handler of [protocol.SessionStartTurnByCallerUpdate]: a prompt that
+// starts its turn at once has its run left to the update's caller (the result's Launch), and
+// to [session.heal] if the caller never starts it. The update's name, not a field of its
+// request, says so: a worker of an earlier release rejects the name (writing nothing), where it
+// would accept and ignore a field, and its history would then replay here differently.
+func (s *session) startTurnByCaller(ctx workflow.Context, req sessionapi.TurnRequest) (protocol.StartedTurn, error) {
+	started, err := s.turn(ctx, req, true)
 	out := protocol.StartedTurn{TurnStarted: started}
-	if err == nil && req.StartsRun {
+	if err == nil {
 		out.Launch = s.launching
-		s.launching = nil
 	}
+	s.launching = nil
 	return out, err
 }
 
-func (s *session) turn(ctx workflow.Context, req protocol.StartTurnRequest) (sessionapi.TurnStarted, error) {
+func (s *session) turn(ctx workflow.Context, req sessionapi.TurnRequest, byCaller bool) (sessionapi.TurnStarted, error) {
 	if err := s.ready(ctx); err != nil {
 		return sessionapi.TurnStarted{}, err
 	}
 	s.drain(ctx)
-	again, err := s.m.CheckStart(req.TurnRequest)
+	again, err := s.m.CheckStart(req)
 	if err != nil {
-		s.healNow(ctx)
+		if contracts.CodeOf(err) == contracts.CodeSessionBusy && s.mayBeUnstarted(ctx) {
+			// The running turn's run may not exist (its caller died before starting it): it
+			// is started before the message is refused (see heal).
+			s.healNow(ctx)
+		}
 		return sessionapi.TurnStarted{}, contracts.ToTemporal(err)
 	}
 	if again != nil {
@@ -319,19 +329,19 @@ func (s *session) turn(ctx workflow.Context, req protocol.StartTurnRequest) (ses
 		// CheckStart refused the message unless it names a policy for a busy session.
 		switch {
 		case req.Busy == sessionapi.BusyInterrupt:
-			return s.interrupt(ctx, req.TurnRequest)
+			return s.interrupt(ctx, req)
 		case req.Busy == sessionapi.BusySteer && s.m.Running() && len(s.m.State.Queue) == 0:
-			return s.steer(ctx, req.TurnRequest)
+			return s.steer(ctx, req)
 		default: // enqueue, or steering while messages are queued: after them
 			// The queue moves when the running turn's run ends: it must exist.
 			s.healNow(ctx)
-			q := s.m.Enqueue(req.TurnRequest, s.newID(ctx, "queued-"), req.Busy, workflow.Now(ctx))
+			q := s.m.Enqueue(req, s.newID(ctx, "queued-"), req.Busy, workflow.Now(ctx))
 			s.changed = true
 			return s.awaitQueued(ctx, q.ID)
 		}
 	}
 	defer s.change()()
-	return s.startPrompt(ctx, req.TurnRequest, "", req.StartsRun)
+	return s.startPrompt(ctx, req, "", byCaller)
 }
 
 // startPrompt starts the prompt turn of req: the session is idle (or its running turn was just
@@ -679,8 +689,24 @@ func (s *session) heal(ctx workflow.Context) {
 	case err == nil:
 		workflow.GetLogger(ctx).Warn("kortyx session: started the turn's run that its caller did not start", "run", l.RunID)
 	case !errors.As(err, &exists):
+		// Neither started: the next request tries again.
 		workflow.GetLogger(ctx).Warn("kortyx session: the turn's run could not be started", "run", l.RunID, "error", err)
+		if s.m.Unstarted == nil {
+			s.m.Unstarted = l
+		}
 	}
+}
+
+// launchGrace is how long after its turn started a run the session left to its caller is
+// presumed started: a message refused as busy within it is refused as before, after it the
+// session first starts the run if its caller did not (see heal).
+const launchGrace = 5 * time.Second
+
+// mayBeUnstarted reports whether the active turn's run was left to its caller more than
+// launchGrace ago and has not reported since.
+func (s *session) mayBeUnstarted(ctx workflow.Context) bool {
+	l, a := s.m.Unstarted, s.m.State.Active
+	return l != nil && a != nil && a.RunID == l.RunID && workflow.Now(ctx).Sub(a.Since) > launchGrace
 }
 
 // healNow heals (see heal) as a change of the session: no other handler runs in between. Only

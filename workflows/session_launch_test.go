@@ -14,11 +14,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// delegated is a prompt whose caller starts the run (the session service's requests).
-func delegated(clientTurnID string) protocol.StartTurnRequest {
+// delegated is a prompt the session service sends with protocol.SessionStartTurnByCallerUpdate
+// (byCaller), whose caller starts the run.
+func delegated(clientTurnID string) sessionapi.TurnRequest {
 	b, _ := json.Marshal("hi")
-	return protocol.StartTurnRequest{TurnRequest: sessionapi.TurnRequest{Workflow: "echo", Input: b, ClientTurnID: clientTurnID}, StartsRun: true}
+	return sessionapi.TurnRequest{Workflow: "echo", Input: b, ClientTurnID: clientTurnID}
 }
+
+const byCaller = protocol.SessionStartTurnByCallerUpdate
 
 // runSession runs the session until the test cancels it at one minute.
 func (h *sessionHarness) runSession() {
@@ -40,14 +43,15 @@ func (h *sessionHarness) failFirstCancel() *int {
 	return cancels
 }
 
-// A prompt from a caller that starts runs gets its run's launch instead of a child: the run the
-// session would have started, with the same input. A request without the flag (a caller or a
-// recorded history from before it) gets a child, as before.
+// A prompt sent by a caller that starts runs (protocol.SessionStartTurnByCallerUpdate) gets its
+// run's launch instead of a child: the run the session would have started, with the same
+// input. A prompt sent with protocol.SessionStartTurnUpdate (a caller or a recorded history
+// from before) gets a child, as before.
 func TestSessionLeavesThePromptsRunToItsCaller(t *testing.T) {
 	h := newSessionHarness(t)
 	var out protocol.StartedTurn
 	var refused error
-	h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &out, &refused)
+	h.update(time.Second, byCaller, delegated(""), &out, &refused)
 	var during sessionapi.SessionView
 	h.view(2*time.Second, &during)
 	h.env.RegisterDelayedCallback(func() {
@@ -82,8 +86,8 @@ func TestSessionStartsTheRunItsCallerDidNotStartOnARetry(t *testing.T) {
 	h := newSessionHarness(t)
 	var first, retry protocol.StartedTurn
 	var refused error
-	h.update(time.Second, protocol.SessionStartTurnUpdate, delegated("ct-1"), &first, &refused)
-	h.update(2*time.Second, protocol.SessionStartTurnUpdate, delegated("ct-1"), &retry, &refused)
+	h.update(time.Second, byCaller, delegated("ct-1"), &first, &refused)
+	h.update(2*time.Second, byCaller, delegated("ct-1"), &retry, &refused)
 	h.runSession()
 
 	require.NoError(t, refused)
@@ -96,24 +100,29 @@ func TestSessionStartsTheRunItsCallerDidNotStartOnARetry(t *testing.T) {
 	require.Equal(t, first.Launch.Input.Input, h.runs[0].Input)
 }
 
-// A message refused with SESSION_BUSY while the running turn's run has not reported is let
-// through the validator, so that the session starts the run before refusing it; a stop does
-// the same before it cancels. Once the run has reported, nothing is started again.
+// A message refused with SESSION_BUSY while the running turn's run has not reported, more than
+// the grace (5 s) after the turn started, is let through the validator, so that the session
+// starts the run before refusing it; a stop does the same before it cancels. Once the run has
+// reported, nothing is started again.
 func TestSessionStartsTheRunItsCallerDidNotStartBeforeBusyOrStop(t *testing.T) {
 	t.Run("busy", func(t *testing.T) {
 		h := newSessionHarness(t)
 		var first, second protocol.StartedTurn
-		var refused, busy error
-		h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &first, &refused)
-		h.update(2*time.Second, protocol.SessionStartTurnUpdate, delegated(""), &second, &busy)
-		var busyAgain error
-		h.update(3*time.Second, protocol.SessionStartTurnUpdate, delegated(""), &second, &busyAgain)
+		var refused, early, busy, busyAgain error
+		h.update(time.Second, byCaller, delegated(""), &first, &refused)
+		h.update(2*time.Second, byCaller, delegated(""), &second, &early)
+		var startedEarly int
+		h.env.RegisterDelayedCallback(func() { startedEarly = len(h.runs) }, 3*time.Second)
+		h.update(8*time.Second, byCaller, delegated(""), &second, &busy)
+		h.update(9*time.Second, byCaller, delegated(""), &second, &busyAgain)
 		h.runSession()
 
 		require.NoError(t, refused)
+		require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(early), "%v", early)
+		require.Zero(t, startedEarly, "within the grace the validator refuses the message: nothing is started")
 		require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(busy), "%v", busy)
 		require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(busyAgain), "%v", busyAgain)
-		require.Len(t, h.runs, 1, "started once, by the first refused message")
+		require.Len(t, h.runs, 1, "started once, by the first message refused after the grace")
 		require.Equal(t, first.Launch.Input.Session, h.runs[0].Session)
 	})
 	t.Run("stop", func(t *testing.T) {
@@ -121,7 +130,7 @@ func TestSessionStartsTheRunItsCallerDidNotStartBeforeBusyOrStop(t *testing.T) {
 		cancels := h.failFirstCancel()
 		var first protocol.StartedTurn
 		var refused error
-		h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &first, &refused)
+		h.update(time.Second, byCaller, delegated(""), &first, &refused)
 		var stopped string
 		h.update(2*time.Second, protocol.SessionStopUpdate, "", &stopped, &refused)
 		var after sessionapi.SessionView
@@ -138,13 +147,13 @@ func TestSessionStartsTheRunItsCallerDidNotStartBeforeBusyOrStop(t *testing.T) {
 		h := newSessionHarness(t)
 		var first protocol.StartedTurn
 		var refused, busy error
-		h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &first, &refused)
+		h.update(time.Second, byCaller, delegated(""), &first, &refused)
 		h.env.RegisterDelayedCallback(func() {
 			h.env.SignalWorkflow(protocol.SessionCheckpointSignal, protocol.CheckpointReport{RunID: first.RunID,
 				Spend: &protocol.RunSpendReport{}})
 		}, 2*time.Second)
 		var second protocol.StartedTurn
-		h.update(3*time.Second, protocol.SessionStartTurnUpdate, delegated(""), &second, &busy)
+		h.update(8*time.Second, byCaller, delegated(""), &second, &busy)
 		h.runSession()
 
 		require.NoError(t, refused)
@@ -161,10 +170,10 @@ func TestSessionStartsTheRunItsCallerDidNotStartForTheQueueAndInterrupt(t *testi
 		h := newSessionHarness(t)
 		var first, queued protocol.StartedTurn
 		var refused error
-		h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &first, &refused)
+		h.update(time.Second, byCaller, delegated(""), &first, &refused)
 		next := delegated("")
 		next.Busy = sessionapi.BusyEnqueue
-		h.update(2*time.Second, protocol.SessionStartTurnUpdate, next, &queued, &refused)
+		h.update(2*time.Second, byCaller, next, &queued, &refused)
 		var healed int
 		h.env.RegisterDelayedCallback(func() {
 			healed = len(h.runs)
@@ -185,10 +194,10 @@ func TestSessionStartsTheRunItsCallerDidNotStartForTheQueueAndInterrupt(t *testi
 		cancels := h.failFirstCancel()
 		var first, second protocol.StartedTurn
 		var refused error
-		h.update(time.Second, protocol.SessionStartTurnUpdate, delegated(""), &first, &refused)
+		h.update(time.Second, byCaller, delegated(""), &first, &refused)
 		msg := delegated("")
 		msg.Busy = sessionapi.BusyInterrupt
-		h.update(2*time.Second, protocol.SessionStartTurnUpdate, msg, &second, &refused)
+		h.update(2*time.Second, byCaller, msg, &second, &refused)
 		h.runSession()
 
 		require.NoError(t, refused)

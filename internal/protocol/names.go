@@ -27,6 +27,11 @@ const (
 	SessionWorkflowName = "kortyx.Session"
 	// SessionStartTurnUpdate starts a prompt turn ([TurnRequest] → [TurnStarted]).
 	SessionStartTurnUpdate = "kortyx.Session.StartTurn"
+	// SessionStartTurnByCallerUpdate starts a prompt turn whose run its caller starts
+	// ([TurnRequest] → [StartedTurn], the run's Launch when the turn starts at once). A worker
+	// of a release before it has no handler and rejects it (nothing is written): the caller
+	// sends SessionStartTurnUpdate then.
+	SessionStartTurnByCallerUpdate = "kortyx.Session.StartTurnByCaller"
 	// SessionResumeTurnUpdate claims an answer turn ([ResumeTurnRequest] → [TurnStarted]).
 	SessionResumeTurnUpdate = "kortyx.Session.ResumeTurn"
 	// SessionAbortTurnUpdate releases a claimed turn whose run could not continue (run id).

@@ -289,25 +289,14 @@ func isUUID(s string) bool {
 	return true
 }
 
-// StartTurnRequest is the argument of the session's start-turn update
-// ([SessionStartTurnUpdate]): the turn's request and whether its caller starts the turn's run.
-type StartTurnRequest struct {
-	sessionapi.TurnRequest
-	// StartsRun says that the caller starts the run of a prompt that starts its turn at once
-	// (the result's Launch), rather than the session as its child: one client start instead of
-	// a child start and its two events in the session. Requests from callers that predate it
-	// (and recorded histories) have it unset, and the session starts the run.
-	StartsRun bool `json:"startsRun,omitempty"`
-}
-
-// StartedTurn is the result of the start-turn update: the turn, and the run its caller starts
-// when the request said it would (nil: the session started it, or the turn has no new run).
+// StartedTurn is the result of [SessionStartTurnByCallerUpdate]: the turn, and the run its
+// caller starts (nil: the session started it, or the turn has no new run).
 type StartedTurn struct {
 	sessionapi.TurnStarted
 	Launch *RunLaunch `json:"launch,omitempty"`
 }
 
-// RunLaunch is a run the session left to its caller to start ([StartTurnRequest].StartsRun):
+// RunLaunch is a run the session left to its caller to start ([SessionStartTurnByCallerUpdate]):
 // the run's workflow id, task queue, agent, workflow task timeout and input, started as the
 // session would start it as a child (the same search attributes; a duplicate id is refused).
 type RunLaunch struct {

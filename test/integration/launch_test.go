@@ -50,6 +50,35 @@ func (f *failingOutbound) UpdateWorkflow(ctx context.Context, in *interceptor.Cl
 	return f.Next.UpdateWorkflow(ctx, in)
 }
 
+// leavingCaller is a client interceptor that plays a client leaving right after the session
+// completed its start-turn update: it cancels the caller's context and returns its error.
+type leavingCaller struct {
+	interceptor.ClientInterceptorBase
+	cancel context.CancelFunc
+}
+
+func (l *leavingCaller) InterceptClient(next interceptor.ClientOutboundInterceptor) interceptor.ClientOutboundInterceptor {
+	return &leavingOutbound{ClientOutboundInterceptorBase: interceptor.ClientOutboundInterceptorBase{Next: next}, cancel: l.cancel}
+}
+
+type leavingOutbound struct {
+	interceptor.ClientOutboundInterceptorBase
+	cancel context.CancelFunc
+}
+
+func (l *leavingOutbound) UpdateWithStartWorkflow(ctx context.Context, in *interceptor.ClientUpdateWithStartWorkflowInput) (client.WorkflowUpdateHandle, error) {
+	h, err := l.Next.UpdateWithStartWorkflow(ctx, in)
+	if err != nil {
+		return h, err
+	}
+	var res any
+	if err := h.Get(ctx, &res); err != nil {
+		return h, err
+	}
+	l.cancel()
+	return nil, ctx.Err()
+}
+
 // failingService is a session service of the worker whose starts of runs fail (see
 // failingCaller).
 func failingService(t *testing.T, e *inproc, died bool) *sessions.Service {
@@ -88,8 +117,9 @@ func parentOf(t *testing.T, run string) string {
 // child). A caller that dies between the session's update and the run's start leaves a turn
 // whose run does not exist; the session starts it at the next request that needs it, and the
 // run never starts twice: a retry of the same prompt reattaches to the run the session
-// started; a message refused as busy is refused after the session started the run; a stop
-// starts and cancels it, and a late start of the dead caller's is refused.
+// started; a message refused as busy more than 5 s after the turn started is refused after the
+// session started the run; a stop starts and cancels it, and a late start of the dead caller's
+// is refused. A client that leaves after the update still gets its run.
 func TestSessionStartsTheRunOfADeadCaller(t *testing.T) {
 	e := startWorker(t, tc)
 	ctx := context.Background()
@@ -126,6 +156,12 @@ func TestSessionStartsTheRunOfADeadCaller(t *testing.T) {
 		b, _ := json.Marshal("hello again")
 		_, err := svc.Start(ctx, session, sessions.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b})
 		require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err), "%v", err)
+		_, err = e.c.DescribeWorkflow(ctx, run, "")
+		var nf *serviceerror.NotFound
+		require.ErrorAs(t, err, &nf, "within the grace (5 s) the session presumes the run started")
+		time.Sleep(5500 * time.Millisecond)
+		_, err = svc.Start(ctx, session, sessions.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b})
+		require.Equal(t, contracts.CodeSessionBusy, contracts.CodeOf(err), "%v", err)
 		resp, _ := nextResponse(t, e.follow, run, 0)
 		require.Equal(t, []string{"structured-data", "interrupt", "checkpoint", "done"}, types(resp), "the accepted prompt is answered")
 		eventually(t, 10*time.Second, "the turn to end", func() bool { return sessionView(t, e, session).Active == nil })
@@ -147,6 +183,26 @@ func TestSessionStartsTheRunOfADeadCaller(t *testing.T) {
 		require.ErrorAs(t, err, &exists)
 		require.Equal(t, 1, countRuns(t, session))
 		recordHistory(t, tc, "launch-healed-stop-session", protocol.SessionWorkflowID(session))
+	})
+	t.Run("caller leaves", func(t *testing.T) {
+		// The client leaves once the session accepted its turn, before the service started the
+		// run: the service still starts it.
+		session := "launch-leave-" + taskQueue(t)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		c, err := client.NewClientFromExisting(e.c, client.Options{Interceptors: []interceptor.ClientInterceptor{&leavingCaller{cancel: cancel}}, Logger: quietLogger()})
+		require.NoError(t, err)
+		defer c.Close()
+		leaving, err := sessions.New(sessions.Options{Client: c, Broker: e.broker, TaskQueue: e.tq})
+		require.NoError(t, err)
+		b, _ := json.Marshal("hello")
+		_, err = leaving.Start(cctx, session, sessions.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b})
+		require.ErrorIs(t, err, context.Canceled)
+		v := sessionView(t, e, session)
+		require.NotNil(t, v.Active, "the session accepted the turn")
+		resp, _ := nextResponse(t, e.follow, v.Active.RunID, 0)
+		require.Equal(t, []string{"structured-data", "interrupt", "checkpoint", "done"}, types(resp), "its run was started and answers")
+		require.Empty(t, parentOf(t, v.Active.RunID), "by the service")
 	})
 	t.Run("start fails", func(t *testing.T) {
 		// A start that fails while the caller lives: the caller stops the turn, and the error

@@ -69,7 +69,7 @@ func TestAnswerIsOneSessionUpdate(t *testing.T) {
 	require.Equal(t, []string{"before", "between Ada", "after pro"}, readLines(t, e.effects))
 
 	sessionHist := history(t, tc, protocol.SessionWorkflowID(session))
-	require.Equal(t, []string{protocol.SessionStartTurnUpdate, protocol.SessionResumeTurnUpdate, protocol.SessionResumeTurnUpdate, protocol.SessionResumeTurnUpdate},
+	require.Equal(t, []string{protocol.SessionStartTurnByCallerUpdate, protocol.SessionResumeTurnUpdate, protocol.SessionResumeTurnUpdate, protocol.SessionResumeTurnUpdate},
 		updates(sessionHist), "one update per answer (the last one the reattach); refused answers write nothing")
 	require.Equal(t, []string{contracts.RespondName, contracts.RespondName}, signalsSent(sessionHist), "the session delivered both answers")
 	runHist := history(t, tc, t1.RunID)

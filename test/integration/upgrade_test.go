@@ -37,7 +37,7 @@ const upgradeLeanBase = "04cf478b97dbf2612f367b8617488bbecb2b7276"
 const upgradeQuietBase = "c5fbfe587f1148a679c71fa0051dc43fa992088c"
 
 // upgradeChildBase is the last commit whose sessions start every run as their child: the
-// session service now starts a prompt's run itself (protocol.StartTurnRequest.StartsRun).
+// session service now starts a prompt's run itself (protocol.SessionStartTurnByCallerUpdate).
 const upgradeChildBase = "505c7c75322acda74b174cf8d03c923421773a8e"
 
 // buildAt builds the program pkg (e.g. "./worker") of the module as it was at commit rev, from
@@ -122,10 +122,11 @@ func TestUpgradeFinishesWhatTheChildStartReleaseStarted(t *testing.T) {
 }
 
 // During a rollout an API process and a worker of different releases serve one task queue. A
-// new API with an old worker: the old session ignores the request's startsRun and starts the
-// run as its child, and returns no launch, so the API starts nothing. An old API with a new
-// worker: the request has no startsRun, and the new session starts the run as its child. Then
-// both new: the API starts the run.
+// new API with an old worker: the old session rejects the new update's name
+// (kortyx.Session.StartTurnByCaller), the API sends the old one, and the old session starts the
+// run as its child. An old API with a new worker: the old name, and the new session starts the
+// run as its child. Then both new: the API starts the run, also in the session that began on
+// the old worker.
 func TestUpgradeMixesAPIAndWorkerReleases(t *testing.T) {
 	redis := redistest.Start(t)
 	oldBin := buildAt(t, upgradeChildBase, "./worker")
@@ -154,6 +155,12 @@ func TestUpgradeMixesAPIAndWorkerReleases(t *testing.T) {
 
 	run = chat(newAPI, "rollout-new")
 	require.Empty(t, parentOf(t, run), "the new API started the run")
+	// The session the new API sent to the old worker replays on the new worker (the old
+	// worker rejected the new update's name, and recorded the old one), and takes a turn.
+	chunks, last := exactly(t, mpChat(t, newAPI, prompt("rollout-new-api", "t3", "hello", "hi")), 0, helloAsk...)
+	answerHello(t, newAPI, "rollout-new-api", "t4", firstOf(t, chunks, contracts.ChunkInterrupt), last, "Grace")
+	require.Empty(t, parentOf(t, runOfSession(t, "rollout-new-api")), "its next run started by the new API")
+	recordHistory(t, tc, "upgrade-rollout-session", protocol.SessionWorkflowID("rollout-new-api"))
 }
 
 // startVersion is the version of the pinned-definition change a run takes: the one its history
