@@ -51,6 +51,16 @@ func (f *fakeClient) UpdateWithStartWorkflow(context.Context, client.UpdateWithS
 	return nil, errors.New("fake: no turn starts here")
 }
 
+// GetWorkflowUpdateHandle is asked for the result of a start-turn update whose caller left
+// (sessions.Service waits for it apart from the caller): the fake has none.
+func (f *fakeClient) GetWorkflowUpdateHandle(client.GetWorkflowUpdateHandleOptions) client.WorkflowUpdateHandle {
+	return noUpdate{}
+}
+
+type noUpdate struct{ client.WorkflowUpdateHandle }
+
+func (noUpdate) Get(context.Context, any) error { return errors.New("fake: no update here") }
+
 func (f *fakeClient) UpdateWorkflow(ctx context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
 	f.record("update " + o.UpdateName)
 	_, ok := ctx.Deadline()
