@@ -273,6 +273,10 @@ func TestCodecSwitchedOnInFlight(t *testing.T) {
 	chunks, at := nextResponse(t, e.follow, run.GetID(), 0)
 	require.Equal(t, []string{"interrupt", "done"}, types(chunks))
 	ask, _ := interruptOf(t, chunks)
+	// The chunks are published inside the workflow task that asks (a local activity): stop the
+	// worker only once that task completed (its status upsert is visible), or the task would
+	// wait for its timeout and be run again elsewhere.
+	eventually(t, 10*time.Second, "the question's workflow task to complete", func() bool { return statusAttribute(t, tc, run.GetID()) == "waiting" })
 	plain.Stop()
 	// The answer's workflow task goes to the task queue, not to the stopped worker's sticky
 	// queue, where it would wait for the sticky timeout first (once, in a clean-clone run, it
