@@ -7,16 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kortyx-go/kortyx/activities"
 	"github.com/kortyx-go/kortyx/contracts"
+	"github.com/kortyx-go/kortyx/hooks"
 	"github.com/kortyx-go/kortyx/internal/protocol"
+	"github.com/kortyx-go/kortyx/providers"
+	"github.com/kortyx-go/kortyx/providers/fake"
 	"github.com/kortyx-go/kortyx/sessions"
+	"github.com/kortyx-go/kortyx/stream"
 	"github.com/kortyx-go/kortyx/test/testagents"
+	"github.com/kortyx-go/kortyx/workflows"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/workflow"
 )
 
 // failingCaller is a client interceptor whose start of a run fails. With died, it plays an API
@@ -95,8 +102,14 @@ func failingService(t *testing.T, e *inproc, died bool) *sessions.Service {
 // session accepted the turn: the turn is active, its run does not exist.
 func ghostTurn(t *testing.T, e *inproc, session, clientTurnID string) string {
 	t.Helper()
-	b, _ := json.Marshal("hello")
-	_, err := failingService(t, e, true).Start(context.Background(), session, sessions.TurnRequest{Workflow: testagents.EffectsWorkflow, Input: b, ClientTurnID: clientTurnID})
+	return ghostTurnOf(t, e, session, clientTurnID, testagents.EffectsWorkflow, "hello")
+}
+
+// ghostTurnOf is ghostTurn with agent wf and input text.
+func ghostTurnOf(t *testing.T, e *inproc, session, clientTurnID, wf, text string) string {
+	t.Helper()
+	b, _ := json.Marshal(text)
+	_, err := failingService(t, e, true).Start(context.Background(), session, sessions.TurnRequest{Workflow: wf, Input: b, ClientTurnID: clientTurnID})
 	require.Equal(t, contracts.CodeExecutionFailed, contracts.CodeOf(err), "%v", err)
 	v := sessionView(t, e, session)
 	require.NotNil(t, v.Active, "the session accepted the turn")
@@ -257,4 +270,35 @@ func countRuns(t *testing.T, session string) int {
 	t.Helper()
 	eventually(t, 10*time.Second, "the session's runs to be listed", func() bool { return sessionRuns(t, session) > 0 })
 	return sessionRuns(t, session)
+}
+
+// A steering message sent while the running turn's run was never started (its caller died):
+// the session's signal to the run fails, so the session starts the run and sends the message
+// again; the run takes it in at its next model pass.
+func TestSessionStartsTheRunOfADeadCallerForASteer(t *testing.T) {
+	model := fake.NewResponder(steerModel(2 * time.Second)).WithID("fake")
+	reg := workflows.NewRegistry()
+	require.NoError(t, reg.Add(&workflows.Definition{ID: "steerheal", Version: "1",
+		Nodes: map[string]workflows.Node{"agent": {Run: func(ctx workflow.Context, in workflows.NodeInput) (workflows.NodeResult, error) {
+			_, err := hooks.Reason(ctx, hooks.ReasonOptions{ID: "reason", Model: providers.Model("fake:test"), Input: in.Text()})
+			return workflows.NodeResult{}, err
+		}}},
+		Edges: []workflows.Edge{{From: workflows.Start, To: "agent"}}}))
+	e := &inproc{c: tc, broker: stream.NewMemory(stream.MemoryOptions{}), tq: taskQueue(t)}
+	w := newWorker(tc, e.tq, reg, &activities.Activities{Stream: e.broker, Providers: providers.NewSet(model)})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	session := "launch-steer-" + e.tq
+	run := ghostTurnOf(t, e, session, "", "steerheal", slowPrompt)
+
+	b, _ := json.Marshal(steerText)
+	ts, err := newService(t, tc, e.broker, e.tq).Start(context.Background(), session, sessions.TurnRequest{Workflow: "steerheal", Input: b, Busy: sessions.BusySteer})
+	require.NoError(t, err)
+	require.Equal(t, sessions.BusySteer, ts.Kind)
+	require.Equal(t, run, ts.RunID, "the message went to the running turn's run")
+	resp, _ := nextResponse(t, e.follow, run, 0)
+	require.Equal(t, "Working slowly. EU store it is.", sessions.Buffer(resp).Text)
+	require.Equal(t, protocol.SessionWorkflowID(session), parentOf(t, run), "the session started the run")
+	require.Equal(t, 2, model.Calls(), "the slow pass, then the pass that took the message in")
+	require.Equal(t, steerText, lastUserText(model.Requests()[1].Messages))
 }
